@@ -1,0 +1,230 @@
+//! Credentials (secrets) and their digests, and the entropy they are made from.
+//!
+//! The spec insists the credentials are "distinct, not interchangeable", so each is its own type.
+//! Their `Debug` never shows the secret; only [`expose`](AccessToken::expose) does, for the one
+//! place a secret must leave: the response to the client. Storage only ever sees digests.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+use std::fmt;
+use subtle::ConstantTimeEq;
+
+use crate::ids::GrantId;
+
+/// How many bytes of entropy every call takes.
+pub const ENTROPY_LEN: usize = 112;
+
+/// Randomness supplied by the host on every call (from a CSPRNG: `crypto.getRandomValues`,
+/// `getrandom`). The core derives every token from it and never draws randomness itself, so
+/// fixed entropy gives fixed tokens in a test vector.
+///
+/// Layout: bytes 0–31 the code or access token, 32–63 the refresh token, 64–79 the grant id;
+/// the rest is reserved. Each credential carries 256 bits.
+#[derive(Clone)]
+pub struct Entropy([u8; ENTROPY_LEN]);
+
+impl Entropy {
+    /// Wraps exactly [`ENTROPY_LEN`] random bytes.
+    pub fn new(bytes: [u8; ENTROPY_LEN]) -> Self {
+        Entropy(bytes)
+    }
+
+    /// Wraps a slice that must be exactly [`ENTROPY_LEN`] bytes long.
+    pub fn from_slice(bytes: &[u8]) -> Option<Self> {
+        bytes.try_into().ok().map(Entropy)
+    }
+
+    fn span<const N: usize>(&self, start: usize) -> [u8; N] {
+        let mut out = [0u8; N];
+        for (i, b) in out.iter_mut().enumerate() {
+            *b = self.0.get(start + i).copied().unwrap_or_default();
+        }
+        out
+    }
+
+    /// 256 bits for the authorization code or the access token of this call.
+    pub(crate) fn primary(&self) -> [u8; 32] {
+        self.span(0)
+    }
+
+    /// 256 bits for the refresh token of this call.
+    pub(crate) fn secondary(&self) -> [u8; 32] {
+        self.span(32)
+    }
+
+    /// 128 bits for a grant id.
+    pub(crate) fn grant_id(&self) -> GrantId {
+        GrantId(URL_SAFE_NO_PAD.encode(self.span::<16>(64)))
+    }
+}
+
+impl fmt::Debug for Entropy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Entropy(..)")
+    }
+}
+
+fn sha256(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
+}
+
+macro_rules! digest_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name([u8; 32]);
+
+        impl $name {
+            /// The digest in URL-safe base64 (how it appears in storage keys and records).
+            pub fn to_base64(&self) -> String {
+                URL_SAFE_NO_PAD.encode(self.0)
+            }
+
+            /// Parses the URL-safe base64 form.
+            pub fn from_base64(text: &str) -> Option<Self> {
+                let bytes = URL_SAFE_NO_PAD.decode(text).ok()?;
+                bytes.try_into().ok().map($name)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({})", stringify!($name), self.to_base64())
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(&self.to_base64())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(d)?;
+                $name::from_base64(&text)
+                    .ok_or_else(|| serde::de::Error::custom("expected 32 bytes in URL-safe base64"))
+            }
+        }
+    };
+}
+
+macro_rules! credential {
+    ($(#[$doc:meta])* $name:ident, $digest:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, PartialEq, Eq)]
+        pub struct $name(String);
+
+        impl $name {
+            /// Wraps a credential as presented by a client.
+            pub fn presented(value: impl Into<String>) -> Self {
+                $name(value.into())
+            }
+
+            /// The secret itself. Call only to hand it to its owner (a response body or redirect).
+            pub fn expose(&self) -> &str {
+                &self.0
+            }
+
+            /// The SHA-256 digest under which it is stored.
+            pub fn digest(&self) -> $digest {
+                $digest(sha256(self.0.as_bytes()))
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}(<redacted>)", stringify!($name))
+            }
+        }
+    };
+}
+
+digest_type!(
+    /// SHA-256 of an [`AuthorizationCode`]: the storage key of its record.
+    CodeDigest
+);
+digest_type!(
+    /// SHA-256 of an [`AccessToken`]: the storage key of its record.
+    AccessTokenDigest
+);
+digest_type!(
+    /// SHA-256 of a [`RefreshToken`]: the storage key of its record.
+    RefreshTokenDigest
+);
+digest_type!(
+    /// SHA-256 of an app's [`ClientSecret`], as registered in the configuration.
+    SecretDigest
+);
+
+credential!(
+    /// A one-time authorization code (43 URL-safe characters, 256 bits).
+    AuthorizationCode,
+    CodeDigest
+);
+credential!(
+    /// A bearer access token: `sl.` followed by 43 URL-safe characters (256 bits).
+    AccessToken,
+    AccessTokenDigest
+);
+credential!(
+    /// A refresh token (43 URL-safe characters, 256 bits). Reusable; never expires by time.
+    RefreshToken,
+    RefreshTokenDigest
+);
+credential!(
+    /// An app secret, as sent in `client_secret` or as the Basic-auth password.
+    ClientSecret,
+    SecretDigest
+);
+
+impl AuthorizationCode {
+    pub(crate) fn mint(entropy: &Entropy) -> Self {
+        AuthorizationCode(URL_SAFE_NO_PAD.encode(entropy.primary()))
+    }
+}
+
+impl AccessToken {
+    /// The prefix every access token this core mints starts with.
+    pub const PREFIX: &'static str = "sl.";
+
+    pub(crate) fn mint(entropy: &Entropy) -> Self {
+        AccessToken(format!(
+            "{}{}",
+            Self::PREFIX,
+            URL_SAFE_NO_PAD.encode(entropy.primary())
+        ))
+    }
+}
+
+impl RefreshToken {
+    pub(crate) fn mint(entropy: &Entropy) -> Self {
+        RefreshToken(URL_SAFE_NO_PAD.encode(entropy.secondary()))
+    }
+}
+
+impl SecretDigest {
+    /// Whether `secret` hashes to this digest, compared in constant time.
+    ///
+    /// ```
+    /// # use edgegrant::{ClientSecret, SecretDigest};
+    /// let stored: SecretDigest = ClientSecret::presented("s3cr3t").digest();
+    /// assert!(stored.matches(&ClientSecret::presented("s3cr3t")));
+    /// assert!(!stored.matches(&ClientSecret::presented("s3cr3T")));
+    /// ```
+    pub fn matches(&self, secret: &ClientSecret) -> bool {
+        self.0.ct_eq(&secret.digest().0).into()
+    }
+}
+
+/// SHA-256 then URL-safe base64 without padding: the S256 transform of RFC 7636 §4.2.
+pub(crate) fn s256(text: &str) -> String {
+    URL_SAFE_NO_PAD.encode(sha256(text.as_bytes()))
+}
+
+/// Constant-time equality of two strings (lengths may differ, which is not secret here).
+pub(crate) fn ct_str_eq(a: &str, b: &str) -> bool {
+    a.as_bytes().ct_eq(b.as_bytes()).into()
+}

@@ -1,0 +1,182 @@
+//! Identifiers that are not secrets: app keys, user identities, redirect URIs, grant ids.
+//!
+//! Each is a validated newtype, so an `AppKey` can never be passed where an `AccountId` is meant
+//! and nothing unvalidated reaches a storage key or a redirect.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Why a string was refused as an identifier.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {kind}: {reason}")]
+pub struct InvalidId {
+    /// Which identifier was being parsed.
+    pub kind: &'static str,
+    /// What was wrong with it.
+    pub reason: &'static str,
+}
+
+macro_rules! validated_string {
+    ($(#[$doc:meta])* $name:ident, $kind:literal, $check:expr) => {
+        $(#[$doc])*
+        #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(String);
+
+        impl $name {
+            /// Validates `value` and wraps it.
+            pub fn new(value: impl Into<String>) -> Result<Self, InvalidId> {
+                let value = value.into();
+                let check: fn(&str) -> Result<(), &'static str> = $check;
+                check(&value).map_err(|reason| InvalidId { kind: $kind, reason })?;
+                Ok(Self(value))
+            }
+
+            /// The identifier as text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = InvalidId;
+            fn try_from(value: String) -> Result<Self, InvalidId> {
+                Self::new(value)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(value: $name) -> String {
+                value.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({:?})", stringify!($name), self.0)
+            }
+        }
+    };
+}
+
+// Lets `BTreeMap<AppKey, _>` be searched by `&str` (the derived order is the string order).
+impl std::borrow::Borrow<str> for AppKey {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+fn bounded(value: &str, max: usize) -> Result<(), &'static str> {
+    match value.len() {
+        0 => Err("empty"),
+        n if n > max => Err("too long"),
+        _ => Ok(()),
+    }
+}
+
+validated_string!(
+    /// The public identifier of an app, sent as `client_id` (SPEC.md: "app key").
+    ///
+    /// 1–64 characters from `A–Z a–z 0–9 - . _`; never contains `:` so it can sit inside a
+    /// storage key.
+    AppKey,
+    "app key",
+    |v| {
+        bounded(v, 64)?;
+        if v.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b)) {
+            Ok(())
+        } else {
+            Err("only A-Z a-z 0-9 - . _ are allowed")
+        }
+    }
+);
+
+validated_string!(
+    /// The account identifier of a user (the reference service's `dbid:…` form), as the host's
+    /// sign-in names it. 1–128 visible ASCII characters.
+    AccountId,
+    "account id",
+    |v| {
+        bounded(v, 128)?;
+        visible_ascii(v)
+    }
+);
+
+validated_string!(
+    /// The legacy user identifier returned as `uid`. 1–128 visible ASCII characters.
+    Uid,
+    "uid",
+    |v| {
+        bounded(v, 128)?;
+        visible_ascii(v)
+    }
+);
+
+validated_string!(
+    /// A redirect URI as registered for an app and compared by exact string match
+    /// (RFC 9700 §4.1.3).
+    ///
+    /// An absolute URI (`scheme:rest`, RFC 3986 §3.1), at most 2048 characters, without a fragment
+    /// (RFC 6749 §3.1.2), whitespace or control characters.
+    RedirectUri,
+    "redirect uri",
+    |v| {
+        bounded(v, 2048)?;
+        visible_ascii(v)?;
+        if v.contains('#') {
+            return Err("must not contain a fragment");
+        }
+        let (scheme, rest) = v.split_once(':').ok_or("must be absolute (scheme:...)")?;
+        let mut chars = scheme.bytes();
+        let starts_alpha = chars.next().is_some_and(|b| b.is_ascii_alphabetic());
+        if !starts_alpha || !chars.all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b)) {
+            return Err("invalid scheme");
+        }
+        if rest.is_empty() {
+            return Err("nothing after the scheme");
+        }
+        Ok(())
+    }
+);
+
+fn visible_ascii(v: &str) -> Result<(), &'static str> {
+    if v.bytes().all(|b| b.is_ascii_graphic()) {
+        Ok(())
+    } else {
+        Err("only visible ASCII characters are allowed")
+    }
+}
+
+/// Identifies one grant: what one consent produced once redeemed, the family of tokens that one
+/// revocation ends. Opaque, random, not a credential (knowing it grants nothing).
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Debug)]
+#[serde(transparent)]
+pub struct GrantId(pub(crate) String);
+
+impl GrantId {
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for GrantId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The signed-in user, as the host's sign-in established it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct User {
+    /// Account identifier, returned as `account_id`.
+    pub account_id: AccountId,
+    /// User identifier, returned as `uid`.
+    pub uid: Uid,
+}

@@ -1,0 +1,14 @@
+//! The state machines, as pure transitions on records and explicit time.
+//!
+//! - [`code`]: an authorization code is issued, then redeemed once; expiry follows from time.
+//! - [`access_token`]: minted active, ends by expiry or by its grant's end.
+//! - [`refresh_token`]: minted with an offline grant, reusable, ends only with its grant.
+//! - [`grant`]: the family of tokens one consent produced; one revocation ends them all.
+//! - [`link`]: the standing link of a user and an app; an unlink ends every grant of the pair in
+//!   one write, by bumping its epoch.
+
+pub(crate) mod access_token;
+pub(crate) mod code;
+pub(crate) mod grant;
+pub(crate) mod link;
+pub(crate) mod refresh_token;

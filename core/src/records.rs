@@ -1,0 +1,220 @@
+//! What the core asks the host to store: one record type per stored object, and the keys
+//! they live under. Records hold digests and facts, never a secret in plain text.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+use crate::credentials::{AccessTokenDigest, CodeDigest, RefreshTokenDigest};
+use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, Uid};
+use crate::pkce::CodeChallenge;
+use crate::scope::ScopeSet;
+use crate::time::UnixTime;
+
+/// The access the authorization request asked for, fixed in the code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenAccessType {
+    /// A short-lived access token only.
+    Online,
+    /// A short-lived access token and a refresh token.
+    Offline,
+    /// The app's long-lived default: a non-expiring access token if minted before the
+    /// long-lived cutoff, a short-lived one from then on.
+    Legacy,
+}
+
+/// Where an authorization code stands. Expiry is not a state: it follows from `expires_at`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum CodeState {
+    /// Issued after consent, not yet exchanged.
+    Issued,
+    /// Exchanged once; the grant it produced is revoked if anyone tries again.
+    Redeemed {
+        /// The grant the exchange created.
+        grant: GrantId,
+    },
+}
+
+/// An authorization code, stored under the digest of the code.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeRecord {
+    /// The app the code was issued to.
+    pub app: AppKey,
+    /// The consenting user's account.
+    pub account_id: AccountId,
+    /// The consenting user's uid.
+    pub uid: Uid,
+    /// The `redirect_uri` of the authorization request, which the exchange must repeat exactly.
+    pub redirect_uri: Option<RedirectUri>,
+    /// The PKCE challenge, if the request carried one.
+    pub challenge: Option<CodeChallenge>,
+    /// The granted scopes.
+    pub scopes: ScopeSet,
+    /// What the exchange yields.
+    pub access_type: TokenAccessType,
+    /// The user's link epoch at consent; an unlink since then voids the code.
+    pub link_epoch: u64,
+    /// The code is refused from this instant on.
+    pub expires_at: UnixTime,
+    /// Issued or redeemed.
+    #[serde(flatten)]
+    pub state: CodeState,
+}
+
+/// One grant: the tokens that one consent produced, ended together by one revocation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GrantRecord {
+    /// The app the tokens belong to.
+    pub app: AppKey,
+    /// The user's account.
+    pub account_id: AccountId,
+    /// The user's uid.
+    pub uid: Uid,
+    /// The scopes granted.
+    pub scopes: ScopeSet,
+    /// The user's link epoch when the grant was made; an unlink bumps the epoch and ends it.
+    pub link_epoch: u64,
+    /// Whether the code carried a PKCE challenge: then its refresh token may be used with
+    /// `client_id` alone.
+    pub pkce: bool,
+    /// Set when the grant was revoked (revoke endpoint or code reuse).
+    pub revoked_at: Option<UnixTime>,
+}
+
+/// An access token, stored under its digest.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessTokenRecord {
+    /// The grant it belongs to.
+    pub grant: GrantId,
+    /// The app (copied from the grant so the second read can be batched).
+    pub app: AppKey,
+    /// The user's account (copied from the grant likewise).
+    pub account_id: AccountId,
+    /// The scopes it carries (the grant's, or fewer after a narrowing refresh).
+    pub scopes: ScopeSet,
+    /// `None` for a legacy long-lived token.
+    pub expires_at: Option<UnixTime>,
+}
+
+/// A refresh token, stored under its digest. It never expires by time.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefreshTokenRecord {
+    /// The grant it belongs to.
+    pub grant: GrantId,
+    /// The app it was issued to.
+    pub app: AppKey,
+    /// The user's account.
+    pub account_id: AccountId,
+}
+
+/// The standing link between one user and one app.
+///
+/// Never delete it: its epoch is what keeps an unlinked user's old tokens dead.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkRecord {
+    /// Bumped by every unlink; codes and grants of an older epoch are void.
+    pub epoch: u64,
+    /// The scopes the user has consented to since the last unlink (for re-authorization).
+    pub granted: ScopeSet,
+}
+
+/// Any stored record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    /// Under [`RecordKey::Code`].
+    Code(CodeRecord),
+    /// Under [`RecordKey::AccessToken`].
+    AccessToken(AccessTokenRecord),
+    /// Under [`RecordKey::RefreshToken`].
+    RefreshToken(RefreshTokenRecord),
+    /// Under [`RecordKey::Grant`].
+    Grant(GrantRecord),
+    /// Under [`RecordKey::Link`].
+    Link(LinkRecord),
+}
+
+/// A record with the version the store holds it at. Versions start at 1 and the store adds one
+/// on every put; conditional writes compare them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Versioned {
+    /// The store's version of the record.
+    pub version: u64,
+    /// The record.
+    pub record: Record,
+}
+
+/// Where a record lives. Its text form (`code:…`, `access:…`, `refresh:…`, `grant:…`,
+/// `link:<app>:<account>`) is the storage key.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RecordKey {
+    /// An authorization code, by digest.
+    Code(CodeDigest),
+    /// An access token, by digest.
+    AccessToken(AccessTokenDigest),
+    /// A refresh token, by digest.
+    RefreshToken(RefreshTokenDigest),
+    /// A grant, by id.
+    Grant(GrantId),
+    /// The link of one user and one app.
+    Link(AppKey, AccountId),
+}
+
+impl fmt::Display for RecordKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecordKey::Code(d) => write!(f, "code:{}", d.to_base64()),
+            RecordKey::AccessToken(d) => write!(f, "access:{}", d.to_base64()),
+            RecordKey::RefreshToken(d) => write!(f, "refresh:{}", d.to_base64()),
+            RecordKey::Grant(id) => write!(f, "grant:{id}"),
+            RecordKey::Link(app, account) => write!(f, "link:{app}:{account}"),
+        }
+    }
+}
+
+/// A storage key that is not one of the forms [`RecordKey`] writes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a record key: {0:?}")]
+pub struct BadRecordKey(pub String);
+
+impl FromStr for RecordKey {
+    type Err = BadRecordKey;
+    fn from_str(text: &str) -> Result<Self, BadRecordKey> {
+        let bad = || BadRecordKey(text.to_owned());
+        let (kind, rest) = text.split_once(':').ok_or_else(bad)?;
+        let key = match kind {
+            "code" => CodeDigest::from_base64(rest).map(RecordKey::Code),
+            "access" => AccessTokenDigest::from_base64(rest).map(RecordKey::AccessToken),
+            "refresh" => RefreshTokenDigest::from_base64(rest).map(RecordKey::RefreshToken),
+            "grant" => (!rest.is_empty()
+                && rest
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
+            .then(|| RecordKey::Grant(GrantId(rest.to_owned()))),
+            "link" => rest.split_once(':').and_then(|(app, account)| {
+                Some(RecordKey::Link(
+                    AppKey::new(app).ok()?,
+                    AccountId::new(account).ok()?,
+                ))
+            }),
+            _ => None,
+        };
+        key.ok_or_else(bad)
+    }
+}
+
+impl Serialize for RecordKey {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for RecordKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
+    }
+}

@@ -1,0 +1,203 @@
+//! Scopes: dotted `<area>.<permission>` strings, sets of them, and the legacy access types that
+//! map onto them.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::fmt;
+
+use crate::ids::InvalidId;
+
+/// One scope, such as `account_info.read` or `files.content.write`.
+///
+/// Two or more dot-separated segments of `a–z 0–9 _`, at most 64 characters.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Scope(String);
+
+impl Scope {
+    /// Parses one scope.
+    ///
+    /// ```
+    /// # use edgegrant::Scope;
+    /// assert!(Scope::new("files.content.read").is_ok());
+    /// assert!(Scope::new("files").is_err());
+    /// assert!(Scope::new("Files.Read").is_err());
+    /// ```
+    pub fn new(value: impl Into<String>) -> Result<Self, InvalidId> {
+        let value = value.into();
+        let invalid = |reason| InvalidId {
+            kind: "scope",
+            reason,
+        };
+        if value.is_empty() || value.len() > 64 {
+            return Err(invalid("must be 1-64 characters"));
+        }
+        let segment_ok = |s: &str| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        };
+        if value.split('.').count() < 2 || !value.split('.').all(segment_ok) {
+            return Err(invalid("must be <area>.<permission> in a-z 0-9 _"));
+        }
+        Ok(Scope(value))
+    }
+
+    /// The scope as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for Scope {
+    type Error = InvalidId;
+    fn try_from(value: String) -> Result<Self, InvalidId> {
+        Scope::new(value)
+    }
+}
+
+impl From<Scope> for String {
+    fn from(value: Scope) -> String {
+        value.0
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Scope({})", self.0)
+    }
+}
+
+/// A set of scopes, kept sorted so its text form is canonical.
+#[derive(Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ScopeSet(BTreeSet<Scope>);
+
+impl ScopeSet {
+    /// Parses the space-separated form of RFC 6749 §3.3 (runs of spaces are tolerated).
+    /// Fails on an invalid scope or when no scope is named at all.
+    ///
+    /// ```
+    /// # use edgegrant::ScopeSet;
+    /// let set = ScopeSet::parse("files.content.read  account_info.read").unwrap();
+    /// assert_eq!(set.to_string(), "account_info.read files.content.read");
+    /// assert!(ScopeSet::parse("  ").is_err());
+    /// ```
+    pub fn parse(text: &str) -> Result<Self, InvalidId> {
+        let set = text
+            .split(' ')
+            .filter(|s| !s.is_empty())
+            .map(Scope::new)
+            .collect::<Result<BTreeSet<_>, _>>()?;
+        if set.is_empty() {
+            return Err(InvalidId {
+                kind: "scope",
+                reason: "no scope named",
+            });
+        }
+        Ok(ScopeSet(set))
+    }
+
+    /// Builds a set from scopes already validated.
+    pub fn from_scopes(scopes: impl IntoIterator<Item = Scope>) -> Self {
+        ScopeSet(scopes.into_iter().collect())
+    }
+
+    /// Whether `scope` is in the set.
+    pub fn contains(&self, scope: &Scope) -> bool {
+        self.0.contains(scope)
+    }
+
+    /// Whether every scope of `self` is in `other`.
+    pub fn is_subset(&self, other: &ScopeSet) -> bool {
+        self.0.is_subset(&other.0)
+    }
+
+    /// The union of both sets.
+    pub fn union(&self, other: &ScopeSet) -> ScopeSet {
+        ScopeSet(self.0.union(&other.0).cloned().collect())
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The scopes in canonical (sorted) order.
+    pub fn iter(&self) -> impl Iterator<Item = &Scope> {
+        self.0.iter()
+    }
+}
+
+impl fmt::Display for ScopeSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, scope) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" ")?;
+            }
+            f.write_str(scope.as_str())?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for ScopeSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ScopeSet({self})")
+    }
+}
+
+/// The user scopes SPEC.md names. A migrated user-API app is pre-selected all of them.
+pub const USER_SCOPES: [&str; 10] = [
+    "account_info.read",
+    "contacts.write",
+    "file_requests.read",
+    "file_requests.write",
+    "files.content.read",
+    "files.content.write",
+    "files.metadata.read",
+    "files.metadata.write",
+    "sharing.read",
+    "sharing.write",
+];
+
+/// The scopes a business-API app with team auditing is pre-selected on migration (SPEC.md).
+pub const TEAM_AUDITING_SCOPES: [&str; 4] = [
+    "team_info.read",
+    "members.read",
+    "groups.read",
+    "events.read",
+];
+
+/// The access type of a legacy (pre-scopes) app.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LegacyAccess {
+    /// User API, restricted to the app's folder.
+    AppFolder,
+    /// User API, the whole account.
+    FullDropbox,
+    /// Business API: read team information.
+    TeamInformation,
+    /// Business API: team auditing.
+    TeamAuditing,
+}
+
+impl LegacyAccess {
+    /// The scopes this access type stands for: what a legacy app's tokens carry, and what a
+    /// migration pre-selects (SPEC.md, "App kinds").
+    pub fn scopes(self) -> ScopeSet {
+        let names: &[&str] = match self {
+            LegacyAccess::AppFolder | LegacyAccess::FullDropbox => &USER_SCOPES,
+            LegacyAccess::TeamInformation => &["team_info.read"],
+            LegacyAccess::TeamAuditing => &TEAM_AUDITING_SCOPES,
+        };
+        ScopeSet::from_scopes(names.iter().filter_map(|n| Scope::new(*n).ok()))
+    }
+}

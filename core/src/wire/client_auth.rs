@@ -1,0 +1,108 @@
+//! Client credentials at the token endpoint: HTTP Basic or body parameters (RFC 6749 §2.3.1).
+
+use base64::alphabet::STANDARD;
+use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+use base64::Engine as _;
+
+use super::form::{decode_component, Params, Repeated};
+use crate::credentials::ClientSecret;
+use crate::step::HttpRequest;
+
+/// Basic credentials are standard base64; some clients drop the padding, which we tolerate.
+const BASIC: GeneralPurpose = GeneralPurpose::new(
+    &STANDARD,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
+
+/// How the client presented itself.
+pub(crate) struct Presented {
+    /// The `client_id` (Basic user name, or body parameter).
+    pub client_id: String,
+    /// The secret, if any (Basic password, or `client_secret`).
+    pub secret: Option<ClientSecret>,
+    /// Whether HTTP Basic was used (failures then carry `WWW-Authenticate: Basic`).
+    pub via_basic: bool,
+}
+
+/// Why the presented credentials cannot even be read.
+pub(crate) enum CredentialError {
+    /// No `client_id` anywhere: no client authentication (→ `invalid_client`).
+    Missing,
+    /// An `Authorization: Basic` header that does not decode (→ `invalid_client`).
+    MalformedBasic,
+    /// Basic and `client_secret` both, or two `Authorization` headers (→ `invalid_request`).
+    MultipleMethods,
+    /// Basic names one client and the body another (→ `invalid_request`).
+    ConflictingClientId,
+    /// `client_secret` without `client_id` (→ `invalid_request`).
+    SecretWithoutId,
+    /// An `Authorization` scheme other than Basic (→ `invalid_request`).
+    UnsupportedScheme,
+    /// A credential parameter sent twice (→ `invalid_request`).
+    Repeated(&'static str),
+}
+
+impl From<Repeated> for CredentialError {
+    fn from(r: Repeated) -> Self {
+        CredentialError::Repeated(r.0)
+    }
+}
+
+/// Reads the client credentials; never both methods at once.
+pub(crate) fn presented(
+    request: &HttpRequest,
+    params: &Params,
+) -> Result<Presented, CredentialError> {
+    let body_id = params.one("client_id")?;
+    let body_secret = params.one("client_secret")?;
+    let mut authorizations = request.header_values("authorization");
+    let authorization = authorizations.next();
+    if authorizations.next().is_some() {
+        return Err(CredentialError::MultipleMethods);
+    }
+    if let Some(header) = authorization {
+        let (id, secret) = basic(header)?;
+        if body_secret.is_some() {
+            return Err(CredentialError::MultipleMethods);
+        }
+        if body_id.is_some_and(|b| b != id) {
+            return Err(CredentialError::ConflictingClientId);
+        }
+        return Ok(Presented {
+            client_id: id,
+            secret: Some(ClientSecret::presented(secret)),
+            via_basic: true,
+        });
+    }
+    match (body_id, body_secret) {
+        (Some(id), secret) => Ok(Presented {
+            client_id: id.to_owned(),
+            secret: secret.map(ClientSecret::presented),
+            via_basic: false,
+        }),
+        (None, Some(_)) => Err(CredentialError::SecretWithoutId),
+        (None, None) => Err(CredentialError::Missing),
+    }
+}
+
+/// Decodes `Basic <base64(id:secret)>`, both parts form-urldecoded (RFC 6749 §2.3.1).
+fn basic(header: &str) -> Result<(String, String), CredentialError> {
+    let header = header.trim();
+    let (scheme, encoded) = header.split_once(' ').unwrap_or((header, ""));
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return Err(CredentialError::UnsupportedScheme);
+    }
+    let decoded = BASIC
+        .decode(encoded.trim_start())
+        .map_err(|_| CredentialError::MalformedBasic)?;
+    let text = String::from_utf8(decoded).map_err(|_| CredentialError::MalformedBasic)?;
+    let (id, secret) = text
+        .split_once(':')
+        .ok_or(CredentialError::MalformedBasic)?;
+    let id = decode_component(id).ok_or(CredentialError::MalformedBasic)?;
+    let secret = decode_component(secret).ok_or(CredentialError::MalformedBasic)?;
+    if id.is_empty() {
+        return Err(CredentialError::MalformedBasic);
+    }
+    Ok((id, secret))
+}

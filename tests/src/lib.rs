@@ -1,0 +1,1 @@
+//! Simulation harness (in progress).
