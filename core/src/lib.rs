@@ -98,6 +98,13 @@
 //! ```
 
 #![forbid(unsafe_code)]
+// No input may panic the core: no unwrap, expect, panic or unchecked indexing anywhere in it.
+#![deny(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing
+)]
 
 mod config;
 mod credentials;

@@ -1,1 +1,693 @@
-//! Simulation harness (in progress).
+//! Simulation harness for `edgegrant`: an in-memory store that applies transactions
+//! all-or-nothing, hosts that run the step loop one step at a time (so two can interleave), a
+//! hand-moved clock, deterministic entropy, and the fixtures the tests share.
+//!
+//! ```
+//! use edgegrant_tests::*;
+//! let mut sim = Sim::new(fixture_config());
+//! let code = sim.code_for(&pkce_offline_query("xyz"), &alice());
+//! let tokens = sim.exchange_pkce(&code, VERIFIER);
+//! assert_eq!(tokens.status, 200);
+//! ```
+
+use std::collections::BTreeMap;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use edgegrant::*;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Why a transaction did not apply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict(pub RecordKey);
+
+/// An in-memory store with versioned records and atomic conditional transactions.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Store {
+    records: BTreeMap<RecordKey, Versioned>,
+}
+
+impl Store {
+    /// What is stored under `key`.
+    pub fn get(&self, key: &RecordKey) -> Option<&Versioned> {
+        self.records.get(key)
+    }
+
+    /// Every stored record.
+    pub fn iter(&self) -> impl Iterator<Item = (&RecordKey, &Versioned)> {
+        self.records.iter()
+    }
+
+    /// How many records are stored.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether nothing is stored.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// Applies every put if every expectation holds, or nothing.
+    pub fn apply(&mut self, transaction: &Transaction) -> Result<(), Conflict> {
+        for put in &transaction.puts {
+            let current = self.records.get(&put.key).map(|v| v.version);
+            let holds = match put.expect {
+                Expect::Absent => current.is_none(),
+                Expect::Version(v) => current == Some(v),
+            };
+            if !holds {
+                return Err(Conflict(put.key.clone()));
+            }
+        }
+        for put in &transaction.puts {
+            let version = self.records.get(&put.key).map_or(1, |v| v.version + 1);
+            self.records.insert(
+                put.key.clone(),
+                Versioned {
+                    version,
+                    record: put.record.clone(),
+                },
+            );
+        }
+        Ok(())
+    }
+}
+
+/// What one step of a host did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress {
+    /// It loaded records (the request goes on).
+    Loaded(Vec<RecordKey>),
+    /// Its transaction lost a race; it starts over with fresh records.
+    Conflicted(Conflict),
+    /// It finished, after committing if `committed`.
+    Done {
+        /// What to carry out.
+        outcome: Outcome,
+        /// Whether a transaction was applied.
+        committed: bool,
+        /// The audit events of the applied transaction.
+        audit: Vec<AuditEvent>,
+    },
+}
+
+/// One request in flight on one host, advanced a step at a time.
+#[derive(Debug, Clone)]
+pub struct Request {
+    input: Input,
+    now: UnixTime,
+    entropy: Entropy,
+    records: Records,
+    /// How many round trips to `handle` were made.
+    pub calls: usize,
+    /// How many batched reads were made.
+    pub reads: usize,
+    /// How many conflicts were met.
+    pub conflicts: usize,
+}
+
+impl Request {
+    /// A request starting now with this entropy.
+    pub fn new(input: Input, now: UnixTime, entropy: Entropy) -> Self {
+        Request {
+            input,
+            now,
+            entropy,
+            records: Records::new(),
+            calls: 0,
+            reads: 0,
+            conflicts: 0,
+        }
+    }
+
+    /// One call to `handle` and the host action it asks for: a batched read or an atomic commit.
+    pub fn step(&mut self, config: &Config, store: &mut Store) -> Result<Progress, Misuse> {
+        self.calls += 1;
+        match handle(config, &self.input, self.now, &self.entropy, &self.records)? {
+            Step::NeedRecords { keys } => {
+                self.reads += 1;
+                for key in &keys {
+                    self.records.insert(key.clone(), store.get(key).cloned());
+                }
+                Ok(Progress::Loaded(keys))
+            }
+            Step::Commit {
+                transaction,
+                outcome,
+            } => match store.apply(&transaction) {
+                Ok(()) => Ok(Progress::Done {
+                    outcome,
+                    committed: true,
+                    audit: transaction.audit,
+                }),
+                Err(conflict) => {
+                    self.conflicts += 1;
+                    self.records = Records::new();
+                    Ok(Progress::Conflicted(conflict))
+                }
+            },
+            Step::Respond { outcome } => Ok(Progress::Done {
+                outcome,
+                committed: false,
+                audit: Vec::new(),
+            }),
+        }
+    }
+
+    /// Steps until done (at most `limit` steps, to catch a loop).
+    pub fn run(
+        &mut self,
+        config: &Config,
+        store: &mut Store,
+        limit: usize,
+    ) -> Result<Progress, Misuse> {
+        for _ in 0..limit {
+            let progress = self.step(config, store)?;
+            if matches!(progress, Progress::Done { .. }) {
+                return Ok(progress);
+            }
+        }
+        Err(Misuse::UnrequestedRecord(format!(
+            "no answer within {limit} steps"
+        )))
+    }
+}
+
+/// Deterministic entropy: SHA-256 in counter mode over a seed.
+pub fn entropy(seed: u64) -> Entropy {
+    let mut bytes = [0u8; ENTROPY_LEN];
+    for (block, chunk) in bytes.chunks_mut(32).enumerate() {
+        let digest = Sha256::new()
+            .chain_update(seed.to_be_bytes())
+            .chain_update((block as u64).to_be_bytes())
+            .finalize();
+        let n = chunk.len();
+        chunk.copy_from_slice(digest.get(..n).unwrap_or_default());
+    }
+    Entropy::new(bytes)
+}
+
+/// A whole deployment on one store: one host at a time, a hand-moved clock, an audit log.
+pub struct Sim {
+    /// The configuration every call gets.
+    pub config: Config,
+    /// The shared store.
+    pub store: Store,
+    /// The clock; tests move it by hand.
+    pub now: UnixTime,
+    /// Every audit event of every applied transaction, in order.
+    pub audit: Vec<AuditEvent>,
+    seed: u64,
+}
+
+/// 2023-11-14T22:13:20Z: a "now" after the long-lived cutoff.
+pub const T0: UnixTime = UnixTime(1_700_000_000);
+
+impl Sim {
+    /// A deployment at [`T0`] with an empty store.
+    pub fn new(config: Config) -> Self {
+        Sim {
+            config,
+            store: Store::default(),
+            now: T0,
+            audit: Vec::new(),
+            seed: 0,
+        }
+    }
+
+    /// Moves the clock by `seconds`.
+    pub fn advance(&mut self, seconds: u64) {
+        self.now = UnixTime(self.now.0 + seconds);
+    }
+
+    /// Fresh deterministic entropy for the next request.
+    pub fn next_entropy(&mut self) -> Entropy {
+        self.seed += 1;
+        entropy(self.seed)
+    }
+
+    /// Runs `input` to its outcome, retrying on conflict.
+    pub fn run(&mut self, input: Input) -> Outcome {
+        let entropy = self.next_entropy();
+        let mut request = Request::new(input, self.now, entropy);
+        match request.run(&self.config, &mut self.store, 32) {
+            Ok(Progress::Done { outcome, audit, .. }) => {
+                self.audit.extend(audit);
+                outcome
+            }
+            other => panic!("request did not finish: {other:?}"),
+        }
+    }
+
+    /// `GET /oauth2/authorize?query` for a signed-in `user` (or none).
+    pub fn authorize(&mut self, query: &str, user: Option<&User>) -> Outcome {
+        self.run(Input::Authorize {
+            query: query.to_owned(),
+            user: user.cloned(),
+        })
+    }
+
+    /// The user's decision on the consent page for `query`.
+    pub fn consent(&mut self, query: &str, user: &User, decision: Decision) -> Outcome {
+        self.run(Input::Consent {
+            query: query.to_owned(),
+            user: user.clone(),
+            decision,
+        })
+    }
+
+    /// Consents to `query` and returns the code from the redirect or the code display.
+    pub fn code_for(&mut self, query: &str, user: &User) -> String {
+        match self.consent(query, user, Decision::Allow) {
+            Outcome::Redirect(location) => {
+                redirect_param(&location, "code").unwrap_or_else(|| panic!("no code in {location}"))
+            }
+            Outcome::DisplayCode { code, .. } => code.expose().to_owned(),
+            other => panic!("expected a code, got {other:?}"),
+        }
+    }
+
+    /// `POST /oauth2/token` with a form body and optional Basic credentials.
+    pub fn token(&mut self, form: &[(&str, &str)], basic: Option<(&str, &str)>) -> HttpResponse {
+        let mut headers = vec![(
+            "Content-Type".to_owned(),
+            "application/x-www-form-urlencoded".to_owned(),
+        )];
+        if let Some((id, secret)) = basic {
+            headers.push(("Authorization".to_owned(), basic_header(id, secret)));
+        }
+        self.token_request(HttpRequest {
+            method: "POST".into(),
+            headers,
+            body: form_body(form).into_bytes(),
+        })
+    }
+
+    /// `POST /oauth2/token` with a hand-built request.
+    pub fn token_request(&mut self, request: HttpRequest) -> HttpResponse {
+        http(self.run(Input::Token { request }))
+    }
+
+    /// Exchanges a PKCE code of the public fixture app.
+    pub fn exchange_pkce(&mut self, code: &str, verifier: &str) -> HttpResponse {
+        self.token(
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", code),
+                ("client_id", PKCE_APP),
+                ("code_verifier", verifier),
+                ("redirect_uri", PKCE_REDIRECT),
+            ],
+            None,
+        )
+    }
+
+    /// Exchanges a code of the confidential fixture app (secret in the body).
+    pub fn exchange_confidential(&mut self, code: &str) -> HttpResponse {
+        self.token(
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", code),
+                ("client_id", CONF_APP),
+                ("client_secret", CONF_SECRET),
+                ("redirect_uri", CONF_REDIRECT),
+            ],
+            None,
+        )
+    }
+
+    /// Refreshes with `refresh_token` as `client_id` alone (PKCE) or with a secret.
+    pub fn refresh(
+        &mut self,
+        refresh_token: &str,
+        client_id: &str,
+        secret: Option<&str>,
+    ) -> HttpResponse {
+        let mut form = vec![
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh_token),
+            ("client_id", client_id),
+        ];
+        form.extend(secret.map(|s| ("client_secret", s)));
+        self.token(&form, None)
+    }
+
+    /// An API call to `endpoint` with `Authorization: Bearer <token>`.
+    pub fn api(&mut self, endpoint: &str, token: &str) -> Outcome {
+        self.run(Input::ApiCall {
+            endpoint: endpoint.to_owned(),
+            request: bearer_request(token),
+        })
+    }
+
+    /// `POST /2/auth/token/revoke` with the bearer token.
+    pub fn revoke(&mut self, token: &str) -> HttpResponse {
+        http(self.run(Input::Revoke {
+            request: bearer_request(token),
+        }))
+    }
+
+    /// The user or a team admin unlinks `app` for `user`.
+    pub fn unlink(&mut self, app: &str, user: &User, by: Unlinker) -> Outcome {
+        self.run(Input::Unlink {
+            app: AppKey::new(app).expect("fixture app key"),
+            account_id: user.account_id.clone(),
+            by,
+        })
+    }
+
+    /// Signs `user` through the PKCE offline flow of the public app; returns the token response.
+    pub fn pkce_offline_tokens(&mut self, user: &User) -> Value {
+        let code = self.code_for(&pkce_offline_query("s"), user);
+        json(&self.exchange_pkce(&code, VERIFIER))
+    }
+}
+
+/// The body of an `Outcome::Http`.
+pub fn http(outcome: Outcome) -> HttpResponse {
+    match outcome {
+        Outcome::Http(response) => response,
+        other => panic!("expected an HTTP response, got {other:?}"),
+    }
+}
+
+/// The JSON body of a response.
+pub fn json(response: &HttpResponse) -> Value {
+    serde_json::from_str(&response.body)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", response.body))
+}
+
+/// `error` of an RFC 6749 §5.2 error body.
+pub fn oauth_error(response: &HttpResponse) -> String {
+    json(response)["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// `.tag` of a `/2/` error body.
+pub fn api_tag(response: &HttpResponse) -> String {
+    json(response)["error"][".tag"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// Form-encodes pairs.
+pub fn form_body(pairs: &[(&str, &str)]) -> String {
+    let mut s = form_urlencoded_serializer();
+    for (k, v) in pairs {
+        s.append_pair(k, v);
+    }
+    s.finish()
+}
+
+fn form_urlencoded_serializer() -> FormSerializer {
+    FormSerializer(String::new())
+}
+
+/// A minimal form encoder for tests (the WHATWG byte serializer).
+pub struct FormSerializer(String);
+
+impl FormSerializer {
+    /// Appends `name=value`.
+    pub fn append_pair(&mut self, name: &str, value: &str) {
+        if !self.0.is_empty() {
+            self.0.push('&');
+        }
+        self.0.push_str(&encode_component(name));
+        self.0.push('=');
+        self.0.push_str(&encode_component(value));
+    }
+
+    /// The encoded form.
+    pub fn finish(self) -> String {
+        self.0
+    }
+}
+
+/// Percent-encodes one form component (space as `+`).
+pub fn encode_component(text: &str) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'*' | b'-' | b'.' | b'_' => {
+                out.push(b as char)
+            }
+            b' ' => out.push('+'),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// Decodes one form component.
+pub fn decode_component(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = text
+                    .get(i + 1..i + 3)
+                    .and_then(|h| u8::from_str_radix(h, 16).ok());
+                if let Some(v) = hex {
+                    out.push(v);
+                    i += 2;
+                } else {
+                    out.push(b'%');
+                }
+            }
+            _ => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The parameters after `?` (or `#`, for a fragment) of a redirect location.
+pub fn redirect_params(location: &str, separator: char) -> Vec<(String, String)> {
+    let Some((_, tail)) = location.split_once(separator) else {
+        return Vec::new();
+    };
+    let tail = if separator == '?' {
+        tail.split('#').next().unwrap_or_default()
+    } else {
+        tail
+    };
+    tail.split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (decode_component(k), decode_component(v))
+        })
+        .collect()
+}
+
+/// One query parameter of a redirect location.
+pub fn redirect_param(location: &str, name: &str) -> Option<String> {
+    redirect_params(location, '?')
+        .into_iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v)
+}
+
+/// One fragment parameter of a redirect location.
+pub fn fragment_param(location: &str, name: &str) -> Option<String> {
+    redirect_params(location, '#')
+        .into_iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v)
+}
+
+/// `Basic base64(urlencode(id):urlencode(secret))` (RFC 6749 §2.3.1).
+pub fn basic_header(id: &str, secret: &str) -> String {
+    use base64::engine::general_purpose::STANDARD;
+    format!(
+        "Basic {}",
+        STANDARD.encode(format!(
+            "{}:{}",
+            encode_component(id),
+            encode_component(secret)
+        ))
+    )
+}
+
+/// A POST with `Authorization: Bearer <token>`.
+pub fn bearer_request(token: &str) -> HttpRequest {
+    HttpRequest {
+        method: "POST".into(),
+        headers: vec![("Authorization".into(), format!("Bearer {token}"))],
+        body: Vec::new(),
+    }
+}
+
+/// The S256 challenge of a verifier.
+pub fn s256(verifier: &str) -> String {
+    URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
+}
+
+// ---- fixtures -------------------------------------------------------------------------------
+
+/// A confidential, scoped app.
+pub const CONF_APP: &str = "conf-app";
+/// Its secret.
+pub const CONF_SECRET: &str = "conf-secret-0123456789";
+/// Its registered redirect URI.
+pub const CONF_REDIRECT: &str = "https://conf.example/cb";
+/// A public (secretless) scoped app, PKCE only.
+pub const PKCE_APP: &str = "pkce-app";
+/// Its registered redirect URI.
+pub const PKCE_REDIRECT: &str = "http://127.0.0.1:8765/cb";
+/// A legacy full-Dropbox app defaulting to long-lived tokens, implicit allowed.
+pub const LEGACY_APP: &str = "legacy-app";
+/// Its secret.
+pub const LEGACY_SECRET: &str = "legacy-secret-0123456789";
+/// Its registered redirect URI.
+pub const LEGACY_REDIRECT: &str = "https://legacy.example/cb";
+/// A legacy business-API app with team auditing.
+pub const TEAM_APP: &str = "team-app";
+/// Its secret.
+pub const TEAM_SECRET: &str = "team-secret-0123456789";
+/// Its registered redirect URI.
+pub const TEAM_REDIRECT: &str = "https://team.example/cb";
+/// The RFC 7636 Appendix B verifier.
+pub const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+/// Its S256 challenge (RFC 7636 Appendix B).
+pub const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+/// `/2/users/get_current_account`, requiring `account_info.read`.
+pub const GET_ACCOUNT: &str = "/2/users/get_current_account";
+/// `/2/files/list_folder`, requiring `files.metadata.read`.
+pub const LIST_FOLDER: &str = "/2/files/list_folder";
+/// `/2/files/upload`, requiring `files.content.write`.
+pub const UPLOAD: &str = "/2/files/upload";
+/// `/2/team/get_info`, requiring `team_info.read`.
+pub const TEAM_INFO: &str = "/2/team/get_info";
+
+fn app(key: &str, secret: Option<&str>, redirect: &[&str], permissions: Permissions) -> App {
+    App {
+        key: AppKey::new(key).expect("fixture key"),
+        name: format!("The {key}"),
+        secret_digest: secret.map(|s| ClientSecret::presented(s).digest()),
+        redirect_uris: redirect
+            .iter()
+            .map(|r| RedirectUri::new(*r).expect("fixture uri"))
+            .collect(),
+        permissions,
+        default_token_type: DefaultTokenType::ShortLived,
+        implicit_allowed: false,
+    }
+}
+
+fn scoped(scopes: &str) -> Permissions {
+    Permissions::Scoped {
+        scopes: ScopeSet::parse(scopes).expect("fixture scopes"),
+    }
+}
+
+/// The shared configuration: the four fixture apps and four API endpoints, default policy.
+pub fn fixture_document() -> ConfigDocument {
+    let legacy = App {
+        default_token_type: DefaultTokenType::LongLived,
+        implicit_allowed: true,
+        ..app(
+            LEGACY_APP,
+            Some(LEGACY_SECRET),
+            &[LEGACY_REDIRECT],
+            Permissions::Legacy {
+                access: LegacyAccess::FullDropbox,
+            },
+        )
+    };
+    ConfigDocument {
+        apps: vec![
+            app(
+                CONF_APP,
+                Some(CONF_SECRET),
+                &[CONF_REDIRECT, "https://conf.example/other?tenant=1"],
+                scoped("account_info.read files.content.read files.content.write"),
+            ),
+            app(
+                PKCE_APP,
+                None,
+                &[PKCE_REDIRECT],
+                scoped("account_info.read files.metadata.read"),
+            ),
+            legacy,
+            app(
+                TEAM_APP,
+                Some(TEAM_SECRET),
+                &[TEAM_REDIRECT],
+                Permissions::Legacy {
+                    access: LegacyAccess::TeamAuditing,
+                },
+            ),
+        ],
+        policy: Policy::default(),
+        api_endpoints: [
+            (GET_ACCOUNT, "account_info.read"),
+            (LIST_FOLDER, "files.metadata.read"),
+            (UPLOAD, "files.content.write"),
+            (TEAM_INFO, "team_info.read"),
+        ]
+        .into_iter()
+        .map(|(path, scope)| (path.to_owned(), Scope::new(scope).expect("fixture scope")))
+        .collect(),
+    }
+}
+
+/// [`fixture_document`], validated.
+pub fn fixture_config() -> Config {
+    Config::new(fixture_document()).expect("fixture config")
+}
+
+/// A user.
+pub fn user(account: &str, uid: &str) -> User {
+    User {
+        account_id: AccountId::new(account).expect("fixture account"),
+        uid: Uid::new(uid).expect("fixture uid"),
+    }
+}
+
+/// Alice.
+pub fn alice() -> User {
+    user("dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc", "12345")
+}
+
+/// Bob.
+pub fn bob() -> User {
+    user("dbid:AACbobbobbobbobbobbobbobbobbobbobbo", "67890")
+}
+
+/// Builds a query string from pairs.
+pub fn query(pairs: &[(&str, &str)]) -> String {
+    form_body(pairs)
+}
+
+/// The public app's PKCE (S256) offline authorization query with `state`.
+pub fn pkce_offline_query(state: &str) -> String {
+    query(&[
+        ("client_id", PKCE_APP),
+        ("response_type", "code"),
+        ("redirect_uri", PKCE_REDIRECT),
+        ("token_access_type", "offline"),
+        ("code_challenge", CHALLENGE),
+        ("code_challenge_method", "S256"),
+        ("state", state),
+    ])
+}
+
+/// The confidential app's code-flow query with `token_access_type`.
+pub fn conf_query(access: &str, state: &str) -> String {
+    query(&[
+        ("client_id", CONF_APP),
+        ("response_type", "code"),
+        ("redirect_uri", CONF_REDIRECT),
+        ("token_access_type", access),
+        ("state", state),
+    ])
+}
