@@ -1,0 +1,647 @@
+//! `POST /oauth2/token` (SPEC.md "Exchange authorization code", "Refresh access token",
+//! "Authentication" 1, 4, 5; states table rows for the authorization code and refresh token;
+//! Errors rows 3–4) and RFC 6749 §2.3.1, §5.1, §5.2, RFC 7636 §4.6, Appendix B.
+
+use edgegrant::*;
+use edgegrant_tests::*;
+
+fn sim() -> Sim {
+    Sim::new(fixture_config())
+}
+
+fn conf_code(sim: &mut Sim, access: &str) -> String {
+    sim.code_for(&conf_query(access, "s"), &alice())
+}
+
+fn assert_oauth_error(response: &HttpResponse, status: u16, error: &str) {
+    assert_eq!(response.status, status, "{}", response.body);
+    assert_eq!(oauth_error(response), error, "{}", response.body);
+    assert_eq!(response.header("Content-Type"), Some("application/json"));
+    assert_eq!(response.header("Cache-Control"), Some("no-store"));
+}
+
+#[test]
+fn rfc7636_appendix_b_s256_vector() {
+    let verifier = CodeVerifier::new("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk").unwrap();
+    let challenge = CodeChallenge::s256(&verifier);
+    assert_eq!(
+        challenge.value,
+        "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+    );
+    assert!(challenge.is_satisfied_by(&verifier));
+    // And through the whole server: the Appendix B pair completes a PKCE exchange.
+    let mut sim = sim();
+    let tokens = sim.pkce_offline_tokens(&alice());
+    assert!(tokens["access_token"].is_string());
+}
+
+#[test]
+fn code_exchange_response_has_the_reference_shape() {
+    let mut sim = sim();
+    let code = conf_code(&mut sim, "offline");
+    let response = sim.exchange_confidential(&code);
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert_eq!(response.header("Cache-Control"), Some("no-store"));
+    assert_eq!(response.header("Pragma"), Some("no-cache"));
+    let body = json(&response);
+    let keys: Vec<_> = body.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(
+        keys,
+        [
+            "access_token",
+            "account_id",
+            "expires_in",
+            "refresh_token",
+            "scope",
+            "token_type",
+            "uid"
+        ]
+    );
+    assert_eq!(body["token_type"], "bearer");
+    assert_eq!(body["expires_in"], 14400);
+    assert_eq!(body["account_id"], alice().account_id.as_str());
+    assert_eq!(body["uid"], alice().uid.as_str());
+    assert_eq!(
+        body["scope"],
+        "account_info.read files.content.read files.content.write"
+    );
+}
+
+#[test]
+fn online_exchange_returns_no_refresh_token() {
+    let mut sim = sim();
+    let code = conf_code(&mut sim, "online");
+    let body = json(&sim.exchange_confidential(&code));
+    assert!(body["access_token"].is_string());
+    assert!(body.get("refresh_token").is_none());
+}
+
+#[test]
+fn credentials_are_256_bit_url_safe_and_access_tokens_start_with_sl() {
+    let mut sim = sim();
+    let code = conf_code(&mut sim, "offline");
+    let url_safe = |s: &str| {
+        s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    };
+    assert_eq!(code.len(), 43);
+    assert!(url_safe(&code));
+    let body = json(&sim.exchange_confidential(&code));
+    let access = body["access_token"].as_str().unwrap();
+    let rest = access.strip_prefix("sl.").expect("sl. prefix");
+    assert_eq!(rest.len(), 43); // 43 base64url characters = 256 bits
+    assert!(url_safe(rest));
+    let refresh = body["refresh_token"].as_str().unwrap();
+    assert_eq!(refresh.len(), 43);
+    assert!(url_safe(refresh));
+}
+
+#[test]
+fn secrets_are_stored_and_audited_only_as_digests() {
+    let mut sim = sim();
+    let code = conf_code(&mut sim, "offline");
+    let body = json(&sim.exchange_confidential(&code));
+    let access = body["access_token"].as_str().unwrap().to_owned();
+    let refresh = body["refresh_token"].as_str().unwrap().to_owned();
+    let refreshed = json(&sim.refresh(&refresh, CONF_APP, Some(CONF_SECRET)));
+    let access2 = refreshed["access_token"].as_str().unwrap().to_owned();
+    sim.revoke(&access2);
+    let stored: String = sim
+        .store
+        .iter()
+        .map(|(k, v)| format!("{k} {}", serde_json::to_string(v).unwrap()))
+        .collect();
+    let audit = serde_json::to_string(&sim.audit).unwrap();
+    assert!(sim.audit.len() >= 4, "{audit}");
+    for secret in [&code, &access, &refresh, &access2, &CONF_SECRET.to_owned()] {
+        assert!(
+            !stored.contains(secret.as_str()),
+            "store holds a secret in plain text"
+        );
+        assert!(!audit.contains(secret.as_str()), "audit log holds a secret");
+        assert!(!format!("{:?}", sim.store).contains(secret.as_str()));
+    }
+}
+
+#[test]
+fn basic_credentials_are_form_urldecoded() {
+    let secret = "p@ss:w+rd%/é x";
+    let mut doc = fixture_document();
+    for app in &mut doc.apps {
+        if app.key.as_str() == CONF_APP {
+            app.secret_digest = Some(ClientSecret::presented(secret).digest());
+        }
+    }
+    let mut sim = Sim::new(Config::new(doc).unwrap());
+    let form = |code: &str| {
+        vec![
+            ("grant_type", "authorization_code".to_owned()),
+            ("code", code.to_owned()),
+            ("redirect_uri", CONF_REDIRECT.to_owned()),
+        ]
+    };
+    let code = conf_code(&mut sim, "online");
+    let pairs = form(&code);
+    let pairs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let ok = sim.token(&pairs, Some((CONF_APP, secret)));
+    assert_eq!(ok.status, 200, "{}", ok.body);
+
+    // The same secret put in the header without form-encoding ('+' means space) fails.
+    use base64::Engine as _;
+    let raw = base64::engine::general_purpose::STANDARD.encode(format!("{CONF_APP}:{secret}"));
+    let code = conf_code(&mut sim, "online");
+    let request = HttpRequest {
+        method: "POST".into(),
+        headers: vec![
+            (
+                "content-type".into(),
+                "application/x-www-form-urlencoded; charset=UTF-8".into(),
+            ),
+            ("authorization".into(), format!("Basic {raw}")),
+        ],
+        body: form_body(&[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", CONF_REDIRECT),
+        ])
+        .into_bytes(),
+    };
+    let refused = sim.token_request(request);
+    assert_oauth_error(&refused, 401, "invalid_client");
+    assert!(refused
+        .header("WWW-Authenticate")
+        .unwrap()
+        .starts_with("Basic"));
+}
+
+#[test]
+fn client_authentication_failures_are_invalid_client() {
+    let mut sim = sim();
+    let code = conf_code(&mut sim, "online");
+    let base = [
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("redirect_uri", CONF_REDIRECT),
+    ];
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let mut v = base.to_vec();
+        v.extend_from_slice(extra);
+        v
+    };
+    // Wrong secret in the body: 401, no Basic challenge.
+    let r = sim.token(
+        &with(&[("client_id", CONF_APP), ("client_secret", "nope")]),
+        None,
+    );
+    assert_oauth_error(&r, 401, "invalid_client");
+    assert_eq!(r.header("WWW-Authenticate"), None);
+    // Wrong secret over Basic: 401 with the Basic challenge.
+    let r = sim.token(&base, Some((CONF_APP, "nope")));
+    assert_oauth_error(&r, 401, "invalid_client");
+    assert!(r.header("WWW-Authenticate").unwrap().starts_with("Basic"));
+    // Unknown app.
+    let r = sim.token(
+        &with(&[("client_id", "nobody"), ("client_secret", "x")]),
+        None,
+    );
+    assert_oauth_error(&r, 401, "invalid_client");
+    // No credentials at all.
+    let r = sim.token(&base, None);
+    assert_oauth_error(&r, 401, "invalid_client");
+    // A confidential app with client_id alone and no code_verifier.
+    let r = sim.token(&with(&[("client_id", CONF_APP)]), None);
+    assert_oauth_error(&r, 401, "invalid_client");
+    // A public app presenting a secret.
+    let r = sim.token(
+        &with(&[("client_id", PKCE_APP), ("client_secret", "guess")]),
+        None,
+    );
+    assert_oauth_error(&r, 401, "invalid_client");
+    // Malformed Basic.
+    let mut request = HttpRequest {
+        method: "POST".into(),
+        headers: vec![
+            (
+                "Content-Type".into(),
+                "application/x-www-form-urlencoded".into(),
+            ),
+            ("Authorization".into(), "Basic !!!not-base64".into()),
+        ],
+        body: form_body(&base).into_bytes(),
+    };
+    let r = sim.token_request(request.clone());
+    assert_oauth_error(&r, 401, "invalid_client");
+    assert!(r.header("WWW-Authenticate").is_some());
+    // Basic and a body secret together: two methods.
+    request.headers[1].1 = basic_header(CONF_APP, CONF_SECRET);
+    request.body = form_body(&with(&[("client_secret", CONF_SECRET)])).into_bytes();
+    assert_oauth_error(&sim.token_request(request), 400, "invalid_request");
+    // The neighbour that must succeed: the right secret in the body.
+    let ok = sim.token(
+        &with(&[("client_id", CONF_APP), ("client_secret", CONF_SECRET)]),
+        None,
+    );
+    assert_eq!(ok.status, 200, "{}", ok.body);
+}
+
+#[test]
+fn malformed_requests_get_rfc6749_errors() {
+    let mut sim = sim();
+    let creds = [("client_id", CONF_APP), ("client_secret", CONF_SECRET)];
+    let form = |pairs: &[(&'static str, &'static str)]| {
+        let mut v = creds.to_vec();
+        v.extend_from_slice(pairs);
+        v
+    };
+    assert_oauth_error(&sim.token(&form(&[]), None), 400, "invalid_request");
+    assert_oauth_error(
+        &sim.token(&form(&[("grant_type", "")]), None),
+        400,
+        "invalid_request",
+    );
+    assert_oauth_error(
+        &sim.token(&form(&[("grant_type", "password")]), None),
+        400,
+        "unsupported_grant_type",
+    );
+    assert_oauth_error(
+        &sim.token(&form(&[("grant_type", "authorization_code")]), None),
+        400,
+        "invalid_request",
+    );
+    assert_oauth_error(
+        &sim.token(
+            &form(&[
+                ("grant_type", "authorization_code"),
+                ("grant_type", "authorization_code"),
+            ]),
+            None,
+        ),
+        400,
+        "invalid_request",
+    );
+    assert_oauth_error(
+        &sim.token(&form(&[("grant_type", "refresh_token")]), None),
+        400,
+        "invalid_request",
+    );
+    // Repeated credentials.
+    let mut repeated = form(&[("grant_type", "refresh_token"), ("refresh_token", "x")]);
+    repeated.push(("client_id", CONF_APP));
+    assert_oauth_error(&sim.token(&repeated, None), 400, "invalid_request");
+
+    let body = form_body(&form(&[
+        ("grant_type", "refresh_token"),
+        ("refresh_token", "x"),
+    ]));
+    let request = |method: &str, content_type: &str, body: Vec<u8>| HttpRequest {
+        method: method.into(),
+        headers: vec![("Content-Type".into(), content_type.into())],
+        body,
+    };
+    let r = sim.token_request(request(
+        "GET",
+        "application/x-www-form-urlencoded",
+        body.clone().into_bytes(),
+    ));
+    assert_eq!(r.status, 405);
+    assert_eq!(r.header("Allow"), Some("POST"));
+    assert_eq!(oauth_error(&r), "invalid_request");
+    assert_oauth_error(
+        &sim.token_request(request(
+            "POST",
+            "application/json",
+            body.clone().into_bytes(),
+        )),
+        400,
+        "invalid_request",
+    );
+    let huge = format!("{body}&pad={}", "a".repeat(20_000)).into_bytes();
+    assert_oauth_error(
+        &sim.token_request(request("POST", "application/x-www-form-urlencoded", huge)),
+        400,
+        "invalid_request",
+    );
+    let garbage = vec![0xff, 0xfe, b'&', b'=', b'%', b'z', 0x00];
+    assert_oauth_error(
+        &sim.token_request(request(
+            "POST",
+            "application/x-www-form-urlencoded",
+            garbage,
+        )),
+        400,
+        "invalid_request",
+    );
+    // The neighbour: a well-formed refresh with an unknown token is a grant error, not a request error.
+    assert_oauth_error(
+        &sim.token_request(request(
+            "POST",
+            "application/x-www-form-urlencoded",
+            body.into_bytes(),
+        )),
+        400,
+        "invalid_grant",
+    );
+}
+
+#[test]
+fn code_must_be_known_unexpired_and_issued_to_this_app() {
+    let mut sim = sim();
+    assert_oauth_error(
+        &sim.exchange_confidential("no-such-code"),
+        400,
+        "invalid_grant",
+    );
+    // A code of the public app presented by the confidential app.
+    let code = sim.code_for(&pkce_offline_query("s"), &alice());
+    let r = sim.token(
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("client_id", CONF_APP),
+            ("client_secret", CONF_SECRET),
+            ("code_verifier", VERIFIER),
+            ("redirect_uri", PKCE_REDIRECT),
+        ],
+        None,
+    );
+    assert_oauth_error(&r, 400, "invalid_grant");
+    // ...and that failed attempt did not consume it.
+    assert_eq!(sim.exchange_pkce(&code, VERIFIER).status, 200);
+}
+
+#[test]
+fn code_expiry_boundary_is_exact() {
+    for (after, works) in [(599, true), (600, false), (601, false)] {
+        let mut sim = sim();
+        let code = conf_code(&mut sim, "online");
+        sim.advance(after);
+        let r = sim.exchange_confidential(&code);
+        if works {
+            assert_eq!(r.status, 200, "at +{after}: {}", r.body);
+        } else {
+            assert_oauth_error(&r, 400, "invalid_grant");
+        }
+    }
+}
+
+#[test]
+fn redirect_uri_must_repeat_exactly() {
+    let mut sim = sim();
+    for (sent, works) in [
+        (None, false),
+        (Some("https://conf.example/cb/"), false),
+        (Some("https://conf.example/other?tenant=1"), false),
+        (Some(CONF_REDIRECT), true),
+    ] {
+        let code = conf_code(&mut sim, "online");
+        let mut form = vec![
+            ("grant_type", "authorization_code"),
+            ("code", code.as_str()),
+            ("client_id", CONF_APP),
+            ("client_secret", CONF_SECRET),
+        ];
+        form.extend(sent.map(|s| ("redirect_uri", s)));
+        let r = sim.token(&form, None);
+        if works {
+            assert_eq!(r.status, 200, "{}", r.body);
+        } else {
+            assert_oauth_error(&r, 400, "invalid_grant");
+        }
+    }
+}
+
+#[test]
+fn pkce_verifier_must_match_and_must_not_be_sent_without_a_challenge() {
+    let mut sim = sim();
+    // Wrong verifier (well-formed) → invalid_grant; the right one still works after.
+    let code = sim.code_for(&pkce_offline_query("s"), &alice());
+    let wrong = "A".repeat(43);
+    assert_oauth_error(&sim.exchange_pkce(&code, &wrong), 400, "invalid_grant");
+    // Malformed verifier (too short) → invalid_request.
+    assert_oauth_error(&sim.exchange_pkce(&code, "short"), 400, "invalid_request");
+    assert_eq!(sim.exchange_pkce(&code, VERIFIER).status, 200);
+
+    // A verifier for a code issued without a challenge is a downgrade: refused.
+    let code = conf_code(&mut sim, "online");
+    let r = sim.token(
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("client_id", CONF_APP),
+            ("client_secret", CONF_SECRET),
+            ("redirect_uri", CONF_REDIRECT),
+            ("code_verifier", VERIFIER),
+        ],
+        None,
+    );
+    assert_oauth_error(&r, 400, "invalid_grant");
+
+    // A confidential app's PKCE code: with the secret but no verifier → invalid_grant.
+    let q = query(&[
+        ("client_id", CONF_APP),
+        ("response_type", "code"),
+        ("redirect_uri", CONF_REDIRECT),
+        ("code_challenge", CHALLENGE),
+        ("code_challenge_method", "S256"),
+    ]);
+    let code = sim.code_for(&q, &alice());
+    assert_oauth_error(&sim.exchange_confidential(&code), 400, "invalid_grant");
+    // ...and with client_id + verifier alone (no secret) it works: PKCE replaces the secret.
+    let r = sim.token(
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("client_id", CONF_APP),
+            ("code_verifier", VERIFIER),
+            ("redirect_uri", CONF_REDIRECT),
+        ],
+        None,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+}
+
+#[test]
+fn a_second_exchange_fails_and_revokes_what_the_first_issued() {
+    let mut sim = sim();
+    let code = sim.code_for(&pkce_offline_query("s"), &alice());
+    let first = json(&sim.exchange_pkce(&code, VERIFIER));
+    let access = first["access_token"].as_str().unwrap().to_owned();
+    let refresh = first["refresh_token"].as_str().unwrap().to_owned();
+    let minted = json(&sim.refresh(&refresh, PKCE_APP, None));
+    let minted = minted["access_token"].as_str().unwrap().to_owned();
+    assert!(matches!(
+        sim.api(GET_ACCOUNT, &access),
+        Outcome::Authorized(_)
+    ));
+
+    let second = sim.exchange_pkce(&code, VERIFIER);
+    assert_oauth_error(&second, 400, "invalid_grant");
+    assert!(sim
+        .audit
+        .iter()
+        .any(|e| matches!(e, AuditEvent::CodeReused { .. })));
+    for token in [&access, &minted] {
+        let r = http(sim.api(GET_ACCOUNT, token));
+        assert_eq!(r.status, 401);
+        assert_eq!(api_tag(&r), "invalid_access_token");
+    }
+    assert_oauth_error(&sim.refresh(&refresh, PKCE_APP, None), 400, "invalid_grant");
+}
+
+#[test]
+fn a_reuse_attempt_without_the_verifier_revokes_nothing() {
+    let mut sim = sim();
+    let code = sim.code_for(&pkce_offline_query("s"), &alice());
+    let first = json(&sim.exchange_pkce(&code, VERIFIER));
+    let access = first["access_token"].as_str().unwrap().to_owned();
+    // Someone who saw the code but not the verifier, or another app, cannot end the user's grant.
+    assert_oauth_error(
+        &sim.exchange_pkce(&code, &"B".repeat(43)),
+        400,
+        "invalid_grant",
+    );
+    let r = sim.token(
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("client_id", CONF_APP),
+            ("client_secret", CONF_SECRET),
+            ("redirect_uri", PKCE_REDIRECT),
+            ("code_verifier", VERIFIER),
+        ],
+        None,
+    );
+    assert_oauth_error(&r, 400, "invalid_grant");
+    assert!(matches!(
+        sim.api(GET_ACCOUNT, &access),
+        Outcome::Authorized(_)
+    ));
+    assert!(!sim
+        .audit
+        .iter()
+        .any(|e| matches!(e, AuditEvent::CodeReused { .. })));
+}
+
+#[test]
+fn refresh_returns_a_new_short_lived_token_and_no_refresh_token() {
+    let mut sim = sim();
+    let code = conf_code(&mut sim, "offline");
+    let first = json(&sim.exchange_confidential(&code));
+    let refresh = first["refresh_token"].as_str().unwrap().to_owned();
+    let response = sim.refresh(&refresh, CONF_APP, Some(CONF_SECRET));
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert_eq!(response.header("Cache-Control"), Some("no-store"));
+    let body = json(&response);
+    let keys: Vec<_> = body.as_object().unwrap().keys().cloned().collect();
+    assert_eq!(keys, ["access_token", "expires_in", "token_type"]);
+    assert_eq!(body["token_type"], "bearer");
+    assert_eq!(body["expires_in"], 14400);
+    assert_ne!(body["access_token"], first["access_token"]);
+
+    // The refreshed token expires exactly 14 400 s later.
+    let token = body["access_token"].as_str().unwrap().to_owned();
+    sim.advance(14_399);
+    assert!(matches!(
+        sim.api(GET_ACCOUNT, &token),
+        Outcome::Authorized(_)
+    ));
+    sim.advance(1);
+    let expired = http(sim.api(GET_ACCOUNT, &token));
+    assert_eq!(api_tag(&expired), "expired_access_token");
+}
+
+#[test]
+fn refresh_tokens_are_reusable_and_never_expire_by_time() {
+    let mut sim = sim();
+    let tokens = sim.pkce_offline_tokens(&alice());
+    let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..5 {
+        let r = sim.refresh(&refresh, PKCE_APP, None);
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert!(seen.insert(json(&r)["access_token"].as_str().unwrap().to_owned()));
+    }
+    sim.advance(10 * 365 * 24 * 3600);
+    let later = sim.refresh(&refresh, PKCE_APP, None);
+    assert_eq!(later.status, 200, "{}", later.body);
+    let token = json(&later)["access_token"].as_str().unwrap().to_owned();
+    assert!(matches!(
+        sim.api(GET_ACCOUNT, &token),
+        Outcome::Authorized(_)
+    ));
+}
+
+#[test]
+fn refresh_is_bound_to_the_app_and_its_authentication() {
+    let mut sim = sim();
+    let code = conf_code(&mut sim, "offline");
+    let refresh = json(&sim.exchange_confidential(&code))["refresh_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Another app's valid key and secret.
+    assert_oauth_error(
+        &sim.refresh(&refresh, TEAM_APP, Some(TEAM_SECRET)),
+        400,
+        "invalid_grant",
+    );
+    // The right app with a wrong secret.
+    assert_oauth_error(
+        &sim.refresh(&refresh, CONF_APP, Some("wrong")),
+        401,
+        "invalid_client",
+    );
+    // A token issued without PKCE cannot refresh with client_id alone.
+    assert_oauth_error(
+        &sim.refresh(&refresh, CONF_APP, None),
+        401,
+        "invalid_client",
+    );
+    // Over Basic it works.
+    let r = sim.token(
+        &[("grant_type", "refresh_token"), ("refresh_token", &refresh)],
+        Some((CONF_APP, CONF_SECRET)),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    // A PKCE-issued refresh token presented by another (public-style) client_id.
+    let pkce_refresh = sim.pkce_offline_tokens(&alice())["refresh_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_oauth_error(
+        &sim.refresh(&pkce_refresh, CONF_APP, None),
+        400,
+        "invalid_grant",
+    );
+    assert_eq!(sim.refresh(&pkce_refresh, PKCE_APP, None).status, 200);
+}
+
+#[test]
+fn refresh_may_narrow_but_not_widen_scopes() {
+    let mut sim = sim();
+    let code = conf_code(&mut sim, "offline");
+    let refresh = json(&sim.exchange_confidential(&code))["refresh_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let narrow = |scope: &'static str| {
+        vec![
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh.as_str()),
+            ("client_id", CONF_APP),
+            ("client_secret", CONF_SECRET),
+            ("scope", scope),
+        ]
+    };
+    let r = sim.token(&narrow("files.content.read"), None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    let token = json(&r)["access_token"].as_str().unwrap().to_owned();
+    let refused = http(sim.api(GET_ACCOUNT, &token));
+    assert_eq!(refused.status, 403);
+    assert_oauth_error(
+        &sim.token(&narrow("files.metadata.read"), None),
+        400,
+        "invalid_scope",
+    );
+}
