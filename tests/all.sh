@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Every check of the project, from a clean clone: the core's purity, formatting, lints, and all
+# tests. Idempotent; installs what is missing. Ends with one SUMMARY line for CI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+command -v cargo >/dev/null || { echo "cargo is required (install Rust with rustup)" >&2; exit 1; }
+if command -v rustup >/dev/null; then rustup component add rustfmt clippy >/dev/null 2>&1 || true; fi
+
+echo "== the core reads no clock, RNG, network or disk"
+deps=$(cargo tree -p edgegrant -e normal --prefix none --format '{p}' | awk '{print $1}' | sort -u)
+for banned in getrandom rand rand_core tokio mio socket2 chrono time; do
+  if grep -qx "$banned" <<<"$deps"; then echo "core depends on $banned" >&2; exit 1; fi
+done
+if grep -rnE 'SystemTime|Instant::now|std::(fs|net|env|thread|process)|getrandom|thread_rng|\bunsafe\b' core/src; then
+  echo "core/src uses a clock, RNG, IO or unsafe (above)" >&2; exit 1
+fi
+echo "   $(wc -l <<<"$deps") crates, none of them IO"
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+
+echo "== cargo clippy -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+
+echo "== cargo test --workspace"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --workspace 2>&1 | tee "$log"
+passed=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
+failed=$(grep -oE '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
+echo "SUMMARY: cargo test: ${passed} passed; ${failed} failed"
