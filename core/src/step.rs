@@ -181,6 +181,14 @@ impl Put {
             purge_after: None,
         }
     }
+
+    /// The same write, with a time after which the host may delete the record.
+    pub(crate) fn purgeable_after(self, at: UnixTime) -> Put {
+        Put {
+            purge_after: Some(at),
+            ..self
+        }
+    }
 }
 
 /// Writes the host applies all-or-nothing: if any `expect` fails, none is applied, the host

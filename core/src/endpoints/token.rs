@@ -236,7 +236,8 @@ fn exchange_code(ctx: &mut Ctx<'_>, client: &Client<'_>, params: &Params) -> Flo
         code_key,
         Some(loaded.version),
         Record::Code(code::redeemed(record, issued.grant_id.clone())),
-    )];
+    )
+    .purgeable_after(record.expires_at)];
     puts.extend(issued.puts);
     commit(
         Transaction {
