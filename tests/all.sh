@@ -23,6 +23,9 @@ cargo fmt --all -- --check
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
+echo "== rustdoc -D warnings"
+RUSTDOCFLAGS="-D warnings" cargo doc -q -p edgegrant --no-deps
+
 echo "== cargo test --workspace"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

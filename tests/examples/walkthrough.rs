@@ -85,14 +85,7 @@ fn show(outcome: Outcome) -> Outcome {
 
 fn token_request(form: &[(&str, &str)]) -> Input {
     Input::Token {
-        request: HttpRequest {
-            method: "POST".into(),
-            headers: vec![(
-                "Content-Type".into(),
-                "application/x-www-form-urlencoded".into(),
-            )],
-            body: form_body(form).into_bytes(),
-        },
+        request: form_request(form),
     }
 }
 

@@ -271,18 +271,13 @@ impl Sim {
 
     /// `POST /oauth2/token` with a form body and optional Basic credentials.
     pub fn token(&mut self, form: &[(&str, &str)], basic: Option<(&str, &str)>) -> HttpResponse {
-        let mut headers = vec![(
-            "Content-Type".to_owned(),
-            "application/x-www-form-urlencoded".to_owned(),
-        )];
+        let mut request = form_request(form);
         if let Some((id, secret)) = basic {
-            headers.push(("Authorization".to_owned(), basic_header(id, secret)));
+            request
+                .headers
+                .push(("Authorization".to_owned(), basic_header(id, secret)));
         }
-        self.token_request(HttpRequest {
-            method: "POST".into(),
-            headers,
-            body: form_body(form).into_bytes(),
-        })
+        self.token_request(request)
     }
 
     /// `POST /oauth2/token` with a hand-built request.
@@ -515,6 +510,18 @@ pub fn basic_header(id: &str, secret: &str) -> String {
             encode_component(secret)
         ))
     )
+}
+
+/// A form-encoded POST, as clients send to the token endpoint.
+pub fn form_request(form: &[(&str, &str)]) -> HttpRequest {
+    HttpRequest {
+        method: "POST".into(),
+        headers: vec![(
+            "Content-Type".into(),
+            "application/x-www-form-urlencoded".into(),
+        )],
+        body: form_body(form).into_bytes(),
+    }
 }
 
 /// A POST with `Authorization: Bearer <token>`.

@@ -91,21 +91,13 @@ fn status(progress: &Progress) -> u16 {
 
 fn exchange_input(code: &str) -> Input {
     Input::Token {
-        request: HttpRequest {
-            method: "POST".into(),
-            headers: vec![(
-                "Content-Type".into(),
-                "application/x-www-form-urlencoded".into(),
-            )],
-            body: form_body(&[
-                ("grant_type", "authorization_code"),
-                ("code", code),
-                ("client_id", PKCE_APP),
-                ("code_verifier", VERIFIER),
-                ("redirect_uri", PKCE_REDIRECT),
-            ])
-            .into_bytes(),
-        },
+        request: form_request(&[
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("client_id", PKCE_APP),
+            ("code_verifier", VERIFIER),
+            ("redirect_uri", PKCE_REDIRECT),
+        ]),
     }
 }
 
@@ -182,19 +174,11 @@ fn refresh_racing_revoke_never_leaves_a_live_token() {
     let access = tokens["access_token"].as_str().unwrap().to_owned();
     let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
     let refresh_input = Input::Token {
-        request: HttpRequest {
-            method: "POST".into(),
-            headers: vec![(
-                "Content-Type".into(),
-                "application/x-www-form-urlencoded".into(),
-            )],
-            body: form_body(&[
-                ("grant_type", "refresh_token"),
-                ("refresh_token", &refresh),
-                ("client_id", PKCE_APP),
-            ])
-            .into_bytes(),
-        },
+        request: form_request(&[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", &refresh),
+            ("client_id", PKCE_APP),
+        ]),
     };
     let revoke_input = Input::Revoke {
         request: bearer_request(&access),

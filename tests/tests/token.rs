@@ -20,6 +20,15 @@ fn assert_oauth_error(response: &HttpResponse, status: u16, error: &str) {
     assert_eq!(response.header("Cache-Control"), Some("no-store"));
 }
 
+/// 200 when the request must work, `invalid_grant` otherwise.
+fn assert_granted_iff(response: &HttpResponse, works: bool) {
+    if works {
+        assert_eq!(response.status, 200, "{}", response.body);
+    } else {
+        assert_oauth_error(response, 400, "invalid_grant");
+    }
+}
+
 #[test]
 fn rfc7636_appendix_b_s256_vector() {
     let verifier = CodeVerifier::new("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk").unwrap();
@@ -376,12 +385,7 @@ fn code_expiry_boundary_is_exact() {
         let mut sim = sim();
         let code = conf_code(&mut sim, "online");
         sim.advance(after);
-        let r = sim.exchange_confidential(&code);
-        if works {
-            assert_eq!(r.status, 200, "at +{after}: {}", r.body);
-        } else {
-            assert_oauth_error(&r, 400, "invalid_grant");
-        }
+        assert_granted_iff(&sim.exchange_confidential(&code), works);
     }
 }
 
@@ -402,12 +406,7 @@ fn redirect_uri_must_repeat_exactly() {
             ("client_secret", CONF_SECRET),
         ];
         form.extend(sent.map(|s| ("redirect_uri", s)));
-        let r = sim.token(&form, None);
-        if works {
-            assert_eq!(r.status, 200, "{}", r.body);
-        } else {
-            assert_oauth_error(&r, 400, "invalid_grant");
-        }
+        assert_granted_iff(&sim.token(&form, None), works);
     }
 }
 
