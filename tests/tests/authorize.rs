@@ -1,0 +1,548 @@
+//! `GET /oauth2/authorize` and the consent decision (SPEC.md "Begin authorization": every
+//! parameter, the redirect or code display, re-authorization; "Authentication" 2 and 4; PKCE
+//! details) and RFC 6749 §4.1.1–4.1.2.1, §4.2, RFC 7636 §4.3, RFC 9700 §2.1, §4.1.
+
+use edgegrant::*;
+use edgegrant_tests::*;
+
+fn sim() -> Sim {
+    Sim::new(fixture_config())
+}
+
+fn page_error(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::ErrorPage(page) => page.error.clone(),
+        other => panic!("expected an error page, got {other:?}"),
+    }
+}
+
+fn redirect(outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Redirect(location) => location.clone(),
+        other => panic!("expected a redirect, got {other:?}"),
+    }
+}
+
+/// The error a redirect carries back to the client, with the state it returned.
+fn redirected_error(outcome: &Outcome) -> (String, Option<String>) {
+    let location = redirect(outcome);
+    assert!(location.starts_with(CONF_REDIRECT), "{location}");
+    (
+        redirect_param(&location, "error").expect("error param"),
+        redirect_param(&location, "state"),
+    )
+}
+
+fn conf(pairs: &[(&str, &str)]) -> String {
+    let mut all = vec![("client_id", CONF_APP), ("redirect_uri", CONF_REDIRECT)];
+    all.extend_from_slice(pairs);
+    query(&all)
+}
+
+#[test]
+fn unknown_client_or_unregistered_redirect_uri_shows_a_page_never_a_redirect() {
+    let mut sim = sim();
+    let cases = [
+        query(&[("response_type", "code"), ("redirect_uri", CONF_REDIRECT)]),
+        query(&[
+            ("client_id", "nobody"),
+            ("response_type", "code"),
+            ("redirect_uri", CONF_REDIRECT),
+        ]),
+        query(&[
+            ("client_id", CONF_APP),
+            ("client_id", CONF_APP),
+            ("response_type", "code"),
+        ]),
+        query(&[
+            ("client_id", CONF_APP),
+            ("response_type", "code"),
+            ("redirect_uri", "https://evil.example/cb"),
+        ]),
+        query(&[
+            ("client_id", CONF_APP),
+            ("response_type", "code"),
+            ("redirect_uri", "https://conf.example/cb/"),
+        ]),
+        query(&[
+            ("client_id", CONF_APP),
+            ("response_type", "code"),
+            ("redirect_uri", "HTTPS://conf.example/cb"),
+        ]),
+        query(&[
+            ("client_id", CONF_APP),
+            ("response_type", "code"),
+            ("redirect_uri", "https://conf.example/cb?x=1"),
+        ]),
+        query(&[
+            ("client_id", CONF_APP),
+            ("response_type", "code"),
+            ("redirect_uri", CONF_REDIRECT),
+            ("redirect_uri", CONF_REDIRECT),
+        ]),
+    ];
+    for q in &cases {
+        for outcome in [
+            sim.authorize(q, Some(&alice())),
+            sim.consent(q, &alice(), Decision::Allow),
+        ] {
+            assert_eq!(page_error(&outcome), "invalid_request", "{q}");
+        }
+    }
+    assert!(
+        sim.store.is_empty(),
+        "nothing written for a refused request"
+    );
+    // The neighbour: the registered URI, byte for byte, is accepted.
+    let ok = sim.authorize(&conf(&[("response_type", "code")]), Some(&alice()));
+    assert!(matches!(ok, Outcome::Consent(_)), "{ok:?}");
+}
+
+#[test]
+fn a_registered_redirect_uri_keeps_its_own_query() {
+    let mut sim = sim();
+    let other = "https://conf.example/other?tenant=1";
+    let q = query(&[
+        ("client_id", CONF_APP),
+        ("response_type", "code"),
+        ("redirect_uri", other),
+        ("state", "s"),
+    ]);
+    let location = redirect(&sim.consent(&q, &alice(), Decision::Allow));
+    assert!(
+        location.starts_with("https://conf.example/other?tenant=1&code="),
+        "{location}"
+    );
+    assert_eq!(redirect_param(&location, "tenant").as_deref(), Some("1"));
+    assert_eq!(redirect_param(&location, "state").as_deref(), Some("s"));
+}
+
+#[test]
+fn other_request_errors_redirect_with_error_and_state() {
+    let mut sim = sim();
+    let cases: [(&[(&str, &str)], &str); 8] = [
+        (&[], "invalid_request"),
+        (
+            &[("response_type", "id_token")],
+            "unsupported_response_type",
+        ),
+        (
+            &[("response_type", "code"), ("response_type", "code")],
+            "invalid_request",
+        ),
+        (
+            &[("response_type", "code"), ("token_access_type", "forever")],
+            "invalid_request",
+        ),
+        (
+            &[("response_type", "code"), ("scope", "files")],
+            "invalid_scope",
+        ),
+        (
+            &[("response_type", "code"), ("scope", "files.metadata.read")],
+            "invalid_scope",
+        ),
+        (
+            &[
+                ("response_type", "code"),
+                ("scope", "a.b"),
+                ("scope", "a.b"),
+            ],
+            "invalid_request",
+        ),
+        (
+            &[("response_type", "code"), ("code_challenge_method", "S256")],
+            "invalid_request",
+        ),
+    ];
+    for (pairs, error) in cases {
+        let mut pairs = pairs.to_vec();
+        pairs.push(("state", "keep me"));
+        let q = conf(&pairs);
+        let (got, state) = redirected_error(&sim.authorize(&q, Some(&alice())));
+        assert_eq!(
+            (got.as_str(), state.as_deref()),
+            (error, Some("keep me")),
+            "{q}"
+        );
+        // Without a redirect_uri there is nowhere to send it: the page shows the error.
+        let no_redirect: Vec<_> = [("client_id", CONF_APP)]
+            .into_iter()
+            .chain(pairs.iter().copied())
+            .collect();
+        assert_eq!(
+            page_error(&sim.authorize(&query(&no_redirect), Some(&alice()))),
+            error
+        );
+    }
+}
+
+#[test]
+fn state_comes_back_unchanged() {
+    let mut sim = sim();
+    for state in [
+        "plain",
+        "with space & amp=eq",
+        "ünïcødé ✓",
+        "%41+%2B",
+        &"x".repeat(500),
+    ] {
+        let q = conf(&[("response_type", "code"), ("state", state)]);
+        let location = redirect(&sim.consent(&q, &alice(), Decision::Allow));
+        assert_eq!(redirect_param(&location, "state").as_deref(), Some(state));
+    }
+    // No state sent: none returned.
+    let location = redirect(&sim.consent(
+        &conf(&[("response_type", "code")]),
+        &alice(),
+        Decision::Allow,
+    ));
+    assert_eq!(redirect_param(&location, "state"), None);
+}
+
+#[test]
+fn scope_omitted_means_the_apps_scopes_and_a_subset_means_exactly_it() {
+    let mut sim = sim();
+    let all = "account_info.read files.content.read files.content.write";
+    let Outcome::Consent(prompt) =
+        sim.authorize(&conf(&[("response_type", "code")]), Some(&alice()))
+    else {
+        panic!()
+    };
+    assert_eq!(prompt.scopes.to_string(), all);
+    assert_eq!(prompt.app_name, "The conf-app");
+    let code = sim.code_for(&conf(&[("response_type", "code")]), &alice());
+    assert_eq!(json(&sim.exchange_confidential(&code))["scope"], all);
+
+    let q = conf(&[
+        ("response_type", "code"),
+        ("scope", "files.content.read  account_info.read"),
+    ]);
+    let Outcome::Consent(prompt) = sim.authorize(&q, Some(&alice())) else {
+        panic!()
+    };
+    assert_eq!(
+        prompt.scopes.to_string(),
+        "account_info.read files.content.read"
+    );
+    let code = sim.code_for(&q, &alice());
+    let body = json(&sim.exchange_confidential(&code));
+    assert_eq!(body["scope"], "account_info.read files.content.read");
+    let token = body["access_token"].as_str().unwrap();
+    assert_eq!(
+        http(sim.api(UPLOAD, token)).status,
+        403,
+        "files.content.write was not granted"
+    );
+    assert!(matches!(
+        sim.api(GET_ACCOUNT, token),
+        Outcome::Authorized(_)
+    ));
+}
+
+#[test]
+fn token_access_type_decides_the_refresh_token() {
+    let mut sim = sim();
+    for (access, refresh, expected) in [
+        (Some("offline"), true, TokenAccessType::Offline),
+        (Some("online"), false, TokenAccessType::Online),
+        (None, false, TokenAccessType::Online), // a scoped app's default: short-lived
+    ] {
+        let mut pairs = vec![("response_type", "code")];
+        pairs.extend(access.map(|a| ("token_access_type", a)));
+        let q = conf(&pairs);
+        let Outcome::Consent(prompt) = sim.authorize(&q, None) else {
+            panic!()
+        };
+        assert_eq!(prompt.access_type, expected);
+        let code = sim.code_for(&q, &alice());
+        let body = json(&sim.exchange_confidential(&code));
+        assert_eq!(body.get("refresh_token").is_some(), refresh, "{access:?}");
+        assert_eq!(body["expires_in"], 14400);
+    }
+}
+
+fn pkce_query(challenge: &str, method: Option<&str>) -> String {
+    let mut pairs = vec![
+        ("client_id", PKCE_APP),
+        ("response_type", "code"),
+        ("redirect_uri", PKCE_REDIRECT),
+        ("state", "p"),
+        ("code_challenge", challenge),
+    ];
+    pairs.extend(method.map(|m| ("code_challenge_method", m)));
+    query(&pairs)
+}
+
+#[test]
+fn pkce_plain_is_the_default_and_s256_works() {
+    let mut sim = sim();
+    let verifier = "plain-verifier-0123456789-0123456789-abcdefgh~._";
+    for method in [None, Some(""), Some("plain")] {
+        let code = sim.code_for(&pkce_query(verifier, method), &alice());
+        assert_eq!(sim.exchange_pkce(&code, verifier).status, 200, "{method:?}");
+        // With plain, the S256 transform of the verifier is not the challenge.
+        let code = sim.code_for(&pkce_query(&s256(verifier), method), &alice());
+        assert_eq!(
+            oauth_error(&sim.exchange_pkce(&code, verifier)),
+            "invalid_grant"
+        );
+    }
+    let code = sim.code_for(&pkce_query(CHALLENGE, Some("S256")), &alice());
+    assert_eq!(sim.exchange_pkce(&code, VERIFIER).status, 200);
+}
+
+#[test]
+fn malformed_pkce_requests_are_refused() {
+    let mut sim = sim();
+    let pkce_error = |sim: &mut Sim, q: &str| {
+        let location = redirect(&sim.authorize(q, Some(&alice())));
+        assert!(location.starts_with(PKCE_REDIRECT), "{location}");
+        redirect_param(&location, "error").unwrap()
+    };
+    let at_43 = "a".repeat(43);
+    let at_128 = "a".repeat(128);
+    for bad in [
+        "a".repeat(42),
+        "a".repeat(129),
+        format!("{}!", "a".repeat(43)),
+        format!("{} ", "a".repeat(43)),
+    ] {
+        assert_eq!(
+            pkce_error(&mut sim, &pkce_query(&bad, Some("plain"))),
+            "invalid_request",
+            "{bad:?}"
+        );
+    }
+    assert_eq!(
+        pkce_error(&mut sim, &pkce_query(CHALLENGE, Some("S512"))),
+        "invalid_request"
+    );
+    assert_eq!(
+        pkce_error(&mut sim, &pkce_query(CHALLENGE, Some("s256"))),
+        "invalid_request"
+    );
+    // A public app without any challenge: it would have no way to authenticate.
+    let no_pkce = query(&[
+        ("client_id", PKCE_APP),
+        ("response_type", "code"),
+        ("redirect_uri", PKCE_REDIRECT),
+    ]);
+    assert_eq!(pkce_error(&mut sim, &no_pkce), "invalid_request");
+    // The neighbours: 43 and 128 characters are accepted.
+    for ok in [at_43, at_128] {
+        assert!(matches!(
+            sim.authorize(&pkce_query(&ok, None), Some(&alice())),
+            Outcome::Consent(_)
+        ));
+    }
+}
+
+#[test]
+fn a_policy_can_require_s256() {
+    let mut doc = fixture_document();
+    doc.policy.require_s256 = true;
+    let mut sim = Sim::new(Config::new(doc).unwrap());
+    for method in [None, Some("plain")] {
+        let location = redirect(&sim.authorize(&pkce_query(CHALLENGE, method), Some(&alice())));
+        assert_eq!(
+            redirect_param(&location, "error").as_deref(),
+            Some("invalid_request")
+        );
+    }
+    let code = sim.code_for(&pkce_query(CHALLENGE, Some("S256")), &alice());
+    assert_eq!(sim.exchange_pkce(&code, VERIFIER).status, 200);
+}
+
+#[test]
+fn deny_redirects_access_denied() {
+    let mut sim = sim();
+    let q = conf(&[("response_type", "code"), ("state", "d")]);
+    let (error, state) = redirected_error(&sim.consent(&q, &alice(), Decision::Deny));
+    assert_eq!(
+        (error.as_str(), state.as_deref()),
+        ("access_denied", Some("d"))
+    );
+    let no_redirect = query(&[("client_id", CONF_APP), ("response_type", "code")]);
+    assert_eq!(
+        page_error(&sim.consent(&no_redirect, &alice(), Decision::Deny)),
+        "access_denied"
+    );
+    assert!(sim.store.is_empty(), "a denial writes nothing");
+}
+
+#[test]
+fn allow_without_redirect_uri_displays_the_code_which_must_be_exchanged_without_one() {
+    let mut sim = sim();
+    let q = query(&[
+        ("client_id", CONF_APP),
+        ("response_type", "code"),
+        ("state", "ignored"),
+    ]);
+    let Outcome::DisplayCode { app, code } = sim.consent(&q, &alice(), Decision::Allow) else {
+        panic!("expected the code display")
+    };
+    assert_eq!(app.as_str(), CONF_APP);
+    let code = code.expose().to_owned();
+    let with_redirect = sim.exchange_confidential(&code);
+    assert_eq!(oauth_error(&with_redirect), "invalid_grant");
+    let without = sim.token(
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("client_id", CONF_APP),
+            ("client_secret", CONF_SECRET),
+        ],
+        None,
+    );
+    assert_eq!(without.status, 200, "{}", without.body);
+}
+
+#[test]
+fn the_code_is_bound_to_the_consenting_user() {
+    let mut sim = sim();
+    let code = sim.code_for(&conf_query("online", "s"), &bob());
+    let body = json(&sim.exchange_confidential(&code));
+    assert_eq!(body["account_id"], bob().account_id.as_str());
+    assert_eq!(body["uid"], bob().uid.as_str());
+    let Outcome::Authorized(principal) =
+        sim.api(GET_ACCOUNT, body["access_token"].as_str().unwrap())
+    else {
+        panic!()
+    };
+    assert_eq!(principal.account_id, bob().account_id);
+}
+
+#[test]
+fn re_authorization_is_reported_when_the_scopes_were_already_granted() {
+    let mut sim = sim();
+    let narrow = conf(&[("response_type", "code"), ("scope", "account_info.read")]);
+    let wide = conf(&[("response_type", "code")]);
+    let granted = |sim: &mut Sim, q: &str, user: &User| match sim.authorize(q, Some(user)) {
+        Outcome::Consent(prompt) => prompt.already_granted,
+        other => panic!("{other:?}"),
+    };
+    assert!(!granted(&mut sim, &narrow, &alice()));
+    sim.code_for(&narrow, &alice());
+    assert!(granted(&mut sim, &narrow, &alice()));
+    assert!(
+        !granted(&mut sim, &wide, &alice()),
+        "a superset needs consent"
+    );
+    assert!(!granted(&mut sim, &narrow, &bob()), "another user");
+    sim.code_for(&wide, &alice());
+    assert!(granted(&mut sim, &narrow, &alice()));
+    assert!(granted(&mut sim, &wide, &alice()));
+    sim.unlink(CONF_APP, &alice(), Unlinker::User);
+    assert!(
+        !granted(&mut sim, &narrow, &alice()),
+        "an unlink forgets the consent"
+    );
+    // Without a signed-in user the core cannot know.
+    let Outcome::Consent(prompt) = sim.authorize(&narrow, None) else {
+        panic!()
+    };
+    assert!(!prompt.already_granted);
+}
+
+fn legacy(pairs: &[(&str, &str)]) -> String {
+    let mut all = vec![
+        ("client_id", LEGACY_APP),
+        ("redirect_uri", LEGACY_REDIRECT),
+        ("state", "i"),
+    ];
+    all.extend_from_slice(pairs);
+    query(&all)
+}
+
+#[test]
+fn the_legacy_implicit_flow_puts_the_token_in_the_fragment() {
+    let mut sim = sim();
+    let location = redirect(&sim.consent(
+        &legacy(&[("response_type", "token"), ("token_access_type", "online")]),
+        &alice(),
+        Decision::Allow,
+    ));
+    assert!(
+        location.starts_with(&format!("{LEGACY_REDIRECT}#access_token=sl.")),
+        "{location}"
+    );
+    assert_eq!(
+        redirect_param(&location, "access_token"),
+        None,
+        "never in the query"
+    );
+    assert_eq!(
+        fragment_param(&location, "token_type").as_deref(),
+        Some("bearer")
+    );
+    assert_eq!(
+        fragment_param(&location, "expires_in").as_deref(),
+        Some("14400")
+    );
+    assert_eq!(fragment_param(&location, "state").as_deref(), Some("i"));
+    assert_eq!(
+        fragment_param(&location, "account_id").as_deref(),
+        Some(alice().account_id.as_str())
+    );
+    assert_eq!(fragment_param(&location, "refresh_token"), None);
+    let token = fragment_param(&location, "access_token").unwrap();
+    assert!(matches!(
+        sim.api(GET_ACCOUNT, &token),
+        Outcome::Authorized(_)
+    ));
+    assert_eq!(sim.revoke(&token).status, 200);
+    assert_eq!(http(sim.api(GET_ACCOUNT, &token)).status, 401);
+}
+
+#[test]
+fn the_implicit_flow_refuses_offline_forbidden_apps_and_missing_redirects() {
+    let mut sim = sim();
+    let location = redirect(&sim.authorize(
+        &legacy(&[("response_type", "token"), ("token_access_type", "offline")]),
+        Some(&alice()),
+    ));
+    assert_eq!(
+        fragment_param(&location, "error").as_deref(),
+        Some("invalid_request")
+    );
+    assert_eq!(fragment_param(&location, "state").as_deref(), Some("i"));
+    // An app that does not allow implicit.
+    let location = redirect(&sim.authorize(&conf(&[("response_type", "token")]), Some(&alice())));
+    assert!(
+        location.starts_with(&format!("{CONF_REDIRECT}#")),
+        "{location}"
+    );
+    assert_eq!(
+        fragment_param(&location, "error").as_deref(),
+        Some("unauthorized_client")
+    );
+    // Nowhere to put the token.
+    let q = query(&[("client_id", LEGACY_APP), ("response_type", "token")]);
+    assert_eq!(
+        page_error(&sim.authorize(&q, Some(&alice()))),
+        "invalid_request"
+    );
+    // A challenge makes no sense with a token response.
+    let q = legacy(&[("response_type", "token"), ("code_challenge", CHALLENGE)]);
+    let location = redirect(&sim.authorize(&q, Some(&alice())));
+    assert_eq!(
+        fragment_param(&location, "error").as_deref(),
+        Some("invalid_request")
+    );
+}
+
+#[test]
+fn an_oversized_query_shows_a_page() {
+    let mut sim = sim();
+    let q = conf(&[("response_type", "code"), ("state", &"s".repeat(17_000))]);
+    assert_eq!(
+        page_error(&sim.authorize(&q, Some(&alice()))),
+        "invalid_request"
+    );
+    assert_eq!(
+        page_error(&sim.consent(&q, &alice(), Decision::Allow)),
+        "invalid_request"
+    );
+    assert!(sim.store.is_empty());
+}
