@@ -1,0 +1,341 @@
+//! Apps, scopes and legacy behaviour (SPEC.md "Scopes", "App kinds", "Versioning" 2–3, "Limits"
+//! 1–2, Required Scope per endpoint) and the configuration's validation.
+
+use edgegrant::*;
+use edgegrant_tests::*;
+
+const CUTOFF: u64 = 1_633_046_400; // 2021-10-01T00:00:00Z
+
+fn legacy_code_query() -> String {
+    query(&[
+        ("client_id", LEGACY_APP),
+        ("response_type", "code"),
+        ("redirect_uri", LEGACY_REDIRECT),
+    ])
+}
+
+fn exchange_legacy(sim: &mut Sim, code: &str) -> HttpResponse {
+    sim.token(
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", LEGACY_REDIRECT),
+        ],
+        Some((LEGACY_APP, LEGACY_SECRET)),
+    )
+}
+
+fn legacy_tokens_at(now: u64) -> (Sim, serde_json::Value) {
+    let mut sim = Sim::new(fixture_config());
+    sim.now = UnixTime(now);
+    let code = sim.code_for(&legacy_code_query(), &alice());
+    let response = exchange_legacy(&mut sim, &code);
+    assert_eq!(response.status, 200, "{}", response.body);
+    let body = json(&response);
+    (sim, body)
+}
+
+fn is_authorized(sim: &mut Sim, endpoint: &str, token: &str) -> bool {
+    matches!(sim.api(endpoint, token), Outcome::Authorized(_))
+}
+
+#[test]
+fn before_the_cutoff_a_long_lived_default_gets_a_non_expiring_token() {
+    let (mut sim, body) = legacy_tokens_at(CUTOFF - 1);
+    assert!(body.get("expires_in").is_none(), "{body}");
+    assert!(body.get("refresh_token").is_none());
+    let token = body["access_token"].as_str().unwrap().to_owned();
+    sim.advance(5 * 365 * 24 * 3600);
+    assert!(is_authorized(&mut sim, GET_ACCOUNT, &token));
+    let Outcome::Authorized(principal) = sim.api(GET_ACCOUNT, &token) else {
+        panic!()
+    };
+    assert_eq!(principal.expires_at, None);
+}
+
+#[test]
+fn from_the_cutoff_on_every_new_token_is_short_lived() {
+    for now in [CUTOFF, CUTOFF + 1] {
+        let (mut sim, body) = legacy_tokens_at(now);
+        assert_eq!(body["expires_in"], 14400, "at {now}");
+        let token = body["access_token"].as_str().unwrap().to_owned();
+        sim.advance(14_399);
+        assert!(is_authorized(&mut sim, GET_ACCOUNT, &token));
+        sim.advance(1);
+        assert!(!is_authorized(&mut sim, GET_ACCOUNT, &token));
+    }
+}
+
+#[test]
+fn a_code_issued_before_the_cutoff_but_exchanged_at_it_yields_a_short_lived_token() {
+    let mut sim = Sim::new(fixture_config());
+    sim.now = UnixTime(CUTOFF - 1);
+    let code = sim.code_for(&legacy_code_query(), &alice());
+    sim.advance(1);
+    assert_eq!(json(&exchange_legacy(&mut sim, &code))["expires_in"], 14400);
+}
+
+#[test]
+fn explicit_online_before_the_cutoff_is_short_lived() {
+    let mut sim = Sim::new(fixture_config());
+    sim.now = UnixTime(CUTOFF - 100);
+    let q = query(&[
+        ("client_id", LEGACY_APP),
+        ("response_type", "code"),
+        ("redirect_uri", LEGACY_REDIRECT),
+        ("token_access_type", "online"),
+    ]);
+    let code = sim.code_for(&q, &alice());
+    assert_eq!(json(&exchange_legacy(&mut sim, &code))["expires_in"], 14400);
+}
+
+#[test]
+fn legacy_implicit_before_the_cutoff_is_long_lived_too() {
+    let mut sim = Sim::new(fixture_config());
+    sim.now = UnixTime(CUTOFF - 1);
+    let q = query(&[
+        ("client_id", LEGACY_APP),
+        ("response_type", "token"),
+        ("redirect_uri", LEGACY_REDIRECT),
+    ]);
+    let Outcome::Redirect(location) = sim.consent(&q, &alice(), Decision::Allow) else {
+        panic!()
+    };
+    assert_eq!(fragment_param(&location, "expires_in"), None);
+    let token = fragment_param(&location, "access_token").unwrap();
+    sim.advance(3 * 365 * 24 * 3600);
+    assert!(is_authorized(&mut sim, GET_ACCOUNT, &token));
+}
+
+#[test]
+fn legacy_tokens_carry_the_scopes_of_their_access_type() {
+    let (_, body) = legacy_tokens_at(CUTOFF + 10);
+    assert_eq!(body["scope"], USER_SCOPES.join(" "));
+
+    let mut sim = Sim::new(fixture_config());
+    let q = query(&[
+        ("client_id", TEAM_APP),
+        ("response_type", "code"),
+        ("redirect_uri", TEAM_REDIRECT),
+    ]);
+    let code = sim.code_for(&q, &alice());
+    let body = json(&sim.token(
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", TEAM_REDIRECT),
+        ],
+        Some((TEAM_APP, TEAM_SECRET)),
+    ));
+    assert_eq!(
+        body["scope"],
+        "events.read groups.read members.read team_info.read"
+    );
+    let token = body["access_token"].as_str().unwrap();
+    assert!(is_authorized(&mut sim, TEAM_INFO, token));
+    assert_eq!(http(sim.api(GET_ACCOUNT, token)).status, 403);
+}
+
+#[test]
+fn migration_pre_selects_scopes_from_the_legacy_access_type() {
+    let config = fixture_config();
+    let scopes_after = |key: &str| {
+        config
+            .app(key)
+            .unwrap()
+            .migrated_to_scopes()
+            .unwrap()
+            .scopes()
+            .to_string()
+    };
+    let mut user_scopes = USER_SCOPES.to_vec();
+    user_scopes.sort_unstable();
+    assert_eq!(scopes_after(LEGACY_APP), user_scopes.join(" "));
+    assert_eq!(
+        scopes_after(TEAM_APP),
+        "events.read groups.read members.read team_info.read"
+    );
+    let migrated = config
+        .app(LEGACY_APP)
+        .unwrap()
+        .migrated_to_scopes()
+        .unwrap();
+    assert!(matches!(migrated.permissions, Permissions::Scoped { .. }));
+    assert_eq!(
+        migrated.redirect_uris,
+        config.app(LEGACY_APP).unwrap().redirect_uris
+    );
+    assert_eq!(
+        config.app(CONF_APP).unwrap().migrated_to_scopes(),
+        Err(ConfigError::AlreadyScoped(AppKey::new(CONF_APP).unwrap()))
+    );
+}
+
+#[test]
+fn migration_does_not_affect_existing_tokens() {
+    let (mut sim, body) = legacy_tokens_at(CUTOFF + 10);
+    let old = body["access_token"].as_str().unwrap().to_owned();
+    // Migrate, then the developer narrows the scopes to account_info.read only.
+    let migrated = sim
+        .config
+        .app(LEGACY_APP)
+        .unwrap()
+        .migrated_to_scopes()
+        .unwrap();
+    sim.config = sim.config.with_app(migrated.clone()).unwrap();
+    let narrowed = App {
+        permissions: Permissions::Scoped {
+            scopes: ScopeSet::parse("account_info.read").unwrap(),
+        },
+        ..migrated
+    };
+    sim.config = sim.config.with_app(narrowed).unwrap();
+
+    // The old token keeps exactly its scopes.
+    assert!(is_authorized(&mut sim, UPLOAD, &old));
+    let Outcome::Authorized(principal) = sim.api(GET_ACCOUNT, &old) else {
+        panic!()
+    };
+    assert_eq!(principal.scopes.to_string(), USER_SCOPES.join(" "));
+    // New authorizations get only the new scopes; asking for a removed one is invalid_scope.
+    let code = sim.code_for(&legacy_code_query(), &bob());
+    let new = json(&exchange_legacy(&mut sim, &code));
+    assert_eq!(new["scope"], "account_info.read");
+    assert_eq!(
+        http(sim.api(UPLOAD, new["access_token"].as_str().unwrap())).status,
+        403
+    );
+    let q = query(&[
+        ("client_id", LEGACY_APP),
+        ("response_type", "code"),
+        ("redirect_uri", LEGACY_REDIRECT),
+        ("scope", "files.content.write"),
+    ]);
+    let Outcome::Redirect(location) = sim.authorize(&q, Some(&alice())) else {
+        panic!()
+    };
+    assert_eq!(
+        redirect_param(&location, "error").as_deref(),
+        Some("invalid_scope")
+    );
+}
+
+#[test]
+fn a_missing_required_scope_is_insufficient_scope() {
+    let mut sim = Sim::new(fixture_config());
+    let q = query(&[
+        ("client_id", CONF_APP),
+        ("response_type", "code"),
+        ("redirect_uri", CONF_REDIRECT),
+        ("scope", "files.content.read"),
+    ]);
+    let code = sim.code_for(&q, &alice());
+    let token = json(&sim.exchange_confidential(&code))["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let response = http(sim.api(GET_ACCOUNT, &token));
+    assert_eq!(response.status, 403);
+    assert!(response
+        .header("WWW-Authenticate")
+        .unwrap()
+        .contains("error=\"insufficient_scope\""));
+    let body = json(&response);
+    assert_eq!(body["error"][".tag"], "missing_scope");
+    assert_eq!(body["error"]["required_scope"], "account_info.read");
+    assert_eq!(body["error_summary"], "missing_scope/..");
+}
+
+#[test]
+fn config_validation_refuses_unusable_configurations() {
+    let refuses = |edit: &dyn Fn(&mut ConfigDocument), expected: &dyn Fn(&ConfigError) -> bool| {
+        let mut doc = fixture_document();
+        edit(&mut doc);
+        let error = Config::new(doc).expect_err("must be refused");
+        assert!(expected(&error), "{error}");
+    };
+    refuses(&|d| d.policy.code_ttl = Seconds(0), &|e| {
+        matches!(e, ConfigError::CodeTtl(0))
+    });
+    refuses(&|d| d.policy.code_ttl = Seconds(601), &|e| {
+        matches!(e, ConfigError::CodeTtl(601))
+    });
+    refuses(&|d| d.policy.access_token_ttl = Seconds(0), &|e| {
+        *e == ConfigError::AccessTokenTtl
+    });
+    refuses(&|d| d.policy.max_input_bytes = 10, &|e| {
+        *e == ConfigError::InputLimit
+    });
+    refuses(&|d| d.apps.push(d.apps[0].clone()), &|e| {
+        matches!(e, ConfigError::DuplicateApp(_))
+    });
+    refuses(
+        &|d| {
+            d.apps[0].permissions = Permissions::Scoped {
+                scopes: ScopeSet::default(),
+            }
+        },
+        &|e| matches!(e, ConfigError::NoScopes(_)),
+    );
+    refuses(
+        &|d| {
+            d.api_endpoints.insert(
+                "/users/get".into(),
+                Scope::new("account_info.read").unwrap(),
+            );
+        },
+        &|e| matches!(e, ConfigError::EndpointPath(_)),
+    );
+    // Identifiers are validated when parsed.
+    assert!(AppKey::new("has:colon").is_err());
+    assert!(RedirectUri::new("https://x.example/cb#frag").is_err());
+    assert!(RedirectUri::new("/relative").is_err());
+    assert!(RedirectUri::new("com.example.app:/oauth").is_ok());
+}
+
+#[test]
+fn a_configured_code_ttl_is_exact() {
+    for (after, works) in [(59, true), (60, false), (61, false)] {
+        let mut doc = fixture_document();
+        doc.policy.code_ttl = Seconds(60);
+        let mut sim = Sim::new(Config::new(doc).unwrap());
+        let code = sim.code_for(&conf_query("online", "s"), &alice());
+        sim.advance(after);
+        assert_eq!(
+            sim.exchange_confidential(&code).status == 200,
+            works,
+            "at +{after}"
+        );
+    }
+}
+
+#[test]
+fn a_configured_access_token_ttl_is_exact() {
+    let mut doc = fixture_document();
+    doc.policy.access_token_ttl = Seconds(300);
+    let mut sim = Sim::new(Config::new(doc).unwrap());
+    let body = sim.pkce_offline_tokens(&alice());
+    assert_eq!(body["expires_in"], 300);
+    let token = body["access_token"].as_str().unwrap().to_owned();
+    sim.advance(299);
+    assert!(is_authorized(&mut sim, GET_ACCOUNT, &token));
+    sim.advance(1);
+    assert!(!is_authorized(&mut sim, GET_ACCOUNT, &token));
+}
+
+#[test]
+fn config_round_trips_through_json() {
+    let text = serde_json::to_string(&fixture_document()).unwrap();
+    let config: Config = serde_json::from_str(&text).unwrap();
+    assert_eq!(config.apps().count(), 4);
+    assert_eq!(
+        config.required_scope(GET_ACCOUNT).unwrap().as_str(),
+        "account_info.read"
+    );
+    assert_eq!(config.policy(), &Policy::default());
+    // And a broken document is refused, not accepted half-way.
+    let broken = text.replace("\"code_ttl\":600", "\"code_ttl\":6000");
+    assert!(serde_json::from_str::<Config>(&broken).is_err());
+    let bad_scope = text.replace("account_info.read", "Account Info");
+    assert!(serde_json::from_str::<Config>(&bad_scope).is_err());
+}
