@@ -13,6 +13,13 @@ fn conf_code(sim: &mut Sim, access: &str) -> String {
     sim.code_for(&conf_query(access, "s"), &alice())
 }
 
+/// The refresh token of a fresh offline grant of the confidential app.
+fn conf_refresh_token(sim: &mut Sim) -> String {
+    let code = conf_code(sim, "offline");
+    let body = json(&sim.exchange_confidential(&code));
+    body["refresh_token"].as_str().unwrap().to_owned()
+}
+
 fn assert_oauth_error(response: &HttpResponse, status: u16, error: &str) {
     assert_eq!(response.status, status, "{}", response.body);
     assert_eq!(oauth_error(response), error, "{}", response.body);
@@ -574,11 +581,7 @@ fn refresh_tokens_are_reusable_and_never_expire_by_time() {
 #[test]
 fn refresh_is_bound_to_the_app_and_its_authentication() {
     let mut sim = sim();
-    let code = conf_code(&mut sim, "offline");
-    let refresh = json(&sim.exchange_confidential(&code))["refresh_token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let refresh = conf_refresh_token(&mut sim);
     // Another app's valid key and secret.
     assert_oauth_error(
         &sim.refresh(&refresh, TEAM_APP, Some(TEAM_SECRET)),
@@ -619,11 +622,7 @@ fn refresh_is_bound_to_the_app_and_its_authentication() {
 #[test]
 fn refresh_may_narrow_but_not_widen_scopes() {
     let mut sim = sim();
-    let code = conf_code(&mut sim, "offline");
-    let refresh = json(&sim.exchange_confidential(&code))["refresh_token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let refresh = conf_refresh_token(&mut sim);
     let narrow = |scope: &'static str| {
         vec![
             ("grant_type", "refresh_token"),
