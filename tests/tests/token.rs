@@ -453,6 +453,27 @@ fn pkce_verifier_must_match_and_must_not_be_sent_without_a_challenge() {
     ]);
     let code = sim.code_for(&q, &alice());
     assert_oauth_error(&sim.exchange_confidential(&code), 400, "invalid_grant");
+    // A public client naming itself over Basic with an empty password still needs PKCE.
+    let pkce_code = sim.code_for(&pkce_offline_query("s"), &alice());
+    let over_basic = |code: &str, verifier: Option<&str>| {
+        let mut form = vec![
+            ("grant_type", "authorization_code".to_owned()),
+            ("code", code.to_owned()),
+            ("redirect_uri", PKCE_REDIRECT.to_owned()),
+        ];
+        form.extend(verifier.map(|v| ("code_verifier", v.to_owned())));
+        form
+    };
+    let pairs = over_basic(&pkce_code, None);
+    let pairs: Vec<_> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    assert_oauth_error(
+        &sim.token(&pairs, Some((PKCE_APP, ""))),
+        401,
+        "invalid_client",
+    );
+    let pairs = over_basic(&pkce_code, Some(VERIFIER));
+    let pairs: Vec<_> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    assert_eq!(sim.token(&pairs, Some((PKCE_APP, ""))).status, 200);
     // ...and with client_id + verifier alone (no secret) it works: PKCE replaces the secret.
     let r = sim.token(
         &[

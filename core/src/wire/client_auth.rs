@@ -68,9 +68,11 @@ pub(crate) fn presented(
         if body_id.is_some_and(|b| b != id) {
             return Err(CredentialError::ConflictingClientId);
         }
+        // An empty password is no secret, as an empty `client_secret` is (RFC 6749 §3.1):
+        // a public client may name itself over Basic and still prove itself with PKCE.
         return Ok(Presented {
             client_id: id,
-            secret: Some(ClientSecret::presented(secret)),
+            secret: (!secret.is_empty()).then(|| ClientSecret::presented(secret)),
             via_basic: true,
         });
     }
