@@ -204,8 +204,9 @@ impl ExchangeHow {
     /// Whether the exchange is by the code's own client with everything matching the code.
     fn matches(self, app: AppId) -> bool {
         match self {
-            ExchangeHow::Correct => true,
-            ExchangeHow::Basic => app == AppId::Conf,
+            // The public app over Basic has an empty password: it names itself, and its
+            // verifier proves it.
+            ExchangeHow::Correct | ExchangeHow::Basic => true,
             _ => false,
         }
     }
@@ -230,8 +231,8 @@ impl RefreshHow {
     /// Whether the request authenticates as the app the refresh token belongs to.
     fn authenticates(self, app: AppId) -> bool {
         match self {
-            RefreshHow::Correct => true,
-            RefreshHow::Basic => app == AppId::Conf,
+            // An empty Basic password is no secret: the PKCE grant refreshes with client_id alone.
+            RefreshHow::Correct | RefreshHow::Basic => true,
             RefreshHow::NoSecret => app == AppId::Pkce,
             RefreshHow::WrongApp | RefreshHow::WrongSecret => false,
         }
