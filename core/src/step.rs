@@ -19,7 +19,7 @@ pub struct HttpRequest {
     /// Every header, in order, repeated names included.
     pub headers: Vec<(String, String)>,
     /// The body bytes (the host caps them at [`Policy::max_input_bytes`](crate::Policy)).
-    #[serde(default)]
+    #[serde(default, with = "serde_bytes")]
     pub body: Vec<u8>,
 }
 

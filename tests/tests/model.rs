@@ -202,7 +202,7 @@ enum ExchangeHow {
 
 impl ExchangeHow {
     /// Whether the exchange is by the code's own client with everything matching the code.
-    fn matches(self, app: AppId) -> bool {
+    fn matches(self) -> bool {
         match self {
             // The public app over Basic has an empty password: it names itself, and its
             // verifier proves it.
@@ -832,7 +832,7 @@ impl World {
             "exchange {how:?} of code {c} {code:?} at {}",
             self.model.now
         );
-        match (how.matches(code.app), code.grant) {
+        match (how.matches(), code.grant) {
             (true, Some(g)) => {
                 // Reuse by the right client: refused, and the grant it produced ends.
                 assert_eq!(response.status, 400, "{what}: {}", response.body);

@@ -1,0 +1,41 @@
+// The WebAssembly core, loaded once per isolate or process. Hosts call `initialize` with the
+// compiled module (Workers: the imported .wasm; Node: see ./node.js) before anything else.
+import * as bindings from "../dist/edgegrant_wasm.js";
+
+let initialized = false;
+
+/** Instantiates the core from a `WebAssembly.Module` or the module's bytes. Idempotent. */
+export function initialize(module) {
+  if (!initialized) {
+    bindings.initSync({ module });
+    initialized = true;
+  }
+}
+
+function ready() {
+  if (!initialized) throw new Error("edgegrant: call initialize(wasmModule) first (or import edgegrant/node or edgegrant/workers)");
+}
+
+/** A validated configuration ready to handle steps. Throws an Error if the configuration is unusable. */
+export function createCore(config) {
+  ready();
+  return new bindings.Core(config);
+}
+
+/** `{ tag: "ok" }` or `{ tag: "invalid", content: reason }`. */
+export function checkConfig(config) {
+  ready();
+  return bindings.checkConfig(config);
+}
+
+/** The digest to register for an app secret. */
+export function secretDigest(secret) {
+  ready();
+  return bindings.secretDigest(secret);
+}
+
+/** How many bytes of entropy each call takes. */
+export function entropyLength() {
+  ready();
+  return bindings.entropyLength();
+}

@@ -1,0 +1,63 @@
+// Shared fixtures for the package tests: a configuration like the Rust harness's, PKCE values
+// from RFC 7636 Appendix B, and small helpers.
+import { secretDigest } from "../src/node.js";
+
+export const VERIFIER = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+export const CHALLENGE = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+export const PKCE_APP = "pkce-app";
+export const PKCE_REDIRECT = "http://127.0.0.1:8765/cb";
+export const CONF_APP = "conf-app";
+export const CONF_SECRET = "conf-secret-0123456789";
+export const CONF_REDIRECT = "https://conf.example/cb";
+export const GET_ACCOUNT = "/2/users/get_current_account";
+export const ALICE = { account_id: "dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc", uid: "12345" };
+
+export function config() {
+  return {
+    apps: [
+      {
+        key: PKCE_APP,
+        name: "PKCE App",
+        redirect_uris: [PKCE_REDIRECT],
+        permissions: { kind: "scoped", scopes: ["account_info.read", "files.metadata.read"] },
+      },
+      {
+        key: CONF_APP,
+        name: "Confidential App",
+        secret_digest: secretDigest(CONF_SECRET),
+        redirect_uris: [CONF_REDIRECT],
+        permissions: { kind: "scoped", scopes: ["account_info.read", "files.content.write"] },
+      },
+    ],
+    api_endpoints: { [GET_ACCOUNT]: "account_info.read", "/2/files/upload": "files.content.write" },
+  };
+}
+
+export const pkceQuery = (state = "xyz") =>
+  new URLSearchParams({
+    client_id: PKCE_APP,
+    response_type: "code",
+    redirect_uri: PKCE_REDIRECT,
+    token_access_type: "offline",
+    code_challenge: CHALLENGE,
+    code_challenge_method: "S256",
+    state,
+  }).toString();
+
+/** Deterministic entropy: a counter in the first bytes. */
+export function counterEntropy() {
+  let n = 0;
+  return () => {
+    const bytes = new Uint8Array(112);
+    new DataView(bytes.buffer).setUint32(0, ++n);
+    new DataView(bytes.buffer).setUint32(32, n);
+    new DataView(bytes.buffer).setUint32(64, n);
+    return bytes;
+  };
+}
+
+export const form = (pairs) => ({
+  method: "POST",
+  headers: [["content-type", "application/x-www-form-urlencoded"]],
+  body: new TextEncoder().encode(new URLSearchParams(pairs).toString()),
+});
