@@ -34,4 +34,27 @@ trap 'rm -f "$log"' EXIT
 cargo test --workspace 2>&1 | tee "$log"
 passed=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
 failed=$(grep -oE '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
-echo "SUMMARY: cargo test: ${passed} passed; ${failed} failed"
+
+echo "== npm package: install, build the wasm, node --test"
+command -v npm >/dev/null || { echo "node and npm are required" >&2; exit 1; }
+(
+  cd pkg
+  # Reinstall only when the lockfile changed (better-sqlite3 compiles from source, ~1 min).
+  stamp=node_modules/.edgegrant-lock
+  want=$(sha256sum package-lock.json | cut -d' ' -f1)
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    npm ci --no-audit --no-fund
+    echo "$want" > "$stamp"
+  fi
+  node scripts/build.mjs
+)
+jslog=$(mktemp)
+trap 'rm -f "$log" "$jslog"' EXIT
+(cd pkg && node --test test/) 2>&1 | tee "$jslog" | grep -E '^(not ok|# (tests|pass|fail))' || true
+js_passed=$(awk '/^# pass/ {print $3}' "$jslog")
+js_failed=$(awk '/^# fail/ {print $3}' "$jslog")
+[ -n "$js_passed" ] || { echo "node --test did not run" >&2; cat "$jslog" >&2; exit 1; }
+[ "$js_failed" = 0 ] || cat "$jslog"
+
+echo "SUMMARY: cargo test: ${passed} passed; ${failed} failed; node --test: ${js_passed} passed; ${js_failed} failed"
+[ "$failed" = 0 ] && [ "$js_failed" = 0 ]

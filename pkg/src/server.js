@@ -118,7 +118,11 @@ export function createAuthServer(options) {
   if (!storage || typeof storage.read !== "function" || typeof storage.apply !== "function") {
     throw new Error("edgegrant: options.storage must have read(keys) and apply(transaction)");
   }
-  const config = options.config ?? { apps: options.apps ?? [], policy: options.policy, api_endpoints: options.apiEndpoints };
+  const config = options.config ?? {
+    apps: options.apps ?? [],
+    ...(options.policy && { policy: options.policy }),
+    ...(options.apiEndpoints && { api_endpoints: options.apiEndpoints }),
+  };
   const core = createCore(config);
   const limit = config.policy?.max_input_bytes ?? 16384;
   const hooks = { ...defaultHooks, ...options.hooks, api: { ...options.hooks?.api } };

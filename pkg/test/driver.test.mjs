@@ -1,0 +1,133 @@
+// The Fetch driver end to end on Request/Response, and bad input through it: always the right
+// error response, never an exception escaping to the host.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createAuthServer } from "../src/node.js";
+import { memoryStorage } from "../src/adapters/memory.js";
+import { ALICE, CONF_APP, CONF_SECRET, GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, VERIFIER, config, pkceQuery } from "./fixtures.mjs";
+
+const ORIGIN = "http://auth.test";
+
+function server({ signedIn = true, audit = [] } = {}) {
+  let now = 1_700_000_000;
+  const srv = createAuthServer({
+    ...config(),
+    apiEndpoints: config().api_endpoints,
+    storage: memoryStorage(),
+    clock: () => now,
+    onAudit: (event) => audit.push(event),
+    hooks: {
+      currentUser: async () => (signedIn ? ALICE : null),
+      api: { [GET_ACCOUNT]: async (principal) => Response.json({ account_id: principal.account_id }) },
+    },
+  });
+  return { srv, advance: (s) => (now += s), audit };
+}
+
+const tokenRequest = (pairs, headers = {}) =>
+  new Request(`${ORIGIN}/oauth2/token`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+    body: new URLSearchParams(pairs),
+  });
+const bearer = (path, token) => new Request(`${ORIGIN}${path}`, { method: "POST", headers: { authorization: `Bearer ${token}` } });
+const consentPost = (query, decision, headers = { origin: ORIGIN }) =>
+  new Request(`${ORIGIN}/oauth2/authorize`, {
+    method: "POST",
+    headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+    body: new URLSearchParams({ query, decision }),
+  });
+
+async function codeFor(srv) {
+  const page = await srv.fetch(new Request(`${ORIGIN}/oauth2/authorize?${pkceQuery("st")}`));
+  assert.equal(page.status, 200);
+  assert.equal(page.headers.get("x-frame-options"), "DENY");
+  assert.match(await page.text(), /Allow/);
+  const redirect = await srv.fetch(consentPost(pkceQuery("st"), "allow"));
+  assert.equal(redirect.status, 302);
+  const location = new URL(redirect.headers.get("location"));
+  assert.equal(location.searchParams.get("state"), "st");
+  return location.searchParams.get("code");
+}
+
+test("the whole PKCE offline flow through fetch()", async () => {
+  const { srv, advance, audit } = server();
+  const code = await codeFor(srv);
+  const exchange = await srv.fetch(
+    tokenRequest({ grant_type: "authorization_code", code, client_id: PKCE_APP, code_verifier: VERIFIER, redirect_uri: PKCE_REDIRECT }),
+  );
+  assert.equal(exchange.status, 200);
+  assert.equal(exchange.headers.get("cache-control"), "no-store");
+  const tokens = await exchange.json();
+  assert.match(tokens.access_token, /^sl\./);
+  const account = await srv.fetch(bearer(GET_ACCOUNT, tokens.access_token));
+  assert.deepEqual(await account.json(), { account_id: ALICE.account_id });
+  advance(14_400);
+  const expired = await srv.fetch(bearer(GET_ACCOUNT, tokens.access_token));
+  assert.equal(expired.status, 401);
+  assert.equal((await expired.json()).error[".tag"], "expired_access_token");
+  const refreshed = await (await srv.fetch(tokenRequest({ grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: PKCE_APP }))).json();
+  assert.equal(refreshed.refresh_token, undefined);
+  assert.equal((await srv.fetch(bearer(GET_ACCOUNT, refreshed.access_token))).status, 200);
+  const revoked = await srv.fetch(bearer("/2/auth/token/revoke", refreshed.access_token));
+  assert.equal(revoked.status, 200);
+  assert.equal(await revoked.text(), "null");
+  assert.equal((await srv.fetch(bearer(GET_ACCOUNT, refreshed.access_token))).status, 401);
+  assert.deepEqual(
+    audit.map((e) => e.event),
+    ["code_issued", "tokens_issued", "access_token_refreshed", "grant_revoked"],
+  );
+});
+
+test("re-authorization completes without asking again; deny gives access_denied", async () => {
+  const { srv } = server();
+  await codeFor(srv);
+  const again = await srv.fetch(new Request(`${ORIGIN}/oauth2/authorize?${pkceQuery("2")}`));
+  assert.equal(again.status, 302, "already granted: straight back to the app");
+  assert.ok(new URL(again.headers.get("location")).searchParams.get("code"));
+  const denied = await srv.fetch(consentPost(pkceQuery("d"), "deny"));
+  assert.equal(new URL(denied.headers.get("location")).searchParams.get("error"), "access_denied");
+});
+
+test("a signed-out user is sent to sign in; a cross-site consent post is refused", async () => {
+  const { srv } = server({ signedIn: false });
+  assert.equal((await srv.fetch(new Request(`${ORIGIN}/oauth2/authorize?${pkceQuery()}`))).status, 401);
+  const { srv: signedIn } = server();
+  const forged = await signedIn.fetch(consentPost(pkceQuery(), "allow", { origin: "https://evil.example" }));
+  assert.equal(forged.status, 400);
+  assert.equal(forged.headers.get("location"), null);
+  const fetchSite = await signedIn.fetch(consentPost(pkceQuery(), "allow", { "sec-fetch-site": "cross-site" }));
+  assert.equal(fetchSite.status, 400);
+  const incomplete = await signedIn.fetch(consentPost(pkceQuery(), "maybe"));
+  assert.equal(incomplete.status, 400);
+});
+
+test("bad input gets the right error response, never an exception", async () => {
+  const { srv } = server();
+  const cases = [
+    [tokenRequest(`grant_type=authorization_code&client_id=${CONF_APP}&client_secret=${CONF_SECRET}&code=%ZZ&code=x`), 400, "invalid_request"],
+    [tokenRequest({ grant_type: "refresh_token", refresh_token: "x" }, { authorization: "Basic %%%" }), 401, "invalid_client"],
+    [tokenRequest({ grant_type: "refresh_token", refresh_token: "x" }, { authorization: `Basic ${btoa("no-colon")}` }), 401, "invalid_client"],
+    [tokenRequest({ grant_type: "refresh_token", refresh_token: "x", client_secret: "s" }, { authorization: `Basic ${btoa(`${CONF_APP}:${CONF_SECRET}`)}` }), 400, "invalid_request"],
+    [tokenRequest({ grant_type: "refresh_token", refresh_token: "x", pad: "p".repeat(100_000) }), 400, "invalid_request"],
+    [new Request(`${ORIGIN}/oauth2/token`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" }), 400, "invalid_request"],
+    [new Request(`${ORIGIN}/oauth2/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: new Uint8Array([0xff, 0x00, 0x3d, 0x26]) }), 400, "invalid_request"],
+    [new Request(`${ORIGIN}/oauth2/token`), 405, "invalid_request"],
+  ];
+  for (const [request, status, error] of cases) {
+    const response = await srv.fetch(request);
+    assert.equal(response.status, status);
+    assert.equal((await response.json()).error, error);
+  }
+  const huge = await srv.fetch(new Request(`${ORIGIN}/oauth2/authorize?client_id=${PKCE_APP}&state=${"s".repeat(20_000)}`));
+  assert.equal(huge.status, 400);
+  const malformedBearer = await srv.fetch(new Request(`${ORIGIN}${GET_ACCOUNT}`, { method: "POST", headers: { authorization: "Bearer a b" } }));
+  assert.equal(malformedBearer.status, 400);
+  assert.equal((await srv.fetch(new Request(`${ORIGIN}/elsewhere`))).status, 404);
+});
+
+test("a bad configuration is refused when the server is created", () => {
+  assert.throws(() => createAuthServer({ apps: [{ key: "x" }], storage: memoryStorage() }), Error);
+  assert.throws(() => createAuthServer({ apps: [], policy: { code_ttl: 3600 }, storage: memoryStorage() }), /code_ttl/);
+  assert.throws(() => createAuthServer({ apps: [] }), /storage/);
+});
