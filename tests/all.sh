@@ -35,7 +35,7 @@ cargo test --workspace 2>&1 | tee "$log"
 passed=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
 failed=$(grep -oE '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
 
-echo "== npm package: install, build the wasm, node --test"
+echo "== npm package and Node host: install, build the wasm, node --test"
 command -v npm >/dev/null || { echo "node and npm are required" >&2; exit 1; }
 (
   cd pkg
@@ -50,7 +50,7 @@ command -v npm >/dev/null || { echo "node and npm are required" >&2; exit 1; }
 )
 jslog=$(mktemp)
 trap 'rm -f "$log" "$jslog"' EXIT
-(cd pkg && node --test test/) 2>&1 | tee "$jslog" | grep -E '^(not ok|# (tests|pass|fail))' || true
+node --test pkg/test/ examples/node/test/ 2>&1 | tee "$jslog" | grep -E '^(not ok|# (tests|pass|fail))' || true
 js_passed=$(awk '/^# pass/ {print $3}' "$jslog")
 js_failed=$(awk '/^# fail/ {print $3}' "$jslog")
 [ -n "$js_passed" ] || { echo "node --test did not run" >&2; cat "$jslog" >&2; exit 1; }

@@ -1,5 +1,13 @@
 // SQLite storage for Node, on better-sqlite3: one table of versioned JSON records. A transaction
 // runs as BEGIN IMMEDIATE, so conditional writes hold across processes sharing the file.
+
+/** Opens (or creates) the database file at `path`; better-sqlite3 is a peer dependency. */
+export async function openSqliteStorage(path, options) {
+  const { default: Database } = await import("better-sqlite3");
+  return sqliteStorage(new Database(path), options);
+}
+
+/** Storage on an open better-sqlite3 `Database`. */
 export function sqliteStorage(db, { table = "edgegrant_records" } = {}) {
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(table)) throw new Error("edgegrant: invalid table name");
   db.pragma("journal_mode = WAL");
@@ -44,5 +52,6 @@ export function sqliteStorage(db, { table = "edgegrant_records" } = {}) {
       return purge.run(now).changes;
     },
     size: () => db.prepare(`SELECT count(*) FROM ${table}`).pluck().get(),
+    close: () => db.close(),
   };
 }
