@@ -36,18 +36,7 @@ passed=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s+=$4} END {p
 failed=$(grep -oE '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
 
 echo "== npm package and Node host: install, build the wasm, node --test"
-command -v npm >/dev/null || { echo "node and npm are required" >&2; exit 1; }
-(
-  cd pkg
-  # Reinstall only when the lockfile changed (better-sqlite3 compiles from source, ~1 min).
-  stamp=node_modules/.edgegrant-lock
-  want=$(sha256sum package-lock.json | cut -d' ' -f1)
-  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    npm ci --no-audit --no-fund
-    echo "$want" > "$stamp"
-  fi
-  node scripts/build.mjs
-)
+pkg/scripts/setup.sh
 jslog=$(mktemp)
 trap 'rm -f "$log" "$jslog"' EXIT
 node --test pkg/test/ examples/node/test/ 2>&1 | tee "$jslog" | grep -E '^(not ok|# (tests|pass|fail))' || true

@@ -1,0 +1,74 @@
+// Types of the driver. The values that cross into the core (Input, Step, Outcome, Records, …)
+// are declared once, by the wasm bindings, in dist/edgegrant_wasm.d.ts.
+import type {
+  App, AuditEvent, ConfigCheck, ConfigDocument, ConsentPrompt, Input, Outcome, Policy, Principal, Step,
+  Transaction, UnixTime, User, Versioned,
+} from "../dist/edgegrant_wasm.js";
+
+export type * from "../dist/edgegrant_wasm.js";
+
+/** Two verbs: read many keys in one batch, apply a transaction all-or-nothing. */
+export interface Storage {
+  /** The records stored under `keys`; absent keys are left out of the map. */
+  read(keys: string[]): Promise<Map<string, Versioned>>;
+  /** Applies every put if every `expect` holds, else nothing; resolves `false` on a conflict. */
+  apply(transaction: Transaction): Promise<boolean>;
+}
+
+export interface Hooks {
+  /** The signed-in user of this request, or null. */
+  currentUser?(request: Request): Promise<User | null> | User | null;
+  /** The sign-in page; afterwards send the browser back to `returnTo`. */
+  signIn?(request: Request, context: { returnTo: string }): Promise<Response> | Response;
+  /** The consent page: a form POSTing `query` and `decision` (allow | deny) to /oauth2/authorize. */
+  consentPage?(context: { prompt: ConsentPrompt; query: string; user: User; request: Request }): Promise<Response> | Response;
+  /** The page showing a code when the request had no redirect_uri. */
+  codePage?(context: { app: string; code: string; request: Request }): Promise<Response> | Response;
+  /** A user-facing error page (never a redirect). */
+  errorPage?(context: { error: string; description: string; request: Request }): Promise<Response> | Response;
+  /** The host's API, by path; called once the bearer token and Required Scope checked out. */
+  api?: Record<string, (principal: Principal, request: Request) => Promise<Response> | Response>;
+}
+
+export interface AuthServerOptions {
+  apps?: App[];
+  policy?: Policy;
+  /** Required Scope of each `/2/` endpoint, by path. */
+  apiEndpoints?: Record<string, string>;
+  /** Or the whole configuration document at once. */
+  config?: ConfigDocument;
+  storage: Storage;
+  hooks?: Hooks;
+  /** Seconds since the epoch; default: the system clock. */
+  clock?: () => UnixTime | bigint;
+  /** Fresh entropy of `entropyLength()` bytes; default: crypto.getRandomValues. */
+  random?: () => Uint8Array;
+  /** Attempts when a conditional write loses a race (default 5). */
+  maxAttempts?: number;
+  onAudit?: (event: AuditEvent) => void;
+}
+
+export interface AuthServer {
+  fetch(request: Request): Promise<Response>;
+  unlink(app: string, accountId: string, by?: "user" | "team_admin"): Promise<Outcome>;
+  run(input: Input): Promise<Outcome>;
+  core: Core;
+}
+
+export interface Core {
+  handle(input: Input, now: UnixTime | bigint, entropy: Uint8Array, records: Record<string, Versioned | null>): Step;
+  requiredScope(endpoint: string): string | undefined;
+}
+
+export function initialize(module: WebAssembly.Module | BufferSource): void;
+export function createCore(config: ConfigDocument): Core;
+export function checkConfig(config: ConfigDocument): ConfigCheck;
+export function secretDigest(secret: string): string;
+export function entropyLength(): number;
+export function createAuthServer(options: AuthServerOptions): AuthServer;
+export function runSteps(
+  core: Core,
+  storage: Storage,
+  input: Input,
+  options?: { clock?: () => UnixTime | bigint; random?: () => Uint8Array; maxAttempts?: number; onAudit?: (event: AuditEvent) => void },
+): Promise<Outcome>;
