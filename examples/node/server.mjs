@@ -10,12 +10,8 @@ import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { pathToFileURL } from "node:url";
-import { checkConfig, createAuthServer } from "../../pkg/src/node.js";
-import { page } from "../../pkg/src/server.js";
+import { checkConfig, createAuthServer, escapeHtml, page } from "../../pkg/src/node.js";
 import { openSqliteStorage } from "../../pkg/src/adapters/sqlite.js";
-
-const escapeHtml = (text) =>
-  String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 
 const STYLE = `<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#1e1919}
 h1{font-size:1.4rem}button,input{font:inherit;padding:.5rem 1rem;border-radius:.4rem;border:1px solid #bbb}

@@ -72,3 +72,6 @@ export function runSteps(
   input: Input,
   options?: { clock?: () => UnixTime | bigint; random?: () => Uint8Array; maxAttempts?: number; onAudit?: (event: AuditEvent) => void },
 ): Promise<Outcome>;
+/** An HTML page with the flow's security headers (no framing, no caching, no referrer). */
+export function page(status: number, title: string, bodyHtml: string): Response;
+export function escapeHtml(text: unknown): string;

@@ -1,2 +1,2 @@
 export { initialize, createCore, checkConfig, secretDigest, entropyLength } from "./core.js";
-export { createAuthServer, runSteps } from "./server.js";
+export { createAuthServer, runSteps, page, escapeHtml } from "./server.js";

@@ -12,7 +12,8 @@ const PAGE_HEADERS = {
   "Referrer-Policy": "no-referrer",
 };
 
-const escapeHtml = (text) =>
+/** Escapes text for HTML content and attribute values. */
+export const escapeHtml = (text) =>
   String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 
 /** An HTML page with the security headers every page of the flow carries. */
