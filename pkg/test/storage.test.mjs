@@ -1,6 +1,7 @@
 // One suite every storage adapter must pass: conditional writes, all-or-nothing transactions,
 // versions, purging, and the conflict case — two racing code exchanges, exactly one winner.
-import { test } from "node:test";
+import { after, test } from "node:test";
+import { fileURLToPath } from "node:url";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,17 +10,41 @@ import Database from "better-sqlite3";
 import { createCore, runSteps } from "../src/node.js";
 import { memoryStorage } from "../src/adapters/memory.js";
 import { sqliteStorage } from "../src/adapters/sqlite.js";
+import { Miniflare } from "miniflare";
 import { ALICE, PKCE_APP, PKCE_REDIRECT, VERIFIER, config, counterEntropy, form, pkceQuery } from "./fixtures.mjs";
 
 const dir = mkdtempSync(join(tmpdir(), "edgegrant-storage-"));
 process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
 let files = 0;
 
+// The Durable Object adapter runs where it will in production: inside workerd (Miniflare).
+const mf = new Miniflare({
+  modules: true,
+  scriptPath: fileURLToPath(new URL("./durable-object-worker.js", import.meta.url)),
+  modulesRules: [{ type: "ESModule", include: ["**/*.js"] }],
+  durableObjects: { RECORDS: "Records" },
+});
+after(() => mf.dispose());
+
+/** A Node-side handle on the adapter inside one Durable Object. */
+function remote(db) {
+  const call = async (op, ...args) => {
+    const response = await mf.dispatchFetch(`http://do.test/?db=${db}`, { method: "POST", body: JSON.stringify({ op, args }) });
+    const body = await response.json();
+    return body.map ? new Map(body.map) : body.value;
+  };
+  return { read: (keys) => call("read", keys), apply: (tx) => call("apply", tx), purge: (now) => call("purge", now) };
+}
+
 /** Each adapter, twice over the same storage where the adapter can share it (two hosts). */
 const adapters = {
   memory: () => {
     const storage = memoryStorage();
     return [storage, storage];
+  },
+  "durable-object": () => {
+    const db = `db${++files}`;
+    return [remote(db), remote(db)];
   },
   sqlite: () => {
     const file = join(dir, `db${++files}.sqlite`);
