@@ -13,3 +13,13 @@ export function sqliteStorage(db: unknown, options?: { table?: string }): Purgea
 export function openSqliteStorage(path: string, options?: { table?: string }): Promise<PurgeableStorage & { close(): void }>;
 /** Inside a Durable Object: `durableObjectStorage(state.storage)`. */
 export function durableObjectStorage(storage: unknown): Storage & { purge(now: number): Promise<number> };
+/**
+ * Workers KV for the write-once access- and refresh-token records, `strong` (e.g. the Durable
+ * Object adapter over its stub) for codes, grants and links. A stale KV read can only miss a
+ * token written moments ago elsewhere; it can never accept a revoked or expired one.
+ */
+export function kvTokenStorage(
+  kv: { get(key: string, type?: "json"): Promise<unknown>; put(key: string, value: string, options?: { expiration?: number }): Promise<void>; delete(key: string): Promise<void> },
+  strong: Storage & { purge(now: number): Promise<number> },
+  options?: { prefix?: string },
+): Storage & { purge(now: number): Promise<number> };

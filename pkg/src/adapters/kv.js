@@ -1,0 +1,73 @@
+// Workers KV beside a strongly consistent store. KV is eventually consistent and has no
+// conditional writes, so it may hold only records whose correctness never depends on a read
+// being fresh or a write being conditional: the access- and refresh-token records. Those are
+// written once under a fresh 256-bit digest and never changed again — revocation and unlinking
+// change the grant and link records, which stay in the strong store with codes. A bearer check
+// reads the token from KV and its grant and link from the strong store, so a stale KV read can
+// only miss a token written moments ago elsewhere (a spurious 401), never accept a revoked or
+// expired one.
+//
+// Order of writes: the token records go to KV first, then the strong transaction. If that
+// transaction fails, the KV records are deleted again; a crash in between leaves records that
+// nothing points at and nobody holds the secret of, which KV expires with their purge time.
+
+/** Keys whose records may live in KV. */
+const KV_HELD = /^(access|refresh):/;
+
+/** KV refuses expirations less than 60 s ahead. */
+const KV_MIN_TTL = 60;
+
+export function kvTokenStorage(kv, strong, { prefix = "" } = {}) {
+  const held = (key) => KV_HELD.test(key);
+  const kvKey = (key) => prefix + key;
+  const expiration = (purgeAfter) =>
+    purgeAfter === null || purgeAfter === undefined
+      ? {}
+      : { expiration: Math.max(purgeAfter, Math.ceil(Date.now() / 1000) + KV_MIN_TTL) };
+
+  return {
+    async read(keys) {
+      const strongKeys = keys.filter((key) => !held(key));
+      const tokenKeys = keys.filter(held);
+      const [found, tokens] = await Promise.all([
+        strongKeys.length ? strong.read(strongKeys) : new Map(),
+        Promise.all(tokenKeys.map((key) => kv.get(kvKey(key), "json"))),
+      ]);
+      tokenKeys.forEach((key, i) => {
+        if (tokens[i] !== null) found.set(key, tokens[i]);
+      });
+      return found;
+    },
+
+    async apply({ puts, audit }) {
+      const tokenPuts = puts.filter((put) => held(put.key));
+      const strongPuts = puts.filter((put) => !held(put.key));
+      for (const { key, expect } of tokenPuts) {
+        // A contract breach, not a conflict: KV cannot honour a version condition.
+        if (expect.expect !== "absent") throw new Error(`edgegrant: ${key.split(":")[0]} records are write-once, but a put expects a version`);
+      }
+      // The collision guard for broken entropy, best effort: KV has no conditional put.
+      const existing = await Promise.all(tokenPuts.map(({ key }) => kv.get(kvKey(key))));
+      if (existing.some((value) => value !== null)) return false;
+      const written = [];
+      const unwrite = () => Promise.all(written.map((key) => kv.delete(key)));
+      try {
+        await Promise.all(
+          tokenPuts.map(async ({ key, record, purge_after }) => {
+            await kv.put(kvKey(key), JSON.stringify({ version: 1, record }), expiration(purge_after));
+            written.push(kvKey(key));
+          }),
+        );
+        const applied = strongPuts.length === 0 || (await strong.apply({ puts: strongPuts, audit }));
+        if (!applied) await unwrite();
+        return applied;
+      } catch (error) {
+        await unwrite().catch(() => {});
+        throw error;
+      }
+    },
+
+    /** Purges the strong store; KV expires token records by itself at their purge time. */
+    purge: (now) => strong.purge(now),
+  };
+}
