@@ -39,7 +39,7 @@ echo "== npm package and Node host: install, build the wasm, node --test"
 pkg/scripts/setup.sh
 jslog=$(mktemp)
 trap 'rm -f "$log" "$jslog"' EXIT
-node --test pkg/test/ examples/node/test/ 2>&1 | tee "$jslog" | grep -E '^(not ok|# (tests|pass|fail))' || true
+node --test pkg/test/*.test.mjs examples/node/test/*.test.mjs 2>&1 | tee "$jslog" | grep -E '^(not ok|# (tests|pass|fail))' || true
 js_passed=$(awk '/^# pass/ {print $3}' "$jslog")
 js_failed=$(awk '/^# fail/ {print $3}' "$jslog")
 [ -n "$js_passed" ] || { echo "node --test did not run" >&2; cat "$jslog" >&2; exit 1; }

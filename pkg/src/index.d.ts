@@ -5,7 +5,10 @@ import type {
   Transaction, UnixTime, User, Versioned,
 } from "../dist/edgegrant_wasm.js";
 
-export type * from "../dist/edgegrant_wasm.js";
+export type {
+  App, AuditEvent, ConfigCheck, ConfigDocument, ConsentPrompt, Expect, HttpRequest, HttpResponse, Input, Outcome, Policy,
+  Principal, Put, RecordKey, Records, Scope, Step, StoredRecord, TokenAccessType, Transaction, UnixTime, User, Versioned,
+} from "../dist/edgegrant_wasm.js";
 
 /** Two verbs: read many keys in one batch, apply a transaction all-or-nothing. */
 export interface Storage {
@@ -75,3 +78,9 @@ export function runSteps(
 /** An HTML page with the flow's security headers (no framing, no caching, no referrer). */
 export function page(status: number, title: string, bodyHtml: string): Response;
 export function escapeHtml(text: unknown): string;
+
+/** A store that can also delete the records whose purge time has passed. */
+export interface PurgeableStorage extends Storage {
+  /** Deletes the records whose purge time is at or before `now`; resolves how many. */
+  purge(now: number): Promise<number>;
+}

@@ -1,0 +1,48 @@
+// The Workers entry point and quick-start inside workerd (Miniflare): the whole PKCE offline flow
+// against an authorization server living in a Durable Object.
+import { after, test } from "node:test";
+import assert from "node:assert/strict";
+import { fileURLToPath } from "node:url";
+import { Miniflare } from "miniflare";
+import { ALICE, GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, VERIFIER, config, pkceQuery } from "./fixtures.mjs";
+
+const ORIGIN = "http://auth.test";
+const mf = new Miniflare({
+  modules: true,
+  scriptPath: fileURLToPath(new URL("./workerd-quickstart.js", import.meta.url)),
+  modulesRoot: fileURLToPath(new URL("../", import.meta.url)),
+  modulesRules: [
+    { type: "ESModule", include: ["**/*.js"] },
+    { type: "CompiledWasm", include: ["**/*.wasm"] },
+  ],
+  durableObjects: { AUTH: "AuthServer" },
+  bindings: { CONFIG: JSON.stringify(config()) },
+});
+after(() => mf.dispose());
+
+const signedIn = { "x-test-user": JSON.stringify(ALICE) };
+const post = (path, body, headers = {}) =>
+  mf.dispatchFetch(`${ORIGIN}${path}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", ...headers }, body: new URLSearchParams(body).toString(), redirect: "manual" });
+const bearer = (path, token) => mf.dispatchFetch(`${ORIGIN}${path}`, { method: "POST", headers: { authorization: `Bearer ${token}` } });
+
+test("the Workers quick-start serves the whole PKCE offline flow from a Durable Object", async () => {
+  const consentPage = await mf.dispatchFetch(`${ORIGIN}/oauth2/authorize?${pkceQuery("w")}`, { headers: signedIn });
+  assert.equal(consentPage.status, 200);
+  assert.match(await consentPage.text(), /PKCE App/);
+  const redirect = await post("/oauth2/authorize", { query: pkceQuery("w"), decision: "allow" }, { ...signedIn, origin: ORIGIN });
+  assert.equal(redirect.status, 302);
+  const location = new URL(redirect.headers.get("location"));
+  assert.equal(location.searchParams.get("state"), "w");
+  const exchange = { grant_type: "authorization_code", code: location.searchParams.get("code"), client_id: PKCE_APP, code_verifier: VERIFIER, redirect_uri: PKCE_REDIRECT };
+  const issued = await post("/oauth2/token", exchange);
+  assert.equal(issued.status, 200);
+  const tokens = await issued.json();
+  assert.deepEqual(await (await bearer(GET_ACCOUNT, tokens.access_token)).json(), { account_id: ALICE.account_id });
+  const replay = await post("/oauth2/token", exchange);
+  assert.equal(replay.status, 400);
+  assert.equal((await replay.json()).error, "invalid_grant");
+  assert.equal((await bearer(GET_ACCOUNT, tokens.access_token)).status, 401, "a replayed code revokes what it produced");
+  const refreshed = await post("/oauth2/token", { grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: PKCE_APP });
+  assert.equal(refreshed.status, 400, "so does the refresh token");
+  assert.equal((await refreshed.json()).error, "invalid_grant");
+});
