@@ -106,6 +106,7 @@
     clippy::indexing_slicing
 )]
 
+pub mod client;
 mod config;
 mod credentials;
 mod ctx;

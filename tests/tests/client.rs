@@ -1,0 +1,582 @@
+//! The PKCE client machine against the server machines, in process, over simulated time: online
+//! and offline access, refresh at the exact boundaries, 401 handling, revocation, redirect checks
+//! (RFC 6749 §4.1, §6, §10.12; RFC 7636; SPEC.md "Begin authorization", "Refresh access token",
+//! "Revoke token").
+
+use edgegrant::client::*;
+use edgegrant::*;
+use edgegrant_tests::*;
+use proptest::prelude::*;
+
+const AUTHORIZE: &str = "https://auth.test/oauth2/authorize";
+const TOKEN: &str = "https://api.auth.test/oauth2/token";
+const REVOKE: &str = "https://api.auth.test/2/auth/token/revoke";
+const ACCESS_TTL: u64 = 14_400;
+const MARGIN: u64 = 300;
+
+fn client_config(access_type: ClientAccessType, redirect: Option<&str>) -> ClientConfig {
+    ClientConfig {
+        client_id: PKCE_APP.into(),
+        authorize_url: AUTHORIZE.into(),
+        token_url: TOKEN.into(),
+        revoke_url: REVOKE.into(),
+        redirect_uri: redirect.map(str::to_owned),
+        scopes: vec!["account_info.read".into()],
+        access_type,
+        refresh_margin: MARGIN,
+    }
+}
+
+/// A client, a server deployment and a signed-in user, wired together; `client_now` is the
+/// client's clock, which may disagree with the server's (`sim.now`).
+struct World {
+    sim: Sim,
+    client: PkceClient,
+    state: ClientState,
+    client_now: UnixTime,
+    seed: u8,
+}
+
+impl World {
+    fn new(access_type: ClientAccessType) -> World {
+        World::with(client_config(access_type, Some(PKCE_REDIRECT)))
+    }
+
+    fn with(config: ClientConfig) -> World {
+        World {
+            sim: Sim::new(fixture_config()),
+            client: PkceClient::new(config).unwrap(),
+            state: ClientState::Idle,
+            client_now: T0,
+            seed: 0,
+        }
+    }
+
+    /// Moves both clocks.
+    fn advance(&mut self, seconds: u64) {
+        self.sim.advance(seconds);
+        self.client_now = self.client_now.plus(Seconds(seconds));
+    }
+
+    /// Feeds one input to the client and keeps the new state.
+    fn feed(&mut self, input: ClientInput) -> ClientStep {
+        self.seed = self.seed.wrapping_add(1);
+        let entropy = ClientEntropy::new([self.seed; CLIENT_ENTROPY_LEN]);
+        let next = self
+            .client
+            .handle(&self.state, &input, self.client_now, &entropy);
+        self.state = next.state;
+        next.step
+    }
+
+    /// Carries a `Send` step to the server and returns what it answered.
+    fn deliver(&mut self, request: &ClientRequest) -> HttpResponse {
+        let http_request = HttpRequest {
+            method: request.method.clone(),
+            headers: request.headers.clone(),
+            body: request.body.clone().into_bytes(),
+        };
+        match request.url.as_str() {
+            TOKEN => self.sim.token_request(http_request),
+            REVOKE => http(self.sim.run(Input::Revoke {
+                request: http_request,
+            })),
+            other => panic!("the client sent a request to {other}"),
+        }
+    }
+
+    /// Sends a `Send` step and feeds the answer back.
+    fn round_trip(&mut self, step: ClientStep) -> ClientStep {
+        let ClientStep::Send { request } = step else {
+            panic!("expected a request to send, got {step:?}")
+        };
+        let response = self.deliver(&request);
+        self.feed(ClientInput::Response { response })
+    }
+
+    /// Plays the browser: the authorization URL, the user's decision, the redirect back.
+    fn browse(&mut self, url: &str, decision: Decision) -> Outcome {
+        let query = url
+            .strip_prefix(AUTHORIZE)
+            .and_then(|rest| rest.strip_prefix('?'))
+            .expect("the authorization endpoint");
+        assert!(matches!(
+            self.sim.authorize(query, Some(&alice())),
+            Outcome::Consent(_)
+        ));
+        self.sim.consent(query, &alice(), decision)
+    }
+
+    /// Begin → consent → redirect → exchange: the client ends authorized.
+    fn sign_in(&mut self) -> SessionView {
+        let ClientStep::Navigate { url } = self.feed(ClientInput::Begin) else {
+            panic!("Begin must navigate")
+        };
+        let Outcome::Redirect(location) = self.browse(&url, Decision::Allow) else {
+            panic!("expected a redirect")
+        };
+        let exchange = self.feed(ClientInput::Redirected { url: location });
+        match self.round_trip(exchange) {
+            ClientStep::Authorized { session } => session,
+            other => panic!("expected tokens, got {other:?}"),
+        }
+    }
+
+    /// Asks the client to prepare an API call; if it refreshes first, carries the refresh out.
+    /// Returns the header to attach, or the step that replaced the call.
+    fn prepare_call(&mut self) -> Result<String, ClientStep> {
+        let mut step = self.feed(ClientInput::Call);
+        if matches!(step, ClientStep::Send { .. }) {
+            match self.round_trip(step) {
+                ClientStep::Authorized { .. } => step = self.feed(ClientInput::Call),
+                other => return Err(other),
+            }
+        }
+        match step {
+            ClientStep::Attach { authorization } => Ok(authorization),
+            other => Err(other),
+        }
+    }
+
+    /// Calls `get_current_account` with the header, on the server.
+    fn call(&mut self, authorization: &str) -> Outcome {
+        let token = authorization.strip_prefix("Bearer ").unwrap();
+        self.sim.api(GET_ACCOUNT, token)
+    }
+
+    fn session(&self) -> &Session {
+        match &self.state {
+            ClientState::Authorized { session } => session,
+            other => panic!("not authorized: {other:?}"),
+        }
+    }
+}
+
+fn refresh_reason(step: &ClientStep) -> &str {
+    match step {
+        ClientStep::Reauthorize { reason } => reason,
+        other => panic!("expected Reauthorize, got {other:?}"),
+    }
+}
+
+#[test]
+fn offline_access_refreshes_exactly_when_due_and_revokes_everything() {
+    let mut world = World::new(ClientAccessType::Offline);
+    let session = world.sign_in();
+    assert!(session.refreshable);
+    assert_eq!(session.expires_at, Some(T0.plus(Seconds(ACCESS_TTL))));
+    assert_eq!(
+        session.account_id.as_deref(),
+        Some(alice().account_id.as_str())
+    );
+    let first = world.session().access_token.clone();
+
+    // Due at expires_at − margin: one second before, the token is attached as is.
+    world.advance(ACCESS_TTL - MARGIN - 1);
+    let header = world.prepare_call().unwrap();
+    assert_eq!(header, format!("Bearer {}", first.expose()));
+    assert!(matches!(world.call(&header), Outcome::Authorized(_)));
+
+    // At the due instant the client refreshes before calling, and the new token works.
+    world.advance(1);
+    let refresh = world.feed(ClientInput::Call);
+    let ClientStep::Send { request } = &refresh else {
+        panic!("{refresh:?}")
+    };
+    assert_eq!(request.url, TOKEN);
+    assert!(matches!(
+        world.round_trip(refresh),
+        ClientStep::Authorized { .. }
+    ));
+    let header = world.prepare_call().unwrap();
+    assert_ne!(header, format!("Bearer {}", first.expose()));
+    assert!(matches!(world.call(&header), Outcome::Authorized(_)));
+    let refreshed = world.session().clone();
+    assert_eq!(
+        refreshed.expires_at,
+        Some(world.client_now.plus(Seconds(ACCESS_TTL)))
+    );
+    assert!(
+        refreshed.refresh_token.is_some(),
+        "the refresh token is kept (reusable)"
+    );
+
+    // Revoking ends the refresh token too: the server refuses it afterwards.
+    let revoke = world.feed(ClientInput::Revoke);
+    assert_eq!(world.round_trip(revoke), ClientStep::SignedOut);
+    assert_eq!(world.state, ClientState::Idle);
+    let refresh = refreshed.refresh_token.unwrap();
+    let refused = world.sim.refresh(refresh.expose(), PKCE_APP, None);
+    assert_eq!(oauth_error(&refused), "invalid_grant");
+    assert_eq!(http(world.call(&header)).status, 401);
+}
+
+#[test]
+fn online_access_ends_at_expiry_and_the_user_authorizes_again() {
+    let mut world = World::new(ClientAccessType::Online);
+    let session = world.sign_in();
+    assert!(!session.refreshable);
+
+    // Inside the margin an online token is still attached: it works until expires_at.
+    world.advance(ACCESS_TTL - 1);
+    let header = world.prepare_call().unwrap();
+    assert!(matches!(world.call(&header), Outcome::Authorized(_)));
+
+    // At expires_at client and server agree: the token is over.
+    world.advance(1);
+    let step = world.feed(ClientInput::Call);
+    assert!(refresh_reason(&step).contains("online"));
+    assert_eq!(world.state, ClientState::Idle);
+    assert_eq!(http(world.call(&header)).status, 401);
+
+    // A new authorization (the user already consented) gives a working token again.
+    world.sign_in();
+    let header = world.prepare_call().unwrap();
+    assert!(matches!(world.call(&header), Outcome::Authorized(_)));
+}
+
+#[test]
+fn a_401_refreshes_offline_once_and_sends_online_clients_back() {
+    // The client's clock runs 60 s slow: it attaches a token the server already expired.
+    let mut world = World::new(ClientAccessType::Offline);
+    world.sign_in();
+    world.sim.advance(ACCESS_TTL + 60);
+    world.client_now = world.client_now.plus(Seconds(ACCESS_TTL - MARGIN - 1));
+    let header = world.prepare_call().unwrap();
+    assert_eq!(http(world.call(&header)).status, 401);
+    let refresh = world.feed(ClientInput::Unauthorized);
+    assert!(matches!(
+        world.round_trip(refresh),
+        ClientStep::Authorized { .. }
+    ));
+    let header = world.prepare_call().unwrap();
+    assert!(matches!(world.call(&header), Outcome::Authorized(_)));
+    // Refused again right after a refresh forced by a 401: no refresh loop, authorize again.
+    let step = world.feed(ClientInput::Unauthorized);
+    assert!(refresh_reason(&step).contains("freshly refreshed"));
+
+    // Unlinked by the user: the refresh is refused with invalid_grant → authorize again.
+    let mut world = World::new(ClientAccessType::Offline);
+    world.sign_in();
+    world.sim.unlink(PKCE_APP, &alice(), Unlinker::User);
+    let header = world.prepare_call().unwrap();
+    assert_eq!(http(world.call(&header)).status, 401);
+    let refresh = world.feed(ClientInput::Unauthorized);
+    let step = world.round_trip(refresh);
+    assert!(refresh_reason(&step).contains("invalid_grant"));
+    assert_eq!(world.state, ClientState::Idle);
+
+    // Online: a 401 means authorize again.
+    let mut world = World::new(ClientAccessType::Online);
+    world.sign_in();
+    world.sim.unlink(PKCE_APP, &alice(), Unlinker::User);
+    assert!(refresh_reason(&world.feed(ClientInput::Unauthorized)).contains("online"));
+}
+
+#[test]
+fn revoking_with_an_expired_access_token_refreshes_first_so_nothing_outlives_sign_out() {
+    let mut world = World::new(ClientAccessType::Offline);
+    world.sign_in();
+    let refresh = world.session().refresh_token.clone().unwrap();
+    world.advance(ACCESS_TTL);
+    let first = world.feed(ClientInput::Revoke);
+    let ClientStep::Send { request } = &first else {
+        panic!("{first:?}")
+    };
+    assert_eq!(request.url, TOKEN, "a refresh goes first");
+    let revoke = world.round_trip(first);
+    let ClientStep::Send { request } = &revoke else {
+        panic!("{revoke:?}")
+    };
+    assert_eq!(request.url, REVOKE);
+    assert_eq!(world.round_trip(revoke), ClientStep::SignedOut);
+    let refused = world.sim.refresh(refresh.expose(), PKCE_APP, None);
+    assert_eq!(oauth_error(&refused), "invalid_grant");
+}
+
+#[test]
+fn the_redirect_must_carry_the_state_sent_and_come_to_the_redirect_uri() {
+    let mut world = World::new(ClientAccessType::Offline);
+    let ClientStep::Navigate { url } = world.feed(ClientInput::Begin) else {
+        panic!()
+    };
+    let in_progress = world.state.clone();
+    let Outcome::Redirect(genuine) = world.browse(&url, Decision::Allow) else {
+        panic!()
+    };
+
+    // A forged redirect (an attacker's code, CSRF) changes nothing.
+    let forged = format!("{PKCE_REDIRECT}?code=attacker-code&state=guessed");
+    let step = world.feed(ClientInput::Redirected { url: forged });
+    assert_eq!(
+        step,
+        ClientStep::Failed {
+            error: ClientError::StateMismatch
+        }
+    );
+    assert_eq!(world.state, in_progress);
+    let stateless = format!("{PKCE_REDIRECT}?code=attacker-code");
+    assert_eq!(world.feed(ClientInput::Redirected { url: stateless }), step);
+    let elsewhere = genuine.replacen(PKCE_REDIRECT, "http://127.0.0.1:8765/other", 1);
+    let step = world.feed(ClientInput::Redirected { url: elsewhere });
+    assert_eq!(
+        step,
+        ClientStep::Failed {
+            error: ClientError::WrongRedirectTarget
+        }
+    );
+    assert_eq!(world.state, in_progress);
+
+    // The genuine one completes.
+    let exchange = world.feed(ClientInput::Redirected {
+        url: genuine.clone(),
+    });
+    assert!(matches!(
+        world.round_trip(exchange),
+        ClientStep::Authorized { .. }
+    ));
+
+    // Replayed later, it is not expected any more.
+    let step = world.feed(ClientInput::Redirected { url: genuine });
+    assert!(matches!(
+        step,
+        ClientStep::Failed {
+            error: ClientError::Unexpected { .. }
+        }
+    ));
+    assert!(matches!(world.state, ClientState::Authorized { .. }));
+}
+
+#[test]
+fn a_denial_is_surfaced_as_access_denied() {
+    let mut world = World::new(ClientAccessType::Offline);
+    let ClientStep::Navigate { url } = world.feed(ClientInput::Begin) else {
+        panic!()
+    };
+    let Outcome::Redirect(location) = world.browse(&url, Decision::Deny) else {
+        panic!()
+    };
+    match world.feed(ClientInput::Redirected { url: location }) {
+        ClientStep::Failed {
+            error: ClientError::AuthorizationRefused { error, .. },
+        } => assert_eq!(error, "access_denied"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(world.state, ClientState::Idle);
+}
+
+#[test]
+fn without_a_redirect_uri_the_user_types_in_the_displayed_code() {
+    let mut world = World::with(client_config(ClientAccessType::Offline, None));
+    let ClientStep::Navigate { url } = world.feed(ClientInput::Begin) else {
+        panic!()
+    };
+    assert!(!url.contains("redirect_uri"));
+    let Outcome::DisplayCode { code, .. } = world.browse(&url, Decision::Allow) else {
+        panic!("the server displays the code")
+    };
+    let exchange = world.feed(ClientInput::CodeEntered {
+        code: format!("  {}\n", code.expose()),
+    });
+    let ClientStep::Send { request } = &exchange else {
+        panic!()
+    };
+    assert!(!request.body.contains("redirect_uri"));
+    assert!(matches!(
+        world.round_trip(exchange),
+        ClientStep::Authorized { .. }
+    ));
+}
+
+#[test]
+fn the_verifier_is_fresh_unreserved_and_its_challenge_is_s256() {
+    let client = PkceClient::new(client_config(
+        ClientAccessType::Offline,
+        Some(PKCE_REDIRECT),
+    ))
+    .unwrap();
+    let mut urls = Vec::new();
+    for seed in [1u8, 2] {
+        let entropy = ClientEntropy::new([seed; CLIENT_ENTROPY_LEN]);
+        let next = client.handle(&ClientState::Idle, &ClientInput::Begin, T0, &entropy);
+        let ClientState::Authorizing { state, verifier } = &next.state else {
+            panic!()
+        };
+        let verifier = verifier.expose();
+        assert_eq!(verifier.len(), 43);
+        assert!(verifier
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b)));
+        let ClientStep::Navigate { url } = &next.step else {
+            panic!()
+        };
+        assert_eq!(redirect_param(url, "code_challenge"), Some(s256(verifier)));
+        assert_eq!(
+            redirect_param(url, "code_challenge_method").as_deref(),
+            Some("S256")
+        );
+        assert_eq!(
+            redirect_param(url, "state").as_deref(),
+            Some(state.as_str())
+        );
+        assert_eq!(
+            redirect_param(url, "token_access_type").as_deref(),
+            Some("offline")
+        );
+        assert_eq!(
+            redirect_param(url, "scope").as_deref(),
+            Some("account_info.read")
+        );
+        assert!(
+            !format!("{:?}", next.state).contains(verifier),
+            "Debug never shows the verifier"
+        );
+        urls.push(url.clone());
+    }
+    assert_ne!(urls[0], urls[1]);
+}
+
+#[test]
+fn a_configuration_that_cannot_work_is_refused() {
+    let good = client_config(ClientAccessType::Offline, Some(PKCE_REDIRECT));
+    for bad in [
+        ClientConfig {
+            client_id: String::new(),
+            ..good.clone()
+        },
+        ClientConfig {
+            token_url: "/oauth2/token".into(),
+            ..good.clone()
+        },
+        ClientConfig {
+            authorize_url: "https://a.test/x#frag".into(),
+            ..good.clone()
+        },
+        ClientConfig {
+            redirect_uri: Some("https://app.test/cb#x".into()),
+            ..good.clone()
+        },
+        ClientConfig {
+            scopes: vec!["a b".into()],
+            ..good.clone()
+        },
+    ] {
+        assert!(PkceClient::new(bad).is_err());
+    }
+}
+
+#[test]
+fn token_responses_that_break_rfc_6749_are_refused() {
+    let mut world = World::new(ClientAccessType::Offline);
+    for (status, body) in [
+        (200, r#"{"token_type":"bearer"}"#),
+        (200, r#"{"access_token":"t","token_type":"mac"}"#),
+        (
+            200,
+            r#"{"access_token":"t","token_type":"bearer","expires_in":-5}"#,
+        ),
+        (200, "not json"),
+        (502, "<html>bad gateway</html>"),
+    ] {
+        world.state = ClientState::Exchanging { sent_at: T0 };
+        let response = HttpResponse {
+            status,
+            headers: vec![],
+            body: body.into(),
+        };
+        let step = world.feed(ClientInput::Response { response });
+        assert!(
+            matches!(
+                step,
+                ClientStep::Failed {
+                    error: ClientError::MalformedResponse { .. }
+                }
+            ),
+            "{body}: {step:?}"
+        );
+        assert_eq!(world.state, ClientState::Idle);
+    }
+}
+
+fn arbitrary_input() -> impl Strategy<Value = ClientInput> {
+    prop_oneof![
+        Just(ClientInput::Begin),
+        Just(ClientInput::Call),
+        Just(ClientInput::Unauthorized),
+        Just(ClientInput::Revoke),
+        ".{0,40}".prop_map(|code| ClientInput::CodeEntered { code }),
+        (
+            prop::option::of("[a-z0-9]{1,8}"),
+            prop::option::of("[a-z_]{1,8}")
+        )
+            .prop_map(|(state, error)| {
+                let mut url = format!("{PKCE_REDIRECT}?code=c");
+                if let Some(s) = state {
+                    url.push_str(&format!("&state={s}"));
+                }
+                if let Some(e) = error {
+                    url.push_str(&format!("&error={e}"));
+                }
+                ClientInput::Redirected { url }
+            }),
+        (
+            prop::sample::select(vec![200u16, 400, 401, 500, 503]),
+            ".{0,60}",
+            any::<u16>()
+        )
+            .prop_map(|(status, junk, n)| {
+                let body = match n % 3 {
+                    0 => format!(
+                        r#"{{"access_token":"a{n}","token_type":"bearer","expires_in":{n}}}"#
+                    ),
+                    1 => r#"{"error":"invalid_grant"}"#.to_owned(),
+                    _ => junk,
+                };
+                ClientInput::Response {
+                    response: HttpResponse {
+                        status,
+                        headers: vec![],
+                        body,
+                    },
+                }
+            }),
+    ]
+}
+
+proptest! {
+    /// Whatever arrives, in whatever order: no panic; a refused input (forged redirect,
+    /// unexpected input) leaves the state exactly as it was; only an authorized client attaches
+    /// a token, and only a request out is ever answered.
+    #[test]
+    fn no_input_sequence_breaks_the_client(
+        inputs in prop::collection::vec((arbitrary_input(), 0u64..20_000), 1..30),
+    ) {
+        let client = PkceClient::new(client_config(ClientAccessType::Offline, Some(PKCE_REDIRECT))).unwrap();
+        let mut state = ClientState::Idle;
+        let mut now = T0;
+        for (i, (input, dt)) in inputs.iter().enumerate() {
+            now = now.plus(Seconds(*dt));
+            let entropy = ClientEntropy::new([i as u8; CLIENT_ENTROPY_LEN]);
+            let next = client.handle(&state, input, now, &entropy);
+            match &next.step {
+                ClientStep::Failed { error: ClientError::StateMismatch | ClientError::Unexpected { .. } | ClientError::WrongRedirectTarget } => {
+                    prop_assert_eq!(&next.state, &state);
+                }
+                ClientStep::Attach { .. } => {
+                    let authorized = matches!(state, ClientState::Authorized { .. });
+                    prop_assert!(authorized, "attached a token while {:?}", state);
+                }
+                ClientStep::Send { .. } => {
+                    let awaiting = matches!(next.state, ClientState::Exchanging { .. } | ClientState::Refreshing { .. } | ClientState::Revoking { .. });
+                    prop_assert!(awaiting, "sent a request but awaits nothing: {:?}", next.state);
+                }
+                _ => {}
+            }
+            if matches!(input, ClientInput::Response { .. }) && !matches!(state, ClientState::Exchanging { .. } | ClientState::Refreshing { .. } | ClientState::Revoking { .. }) {
+                let refused = matches!(next.step, ClientStep::Failed { error: ClientError::Unexpected { .. } });
+                prop_assert!(refused, "answered a response nobody asked for: {:?}", next.step);
+            }
+            state = next.state;
+        }
+    }
+}
