@@ -5,17 +5,13 @@
 //
 // The configuration file is documented in README.md next to this file.
 import http from "node:http";
-import { createHmac, scryptSync, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { pathToFileURL } from "node:url";
-import { checkConfig, createAuthServer, escapeHtml, page } from "../../pkg/src/node.js";
+import "../../pkg/src/node.js"; // loads the WebAssembly core
 import { openSqliteStorage } from "../../pkg/src/adapters/sqlite.js";
-
-const STYLE = `<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#1e1919}
-h1{font-size:1.4rem}button,input{font:inherit;padding:.5rem 1rem;border-radius:.4rem;border:1px solid #bbb}
-button.allow{background:#0061fe;color:#fff;border-color:#0061fe}ul{padding-left:1.2rem}code{font-size:1.1rem;word-break:break-all;background:#f4f4f4;padding:.4rem}</style>`;
+import { createApp, parseConfig } from "../host/app.mjs";
 
 /** Reads and checks the configuration file; throws an Error that says what is wrong. */
 export function loadConfig(path) {
@@ -25,144 +21,23 @@ export function loadConfig(path) {
   } catch (e) {
     throw new Error(`cannot read configuration ${path}: ${e.message}`);
   }
-  const fail = (why) => {
-    throw new Error(`invalid configuration ${path}: ${why}`);
-  };
-  if (typeof doc !== "object" || doc === null) fail("not a JSON object");
-  if (!Array.isArray(doc.users) || doc.users.length === 0) fail("users must be a non-empty list");
-  for (const u of doc.users) {
-    if (typeof u.username !== "string" || typeof u.password_scrypt !== "string" || typeof u.account_id !== "string") {
-      fail("every user needs username, password_scrypt and account_id");
-    }
+  let config;
+  try {
+    config = parseConfig(doc);
+  } catch (e) {
+    throw new Error(`invalid configuration ${path}: ${e.message}`);
   }
-  if (typeof doc.session_secret !== "string" || doc.session_secret.length < 32) fail("session_secret must be at least 32 characters");
-  const core = { apps: doc.apps ?? [], policy: doc.policy, api_endpoints: doc.api_endpoints };
-  if (core.policy === undefined) delete core.policy;
-  if (core.api_endpoints === undefined) delete core.api_endpoints;
-  const check = checkConfig(core);
-  if (check.tag !== "ok") fail(check.content);
-  const base = dirname(resolve(path));
-  return { ...doc, core, database: resolve(base, doc.database ?? "edgegrant.sqlite") };
+  return { ...config, database: resolve(dirname(resolve(path)), config.database ?? "edgegrant.sqlite") };
 }
-
-/** `scrypt$<salt hex>$<hash hex>` (see hash-password.mjs). */
-function passwordMatches(stored, password) {
-  const [scheme, salt, hash] = stored.split("$");
-  if (scheme !== "scrypt" || !salt || !hash) return false;
-  const expected = Buffer.from(hash, "hex");
-  const actual = scryptSync(password, Buffer.from(salt, "hex"), expected.length);
-  return timingSafeEqual(actual, expected);
-}
-
-/** Session cookies: the account id, signed with HMAC-SHA256, so sessions survive a restart too. */
-function sessions(secret) {
-  const sign = (value) => createHmac("sha256", secret).update(value).digest("base64url");
-  return {
-    cookie(accountId) {
-      const value = Buffer.from(accountId).toString("base64url");
-      return `session=${value}.${sign(value)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=86400`;
-    },
-    accountId(request) {
-      const cookie = (request.headers.get("cookie") ?? "").split(/;\s*/).find((c) => c.startsWith("session="));
-      const [value, mac] = (cookie?.slice("session=".length) ?? "").split(".");
-      if (!value || !mac) return null;
-      const expected = Buffer.from(sign(value));
-      const given = Buffer.from(mac);
-      if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
-      return Buffer.from(value, "base64url").toString();
-    },
-  };
-}
-
-/** The account in the reference service's `get_current_account` shape. */
-function account(user) {
-  const [given, ...rest] = (user.name ?? user.username).split(" ");
-  const surname = rest.join(" ");
-  return {
-    account_id: user.account_id,
-    name: {
-      given_name: given,
-      surname,
-      familiar_name: given,
-      display_name: user.name ?? user.username,
-      abbreviated_name: (given[0] ?? "") + (surname[0] ?? ""),
-    },
-    email: user.email ?? `${user.username}@example.com`,
-    email_verified: true,
-    disabled: false,
-    country: user.country ?? "US",
-    locale: "en",
-    is_paired: false,
-    account_type: { ".tag": "basic" },
-    root_info: { ".tag": "user", root_namespace_id: String(user.uid), home_namespace_id: String(user.uid) },
-  };
-}
-
-/** A safe place to go after signing in: a path on this host, never another origin. */
-const localPath = (target) => (typeof target === "string" && target.startsWith("/") && !target.startsWith("//") && !target.includes("\\") ? target : "/");
 
 export async function startServer(configPath, { port, host } = {}) {
   const config = loadConfig(configPath);
   const storage = await openSqliteStorage(config.database);
-  const session = sessions(config.session_secret);
-  const usersByAccount = new Map(config.users.map((u) => [u.account_id, u]));
-  const usersByName = new Map(config.users.map((u) => [u.username, u]));
-
-  const signInPage = (returnTo, error = "") =>
-    page(
-      error ? 401 : 200,
-      "Sign in",
-      `${STYLE}<h1>Sign in</h1>${error ? `<p style="color:#c00">${escapeHtml(error)}</p>` : ""}
-      <form method="post" action="/signin"><input type="hidden" name="return_to" value="${escapeHtml(returnTo)}">
-      <p><input name="username" placeholder="username" autocomplete="username" required></p>
-      <p><input name="password" type="password" placeholder="password" autocomplete="current-password" required></p>
-      <p><button class="allow">Sign in</button></p></form>`,
-    );
-
-  const auth = createAuthServer({
-    config: config.core,
+  const app = createApp(config, {
     storage,
+    title: "Node host",
     onAudit: (event) => console.log(JSON.stringify({ audit: event })),
-    hooks: {
-      currentUser: async (request) => {
-        const user = usersByAccount.get(session.accountId(request));
-        return user ? { account_id: user.account_id, uid: String(user.uid) } : null;
-      },
-      signIn: async (_request, { returnTo }) => signInPage(returnTo),
-      consentPage: async ({ prompt, query, user }) =>
-        page(
-          200,
-          `Authorize ${prompt.app_name}`,
-          `${STYLE}<h1>${escapeHtml(prompt.app_name)} would like to access your account</h1>
-          <p>Signed in as <b>${escapeHtml(usersByAccount.get(user.account_id)?.name ?? user.account_id)}</b>.</p>
-          <p>It asks for:</p><ul>${prompt.scopes.map((s) => `<li><code>${escapeHtml(s)}</code></li>`).join("")}</ul>
-          <p>${prompt.access_type === "offline" ? "It may keep access while you are away (offline access)." : "Its access ends within hours unless you authorize it again."}</p>
-          <form method="post" action="/oauth2/authorize"><input type="hidden" name="query" value="${escapeHtml(query)}">
-          <button class="allow" name="decision" value="allow">Allow</button> <button name="decision" value="deny">Deny</button></form>`,
-        ),
-      codePage: async ({ code }) =>
-        page(200, "Your code", `${STYLE}<h1>Enter this code in the app</h1><p><code id="code">${escapeHtml(code)}</code></p><p>It works once, within ten minutes.</p>`),
-      errorPage: async ({ error, description }) =>
-        page(400, "Authorization error", `${STYLE}<h1>Something is wrong with this request</h1><p><b>${escapeHtml(error)}</b>: ${escapeHtml(description)}</p>`),
-      api: {
-        "/2/users/get_current_account": async (principal) => Response.json(account(usersByAccount.get(principal.account_id) ?? { account_id: principal.account_id, uid: principal.uid, username: "unknown" })),
-      },
-    },
   });
-
-  async function handle(request) {
-    const url = new URL(request.url);
-    if (url.pathname === "/signin" && request.method === "GET") return signInPage(localPath(url.searchParams.get("return_to")));
-    if (url.pathname === "/signin" && request.method === "POST") {
-      const form = new URLSearchParams((await request.text()).slice(0, 4096));
-      const user = usersByName.get(form.get("username") ?? "");
-      const returnTo = localPath(form.get("return_to"));
-      if (!user || !passwordMatches(user.password_scrypt, form.get("password") ?? "")) return signInPage(returnTo, "Wrong username or password.");
-      return new Response(null, { status: 303, headers: { Location: returnTo, "Set-Cookie": session.cookie(user.account_id) } });
-    }
-    if (url.pathname === "/") return page(200, "edgegrant", `${STYLE}<h1>edgegrant Node host</h1><p>Authorization server for ${config.core.apps.length} app(s).</p>`);
-    return auth.fetch(request);
-  }
 
   const server = http.createServer(async (req, res) => {
     try {
@@ -175,7 +50,7 @@ export async function startServer(configPath, { port, host } = {}) {
         body: hasBody ? Readable.toWeb(req) : undefined,
         duplex: "half",
       });
-      const response = await handle(request);
+      const response = await app.fetch(request);
       res.writeHead(response.status, [...response.headers].flat());
       res.end(Buffer.from(await response.arrayBuffer()));
     } catch (error) {
