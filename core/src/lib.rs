@@ -37,6 +37,12 @@
 //! SQL database, the in-memory store of the tests). An eventually consistent store such as
 //! Workers KV cannot hold codes, grants or links: two edges could both redeem one code.
 //!
+//! ## The client side
+//!
+//! [`client`] holds the other half of the flow: a PKCE client machine for public clients, in the
+//! same style (the host passes state, input, time and entropy; the machine answers with the
+//! next state and one step: navigate, send this request, attach this header, authorize again).
+//!
 //! ## Records and why revocation is cheap
 //!
 //! Every secret is stored only as its SHA-256 digest, under a key derived from it. Tokens point at

@@ -206,7 +206,8 @@ pub struct Transaction {
 pub struct HttpResponse {
     /// The status code.
     pub status: u16,
-    /// The headers.
+    /// The headers (may be left out when a host feeds a response to the client machine).
+    #[serde(default)]
     pub headers: Vec<(String, String)>,
     /// The body (JSON for every endpoint of the core).
     pub body: String,

@@ -39,3 +39,15 @@ export function entropyLength() {
   ready();
   return bindings.entropyLength();
 }
+
+/** The PKCE client machine for `config`. Throws an Error if the configuration cannot work. */
+export function createPkceMachine(config) {
+  ready();
+  return new bindings.PkceClient(config);
+}
+
+/** How many bytes of entropy each client-machine call takes. */
+export function clientEntropyLength() {
+  ready();
+  return bindings.clientEntropyLength();
+}

@@ -1,13 +1,14 @@
 // Types of the driver. The values that cross into the core (Input, Step, Outcome, Records, …)
 // are declared once, by the wasm bindings, in dist/edgegrant_wasm.d.ts.
 import type {
-  App, AuditEvent, ConfigCheck, ConfigDocument, ConsentPrompt, Input, Outcome, Policy, Principal, Step,
-  Transaction, UnixTime, User, Versioned,
+  App, AuditEvent, ClientConfig, ClientInput, ClientRequest, ClientState, ClientTransition, ConfigCheck, ConfigDocument,
+  ConsentPrompt, Input, Outcome, Policy, Principal, Step, Transaction, UnixTime, User, Versioned,
 } from "../dist/edgegrant_wasm.js";
 
 export type {
   App, AuditEvent, ConfigCheck, ConfigDocument, ConsentPrompt, Expect, HttpRequest, HttpResponse, Input, Outcome, Policy,
   Principal, Put, RecordKey, Records, Scope, Step, StoredRecord, TokenAccessType, Transaction, UnixTime, User, Versioned,
+  ClientConfig, ClientError, ClientInput, ClientRequest, ClientSession, ClientState, ClientStep, ClientTransition, SessionView,
 } from "../dist/edgegrant_wasm.js";
 
 /** Two verbs: read many keys in one batch, apply a transaction all-or-nothing. */
@@ -84,3 +85,35 @@ export interface PurgeableStorage extends Storage {
   /** Deletes the records whose purge time is at or before `now`; resolves how many. */
   purge(now: number): Promise<number>;
 }
+
+/** The PKCE client machine: one pure transition per call. */
+export interface PkceMachine {
+  handle(state: ClientState, input: ClientInput, now: UnixTime | bigint, entropy: Uint8Array): ClientTransition;
+}
+export function createPkceMachine(config: ClientConfig): PkceMachine;
+export function clientEntropyLength(): number;
+
+/** The state a new client starts in. */
+export const IDLE: ClientState;
+
+export interface PkceClientOptions {
+  /** Seconds since the epoch; default: the system clock. */
+  clock?: () => UnixTime | bigint;
+  /** Fresh entropy of `clientEntropyLength()` bytes; default: crypto.getRandomValues. */
+  random?: () => Uint8Array;
+  /** Default: the global fetch. */
+  fetch?: (input: string | Request, init?: RequestInit) => Promise<Response>;
+  /** Sees every request the machine sends and the raw answer. */
+  onExchange?: (request: ClientRequest, response: { status: number; headers: [string, string][]; body: string }) => void;
+}
+
+export interface PkceClient {
+  /** One transition at the host's time with fresh entropy. */
+  step(state: ClientState, input: ClientInput): ClientTransition;
+  /** A transition, carrying out `send` steps until the machine wants something else. */
+  run(state: ClientState, input: ClientInput): Promise<ClientTransition>;
+  /** An API call with the bearer token, refreshing when due or after a 401 as the machine says. */
+  call(state: ClientState, url: string, init?: RequestInit): Promise<{ state: ClientState; response: Response } | ClientTransition>;
+  config: ClientConfig;
+}
+export function createPkceClient(config: ClientConfig, options?: PkceClientOptions): PkceClient;

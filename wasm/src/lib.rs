@@ -9,7 +9,7 @@
 //! - Entropy comes from the caller; [`random_entropy`] draws it with `getrandom`'s `wasm_js`
 //!   backend (`crypto.getRandomValues`) for hosts that want it done for them.
 
-use edgegrant::{Config, ConfigDocument, Entropy, Input, Records, UnixTime, ENTROPY_LEN};
+use edgegrant::{client, Config, ConfigDocument, Entropy, Input, Records, UnixTime, ENTROPY_LEN};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
@@ -128,6 +128,74 @@ export type Step =
   | { step: "respond"; outcome: Outcome };
 
 export type ConfigCheck = { tag: "ok" } | { tag: "invalid"; content: string };
+
+/** The PKCE client machine's configuration. */
+export interface ClientConfig {
+  client_id: string;
+  authorize_url: string;
+  token_url: string;
+  revoke_url: string;
+  /** `null`: the server displays the code and the user types it in (`code_entered`). */
+  redirect_uri?: string | null;
+  /** Empty or absent: the app's scopes. */
+  scopes?: Scope[];
+  access_type: "online" | "offline";
+  /** Refresh this many seconds before expiry (default 300). */
+  refresh_margin?: number;
+}
+/** What the client holds once authorized. Secret: keep it where only this client can read it. */
+export interface ClientSession {
+  access_token: string;
+  expires_at: UnixTime | null;
+  refresh_token: string | null;
+  scopes: Scope[];
+  account_id: string | null;
+  uid: string | null;
+  after_refusal: boolean;
+}
+/** A `ClientSession` without its secrets. */
+export interface SessionView {
+  expires_at: UnixTime | null;
+  refreshable: boolean;
+  scopes: Scope[];
+  account_id: string | null;
+  uid: string | null;
+}
+/** Where the client stands; the host keeps it between calls (start with `{ phase: "idle" }`). */
+export type ClientState =
+  | { phase: "idle" }
+  | { phase: "authorizing"; state: string; verifier: string }
+  | { phase: "exchanging"; sent_at: UnixTime }
+  | { phase: "authorized"; session: ClientSession }
+  | { phase: "refreshing"; session: ClientSession; sent_at: UnixTime; reason: "due" | "refused" | "to_revoke" }
+  | { phase: "revoking"; session: ClientSession };
+export type ClientInput =
+  | { kind: "begin" }
+  | { kind: "redirected"; url: string }
+  | { kind: "code_entered"; code: string }
+  | { kind: "response"; response: { status: number; headers?: [string, string][]; body: string } }
+  | { kind: "call" }
+  | { kind: "unauthorized" }
+  | { kind: "revoke" };
+export interface ClientRequest { method: string; url: string; headers: [string, string][]; body: string }
+export type ClientError =
+  | { kind: "state_mismatch" }
+  | { kind: "wrong_redirect_target" }
+  | { kind: "authorization_refused"; error: string; description: string | null }
+  | { kind: "missing_code" }
+  | { kind: "token_refused"; status: number; error: string; description: string | null }
+  | { kind: "malformed_response"; reason: string }
+  | { kind: "revocation_failed"; status: number }
+  | { kind: "unexpected"; input: string; state: string };
+export type ClientStep =
+  | { step: "navigate"; url: string }
+  | { step: "send"; request: ClientRequest }
+  | { step: "attach"; authorization: string }
+  | { step: "authorized"; session: SessionView }
+  | { step: "reauthorize"; reason: string }
+  | { step: "signed_out" }
+  | { step: "failed"; error: ClientError };
+export interface ClientTransition { state: ClientState; step: ClientStep }
 "#;
 
 // The TypeScript names of the values above, for the generated signatures.
@@ -148,6 +216,22 @@ extern "C" {
     #[wasm_bindgen(typescript_type = "ConfigCheck")]
     /// A `ConfigCheck` object.
     pub type JsConfigCheck;
+    #[wasm_bindgen(typescript_type = "ClientConfig")]
+    /// A `ClientConfig` object.
+    pub type JsClientConfig;
+
+    #[wasm_bindgen(typescript_type = "ClientState")]
+    /// A `ClientState` object.
+    pub type JsClientState;
+
+    #[wasm_bindgen(typescript_type = "ClientInput")]
+    /// A `ClientInput` object.
+    pub type JsClientInput;
+
+    #[wasm_bindgen(typescript_type = "ClientTransition")]
+    /// A `ClientTransition` object.
+    pub type JsClientTransition;
+
     #[wasm_bindgen(typescript_type = "UnixTime | bigint")]
     /// A `UnixTime` (number or bigint).
     pub type JsTime;
@@ -249,5 +333,50 @@ impl Core {
         self.config
             .required_scope(endpoint)
             .map(|s| s.as_str().to_owned())
+    }
+}
+
+/// How many entropy bytes every call to [`PkceClient::handle`] takes.
+#[wasm_bindgen(js_name = clientEntropyLength)]
+pub fn client_entropy_length() -> usize {
+    client::CLIENT_ENTROPY_LEN
+}
+
+/// The PKCE client machine (see `edgegrant::client`): pure transitions, the host keeps the state.
+#[wasm_bindgen]
+pub struct PkceClient {
+    client: client::PkceClient,
+}
+
+#[wasm_bindgen]
+impl PkceClient {
+    /// Checks the configuration; throws if it cannot work.
+    #[wasm_bindgen(constructor)]
+    pub fn new(config: JsClientConfig) -> Result<PkceClient, JsError> {
+        let config = from_js::<client::ClientConfig>("client configuration", config.into())?;
+        let client = client::PkceClient::new(config).map_err(|e| JsError::new(&e.to_string()))?;
+        Ok(PkceClient { client })
+    }
+
+    /// The next state and step for `input` in `state` at `now`, with fresh entropy. Protocol
+    /// failures are `failed` steps; only malformed arguments throw.
+    pub fn handle(
+        &self,
+        state: JsClientState,
+        input: JsClientInput,
+        now: JsTime,
+        entropy: &[u8],
+    ) -> Result<JsClientTransition, JsError> {
+        let state: client::ClientState = from_js("client state", state.into())?;
+        let input: client::ClientInput = from_js("client input", input.into())?;
+        let now: UnixTime = from_js("time", now.into())?;
+        let entropy = client::ClientEntropy::from_slice(entropy).ok_or_else(|| {
+            JsError::new(&format!(
+                "entropy must be exactly {} bytes",
+                client::CLIENT_ENTROPY_LEN
+            ))
+        })?;
+        let transition = self.client.handle(&state, &input, now, &entropy);
+        Ok(to_js(&transition)?.unchecked_into())
     }
 }

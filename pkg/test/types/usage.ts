@@ -2,8 +2,8 @@
 // exports map. Each `@ts-expect-error` pins a mistake the types must catch — if a declaration
 // loosens to `any`, that line stops erring and the check fails.
 import {
-  createAuthServer, createCore, checkConfig, runSteps, secretDigest, page,
-  type ConfigDocument, type Outcome, type Step, type Storage, type Principal,
+  createAuthServer, createCore, checkConfig, runSteps, secretDigest, page, createPkceClient, IDLE,
+  type ConfigDocument, type Outcome, type Step, type Storage, type Principal, type ClientState,
 } from "edgegrant";
 import { memoryStorage } from "edgegrant/adapters/memory";
 import { sqliteStorage } from "edgegrant/adapters/sqlite";
@@ -88,4 +88,30 @@ async function adapters(db: unknown, doStorage: unknown, kv: KvNamespace) {
   await strong.apply([]);
   return [outcome, purged, page(200, "t", "<p>ok</p>"), response];
 }
-export { wrongApp, adapters };
+async function client(): Promise<string> {
+  const pkce = createPkceClient({
+    client_id: "app",
+    authorize_url: "https://auth.example/oauth2/authorize",
+    token_url: "https://auth.example/oauth2/token",
+    revoke_url: "https://auth.example/2/auth/token/revoke",
+    redirect_uri: "https://app.example/cb",
+    access_type: "offline",
+  });
+  const begun = pkce.step(IDLE, { kind: "begin" });
+  if (begun.step.step === "navigate") location(begun.step.url);
+  const state: ClientState = begun.state;
+  const done = await pkce.run(state, { kind: "redirected", url: "https://app.example/cb?code=c&state=s" });
+  switch (done.step.step) {
+    case "authorized":
+      return done.step.session.account_id ?? "";
+    case "failed":
+      return done.step.error.kind;
+    default:
+      // @ts-expect-error: a token never leaks into a step other than attach
+      return done.step.access_token;
+  }
+}
+declare function location(url: string): void;
+// @ts-expect-error: access is online or offline, the legacy type is the server's business
+createPkceClient({ client_id: "a", authorize_url: "", token_url: "", revoke_url: "", access_type: "legacy" });
+export { wrongApp, adapters, client };
