@@ -5,28 +5,16 @@
 //
 // The configuration file is documented in README.md next to this file.
 import http from "node:http";
-import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { pathToFileURL } from "node:url";
-import "../../pkg/src/node.js"; // loads the WebAssembly core
 import { openSqliteStorage } from "../../pkg/src/adapters/sqlite.js";
-import { createApp, parseConfig } from "../host/app.mjs";
+import { createApp } from "../host/app.mjs";
+import { loadConfigFile } from "../host/config-file.mjs";
 
 /** Reads and checks the configuration file; throws an Error that says what is wrong. */
 export function loadConfig(path) {
-  let doc;
-  try {
-    doc = JSON.parse(readFileSync(path, "utf8"));
-  } catch (e) {
-    throw new Error(`cannot read configuration ${path}: ${e.message}`);
-  }
-  let config;
-  try {
-    config = parseConfig(doc);
-  } catch (e) {
-    throw new Error(`invalid configuration ${path}: ${e.message}`);
-  }
+  const config = loadConfigFile(path);
   return { ...config, database: resolve(dirname(resolve(path)), config.database ?? "edgegrant.sqlite") };
 }
 

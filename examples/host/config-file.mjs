@@ -1,0 +1,20 @@
+// Reads and checks a host configuration file, in Node: for the Node host, and for
+// examples/worker/dev.mjs before it starts the Worker (so a bad file fails at once, clearly).
+import { readFileSync } from "node:fs";
+import "../../pkg/src/node.js"; // loads the WebAssembly core, which checks the apps
+import { parseConfig } from "./app.mjs";
+
+/** The checked configuration (see app.mjs parseConfig); throws an Error naming the file and the fault. */
+export function loadConfigFile(path) {
+  let doc;
+  try {
+    doc = JSON.parse(readFileSync(path, "utf8"));
+  } catch (e) {
+    throw new Error(`cannot read configuration ${path}: ${e.message}`);
+  }
+  try {
+    return parseConfig(doc);
+  } catch (e) {
+    throw new Error(`invalid configuration ${path}: ${e.message}`);
+  }
+}
