@@ -1,0 +1,156 @@
+// Runs the Worker host locally: `wrangler dev` (workerd from npm) on 127.0.0.1, offline, with the
+// Durable Object's storage persisted to a directory, so tokens survive a restart.
+//
+//   node examples/worker/dev.mjs [config.json]     serves http://127.0.0.1:8787 (or config listen)
+//
+// From code (the tests):
+//   const worker = await startWorker({ configPath, port, persistTo }); // port 0: any free port
+//   await fetch(`${worker.url}/`); ...; await worker.close();
+import { spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { loadConfigFile } from "../host/config-file.mjs";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const WRANGLER = join(here, "node_modules/wrangler/bin/wrangler.js");
+export const SAMPLE_CONFIG = join(here, "config.sample.json");
+
+// No metrics, no request for the `cf` object, no banner (its update check asks the registry).
+const OFFLINE = { WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_HIDE_BANNER: "true" };
+
+function freePort(host) {
+  return new Promise((ok, fail) => {
+    const server = createServer().on("error", fail);
+    server.listen(0, host, () => {
+      const { port } = server.address();
+      server.close(() => ok(port));
+    });
+  });
+}
+
+const sleep = (ms) => new Promise((ok) => setTimeout(ok, ms));
+
+/** Whether any process of the group `pgid` is still alive. */
+function groupAlive(pgid) {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function signalGroup(pgid, signal) {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+/**
+ * Starts `wrangler dev` with the configuration at `configPath` (checked here first) and resolves
+ * once the Worker answers: `{ url, close(), exited, output() }`. `close()` stops wrangler and
+ * every workerd it started; `exited` settles when wrangler ends; `output()` is the tail of its
+ * output. `echo` copies wrangler's output to this process's.
+ */
+export async function startWorker({ configPath = SAMPLE_CONFIG, port, persistTo = join(here, ".wrangler/state"), echo = false, timeoutMs = 60_000 } = {}) {
+  const config = loadConfigFile(configPath);
+  const host = config.listen?.host ?? "127.0.0.1";
+  port ??= config.listen?.port ?? 8787;
+  if (port === 0) port = await freePort(host);
+  // wrangler would take 9229 for the devtools inspector, which a previous run may still hold
+  // (TIME_WAIT), and then fail to start: take any free port instead.
+  const inspectorPort = await freePort("127.0.0.1");
+  const url = `http://${host}:${port}`;
+
+  // The configuration reaches the Worker as the CONFIG variable (JSON text). wrangler keeps
+  // --var values out of its printed bindings.
+  const { core, ...doc } = config;
+  const args = [
+    WRANGLER, "dev",
+    "--config", join(here, "wrangler.toml"),
+    "--ip", host,
+    "--port", String(port),
+    "--inspector-port", String(inspectorPort),
+    "--persist-to", resolve(persistTo),
+    "--var", `CONFIG:${JSON.stringify(doc)}`,
+    "--show-interactive-dev-session=false",
+  ];
+  // Its own process group: close() signals wrangler and its workerd children together.
+  const child = spawn(process.execPath, args, { cwd: here, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...OFFLINE } });
+  const pgid = child.pid;
+  let output = "";
+  for (const stream of [child.stdout, child.stderr]) {
+    stream.setEncoding("utf8");
+    stream.on("data", (text) => {
+      output = (output + text).slice(-20_000); // the tail, for error messages
+      if (echo) (stream === child.stdout ? process.stdout : process.stderr).write(text);
+    });
+  }
+  const exited = new Promise((ok) => child.once("exit", ok));
+  // A safety net: if this process exits without close(), workerd must not outlive it.
+  const killOnExit = () => signalGroup(pgid, "SIGKILL");
+  process.once("exit", killOnExit);
+
+  async function close() {
+    process.removeListener("exit", killOnExit);
+    signalGroup(pgid, "SIGTERM");
+    // wrangler stops workerd on SIGTERM; whatever is still alive after 5 s is killed.
+    for (let waited = 0; groupAlive(pgid) && waited < 5000; waited += 50) await sleep(50);
+    signalGroup(pgid, "SIGKILL");
+    await exited;
+    while (groupAlive(pgid)) await sleep(20);
+  }
+
+  // Ready when the Worker itself answers GET / (wrangler's proxy may listen a little earlier).
+  let exitCode = null;
+  exited.then((code) => (exitCode = code ?? "signal"));
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (exitCode !== null) {
+      await close();
+      throw new Error(`wrangler dev exited (${exitCode}) before answering:\n${output}`);
+    }
+    if (Date.now() > deadline) {
+      await close();
+      throw new Error(`wrangler dev did not answer on ${url} within ${timeoutMs} ms:\n${output}`);
+    }
+    try {
+      const response = await fetch(`${url}/`, { signal: AbortSignal.timeout(2000) });
+      await response.arrayBuffer();
+      if (response.status === 200) break;
+    } catch {
+      // not listening yet
+    }
+    await sleep(100);
+  }
+  return { url, close, exited, output: () => output };
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  const configPath = process.argv[2] ?? SAMPLE_CONFIG;
+  let worker;
+  try {
+    worker = await startWorker({ configPath, echo: true });
+  } catch (error) {
+    console.error(error.message);
+    process.exit(1);
+  }
+  console.log(`edgegrant Worker host listening on ${worker.url} (config ${configPath})`);
+  console.log(`Try the flow: ${worker.url}/oauth2/authorize?client_id=demo-server-app&response_type=code (alice / alice-password)`);
+  let stopping = false;
+  worker.exited.then((code) => {
+    if (stopping) return;
+    console.error(`wrangler dev exited (${code})`);
+    process.exit(1);
+  });
+  for (const signal of ["SIGINT", "SIGTERM"]) {
+    process.once(signal, async () => {
+      stopping = true;
+      await worker.close();
+      process.exit(0);
+    });
+  }
+}

@@ -1,0 +1,57 @@
+// The Cloudflare Worker host. The stateless Worker answers the host's own pages (/, /signin:
+// scrypt is deliberately slow, so it runs here, in parallel, outside the object) and hands
+// every other request to the one Durable Object that holds the authorization server and all
+// of its records. The configuration arrives as the CONFIG variable (JSON text; see README.md).
+import "../../../pkg/src/workers.js"; // loads the WebAssembly core (wrangler imports the .wasm)
+import { durableObjectStorage } from "../../../pkg/src/adapters/durable-object.js";
+import { authServer, parseConfig, signInRoutes } from "../../host/app.mjs";
+
+/** The checked configuration, parsed once per isolate. */
+let parsed;
+function configOf(env) {
+  if (parsed?.text !== env.CONFIG) {
+    if (typeof env.CONFIG !== "string") throw new Error("the CONFIG variable is not set");
+    parsed = { text: env.CONFIG, config: parseConfig(JSON.parse(env.CONFIG)) };
+  }
+  return parsed.config;
+}
+
+const misconfigured = (error) => {
+  console.error(`edgegrant: invalid configuration: ${error.message}`);
+  return new Response("The server is misconfigured.", { status: 500 });
+};
+
+export class AuthServer {
+  constructor(state, env) {
+    this.state = state;
+    this.env = env;
+  }
+
+  fetch(request) {
+    if (!this.server) {
+      try {
+        const config = configOf(this.env);
+        this.server = authServer(config, {
+          storage: durableObjectStorage(this.state.storage),
+          onAudit: (event) => console.log(JSON.stringify({ audit: event })),
+        });
+      } catch (error) {
+        return misconfigured(error);
+      }
+    }
+    return this.server.fetch(request);
+  }
+}
+
+let pages;
+export default {
+  async fetch(request, env) {
+    try {
+      pages ??= signInRoutes(configOf(env), { title: "Worker host" });
+    } catch (error) {
+      return misconfigured(error);
+    }
+    // One object, named "auth", for every record: see README.md for why.
+    return (await pages(request)) ?? env.AUTH.get(env.AUTH.idFromName("auth")).fetch(request);
+  },
+};
