@@ -138,6 +138,12 @@ pub struct Policy {
     /// The largest query string or request body accepted, in bytes (header values are held to
     /// the same bound). Default 16 384.
     pub max_input_bytes: usize,
+    /// Read the token endpoint's parameters from the URL query when the body is empty. The
+    /// reference service accepts this and the official Dropbox SDKs depend on it (they send the
+    /// code exchange and the refresh with an empty body); RFC 6749 §2.3.1 would keep a
+    /// `client_secret` out of URLs, so hosts whose clients all use the body can turn it off.
+    /// Default `true`.
+    pub token_parameters_in_query: bool,
 }
 
 impl Default for Policy {
@@ -148,6 +154,7 @@ impl Default for Policy {
             require_s256: false,
             long_lived_cutoff: UnixTime::LONG_LIVED_CUTOFF,
             max_input_bytes: 16_384,
+            token_parameters_in_query: true,
         }
     }
 }

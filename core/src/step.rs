@@ -21,6 +21,10 @@ pub struct HttpRequest {
     /// The body bytes (the host caps them at [`Policy::max_input_bytes`](crate::Policy)).
     #[serde(default, with = "serde_bytes")]
     pub body: Vec<u8>,
+    /// The URL's query string, without `?` (only the token endpoint reads it; see
+    /// [`Policy::token_parameters_in_query`](crate::Policy)).
+    #[serde(default)]
+    pub query: String,
 }
 
 impl HttpRequest {
@@ -34,7 +38,9 @@ impl HttpRequest {
 
     /// Whether the body or any header value is larger than `limit` bytes.
     pub(crate) fn exceeds(&self, limit: usize) -> bool {
-        self.body.len() > limit || self.headers.iter().any(|(n, v)| n.len() + v.len() > limit)
+        self.body.len() > limit
+            || self.query.len() > limit
+            || self.headers.iter().any(|(n, v)| n.len() + v.len() > limit)
     }
 }
 

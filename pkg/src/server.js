@@ -130,7 +130,8 @@ export function createAuthServer(options) {
   const run = (input) => runSteps(core, storage, input, { clock, random, maxAttempts, onAudit });
 
   async function toHttpRequest(request) {
-    return { method: request.method, headers: [...request.headers], body: await readBody(request, limit) };
+    const query = new URL(request.url).search.slice(1); // the token endpoint may read it (Policy)
+    return { method: request.method, headers: [...request.headers], body: await readBody(request, limit), query };
   }
 
   async function render(outcome, request) {

@@ -521,6 +521,7 @@ pub fn form_request(form: &[(&str, &str)]) -> HttpRequest {
             "application/x-www-form-urlencoded".into(),
         )],
         body: form_body(form).into_bytes(),
+        query: String::new(),
     }
 }
 
@@ -530,6 +531,7 @@ pub fn bearer_request(token: &str) -> HttpRequest {
         method: "POST".into(),
         headers: vec![("Authorization".into(), format!("Bearer {token}"))],
         body: Vec::new(),
+        query: String::new(),
     }
 }
 

@@ -7,6 +7,7 @@ use edgegrant_tests::*;
 
 fn api_request(headers: &[(&str, &str)]) -> HttpRequest {
     HttpRequest {
+        query: String::new(),
         method: "POST".into(),
         headers: headers
             .iter()

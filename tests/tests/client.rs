@@ -75,6 +75,7 @@ impl World {
             method: request.method.clone(),
             headers: request.headers.clone(),
             body: request.body.clone().into_bytes(),
+            query: String::new(),
         };
         match request.url.as_str() {
             TOKEN => self.sim.token_request(http_request),

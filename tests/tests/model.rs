@@ -1065,6 +1065,7 @@ impl World {
                     method: method.clone(),
                     headers: Vec::new(),
                     body: body.clone(),
+                    query: String::new(),
                 };
                 request.headers.extend(
                     content_type

@@ -181,6 +181,7 @@ fn basic_credentials_are_form_urldecoded() {
             ("redirect_uri", CONF_REDIRECT),
         ])
         .into_bytes(),
+        query: String::new(),
     };
     let refused = sim.token_request(request);
     assert_oauth_error(&refused, 401, "invalid_client");
@@ -244,6 +245,7 @@ fn client_authentication_failures_are_invalid_client() {
             ("Authorization".into(), "Basic !!!not-base64".into()),
         ],
         body: form_body(&base).into_bytes(),
+        query: String::new(),
     };
     let r = sim.token_request(request.clone());
     assert_oauth_error(&r, 401, "invalid_client");
@@ -314,6 +316,7 @@ fn malformed_requests_get_rfc6749_errors() {
         method: method.into(),
         headers: vec![("Content-Type".into(), content_type.into())],
         body,
+        query: String::new(),
     };
     let r = sim.token_request(request(
         "GET",
@@ -663,4 +666,85 @@ fn refresh_may_narrow_but_not_widen_scopes() {
         400,
         "invalid_scope",
     );
+}
+
+/// What the official Dropbox SDKs send: every parameter in the URL query, an empty body, and a
+/// `Content-Type` that does not matter (the JavaScript SDK's refresh says `application/json`).
+fn query_request(pairs: &[(&str, &str)], content_type: &str) -> HttpRequest {
+    HttpRequest {
+        method: "POST".into(),
+        headers: vec![("Content-Type".into(), content_type.into())],
+        body: Vec::new(),
+        query: form_body(pairs),
+    }
+}
+
+#[test]
+fn parameters_in_the_query_are_read_when_the_body_is_empty_and_the_policy_allows() {
+    let mut sim = sim();
+    let code = sim.code_for(&pkce_offline_query("q"), &alice());
+    let exchange = [
+        ("grant_type", "authorization_code"),
+        ("code", code.as_str()),
+        ("client_id", PKCE_APP),
+        ("code_verifier", VERIFIER),
+        ("redirect_uri", PKCE_REDIRECT),
+    ];
+    let tokens = json(&sim.token_request(query_request(
+        &exchange,
+        "application/x-www-form-urlencoded",
+    )));
+    let refresh_token = tokens["refresh_token"].as_str().unwrap();
+    let refreshed = sim.token_request(query_request(
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh_token),
+            ("client_id", PKCE_APP),
+        ],
+        "application/json",
+    ));
+    assert_eq!(refreshed.status, 200, "{}", refreshed.body);
+    // The confidential app's secret in the query, as the SDK sends it.
+    let code = conf_code(&mut sim, "online");
+    let r = sim.token_request(query_request(
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", code.as_str()),
+            ("client_id", CONF_APP),
+            ("client_secret", CONF_SECRET),
+            ("redirect_uri", CONF_REDIRECT),
+        ],
+        "application/x-www-form-urlencoded",
+    ));
+    assert_eq!(r.status, 200, "{}", r.body);
+    // The rules do not loosen: a used code is still invalid_grant.
+    let r = sim.token_request(query_request(&exchange, ""));
+    assert_oauth_error(&r, 400, "invalid_grant");
+}
+
+#[test]
+fn parameters_split_between_query_and_body_or_refused_by_policy_are_invalid_request() {
+    let mut sim = sim();
+    let code = sim.code_for(&pkce_offline_query("q"), &alice());
+    let mut split = form_request(&[("grant_type", "authorization_code"), ("code", &code)]);
+    split.query = form_body(&[("client_id", PKCE_APP), ("code_verifier", VERIFIER)]);
+    assert_oauth_error(&sim.token_request(split), 400, "invalid_request");
+
+    let mut document = fixture_document();
+    document.policy.token_parameters_in_query = false;
+    let mut strict = Sim::new(Config::new(document).unwrap());
+    let code = strict.code_for(&pkce_offline_query("q"), &alice());
+    let exchange = query_request(
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", code.as_str()),
+            ("client_id", PKCE_APP),
+            ("code_verifier", VERIFIER),
+            ("redirect_uri", PKCE_REDIRECT),
+        ],
+        "application/x-www-form-urlencoded",
+    );
+    assert_oauth_error(&strict.token_request(exchange), 400, "invalid_request");
+    // Nothing was spent: the same code still works through the body.
+    assert_eq!(strict.exchange_pkce(&code, VERIFIER).status, 200);
 }

@@ -39,6 +39,8 @@ export interface Policy {
   require_s256?: boolean;
   long_lived_cutoff?: UnixTime;
   max_input_bytes?: number;
+  /** Read token-endpoint parameters from the URL query when the body is empty (default true: the official SDKs do so). */
+  token_parameters_in_query?: boolean;
 }
 
 export interface ConfigDocument {
@@ -55,6 +57,8 @@ export interface HttpRequest {
   headers: [string, string][];
   /** Body bytes. */
   body?: Uint8Array | number[];
+  /** The URL's query string without `?` (read by the token endpoint only). */
+  query?: string;
 }
 
 export interface HttpResponse { status: number; headers: [string, string][]; body: string }

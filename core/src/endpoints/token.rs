@@ -49,13 +49,7 @@ pub(crate) fn token(ctx: &mut Ctx<'_>, request: &HttpRequest) -> Flow<Step> {
             false,
         );
     }
-    let mut content_types = request.header_values("content-type");
-    let form = content_types.next().is_some_and(is_form_content_type);
-    if !form || content_types.next().is_some() {
-        let text = "the body must be application/x-www-form-urlencoded";
-        return fail(OAuthError::InvalidRequest, text, false);
-    }
-    let params = Params::parse(&request.body);
+    let params = parameters(ctx, request)?;
     let grant_type = match params.one("grant_type") {
         Err(_) => return fail(OAuthError::InvalidRequest, "grant_type is repeated", false),
         Ok(None) => return fail(OAuthError::InvalidRequest, "grant_type is missing", false),
@@ -71,6 +65,31 @@ pub(crate) fn token(ctx: &mut Ctx<'_>, request: &HttpRequest) -> Flow<Step> {
     } else {
         refresh(ctx, &client, &params)
     }
+}
+
+/// The request's parameters: the form body (RFC 6749 §4.1.3, §6), or — for clients such as the
+/// official Dropbox SDKs, which send an empty body — the URL query, if the policy allows. Never
+/// both: a request that splits its parameters cannot say which copy counts.
+fn parameters(ctx: &Ctx<'_>, request: &HttpRequest) -> Flow<Params> {
+    let in_query = !request.query.is_empty();
+    if request.body.is_empty() && in_query {
+        if !ctx.config.policy().token_parameters_in_query {
+            let text = "the parameters must be in an application/x-www-form-urlencoded body";
+            return fail(OAuthError::InvalidRequest, text, false);
+        }
+        return Ok(Params::parse(request.query.as_bytes()));
+    }
+    if in_query {
+        let text = "parameters in both the URL and the body";
+        return fail(OAuthError::InvalidRequest, text, false);
+    }
+    let mut content_types = request.header_values("content-type");
+    let form = content_types.next().is_some_and(is_form_content_type);
+    if !form || content_types.next().is_some() {
+        let text = "the body must be application/x-www-form-urlencoded";
+        return fail(OAuthError::InvalidRequest, text, false);
+    }
+    Ok(Params::parse(&request.body))
 }
 
 /// Identifies the client and checks its secret in constant time. A client without a secret is
