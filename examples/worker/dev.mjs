@@ -7,6 +7,7 @@
 //   const worker = await startWorker({ configPath, port, persistTo }); // port 0: any free port
 //   await fetch(`${worker.url}/`); ...; await worker.close();
 import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -14,6 +15,7 @@ import { loadConfigFile } from "../host/config-file.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const WRANGLER = join(here, "node_modules/wrangler/bin/wrangler.js");
+const SUPERVISE = join(here, "supervise.mjs");
 export const SAMPLE_CONFIG = join(here, "config.sample.json");
 
 // No metrics, no request for the `cf` object, no banner (its update check asks the registry).
@@ -56,12 +58,13 @@ function signalGroup(pgid, signal) {
  * output. `echo` copies wrangler's output to this process's.
  */
 export async function startWorker({ configPath = SAMPLE_CONFIG, port, persistTo = join(here, ".wrangler/state"), echo = false, timeoutMs = 60_000 } = {}) {
+  if (!existsSync(WRANGLER)) throw new Error("wrangler is not installed: run npm ci --prefix examples/worker");
   const config = loadConfigFile(configPath);
   const host = config.listen?.host ?? "127.0.0.1";
   port ??= config.listen?.port ?? 8787;
   if (port === 0) port = await freePort(host);
-  // wrangler would take 9229 for the devtools inspector, which a previous run may still hold
-  // (TIME_WAIT), and then fail to start: take any free port instead.
+  // wrangler probes from 9229 for the devtools inspector; here a port it found free once failed
+  // to bind in workerd when runs followed each other. Pick a free one here instead.
   const inspectorPort = await freePort("127.0.0.1");
   const url = `http://${host}:${port}`;
 
@@ -78,8 +81,14 @@ export async function startWorker({ configPath = SAMPLE_CONFIG, port, persistTo 
     "--var", `CONFIG:${JSON.stringify(doc)}`,
     "--show-interactive-dev-session=false",
   ];
-  // Its own process group: close() signals wrangler and its workerd children together.
-  const child = spawn(process.execPath, args, { cwd: here, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...OFFLINE } });
+  // Through supervise.mjs, in a process group of its own: wrangler and its workerd processes
+  // stop when the stdin pipe closes — on close(), or when this process dies, however it dies.
+  const child = spawn(process.execPath, [SUPERVISE, process.execPath, ...args], {
+    cwd: here,
+    detached: true,
+    stdio: ["pipe", "pipe", "pipe"],
+    env: { ...process.env, ...OFFLINE },
+  });
   const pgid = child.pid;
   let output = "";
   for (const stream of [child.stdout, child.stderr]) {
@@ -90,18 +99,19 @@ export async function startWorker({ configPath = SAMPLE_CONFIG, port, persistTo 
     });
   }
   const exited = new Promise((ok) => child.once("exit", ok));
-  // A safety net: if this process exits without close(), workerd must not outlive it.
-  const killOnExit = () => signalGroup(pgid, "SIGKILL");
-  process.once("exit", killOnExit);
 
-  async function close() {
-    process.removeListener("exit", killOnExit);
-    signalGroup(pgid, "SIGTERM");
-    // wrangler stops workerd on SIGTERM; whatever is still alive after 5 s is killed.
-    for (let waited = 0; groupAlive(pgid) && waited < 5000; waited += 50) await sleep(50);
-    signalGroup(pgid, "SIGKILL");
-    await exited;
-    while (groupAlive(pgid)) await sleep(20);
+  let closing;
+  function close() {
+    closing ??= (async () => {
+      child.stdin.end();
+      // The supervisor stops the group; whatever is still alive after 8 s is killed from here.
+      for (let waited = 0; groupAlive(pgid) && waited < 8000; waited += 50) await sleep(50);
+      signalGroup(pgid, "SIGKILL");
+      await exited;
+      // Killed processes vanish once reaped; a bounded wait, as a zombie would count as alive.
+      for (let waited = 0; groupAlive(pgid) && waited < 2000; waited += 20) await sleep(20);
+    })();
+    return closing;
   }
 
   // Ready when the Worker itself answers GET / (wrangler's proxy may listen a little earlier).
