@@ -166,10 +166,13 @@ export function createAuthServer(options) {
   }
 
   async function consentForm(request, url) {
-    // CSRF: browsers send Origin (or Sec-Fetch-Site) on a form POST; a cross-site one is refused.
+    // CSRF: a cross-site form POST is refused. Sec-Fetch-Site, which pages cannot set, decides
+    // when present; otherwise Origin must be ours. (Under `Referrer-Policy: no-referrer`, which
+    // the consent page sends, Chromium posts `Origin: null` even from the same origin.)
     const origin = request.headers.get("origin");
     const site = request.headers.get("sec-fetch-site");
-    if ((origin && origin !== url.origin) || (site && site !== "same-origin" && site !== "none")) {
+    const crossSite = site ? site !== "same-origin" : origin !== null && origin !== url.origin;
+    if (crossSite) {
       return hooks.errorPage({ error: "invalid_request", description: "the consent form was posted from another site", request });
     }
     const form = new URLSearchParams(new TextDecoder().decode(await readBody(request, limit)));

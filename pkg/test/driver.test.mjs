@@ -96,8 +96,13 @@ test("a signed-out user is sent to sign in; a cross-site consent post is refused
   const forged = await signedIn.fetch(consentPost(pkceQuery(), "allow", { origin: "https://evil.example" }));
   assert.equal(forged.status, 400);
   assert.equal(forged.headers.get("location"), null);
-  const fetchSite = await signedIn.fetch(consentPost(pkceQuery(), "allow", { "sec-fetch-site": "cross-site" }));
-  assert.equal(fetchSite.status, 400);
+  const fetchSite = await signedIn.fetch(consentPost(pkceQuery(), "allow", { origin: ORIGIN, "sec-fetch-site": "cross-site" }));
+  assert.equal(fetchSite.status, 400, "Sec-Fetch-Site decides over an Origin a page could not forge anyway");
+  const opaque = await signedIn.fetch(consentPost(pkceQuery(), "allow", { origin: "null" }));
+  assert.equal(opaque.status, 400, "an opaque origin without Sec-Fetch-Site is not ours");
+  // What Chromium sends from our own consent page under Referrer-Policy: no-referrer.
+  const sameOrigin = await signedIn.fetch(consentPost(pkceQuery(), "allow", { origin: "null", "sec-fetch-site": "same-origin" }));
+  assert.equal(sameOrigin.status, 302);
   const incomplete = await signedIn.fetch(consentPost(pkceQuery(), "maybe"));
   assert.equal(incomplete.status, 400);
 });
