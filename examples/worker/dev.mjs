@@ -12,6 +12,7 @@ import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { loadConfigFile } from "../host/config-file.mjs";
+import { stageDemo } from "./stage-demo.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const WRANGLER = join(here, "node_modules/wrangler/bin/wrangler.js");
@@ -60,6 +61,7 @@ function signalGroup(pgid, signal) {
 export async function startWorker({ configPath = SAMPLE_CONFIG, port, persistTo = join(here, ".wrangler/state"), echo = false, timeoutMs = 60_000 } = {}) {
   if (!existsSync(WRANGLER)) throw new Error("wrangler is not installed: run npm ci --prefix examples/worker");
   const config = loadConfigFile(configPath);
+  stageDemo();
   const host = config.listen?.host ?? "127.0.0.1";
   port ??= config.listen?.port ?? 8787;
   if (port === 0) port = await freePort(host);

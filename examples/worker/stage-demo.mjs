@@ -1,0 +1,27 @@
+// Stages the static assets wrangler serves next to the Worker: the browser demo at /demo/ and
+// the parts of the edgegrant package it loads (the browser entry, the client, the wasm). Run by
+// dev.mjs before wrangler starts; the output directory (.assets) is generated, never committed.
+import { cpSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const demo = join(here, "../browser-demo");
+const pkg = join(here, "../../pkg");
+export const ASSETS = join(here, ".assets");
+
+export function stageDemo() {
+  rmSync(ASSETS, { recursive: true, force: true });
+  const target = join(ASSETS, "demo");
+  mkdirSync(join(target, "edgegrant/src"), { recursive: true });
+  mkdirSync(join(target, "edgegrant/dist"), { recursive: true });
+  for (const file of ["index.html", "demo.js", "demo.css"]) cpSync(join(demo, file), join(target, file));
+  cpSync(join(demo, "_headers"), join(ASSETS, "_headers")); // wrangler reads it at the assets root
+  // The package's browser-side modules (its top-level src files; no adapters, no declarations).
+  for (const file of readdirSync(join(pkg, "src")).filter((f) => f.endsWith(".js"))) {
+    cpSync(join(pkg, "src", file), join(target, "edgegrant/src", file));
+  }
+  for (const file of ["edgegrant_wasm.js", "edgegrant_wasm_bg.wasm"]) {
+    cpSync(join(pkg, "dist", file), join(target, "edgegrant/dist", file));
+  }
+}
