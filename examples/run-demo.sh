@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds the package, and serves the Node host with the
-# sample configuration on http://127.0.0.1:8787 (sign in as alice / alice-password).
+# The main job: installs what is missing (npm packages, wrangler with its workerd), builds the
+# package, and starts the Worker host locally in workerd on http://127.0.0.1:8787 with its
+# records in a Durable Object persisted under examples/worker/.wrangler. It prints the URL of
+# the browser PKCE demo (sign in as alice / alice-password). Ctrl-C stops it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-pkg/scripts/setup.sh
-echo
-echo "Try the flow: http://127.0.0.1:8787/oauth2/authorize?client_id=demo-server-app&response_type=code"
-exec node examples/node/server.mjs "${1:-examples/node/config.sample.json}"
+pkg/scripts/setup.sh examples/worker
+exec node examples/worker/dev.mjs "${1:-examples/worker/config.sample.json}"

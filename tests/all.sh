@@ -35,11 +35,17 @@ cargo test --workspace 2>&1 | tee "$log"
 passed=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
 failed=$(grep -oE '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
 
-echo "== npm package and Node host: install, build the wasm, node --test"
-pkg/scripts/setup.sh
+echo "== Chromium for the browser test (Debian's package; playwright never downloads one)"
+if ! command -v chromium >/dev/null; then
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get install -y chromium || { $sudo apt-get update && $sudo apt-get install -y chromium; }
+fi
+
+echo "== npm package, hosts and interop clients: install, build the wasm, node --test"
+pkg/scripts/setup.sh examples/worker tests/e2e
 jslog=$(mktemp)
 trap 'rm -f "$log" "$jslog"' EXIT
-node --test pkg/test/*.test.mjs examples/node/test/*.test.mjs 2>&1 | tee "$jslog" | grep -E '^(not ok|# (tests|pass|fail))' || true
+node --test pkg/test/*.test.mjs examples/node/test/*.test.mjs examples/worker/test/*.test.mjs tests/e2e/*.test.mjs 2>&1 | tee "$jslog" | grep -E '^(not ok|# (tests|pass|fail))' || true
 js_passed=$(awk '/^# pass/ {print $3}' "$jslog")
 js_failed=$(awk '/^# fail/ {print $3}' "$jslog")
 [ -n "$js_passed" ] || { echo "node --test did not run" >&2; cat "$jslog" >&2; exit 1; }

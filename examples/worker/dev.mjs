@@ -151,7 +151,8 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
     process.exit(1);
   }
   console.log(`edgegrant Worker host listening on ${worker.url} (config ${configPath})`);
-  console.log(`Try the flow: ${worker.url}/oauth2/authorize?client_id=demo-server-app&response_type=code (alice / alice-password)`);
+  console.log(`\n  Browser PKCE demo:  ${worker.url}/demo/   (sign in as alice / alice-password)\n`);
+  console.log(`Or try the flow by hand: ${worker.url}/oauth2/authorize?client_id=demo-server-app&response_type=code`);
   let stopping = false;
   worker.exited.then((code) => {
     if (stopping) return;
