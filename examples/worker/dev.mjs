@@ -7,8 +7,9 @@
 //   const worker = await startWorker({ configPath, port, persistTo }); // port 0: any free port
 //   await fetch(`${worker.url}/`); ...; await worker.close();
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { loadConfigFile } from "../host/config-file.mjs";
@@ -61,7 +62,9 @@ function signalGroup(pgid, signal) {
 export async function startWorker({ configPath = SAMPLE_CONFIG, port, persistTo = join(here, ".wrangler/state"), echo = false, timeoutMs = 60_000 } = {}) {
   if (!existsSync(WRANGLER)) throw new Error("wrangler is not installed: run npm ci --prefix examples/worker");
   const config = loadConfigFile(configPath);
-  stageDemo();
+  // This run's own copy of the static assets (see stage-demo.mjs), removed by close().
+  const assets = mkdtempSync(join(tmpdir(), "edgegrant-assets-"));
+  stageDemo(assets);
   const host = config.listen?.host ?? "127.0.0.1";
   port ??= config.listen?.port ?? 8787;
   if (port === 0) port = await freePort(host);
@@ -80,6 +83,7 @@ export async function startWorker({ configPath = SAMPLE_CONFIG, port, persistTo 
     "--port", String(port),
     "--inspector-port", String(inspectorPort),
     "--persist-to", resolve(persistTo),
+    "--assets", assets,
     "--var", `CONFIG:${JSON.stringify(doc)}`,
     "--show-interactive-dev-session=false",
   ];
@@ -112,6 +116,7 @@ export async function startWorker({ configPath = SAMPLE_CONFIG, port, persistTo 
       await exited;
       // Killed processes vanish once reaped; a bounded wait, as a zombie would count as alive.
       for (let waited = 0; groupAlive(pgid) && waited < 2000; waited += 20) await sleep(20);
+      rmSync(assets, { recursive: true, force: true });
     })();
     return closing;
   }

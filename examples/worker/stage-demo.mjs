@@ -10,13 +10,15 @@ const demo = join(here, "../browser-demo");
 const pkg = join(here, "../../pkg");
 export const ASSETS = join(here, ".assets");
 
-export function stageDemo() {
-  rmSync(ASSETS, { recursive: true, force: true });
-  const target = join(ASSETS, "demo");
+// `into`: dev.mjs stages a fresh directory for each wrangler it starts, so that one run never
+// rewrites the assets another running wrangler is watching (it would reload mid-request).
+export function stageDemo(into = ASSETS) {
+  rmSync(into, { recursive: true, force: true });
+  const target = join(into, "demo");
   mkdirSync(join(target, "edgegrant/src"), { recursive: true });
   mkdirSync(join(target, "edgegrant/dist"), { recursive: true });
   for (const file of ["index.html", "demo.js", "demo.css"]) cpSync(join(demo, file), join(target, file));
-  cpSync(join(demo, "_headers"), join(ASSETS, "_headers")); // wrangler reads it at the assets root
+  cpSync(join(demo, "_headers"), join(into, "_headers")); // wrangler reads it at the assets root
   // The package's browser-side modules (its top-level src files; no adapters, no declarations).
   for (const file of readdirSync(join(pkg, "src")).filter((f) => f.endsWith(".js"))) {
     cpSync(join(pkg, "src", file), join(target, "edgegrant/src", file));
