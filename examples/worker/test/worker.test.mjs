@@ -19,6 +19,8 @@ const ALICE_ID = "dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc";
 const dir = mkdtempSync(join(tmpdir(), "edgegrant-worker-"));
 const persistTo = join(dir, "state");
 let worker;
+// A hung request fails its test within a minute instead of waiting out fetch's 5-minute timeout.
+const LIMIT = { timeout: 60_000 };
 before(async () => {
   worker = await startWorker({ configPath: SAMPLE_CONFIG, port: 0, persistTo });
 });
@@ -57,7 +59,7 @@ async function codeFor(cookie, query) {
   return new URL(response.headers.get("location")).searchParams.get("code");
 }
 
-test("sign in, consent Allow, PKCE offline flow, get_current_account, refresh, revoke, then 401", async () => {
+test("sign in, consent Allow, PKCE offline flow, get_current_account, refresh, revoke, then 401", LIMIT, async () => {
   const query = pkceQuery("w1");
   const signInPage = await fetch(`${worker.url}/oauth2/authorize?${query}`);
   assert.equal(signInPage.status, 200);
@@ -107,7 +109,7 @@ test("sign in, consent Allow, PKCE offline flow, get_current_account, refresh, r
   assert.equal((await getAccount(tokens.access_token)).status, 401, "the whole grant ended");
 });
 
-test("Deny sends the user back with error=access_denied and no code", async () => {
+test("Deny sends the user back with error=access_denied and no code", LIMIT, async () => {
   const query = pkceQuery("w2");
   const { cookie } = await signIn("bob", "bob-password");
   const consent = await fetch(`${worker.url}/oauth2/authorize?${query}`, { headers: { cookie } });
@@ -122,7 +124,7 @@ test("Deny sends the user back with error=access_denied and no code", async () =
   assert.equal(redirect.searchParams.get("code"), null);
 });
 
-test("without redirect_uri the code is displayed, and the confidential app redeems it with its secret", async () => {
+test("without redirect_uri the code is displayed, and the confidential app redeems it with its secret", LIMIT, async () => {
   const query = new URLSearchParams({ client_id: "demo-server-app", response_type: "code" }).toString();
   const { cookie } = await signIn("alice", "alice-password");
   const consent = await fetch(`${worker.url}/oauth2/authorize?${query}`, { headers: { cookie } });
@@ -142,7 +144,7 @@ test("without redirect_uri the code is displayed, and the confidential app redee
   assert.equal((await (await getAccount(access_token)).json()).account_id, ALICE_ID);
 });
 
-test("two concurrent exchanges of one code: exactly one 200 and one 400 invalid_grant", async () => {
+test("two concurrent exchanges of one code: exactly one 200 and one 400 invalid_grant", LIMIT, async () => {
   const { cookie } = await signIn("alice", "alice-password");
   const query = pkceQuery("race");
   for (let trial = 0; trial < 6; trial++) {
@@ -158,7 +160,7 @@ test("two concurrent exchanges of one code: exactly one 200 and one 400 invalid_
   }
 });
 
-test("a restart of wrangler dev on the same persist dir keeps a still-valid token valid", async () => {
+test("a restart of wrangler dev on the same persist dir keeps a still-valid token valid", LIMIT, async () => {
   const { cookie } = await signIn("alice", "alice-password");
   const query = pkceQuery("restart");
   const kept = await (await exchange(await codeFor(cookie, query))).json();
@@ -180,7 +182,7 @@ test("a restart of wrangler dev on the same persist dir keeps a still-valid toke
   assert.ok(await codeFor(cookie, query));
 });
 
-test("a bad configuration stops dev.mjs at once with a clear message", async () => {
+test("a bad configuration stops dev.mjs at once with a clear message", LIMIT, async () => {
   const path = join(dir, "bad.json");
   const sample = JSON.parse(readFileSync(SAMPLE_CONFIG, "utf8"));
   writeFileSync(path, JSON.stringify({ ...sample, session_secret: "short" }));
