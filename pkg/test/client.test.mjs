@@ -2,24 +2,13 @@
 // process over a shared hand-moved clock, `fetch` routed to the server.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { IDLE, createAuthServer, createPkceClient, createPkceMachine } from "../src/node.js";
-import { memoryStorage } from "../src/adapters/memory.js";
-import { ALICE, GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, config } from "./fixtures.mjs";
+import { IDLE, createPkceClient, createPkceMachine } from "../src/node.js";
+import { ALICE, GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, testServer } from "./fixtures.mjs";
 
 const ORIGIN = "http://auth.test";
 
 function world(accessType) {
-  let now = 1_700_000_000;
-  const server = createAuthServer({
-    ...config(),
-    apiEndpoints: config().api_endpoints,
-    storage: memoryStorage(),
-    clock: () => now,
-    hooks: {
-      currentUser: async () => ALICE,
-      api: { [GET_ACCOUNT]: async (principal) => Response.json({ account_id: principal.account_id }) },
-    },
-  });
+  const { srv: server, now, advance } = testServer();
   const exchanges = [];
   const client = createPkceClient(
     {
@@ -31,7 +20,7 @@ function world(accessType) {
       scopes: ["account_info.read"],
       access_type: accessType,
     },
-    { clock: () => now, fetch: (input, init) => server.fetch(new Request(input, init)), onExchange: (request, response) => exchanges.push([request, response]) },
+    { clock: now, fetch: (input, init) => server.fetch(new Request(input, init)), onExchange: (request, response) => exchanges.push([request, response]) },
   );
   /** Plays the browser: consent to the authorization URL, return the redirect. */
   async function consent(url, decision = "allow") {
@@ -41,7 +30,7 @@ function world(accessType) {
     assert.equal(answer.status, 302);
     return answer.headers.get("location");
   }
-  return { client, consent, exchanges, advance: (s) => (now += s) };
+  return { client, consent, exchanges, advance };
 }
 
 async function signIn({ client, consent }) {

@@ -4,25 +4,9 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createAuthServer } from "../src/node.js";
 import { memoryStorage } from "../src/adapters/memory.js";
-import { ALICE, CONF_APP, CONF_SECRET, GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, VERIFIER, config, pkceQuery } from "./fixtures.mjs";
+import { ALICE, CONF_APP, CONF_SECRET, GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, VERIFIER, pkceQuery, testServer as server } from "./fixtures.mjs";
 
 const ORIGIN = "http://auth.test";
-
-function server({ signedIn = true, audit = [] } = {}) {
-  let now = 1_700_000_000;
-  const srv = createAuthServer({
-    ...config(),
-    apiEndpoints: config().api_endpoints,
-    storage: memoryStorage(),
-    clock: () => now,
-    onAudit: (event) => audit.push(event),
-    hooks: {
-      currentUser: async () => (signedIn ? ALICE : null),
-      api: { [GET_ACCOUNT]: async (principal) => Response.json({ account_id: principal.account_id }) },
-    },
-  });
-  return { srv, advance: (s) => (now += s), audit };
-}
 
 const tokenRequest = (pairs, headers = {}) =>
   new Request(`${ORIGIN}/oauth2/token`, {

@@ -1,6 +1,7 @@
 // Shared fixtures for the package tests: a configuration like the Rust harness's, PKCE values
 // from RFC 7636 Appendix B, and small helpers.
-import { secretDigest } from "../src/node.js";
+import { createAuthServer, secretDigest } from "../src/node.js";
+import { memoryStorage } from "../src/adapters/memory.js";
 
 export const VERIFIER = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
 export const CHALLENGE = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
@@ -61,3 +62,23 @@ export const form = (pairs) => ({
   headers: [["content-type", "application/x-www-form-urlencoded"]],
   body: new TextEncoder().encode(new URLSearchParams(pairs).toString()),
 });
+
+/**
+ * The fixture configuration served by `createAuthServer` over memory storage, on a hand-moved
+ * clock, with `get_current_account` answering the principal's account id.
+ */
+export function testServer({ signedIn = true, audit = [] } = {}) {
+  let now = 1_700_000_000;
+  const srv = createAuthServer({
+    ...config(),
+    apiEndpoints: config().api_endpoints,
+    storage: memoryStorage(),
+    clock: () => now,
+    onAudit: (event) => audit.push(event),
+    hooks: {
+      currentUser: async () => (signedIn ? ALICE : null),
+      api: { [GET_ACCOUNT]: async (principal) => Response.json({ account_id: principal.account_id }) },
+    },
+  });
+  return { srv, audit, now: () => now, advance: (s) => (now += s) };
+}

@@ -287,16 +287,7 @@ impl Sim {
 
     /// Exchanges a PKCE code of the public fixture app.
     pub fn exchange_pkce(&mut self, code: &str, verifier: &str) -> HttpResponse {
-        self.token(
-            &[
-                ("grant_type", "authorization_code"),
-                ("code", code),
-                ("client_id", PKCE_APP),
-                ("code_verifier", verifier),
-                ("redirect_uri", PKCE_REDIRECT),
-            ],
-            None,
-        )
+        self.token(&pkce_exchange(code, verifier), None)
     }
 
     /// Exchanges a code of the confidential fixture app (secret in the body).
@@ -510,6 +501,17 @@ pub fn basic_header(id: &str, secret: &str) -> String {
             encode_component(secret)
         ))
     )
+}
+
+/// The parameters of the public fixture app's PKCE code exchange.
+pub fn pkce_exchange<'a>(code: &'a str, verifier: &'a str) -> [(&'static str, &'a str); 5] {
+    [
+        ("grant_type", "authorization_code"),
+        ("code", code),
+        ("client_id", PKCE_APP),
+        ("code_verifier", verifier),
+        ("redirect_uri", PKCE_REDIRECT),
+    ]
 }
 
 /// A form-encoded POST, as clients send to the token endpoint.

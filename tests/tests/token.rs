@@ -683,13 +683,7 @@ fn query_request(pairs: &[(&str, &str)], content_type: &str) -> HttpRequest {
 fn parameters_in_the_query_are_read_when_the_body_is_empty_and_the_policy_allows() {
     let mut sim = sim();
     let code = sim.code_for(&pkce_offline_query("q"), &alice());
-    let exchange = [
-        ("grant_type", "authorization_code"),
-        ("code", code.as_str()),
-        ("client_id", PKCE_APP),
-        ("code_verifier", VERIFIER),
-        ("redirect_uri", PKCE_REDIRECT),
-    ];
+    let exchange = pkce_exchange(&code, VERIFIER);
     let tokens = json(&sim.token_request(query_request(
         &exchange,
         "application/x-www-form-urlencoded",
@@ -735,13 +729,7 @@ fn parameters_split_between_query_and_body_or_refused_by_policy_are_invalid_requ
     let mut strict = Sim::new(Config::new(document).unwrap());
     let code = strict.code_for(&pkce_offline_query("q"), &alice());
     let exchange = query_request(
-        &[
-            ("grant_type", "authorization_code"),
-            ("code", code.as_str()),
-            ("client_id", PKCE_APP),
-            ("code_verifier", VERIFIER),
-            ("redirect_uri", PKCE_REDIRECT),
-        ],
+        &pkce_exchange(&code, VERIFIER),
         "application/x-www-form-urlencoded",
     );
     assert_oauth_error(&strict.token_request(exchange), 400, "invalid_request");
