@@ -33,6 +33,9 @@ pub enum ConfigError {
     /// Only legacy apps can migrate to scopes.
     #[error("app {0} is already scoped")]
     AlreadyScoped(AppKey),
+    /// No app is registered under this key.
+    #[error("no app is registered as {0:?}")]
+    UnknownApp(String),
 }
 
 /// What an app may be granted.
@@ -260,6 +263,17 @@ impl Config {
         doc.apps.retain(|a| a.key != app.key);
         doc.apps.push(app);
         Config::new(doc)
+    }
+}
+
+impl Config {
+    /// This configuration with the legacy app `key` migrated to scopes (what the app console
+    /// does; see [`App::migrated_to_scopes`]). Tokens already issued keep their scopes.
+    pub fn with_app_migrated(&self, key: &str) -> Result<Config, ConfigError> {
+        let app = self
+            .app(key)
+            .ok_or_else(|| ConfigError::UnknownApp(key.to_owned()))?;
+        self.with_app(app.migrated_to_scopes()?)
     }
 }
 

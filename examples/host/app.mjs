@@ -11,7 +11,7 @@
 // WebAssembly core, which checkConfig and createAuthServer below call into.
 import { Buffer } from "node:buffer";
 import { createHmac, scryptSync, timingSafeEqual } from "node:crypto";
-import { checkConfig, createAuthServer, escapeHtml, page } from "../../pkg/src/index.js";
+import { checkConfig, consentPageData, createAuthServer, escapeHtml, page, pageData } from "../../pkg/src/index.js";
 
 const STYLE = `<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#1e1919}
 h1{font-size:1.4rem}button,input{font:inherit;padding:.5rem 1rem;border-radius:.4rem;border:1px solid #bbb}
@@ -101,7 +101,7 @@ const signInPage = (returnTo, error = "") =>
   page(
     error ? 401 : 200,
     "Sign in",
-    `${STYLE}<h1>Sign in</h1>${error ? `<p style="color:#c00">${escapeHtml(error)}</p>` : ""}
+    `${STYLE}<h1${pageData("sign_in")}>Sign in</h1>${error ? `<p style="color:#c00">${escapeHtml(error)}</p>` : ""}
     <form method="post" action="/signin"><input type="hidden" name="return_to" value="${escapeHtml(returnTo)}">
     <p><input name="username" placeholder="username" autocomplete="username" required></p>
     <p><input name="password" type="password" placeholder="password" autocomplete="current-password" required></p>
@@ -154,7 +154,7 @@ export function authServer(config, { storage, onAudit }) {
         page(
           200,
           `Authorize ${prompt.app_name}`,
-          `${STYLE}<h1>${escapeHtml(prompt.app_name)} would like to access your account</h1>
+          `${STYLE}<h1${consentPageData(prompt)}>${escapeHtml(prompt.app_name)} would like to access your account</h1>
           <p>Signed in as <b>${escapeHtml(usersByAccount.get(user.account_id)?.name ?? user.account_id)}</b>.</p>
           <p>It asks for:</p><ul>${prompt.scopes.map((s) => `<li><code>${escapeHtml(s)}</code></li>`).join("")}</ul>
           <p>${prompt.access_type === "offline" ? "It may keep access while you are away (offline access)." : "Its access ends within hours unless you authorize it again."}</p>
@@ -162,9 +162,9 @@ export function authServer(config, { storage, onAudit }) {
           <button class="allow" name="decision" value="allow">Allow</button> <button name="decision" value="deny">Deny</button></form>`,
         ),
       codePage: async ({ code }) =>
-        page(200, "Your code", `${STYLE}<h1>Enter this code in the app</h1><p><code id="code">${escapeHtml(code)}</code></p><p>It works once, within ten minutes.</p>`),
+        page(200, "Your code", `${STYLE}<h1${pageData("code", { code })}>Enter this code in the app</h1><p><code id="code">${escapeHtml(code)}</code></p><p>It works once, within ten minutes.</p>`),
       errorPage: async ({ error, description }) =>
-        page(400, "Authorization error", `${STYLE}<h1>Something is wrong with this request</h1><p><b>${escapeHtml(error)}</b>: ${escapeHtml(description)}</p>`),
+        page(400, "Authorization error", `${STYLE}<h1${pageData("error", { error })}>Something is wrong with this request</h1><p><b>${escapeHtml(error)}</b>: ${escapeHtml(description)}</p>`),
       api: {
         "/2/users/get_current_account": async (principal) =>
           Response.json(account(usersByAccount.get(principal.account_id) ?? { account_id: principal.account_id, uid: principal.uid, username: "unknown" })),

@@ -28,6 +28,12 @@ export function checkConfig(config) {
   return bindings.checkConfig(config);
 }
 
+/** The configuration with the legacy app `app` migrated to scopes (see the crate docs). Throws an Error if it cannot be. */
+export function migrateApp(config, app) {
+  ready();
+  return bindings.migrateApp(config, app);
+}
+
 /** The digest to register for an app secret. */
 export function secretDigest(secret) {
   ready();

@@ -67,6 +67,8 @@ export interface Core {
 export function initialize(module: WebAssembly.Module | BufferSource): void;
 export function createCore(config: ConfigDocument): Core;
 export function checkConfig(config: ConfigDocument): ConfigCheck;
+/** The configuration with the legacy app `app` migrated to scopes (scopes pre-selected from its legacy access type); tokens already issued keep theirs. Throws if the app is unknown or already scoped. */
+export function migrateApp(config: ConfigDocument, app: string): ConfigDocument;
 export function secretDigest(secret: string): string;
 export function entropyLength(): number;
 export function createAuthServer(options: AuthServerOptions): AuthServer;
@@ -79,6 +81,13 @@ export function runSteps(
 /** An HTML page with the flow's security headers (no framing, no caching, no referrer). */
 export function page(status: number, title: string, bodyHtml: string): Response;
 export function escapeHtml(text: unknown): string;
+/** Attributes (` data-page="…" data-app="…" …`) that tell machines which page of the flow this is; put them on the page's first element. */
+export function pageData(
+  kind: "sign_in" | "consent" | "code" | "error",
+  fields?: { app?: string; scopes?: string[]; access_type?: string; code?: string; error?: string },
+): string;
+/** `pageData("consent", …)` for a consent prompt. */
+export function consentPageData(prompt: ConsentPrompt): string;
 
 /** A store that can also delete the records whose purge time has passed. */
 export interface PurgeableStorage extends Storage {

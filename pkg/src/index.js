@@ -1,3 +1,3 @@
-export { initialize, createCore, checkConfig, secretDigest, entropyLength, createPkceMachine, clientEntropyLength } from "./core.js";
-export { createAuthServer, runSteps, page, escapeHtml } from "./server.js";
+export { initialize, createCore, checkConfig, migrateApp, secretDigest, entropyLength, createPkceMachine, clientEntropyLength } from "./core.js";
+export { createAuthServer, runSteps, page, pageData, consentPageData, escapeHtml } from "./server.js";
 export { createPkceClient, IDLE } from "./client.js";

@@ -22,19 +22,38 @@ export function page(status, title, bodyHtml) {
   return new Response(html, { status, headers: PAGE_HEADERS });
 }
 
+/**
+ * The attributes that say, for machines (tests, the conformance runner), which page of the flow
+ * this is: put them on the page's first element. `fields` may name the app, scopes, access type,
+ * code or error shown.
+ */
+export function pageData(kind, fields = {}) {
+  const names = { app: "app", scopes: "scopes", access_type: "access-type", code: "code", error: "error" };
+  let attributes = ` data-page="${escapeHtml(kind)}"`;
+  for (const [field, value] of Object.entries(fields)) {
+    if (names[field] && value !== undefined && value !== null) {
+      attributes += ` data-${names[field]}="${escapeHtml(Array.isArray(value) ? value.join(" ") : value)}"`;
+    }
+  }
+  return attributes;
+}
+
+/** The consent page's marker: the app, the scopes and the access type asked for. */
+export const consentPageData = (prompt) => pageData("consent", { app: prompt.app, scopes: prompt.scopes, access_type: prompt.access_type });
+
 const defaultHooks = {
   currentUser: async () => null,
-  signIn: async () => page(401, "Sign in", "<h1>Sign in required</h1><p>This host has no sign-in hook.</p>"),
+  signIn: async () => page(401, "Sign in", `<h1${pageData("sign_in")}>Sign in required</h1><p>This host has no sign-in hook.</p>`),
   consentPage: async ({ prompt, query }) =>
     page(
       200,
       "Authorize",
-      `<h1>${escapeHtml(prompt.app_name)} wants access</h1><ul>${prompt.scopes.map((s) => `<li>${escapeHtml(s)}</li>`).join("")}</ul>` +
+      `<h1${consentPageData(prompt)}>${escapeHtml(prompt.app_name)} wants access</h1><ul>${prompt.scopes.map((s) => `<li>${escapeHtml(s)}</li>`).join("")}</ul>` +
         `<form method="post" action="/oauth2/authorize"><input type="hidden" name="query" value="${escapeHtml(query)}">` +
         `<button name="decision" value="allow">Allow</button> <button name="decision" value="deny">Deny</button></form>`,
     ),
-  codePage: async ({ code }) => page(200, "Your code", `<h1>Copy this code into the app</h1><p><code>${escapeHtml(code)}</code></p>`),
-  errorPage: async ({ error, description }) => page(400, "Error", `<h1>${escapeHtml(error)}</h1><p>${escapeHtml(description)}</p>`),
+  codePage: async ({ code }) => page(200, "Your code", `<h1${pageData("code", { code })}>Copy this code into the app</h1><p><code>${escapeHtml(code)}</code></p>`),
+  errorPage: async ({ error, description }) => page(400, "Error", `<h1${pageData("error", { error })}>${escapeHtml(error)}</h1><p>${escapeHtml(description)}</p>`),
   api: {},
 };
 

@@ -275,6 +275,18 @@ pub fn check_config(document: JsConfigDocument) -> Result<JsConfigCheck, JsError
     Ok(to_js(&check)?.unchecked_into())
 }
 
+/// The configuration with the legacy app `app` migrated to scopes, pre-selected from its legacy
+/// access type (what an app console does). Tokens already issued keep their scopes. Throws if
+/// the document is invalid, the app unknown or already scoped.
+#[wasm_bindgen(js_name = migrateApp)]
+pub fn migrate_app(document: JsConfigDocument, app: &str) -> Result<JsConfigDocument, JsError> {
+    let config: Config = from_js("configuration", document.into())?;
+    let migrated = config
+        .with_app_migrated(app)
+        .map_err(|e| JsError::new(&e.to_string()))?;
+    Ok(to_js(&ConfigDocument::from(migrated))?.unchecked_into())
+}
+
 /// The digest to register for an app secret (URL-safe base64 of its SHA-256).
 #[wasm_bindgen(js_name = secretDigest)]
 pub fn secret_digest(secret: &str) -> String {
