@@ -1,0 +1,81 @@
+// Runner 2: every vector against the npm package through wasm — createAuthServer's Fetch driver
+// with in-memory storage, the step's time and entropy injected as the clock and the random
+// source, the package's own default pages. Signed-in users are a cookie the runner's
+// currentUser hook reads (the package leaves sessions to its host).
+import { test } from "node:test";
+import { createAuthServer, entropyLength, migrateApp } from "../../pkg/src/node.js";
+import { memoryStorage } from "../../pkg/src/adapters/memory.js";
+import { consentForm, loadCorpus, observeHttp, requestParts, runVector, unsupportedReason, userNamed } from "./lib.mjs";
+
+const ORIGIN = "https://auth.conformance.test";
+
+const packageLayer = {
+  entropyLength: entropyLength(),
+  async open({ config, users }) {
+    const storage = memoryStorage();
+    const clock = { now: 0, entropy: undefined, audit: [] };
+    const serve = (doc) =>
+      createAuthServer({
+        config: doc,
+        storage,
+        clock: () => clock.now,
+        random: () => clock.entropy,
+        maxAttempts: 1,
+        onAudit: (event) => clock.audit.push(event),
+        hooks: {
+          currentUser: async (request) => {
+            const name = /(?:^|;\s*)user=([a-z]+)/.exec(request.headers.get("cookie") ?? "")?.[1];
+            const user = name && users.find((u) => u.name === name);
+            return user ? { account_id: user.account_id, uid: user.uid } : null;
+          },
+          signIn: async () => new Response('<!doctype html><main data-page="sign_in">Sign in</main>', { headers: { "Content-Type": "text/html" } }),
+          api: { "/2/users/get_current_account": async (principal) => Response.json({ account_id: principal.account_id }) },
+        },
+      });
+    let current = config;
+    let server = serve(current);
+
+    const send = async (request) => {
+      const response = await server.fetch(request);
+      return observeHttp(response.status, [...response.headers], await response.text());
+    };
+
+    return {
+      async step(at, entropy, input) {
+        clock.now = at;
+        clock.entropy = entropy;
+        clock.audit = [];
+        let observation;
+        if (input.kind === "http") {
+          const { method, path, query, headers, body } = requestParts(input);
+          const request = new Request(`${ORIGIN}${path}${query ? `?${query}` : ""}`, { method, body });
+          for (const [name, value] of headers) request.headers.append(name, value);
+          if (input.user) request.headers.append("cookie", `user=${userNamed(users, input.user).name}`);
+          observation = await send(request);
+        } else if (input.kind === "consent" || input.kind === "deny") {
+          observation = await send(
+            new Request(`${ORIGIN}/oauth2/authorize`, {
+              method: "POST",
+              headers: { "Content-Type": "application/x-www-form-urlencoded", "Sec-Fetch-Site": "same-origin", Cookie: `user=${userNamed(users, input.user).name}` },
+              body: consentForm(input),
+            }),
+          );
+        } else if (input.kind === "unlink") {
+          const outcome = await server.unlink(input.app, userNamed(users, input.user).account_id, input.by);
+          observation = { outcome: outcome.kind, audit: [] };
+        } else {
+          current = migrateApp(current, input.app);
+          server = serve(current);
+          observation = { outcome: "migrated", audit: [] };
+        }
+        observation.audit = clock.audit;
+        return observation;
+      },
+    };
+  },
+};
+
+for (const entry of loadCorpus()) {
+  const reason = unsupportedReason(entry.vector, "package");
+  test(`${entry.vector.id}: ${entry.vector.title}`, reason ? { skip: reason } : {}, () => runVector(entry, packageLayer));
+}
