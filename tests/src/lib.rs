@@ -12,6 +12,8 @@
 
 use std::collections::BTreeMap;
 
+pub mod conformance;
+
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use edgegrant::*;
