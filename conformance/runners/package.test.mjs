@@ -2,7 +2,7 @@
 // with in-memory storage, the step's time and entropy injected as the clock and the random
 // source, the package's own default pages. Signed-in users are a cookie the runner's
 // currentUser hook reads (the package leaves sessions to its host).
-import { test } from "node:test";
+import { after, test } from "node:test";
 import { createAuthServer, entropyLength, migrateApp } from "../../pkg/src/node.js";
 import { memoryStorage } from "../../pkg/src/adapters/memory.js";
 import { consentForm, loadCorpus, observeHttp, requestParts, runVector, unsupportedReason, userNamed } from "./lib.mjs";
@@ -75,7 +75,11 @@ const packageLayer = {
   },
 };
 
-for (const entry of loadCorpus()) {
+const started = performance.now();
+const corpus = loadCorpus();
+const skipped = corpus.filter(({ vector }) => unsupportedReason(vector, "package")).length;
+for (const entry of corpus) {
   const reason = unsupportedReason(entry.vector, "package");
   test(`${entry.vector.id}: ${entry.vector.title}`, reason ? { skip: reason } : {}, () => runVector(entry, packageLayer));
 }
+after(() => console.log(`conformance (package): ${corpus.length} vectors, ${skipped} skipped, in ${Math.round(performance.now() - started)} ms`));
