@@ -118,6 +118,11 @@ pub struct LinkRecord {
     pub epoch: u64,
     /// The scopes the user has consented to since the last unlink (for re-authorization).
     pub granted: ScopeSet,
+    /// Whether the user has consented to offline access (refresh tokens) since the last unlink:
+    /// an offline request after online consent asks again, since it lets the app act while the
+    /// user is away.
+    #[serde(default)]
+    pub offline: bool,
 }
 
 /// Any stored record.

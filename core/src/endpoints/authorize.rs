@@ -253,7 +253,7 @@ pub(crate) fn authorize(ctx: &mut Ctx<'_>, query: &str, user: Option<&User>) -> 
         Some(user) => {
             let key = RecordKey::Link(request.app.key.clone(), user.account_id.clone());
             let link = ctx.load::<LinkRecord>(&key)?;
-            link::has_granted(link.map(|l| l.record), &request.scopes)
+            link::has_granted(link.map(|l| l.record), &request.scopes, request.access_type)
         }
     };
     respond(Outcome::Consent(ConsentPrompt {
@@ -295,6 +295,7 @@ pub(crate) fn consent(
         Record::Link(link::consented(
             link.as_ref().map(|l| l.record),
             &request.scopes,
+            request.access_type,
         )),
     );
     match request.response_type {
