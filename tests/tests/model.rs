@@ -425,6 +425,9 @@ struct Model {
     epochs: [[u64; USERS]; 2],
     /// Consented since the last unlink, by app and user.
     consented: [[bool; USERS]; 2],
+    /// Consented to offline access since the last unlink, by app and user (online consent does
+    /// not cover a later offline request).
+    consented_offline: [[bool; USERS]; 2],
     /// Ever consented (the core then holds a link record), by app and user.
     linked: [[bool; USERS]; 2],
     codes: Vec<CodeEntry>,
@@ -714,7 +717,9 @@ impl World {
             prompt.redirect_uri.as_ref().map(RedirectUri::as_str),
             redirect.then_some(app.redirect())
         );
-        let granted = signed_in && self.model.consented[app.index()][user];
+        let granted = signed_in
+            && self.model.consented[app.index()][user]
+            && (access != Access::Offline || self.model.consented_offline[app.index()][user]);
         assert_eq!(
             prompt.already_granted, granted,
             "already_granted for {app:?} and user {user} (signed in: {signed_in})"
@@ -781,6 +786,7 @@ impl World {
             successes: 0,
         });
         model.consented[app.index()][user] = true;
+        model.consented_offline[app.index()][user] |= access == Access::Offline;
         model.linked[app.index()][user] = true;
     }
 
@@ -1013,6 +1019,7 @@ impl World {
         );
         model.epochs[a][user] += 1;
         model.consented[a][user] = false;
+        model.consented_offline[a][user] = false;
     }
 
     /// Garbage never authorizes, never yields tokens or codes, and never writes.
