@@ -51,7 +51,7 @@ function passwordMatches(stored, password) {
 }
 
 /** Session cookies: the account id, signed with HMAC-SHA256, so sessions survive a restart too. */
-function sessions(secret) {
+export function sessions(secret) {
   const sign = (value) => createHmac("sha256", secret).update(value).digest("base64url");
   return {
     cookie(accountId) {
@@ -137,13 +137,15 @@ export function signInRoutes(config, { title = "host" } = {}) {
  * The authorization server (createAuthServer) with this host's hooks: the session cookie names
  * the user, the sign-in page stands in for a missing session, and the pages and the account API.
  */
-export function authServer(config, { storage, onAudit }) {
+export function authServer(config, { storage, onAudit, clock, random }) {
   const session = sessions(config.session_secret);
   const usersByAccount = new Map(config.users.map((u) => [u.account_id, u]));
-  return createAuthServer({
+  const server = createAuthServer({
     config: config.core,
     storage,
     onAudit,
+    clock, // both undefined (the system clock and random source) unless in test mode (test-mode.mjs)
+    random,
     hooks: {
       currentUser: async (request) => {
         const user = usersByAccount.get(session.accountId(request));
@@ -171,11 +173,55 @@ export function authServer(config, { storage, onAudit }) {
       },
     },
   });
+  return { ...server, fetch: (request) => readingToEnd(request, server.fetch) };
+}
+
+/**
+ * `handle(request)`, with the request's body read to its end before the answer goes out,
+ * whatever `handle` read of it. The server reads at most max_input_bytes + 1 bytes of a body,
+ * and none of one it refuses unread (an unknown path). Cancelling the rest would reset the
+ * connection in node:http before the client reads the answer; leaving it unread when a Worker
+ * answers is an uncaught error in workerd ("Can't read from request stream after response has
+ * been sent") that under wrangler dev breaks the next request too. The rest is read here and
+ * dropped, so memory stays bounded.
+ */
+async function readingToEnd(request, handle) {
+  if (!request.body) return handle(request);
+  const incoming = request.body.getReader();
+  let answered = false;
+  let reading = null; // one read at a time: workerd's streams allow no more
+  const body = new ReadableStream(
+    {
+      async pull(controller) {
+        if (answered) return controller.close();
+        reading = incoming.read();
+        const { done, value } = await reading;
+        reading = null;
+        if (done) controller.close();
+        else controller.enqueue(value);
+      },
+    },
+    { highWaterMark: 0 }, // nothing read ahead of the server
+  );
+  const dropRest = async () => {
+    answered = true;
+    try {
+      if (reading && (await reading).done) return;
+      while (!(await incoming.read()).done);
+    } catch {
+      // The client went away: nothing more to read.
+    }
+  };
+  try {
+    return await handle(new Request(request, { body, duplex: "half" }));
+  } finally {
+    await dropRest();
+  }
 }
 
 /** Both parts in one handler, for a host that runs them in one place (the Node host). */
-export function createApp(config, { storage, onAudit, title }) {
+export function createApp(config, { storage, onAudit, title, clock, random }) {
   const pages = signInRoutes(config, { title });
-  const auth = authServer(config, { storage, onAudit });
-  return { fetch: async (request) => (await pages(request)) ?? auth.fetch(request) };
+  const auth = authServer(config, { storage, onAudit, clock, random });
+  return { fetch: async (request) => (await pages(request)) ?? auth.fetch(request), unlink: auth.unlink };
 }

@@ -4,6 +4,7 @@
 //   node examples/node/server.mjs examples/node/config.sample.json
 //
 // The configuration file is documented in README.md next to this file.
+import { randomBytes } from "node:crypto";
 import http from "node:http";
 import { dirname, resolve } from "node:path";
 import { Readable } from "node:stream";
@@ -11,6 +12,7 @@ import { pathToFileURL } from "node:url";
 import { openSqliteStorage } from "../../pkg/src/adapters/sqlite.js";
 import { createApp } from "../host/app.mjs";
 import { loadConfigFile } from "../host/config-file.mjs";
+import { withTestMode } from "../host/test-mode.mjs";
 
 /** Reads and checks the configuration file; throws an Error that says what is wrong. */
 export function loadConfig(path) {
@@ -18,16 +20,34 @@ export function loadConfig(path) {
   return { ...config, database: resolve(dirname(resolve(path)), config.database ?? "edgegrant.sqlite") };
 }
 
-export async function startServer(configPath, { port, host } = {}) {
+/**
+ * Starts the host. `testMode: true` adds the /__test__/ control endpoints (../host/test-mode.mjs;
+ * each reset starts a new, empty table in the same database); never on otherwise. `onAudit`
+ * replaces the default audit log (one JSON line per event on stdout).
+ */
+export async function startServer(configPath, { port, host, testMode = false, onAudit = (event) => console.log(JSON.stringify({ audit: event })) } = {}) {
   const config = loadConfig(configPath);
   const storage = await openSqliteStorage(config.database);
-  const app = createApp(config, {
-    storage,
-    title: "Node host",
-    onAudit: (event) => console.log(JSON.stringify({ audit: event })),
-  });
+  const serve = (doc, options) => createApp(doc, { ...options, title: "Node host" });
+  let testStorage; // the table of the last reset
+  const app = testMode
+    ? withTestMode({
+        config,
+        storage,
+        onAudit,
+        serve,
+        async emptyStorage() {
+          testStorage?.close();
+          // A name no earlier run used, so the table starts empty.
+          testStorage = await openSqliteStorage(config.database, { table: `edgegrant_test_${Date.now().toString(36)}_${randomBytes(4).toString("hex")}` });
+          return testStorage;
+        },
+      })
+    : serve(config, { storage, onAudit });
 
-  const server = http.createServer(async (req, res) => {
+  // Request line and headers up to 64 KiB (node:http's default is 16 KiB): the core holds them to
+  // max_input_bytes (16 KiB by default) itself, and a query of exactly that size must still pass.
+  const server = http.createServer({ maxHeaderSize: 64 * 1024 }, async (req, res) => {
     try {
       const headers = new Headers();
       for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i], req.rawHeaders[i + 1]);
@@ -58,6 +78,7 @@ export async function startServer(configPath, { port, host } = {}) {
       server.closeAllConnections();
       await closed;
       storage.close();
+      testStorage?.close();
     },
   };
 }

@@ -57,9 +57,10 @@ function signalGroup(pgid, signal) {
  * Starts `wrangler dev` with the configuration at `configPath` (checked here first) and resolves
  * once the Worker answers: `{ url, close(), exited, output() }`. `close()` stops wrangler and
  * every workerd it started; `exited` settles when wrangler ends; `output()` is the tail of its
- * output. `echo` copies wrangler's output to this process's.
+ * output. `echo` copies wrangler's output to this process's. `testMode` sets TEST_MODE="1"
+ * (the /__test__/ endpoints of ../host/test-mode.mjs); nothing else ever does.
  */
-export async function startWorker({ configPath = SAMPLE_CONFIG, port, persistTo = join(here, ".wrangler/state"), echo = false, timeoutMs = 60_000 } = {}) {
+export async function startWorker({ configPath = SAMPLE_CONFIG, port, persistTo = join(here, ".wrangler/state"), echo = false, timeoutMs = 60_000, testMode = false } = {}) {
   if (!existsSync(WRANGLER)) throw new Error("wrangler is not installed: run npm ci --prefix examples/worker");
   const config = loadConfigFile(configPath);
   // This run's own copy of the static assets (see stage-demo.mjs), removed by close().
@@ -85,6 +86,8 @@ export async function startWorker({ configPath = SAMPLE_CONFIG, port, persistTo 
     "--persist-to", resolve(persistTo),
     "--assets", assets,
     "--var", `CONFIG:${JSON.stringify(doc)}`,
+    // The /__test__/ control endpoints (../host/test-mode.mjs), for the conformance runner only.
+    ...(testMode ? ["--var", "TEST_MODE:1"] : []),
     "--show-interactive-dev-session=false",
   ];
   // Through supervise.mjs, in a process group of its own: wrangler and its workerd processes

@@ -5,6 +5,7 @@
 import "../../../pkg/src/workers.js"; // loads the WebAssembly core (wrangler imports the .wasm)
 import { durableObjectStorage } from "../../../pkg/src/adapters/durable-object.js";
 import { authServer, parseConfig, signInRoutes } from "../../host/app.mjs";
+import { withTestMode } from "../../host/test-mode.mjs";
 
 /** The checked configuration, parsed once per isolate. */
 let parsed;
@@ -31,10 +32,23 @@ export class AuthServer {
     if (!this.server) {
       try {
         const config = configOf(this.env);
-        this.server = authServer(config, {
-          storage: durableObjectStorage(this.state.storage),
-          onAudit: (event) => console.log(JSON.stringify({ audit: event })),
-        });
+        const storage = durableObjectStorage(this.state.storage);
+        const onAudit = (event) => console.log(JSON.stringify({ audit: event }));
+        // Test mode (../../host/test-mode.mjs) only when TEST_MODE is "1": dev.mjs sets it for
+        // startWorker({ testMode: true }) and nothing else does. Otherwise /__test__/ is a 404.
+        this.server =
+          this.env.TEST_MODE === "1"
+            ? withTestMode({
+                config,
+                storage,
+                onAudit,
+                serve: authServer,
+                emptyStorage: async () => {
+                  await this.state.storage.deleteAll();
+                  return storage;
+                },
+              })
+            : authServer(config, { storage, onAudit });
       } catch (error) {
         return misconfigured(error);
       }
@@ -51,7 +65,8 @@ export default {
     } catch (error) {
       return misconfigured(error);
     }
-    // One object, named "auth", for every record: see README.md for why.
+    // One object, named "auth", for every record: see README.md for why. (In test mode the
+    // /__test__/ endpoints go there too: the server and its storage live in the object.)
     return (await pages(request)) ?? env.AUTH.get(env.AUTH.idFromName("auth")).fetch(request);
   },
 };
