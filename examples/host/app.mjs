@@ -140,7 +140,7 @@ export function signInRoutes(config, { title = "host" } = {}) {
 export function authServer(config, { storage, onAudit, clock, random }) {
   const session = sessions(config.session_secret);
   const usersByAccount = new Map(config.users.map((u) => [u.account_id, u]));
-  const server = createAuthServer({
+  return createAuthServer({
     config: config.core,
     storage,
     onAudit,
@@ -173,50 +173,6 @@ export function authServer(config, { storage, onAudit, clock, random }) {
       },
     },
   });
-  return { ...server, fetch: (request) => readingToEnd(request, server.fetch) };
-}
-
-/**
- * `handle(request)`, with the request's body read to its end before the answer goes out,
- * whatever `handle` read of it. The server reads at most max_input_bytes + 1 bytes of a body,
- * and none of one it refuses unread (an unknown path). Cancelling the rest would reset the
- * connection in node:http before the client reads the answer; leaving it unread when a Worker
- * answers is an uncaught error in workerd ("Can't read from request stream after response has
- * been sent") that under wrangler dev breaks the next request too. The rest is read here and
- * dropped, so memory stays bounded.
- */
-async function readingToEnd(request, handle) {
-  if (!request.body) return handle(request);
-  const incoming = request.body.getReader();
-  let answered = false;
-  let reading = null; // one read at a time: workerd's streams allow no more
-  const body = new ReadableStream(
-    {
-      async pull(controller) {
-        if (answered) return controller.close();
-        reading = incoming.read();
-        const { done, value } = await reading;
-        reading = null;
-        if (done) controller.close();
-        else controller.enqueue(value);
-      },
-    },
-    { highWaterMark: 0 }, // nothing read ahead of the server
-  );
-  const dropRest = async () => {
-    answered = true;
-    try {
-      if (reading && (await reading).done) return;
-      while (!(await incoming.read()).done);
-    } catch {
-      // The client went away: nothing more to read.
-    }
-  };
-  try {
-    return await handle(new Request(request, { body, duplex: "half" }));
-  } finally {
-    await dropRest();
-  }
 }
 
 /** Both parts in one handler, for a host that runs them in one place (the Node host). */

@@ -94,24 +94,42 @@ export async function runSteps(core, storage, input, { clock = systemClock, rand
   };
 }
 
-/** The body, read up to one byte over `limit` (the core refuses it then, with the right error). */
+/**
+ * Reads what is left of a body and drops it. An answer sent over an unread body breaks the
+ * connection: node:http resets it before the client reads the answer, and workerd fails
+ * ("Can't read from request stream after response has been sent"), under wrangler dev the next
+ * request too. Memory stays bounded; the host's request timeout bounds the time.
+ */
+async function drain(reader) {
+  try {
+    while (!(await reader.read()).done);
+  } catch {
+    // The client went away: nothing more to read.
+  }
+}
+
+/** The body, read up to one byte over `limit` (the core refuses it then, with the right error); the rest is dropped. */
 async function readBody(request, limit) {
   if (!request.body) return new Uint8Array(0);
   const reader = request.body.getReader();
   const chunks = [];
   let size = 0;
+  let ended = false;
   try {
     while (size <= limit) {
       const { done, value } = await reader.read();
-      if (done) break;
+      if (done) {
+        ended = true;
+        break;
+      }
       chunks.push(value);
       size += value.length;
     }
   } catch {
     // A body that breaks off is as good as a malformed one: the core answers for what arrived.
-  } finally {
-    reader.cancel().catch(() => {});
+    ended = true;
   }
+  if (!ended) await drain(reader);
   const body = new Uint8Array(Math.min(size, limit + 1));
   let offset = 0;
   for (const chunk of chunks) {
@@ -212,23 +230,32 @@ export function createAuthServer(options) {
     return handler ? handler(outcome.value, request) : new Response("null", { status: 404 });
   }
 
+  async function route(request) {
+    const url = new URL(request.url);
+    switch (url.pathname) {
+      case "/oauth2/authorize":
+        if (request.method === "GET") return authorize(request, url);
+        if (request.method === "POST") return consentForm(request, url);
+        return new Response(null, { status: 405, headers: { Allow: "GET, POST" } });
+      case "/oauth2/token":
+        return render(await run({ kind: "token", request: await toHttpRequest(request) }), request);
+      case "/2/auth/token/revoke":
+        return render(await run({ kind: "revoke", request: await toHttpRequest(request) }), request);
+      default:
+        if (core.requiredScope(url.pathname) !== undefined) return api(request, url);
+        return new Response("Not Found", { status: 404 });
+    }
+  }
+
   return {
     core,
     /** Serves `/oauth2/authorize`, `/oauth2/token`, `/2/auth/token/revoke` and the declared `/2/` routes. */
     async fetch(request) {
-      const url = new URL(request.url);
-      switch (url.pathname) {
-        case "/oauth2/authorize":
-          if (request.method === "GET") return authorize(request, url);
-          if (request.method === "POST") return consentForm(request, url);
-          return new Response(null, { status: 405, headers: { Allow: "GET, POST" } });
-        case "/oauth2/token":
-          return render(await run({ kind: "token", request: await toHttpRequest(request) }), request);
-        case "/2/auth/token/revoke":
-          return render(await run({ kind: "revoke", request: await toHttpRequest(request) }), request);
-        default:
-          if (core.requiredScope(url.pathname) !== undefined) return api(request, url);
-          return new Response("Not Found", { status: 404 });
+      try {
+        return await route(request);
+      } finally {
+        // A body no route read (an unknown path, a page) is read to its end before the answer.
+        if (request.body && !request.bodyUsed && !request.body.locked) await drain(request.body.getReader());
       }
     },
     /** The user (or a team admin) unlinks `app`: every token of that app and user ends. */
