@@ -60,7 +60,19 @@ function signalGroup(pgid, signal) {
  * output. `echo` copies wrangler's output to this process's. `testMode` sets TEST_MODE="1"
  * (the /__test__/ endpoints of ../host/test-mode.mjs); nothing else ever does.
  */
-export async function startWorker({ configPath = SAMPLE_CONFIG, port, persistTo = join(here, ".wrangler/state"), echo = false, timeoutMs = 60_000, testMode = false } = {}) {
+export async function startWorker(options = {}) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startWorkerOnce(options);
+    } catch (error) {
+      // Ports are found free, then bound by wrangler a moment later: another Worker starting in
+      // parallel (the test files do) can take one in between. Then try again on fresh ports.
+      if (attempt >= 3 || !/Address already in use/.test(error.message)) throw error;
+    }
+  }
+}
+
+async function startWorkerOnce({ configPath = SAMPLE_CONFIG, port, persistTo = join(here, ".wrangler/state"), echo = false, timeoutMs = 60_000, testMode = false } = {}) {
   if (!existsSync(WRANGLER)) throw new Error("wrangler is not installed: run npm ci --prefix examples/worker");
   const config = loadConfigFile(configPath);
   // This run's own copy of the static assets (see stage-demo.mjs), removed by close().
