@@ -28,13 +28,13 @@ pub enum ConfigError {
     #[error("max_input_bytes must be at least 1024")]
     InputLimit,
     /// An API endpoint path that does not start with `/2/`.
-    #[error("API endpoint {0:?} must start with /2/")]
+    #[error("API endpoint \"{0}\" must start with /2/")]
     EndpointPath(String),
     /// Only legacy apps can migrate to scopes.
     #[error("app {0} is already scoped")]
     AlreadyScoped(AppKey),
     /// No app is registered under this key.
-    #[error("no app is registered as {0:?}")]
+    #[error("no app is registered as \"{0}\"")]
     UnknownApp(String),
 }
 

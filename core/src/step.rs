@@ -114,6 +114,19 @@ pub enum Input {
     },
 }
 
+impl Input {
+    /// The HTTP request this input carries (token, revoke and API calls), for hosts that fill
+    /// in its body separately (the wasm bindings pass the body bytes beside the JSON).
+    pub fn request_mut(&mut self) -> Option<&mut HttpRequest> {
+        match self {
+            Input::Token { request }
+            | Input::Revoke { request }
+            | Input::ApiCall { request, .. } => Some(request),
+            Input::Authorize { .. } | Input::Consent { .. } | Input::Unlink { .. } => None,
+        }
+    }
+}
+
 /// The records a host has loaded for the current request, by key. A key mapped to `None` was
 /// looked up and is absent.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -417,6 +430,6 @@ pub enum Misuse {
     #[error("record under {0} has the wrong type")]
     WrongRecordType(String),
     /// An API call for an endpoint the configuration does not declare.
-    #[error("API endpoint {0:?} has no Required Scope in the configuration")]
+    #[error("API endpoint \"{0}\" has no Required Scope in the configuration")]
     UnknownEndpoint(String),
 }

@@ -23,7 +23,8 @@ export function stageDemo(into = ASSETS) {
   for (const file of readdirSync(join(pkg, "src")).filter((f) => f.endsWith(".js"))) {
     cpSync(join(pkg, "src", file), join(target, "edgegrant/src", file));
   }
-  for (const file of ["edgegrant_wasm.js", "edgegrant_wasm_bg.wasm"]) {
+  // Both bindings (core.js imports both), but only the client's module: the browser is the client.
+  for (const file of ["edgegrant_wasm.js", "edgegrant_client.js", "edgegrant_client_bg.wasm"]) {
     cpSync(join(pkg, "dist", file), join(target, "edgegrant/dist", file));
   }
 }

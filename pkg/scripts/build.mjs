@@ -1,5 +1,7 @@
-// Builds the npm package's WebAssembly from ../wasm: cargo (wasm32, size profile) → wasm-bindgen
-// --target web → wasm-opt (npm's binaryen) → dist/. Prints the module size, raw and gzipped.
+// Builds the npm package's two WebAssembly modules from ../wasm — the server's (dist/edgegrant_wasm)
+// and the PKCE client's (dist/edgegrant_client) — each: cargo (wasm32, size profile, one feature)
+// → wasm-bindgen --target web → wasm-opt (npm's binaryen) → dist/. Prints each module's size, raw
+// and gzipped, and fails when a gzipped module is over its budget (BUDGETS below).
 // Installs what is missing (the wasm32 target, the matching wasm-bindgen CLI); idempotent.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
@@ -33,20 +35,39 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
   run("cargo", ["install", "wasm-bindgen-cli", "--version", bindgen]);
 }
 
-run("cargo", ["build", "-p", "edgegrant-wasm", "--target", "wasm32-unknown-unknown", "--profile", "wasm"]);
-mkdirSync(dist, { recursive: true });
-run("wasm-bindgen", [
-  "--target", "web",
-  "--out-dir", dist,
-  "--out-name", "edgegrant_wasm",
-  join(root, "target/wasm32-unknown-unknown/wasm/edgegrant_wasm.wasm"),
-]);
-const wasm = join(dist, "edgegrant_wasm_bg.wasm");
+/**
+ * Gzipped-size budgets in bytes. The goal for the server module is 64 KiB; these budgets hold
+ * the ground gained so far, so that a change that grows a module fails the build (see the
+ * README's "Size" section for where the bytes go).
+ */
+const BUDGETS = { edgegrant_wasm: 132 * 1024, edgegrant_client: 82 * 1024 };
+
+const modules = [
+  { feature: "server", name: "edgegrant_wasm" },
+  { feature: "client", name: "edgegrant_client" },
+];
 const wasmOpt = join(pkg, "node_modules/.bin/wasm-opt");
 if (!existsSync(wasmOpt)) throw new Error("wasm-opt missing: run npm install in pkg/ first");
-run(wasmOpt, ["-Oz", "--enable-bulk-memory", "--enable-nontrapping-float-to-int", "--enable-sign-ext", "--enable-mutable-globals", "--enable-reference-types", "--enable-multivalue", wasm, "-o", wasm]);
-
-const raw = statSync(wasm).size;
-const gzipped = gzipSync(readFileSync(wasm), { level: 9 }).length;
+mkdirSync(dist, { recursive: true });
 const kib = (n) => (n / 1024).toFixed(1);
-console.log(`wasm size: ${raw} bytes raw (${kib(raw)} KiB), ${gzipped} bytes gzipped (${kib(gzipped)} KiB)`);
+const over = [];
+for (const { feature, name } of modules) {
+  run("cargo", ["build", "-p", "edgegrant-wasm", "--target", "wasm32-unknown-unknown", "--profile", "wasm", "--no-default-features", "--features", feature]);
+  run("wasm-bindgen", [
+    "--target", "web",
+    "--out-dir", dist,
+    "--out-name", name,
+    join(root, "target/wasm32-unknown-unknown/wasm/edgegrant_wasm.wasm"),
+  ]);
+  const wasm = join(dist, `${name}_bg.wasm`);
+  run(wasmOpt, ["-Oz", "--enable-bulk-memory", "--enable-nontrapping-float-to-int", "--enable-sign-ext", "--enable-mutable-globals", "--enable-reference-types", "--enable-multivalue", wasm, "-o", wasm]);
+  const raw = statSync(wasm).size;
+  const gzipped = gzipSync(readFileSync(wasm), { level: 9 }).length;
+  const budget = BUDGETS[name];
+  console.log(`wasm size ${name}: ${raw} bytes raw (${kib(raw)} KiB), ${gzipped} bytes gzipped (${kib(gzipped)} KiB), budget ${kib(budget)} KiB gzipped`);
+  if (gzipped > budget) over.push(`${name}: ${kib(gzipped)} KiB gzipped is over its budget of ${kib(budget)} KiB`);
+}
+if (over.length) {
+  console.error(`wasm size budget exceeded:\n  ${over.join("\n  ")}`);
+  process.exit(1);
+}

@@ -1,7 +1,7 @@
-// Browser entry point: compiles the WebAssembly module next to this package and initializes the
-// core before anything is exported.
-import { initialize } from "./core.js";
+// Browser entry point: compiles the PKCE client's WebAssembly module (the server's is not loaded:
+// a browser is the client) and initializes it before anything is exported.
+import { initializeClient } from "./core.js";
 
-initialize(await WebAssembly.compileStreaming(fetch(new URL("../dist/edgegrant_wasm_bg.wasm", import.meta.url))));
+initializeClient(await WebAssembly.compileStreaming(fetch(new URL("../dist/edgegrant_client_bg.wasm", import.meta.url))));
 
 export * from "./index.js";

@@ -1,15 +1,19 @@
 // Types of the driver. The values that cross into the core (Input, Step, Outcome, Records, …)
-// are declared once, by the wasm bindings, in dist/edgegrant_wasm.d.ts.
+// are declared once, by the wasm bindings, in dist/edgegrant_wasm.d.ts (server) and
+// dist/edgegrant_client.d.ts (PKCE client).
 import type {
-  App, AuditEvent, ClientConfig, ClientInput, ClientRequest, ClientState, ClientTransition, ConfigCheck, ConfigDocument,
-  ConsentPrompt, Input, Outcome, Policy, Principal, Step, Transaction, UnixTime, User, Versioned,
+  App, AuditEvent, ConfigCheck, ConfigDocument, ConsentPrompt, Input, Outcome, Policy, Principal, Step, Transaction, UnixTime,
+  User, Versioned,
 } from "../dist/edgegrant_wasm.js";
+import type { ClientConfig, ClientInput, ClientRequest, ClientState, ClientTransition } from "../dist/edgegrant_client.js";
 
 export type {
   App, AuditEvent, ConfigCheck, ConfigDocument, ConsentPrompt, Expect, HttpRequest, HttpResponse, Input, Outcome, Policy,
   Principal, Put, RecordKey, Records, Scope, Step, StoredRecord, TokenAccessType, Transaction, UnixTime, User, Versioned,
-  ClientConfig, ClientError, ClientInput, ClientRequest, ClientSession, ClientState, ClientStep, ClientTransition, SessionView,
 } from "../dist/edgegrant_wasm.js";
+export type {
+  ClientConfig, ClientError, ClientInput, ClientRequest, ClientSession, ClientState, ClientStep, ClientTransition, SessionView,
+} from "../dist/edgegrant_client.js";
 
 /** Two verbs: read many keys in one batch, apply a transaction all-or-nothing. */
 export interface Storage {
@@ -64,7 +68,10 @@ export interface Core {
   requiredScope(endpoint: string): string | undefined;
 }
 
+/** Instantiates the server's module (`edgegrant/wasm`); the node and workers entry points do it. */
 export function initialize(module: WebAssembly.Module | BufferSource): void;
+/** Instantiates the PKCE client's module (`edgegrant/client-wasm`); the node and browser entry points do it. */
+export function initializeClient(module: WebAssembly.Module | BufferSource): void;
 export function createCore(config: ConfigDocument): Core;
 export function checkConfig(config: ConfigDocument): ConfigCheck;
 /** The configuration with the legacy app `app` migrated to scopes (scopes pre-selected from its legacy access type); tokens already issued keep theirs. Throws if the app is unknown or already scoped. */

@@ -1,0 +1,121 @@
+//! The PKCE client machine's bindings, built as a module of its own for browsers.
+
+use edgegrant::{client, UnixTime};
+use wasm_bindgen::prelude::*;
+
+use crate::{from_json, to_json};
+
+#[wasm_bindgen(typescript_custom_section)]
+const CLIENT_TYPES: &'static str = r#"
+/** The PKCE client machine's configuration. */
+export interface ClientConfig {
+  client_id: string;
+  authorize_url: string;
+  token_url: string;
+  revoke_url: string;
+  /** `null`: the server displays the code and the user types it in (`code_entered`). */
+  redirect_uri?: string | null;
+  /** Empty or absent: the app's scopes. */
+  scopes?: Scope[];
+  access_type: "online" | "offline";
+  /** Refresh this many seconds before expiry (default 300). */
+  refresh_margin?: number;
+}
+/** What the client holds once authorized. Secret: keep it where only this client can read it. */
+export interface ClientSession {
+  access_token: string;
+  expires_at: UnixTime | null;
+  refresh_token: string | null;
+  scopes: Scope[];
+  account_id: string | null;
+  uid: string | null;
+  after_refusal: boolean;
+}
+/** A `ClientSession` without its secrets. */
+export interface SessionView {
+  expires_at: UnixTime | null;
+  refreshable: boolean;
+  scopes: Scope[];
+  account_id: string | null;
+  uid: string | null;
+}
+/** Where the client stands; the host keeps it between calls (start with `{ phase: "idle" }`). */
+export type ClientState =
+  | { phase: "idle" }
+  | { phase: "authorizing"; state: string; verifier: string }
+  | { phase: "exchanging"; sent_at: UnixTime }
+  | { phase: "authorized"; session: ClientSession }
+  | { phase: "refreshing"; session: ClientSession; sent_at: UnixTime; reason: "due" | "refused" | "to_revoke" }
+  | { phase: "revoking"; session: ClientSession };
+export type ClientInput =
+  | { kind: "begin" }
+  | { kind: "redirected"; url: string }
+  | { kind: "code_entered"; code: string }
+  | { kind: "response"; response: { status: number; headers?: [string, string][]; body: string } }
+  | { kind: "call" }
+  | { kind: "unauthorized" }
+  | { kind: "revoke" };
+export interface ClientRequest { method: string; url: string; headers: [string, string][]; body: string }
+export type ClientError =
+  | { kind: "state_mismatch" }
+  | { kind: "wrong_redirect_target" }
+  | { kind: "authorization_refused"; error: string; description: string | null }
+  | { kind: "missing_code" }
+  | { kind: "token_refused"; status: number; error: string; description: string | null }
+  | { kind: "malformed_response"; reason: string }
+  | { kind: "revocation_failed"; status: number }
+  | { kind: "unexpected"; input: string; state: string };
+export type ClientStep =
+  | { step: "navigate"; url: string }
+  | { step: "send"; request: ClientRequest }
+  | { step: "attach"; authorization: string }
+  | { step: "authorized"; session: SessionView }
+  | { step: "reauthorize"; reason: string }
+  | { step: "signed_out" }
+  | { step: "failed"; error: ClientError };
+export interface ClientTransition { state: ClientState; step: ClientStep }
+"#;
+
+/// How many entropy bytes every call to [`PkceClient::handle`] takes.
+#[wasm_bindgen(js_name = clientEntropyLength)]
+pub fn client_entropy_length() -> usize {
+    client::CLIENT_ENTROPY_LEN
+}
+
+/// The PKCE client machine (see `edgegrant::client`): pure transitions, the host keeps the state.
+#[wasm_bindgen]
+pub struct PkceClient {
+    client: client::PkceClient,
+}
+
+#[wasm_bindgen]
+impl PkceClient {
+    /// Checks the configuration (JSON); throws if it cannot work.
+    #[wasm_bindgen(constructor)]
+    pub fn new(config: &str) -> Result<PkceClient, JsError> {
+        let config = from_json::<client::ClientConfig>("client configuration", config)?;
+        let client = client::PkceClient::new(config).map_err(|e| JsError::new(&e.to_string()))?;
+        Ok(PkceClient { client })
+    }
+
+    /// The next state and step (a `ClientTransition`, as JSON) for `input` in `state` (both
+    /// JSON) at `now`, with fresh entropy. Protocol failures are `failed` steps; only malformed
+    /// arguments throw.
+    pub fn handle(
+        &self,
+        state: &str,
+        input: &str,
+        now: u64,
+        entropy: &[u8],
+    ) -> Result<String, JsError> {
+        let state: client::ClientState = from_json("client state", state)?;
+        let input: client::ClientInput = from_json("client input", input)?;
+        let entropy = client::ClientEntropy::from_slice(entropy).ok_or_else(|| {
+            JsError::new(&format!(
+                "entropy must be exactly {} bytes",
+                client::CLIENT_ENTROPY_LEN
+            ))
+        })?;
+        to_json(&self.client.handle(&state, &input, UnixTime(now), &entropy))
+    }
+}
