@@ -144,6 +144,11 @@ impl Records {
         self.0.insert(key, value);
     }
 
+    /// Adds every record of `more` (a later load replaces an earlier one under the same key).
+    pub fn extend(&mut self, more: Records) {
+        self.0.extend(more.0);
+    }
+
     /// What was loaded under `key`: `None` if not loaded, `Some(None)` if loaded and absent.
     pub fn get(&self, key: &RecordKey) -> Option<Option<&Versioned>> {
         self.0.get(key).map(Option::as_ref)

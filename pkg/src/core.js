@@ -66,9 +66,22 @@ export function createCore(config) {
   ready();
   const core = new bindings.Core(JSON.stringify(config));
   return {
+    /** One step, stateless: every record loaded so far goes in again. */
     handle(input, now, entropy, records) {
       const [json, body] = splitBody(input);
       return JSON.parse(core.handle(json, body, unixTime(now), entropy, JSON.stringify(records)));
+    },
+    /**
+     * One request, step by step: the input is parsed once, and `step(loaded)` takes only the
+     * records loaded since the last step. Call `free()` when the request is done.
+     */
+    begin(input, now, entropy) {
+      const [json, body] = splitBody(input);
+      const pending = core.begin(json, body, unixTime(now), entropy);
+      return {
+        step: (loaded) => JSON.parse(pending.step(core, JSON.stringify(loaded))),
+        free: () => pending.free(),
+      };
     },
     requiredScope: (endpoint) => core.requiredScope(endpoint),
   };

@@ -64,8 +64,19 @@ export interface AuthServer {
 }
 
 export interface Core {
+  /** One step, stateless: every record loaded so far goes in again. */
   handle(input: Input, now: UnixTime | bigint, entropy: Uint8Array, records: Record<string, Versioned | null>): Step;
+  /** One request step by step: the input is parsed once; `step` takes only the records loaded since the last step. Call `free()` when done. */
+  begin(input: Input, now: UnixTime | bigint, entropy: Uint8Array): PendingRequest;
   requiredScope(endpoint: string): string | undefined;
+}
+
+/** A request between its steps (see `Core.begin`). */
+export interface PendingRequest {
+  /** Adds the records loaded since the last step (none on the first) and runs the next step. */
+  step(loaded: Record<string, Versioned | null>): Step;
+  /** Releases the request's memory in the wasm module. */
+  free(): void;
 }
 
 /** Instantiates the server's module (`edgegrant/wasm`); the node and workers entry points do it. */

@@ -60,31 +60,53 @@ const defaultHooks = {
 /** Seconds since the epoch. */
 const systemClock = () => Math.floor(Date.now() / 1000);
 
+// Entropy from the platform CSPRNG, drawn 64 requests' worth at a time: one getRandomValues
+// call costs about as much as a bearer check's whole core work, and its cost hardly depends on
+// the length. Each byte is handed out once, then zeroed in the pool.
+const POOLED_REQUESTS = 64;
+let pool = new Uint8Array(0);
+let poolOffset = 0;
+function drawEntropy() {
+  const length = entropyLength();
+  if (pool.length !== length * POOLED_REQUESTS || poolOffset === pool.length) {
+    pool = crypto.getRandomValues(new Uint8Array(length * POOLED_REQUESTS));
+    poolOffset = 0;
+  }
+  const entropy = pool.slice(poolOffset, poolOffset + length);
+  pool.fill(0, poolOffset, poolOffset + length);
+  poolOffset += length;
+  return entropy;
+}
+
 /**
  * Runs one input through the core to its outcome: loads the keys each step asks for in one
  * batch, applies transactions, and on a lost race starts over with fresh records, at most
  * `maxAttempts` times. Time and entropy are drawn once per attempt.
  */
 export async function runSteps(core, storage, input, { clock = systemClock, random, maxAttempts = 5, onAudit } = {}) {
-  const draw = random ?? (() => crypto.getRandomValues(new Uint8Array(entropyLength())));
+  const draw = random ?? drawEntropy;
   for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-    const now = clock();
-    const entropy = draw();
-    const records = {};
-    for (let round = 0; ; round++) {
-      if (round > 8) throw new Error("edgegrant: the core asked for records more than 8 times");
-      const step = core.handle(input, now, entropy, records);
-      if (step.step === "need_records") {
-        const loaded = await storage.read(step.keys);
-        for (const key of step.keys) records[key] = loaded.get(key) ?? null;
-      } else if (step.step === "respond") {
-        return step.outcome;
-      } else if (await storage.apply(step.transaction)) {
-        for (const event of step.transaction.audit) onAudit?.(event);
-        return step.outcome;
-      } else {
-        break; // a conditional write failed: another request won; decide again from fresh records
+    const request = core.begin(input, clock(), draw());
+    try {
+      let loaded = {};
+      for (let round = 0; ; round++) {
+        if (round > 8) throw new Error("edgegrant: the core asked for records more than 8 times");
+        const step = request.step(loaded);
+        if (step.step === "need_records") {
+          const found = await storage.read(step.keys);
+          loaded = {};
+          for (const key of step.keys) loaded[key] = found.get(key) ?? null;
+        } else if (step.step === "respond") {
+          return step.outcome;
+        } else if (await storage.apply(step.transaction)) {
+          for (const event of step.transaction.audit) onAudit?.(event);
+          return step.outcome;
+        } else {
+          break; // a conditional write failed: another request won; decide again from fresh records
+        }
       }
+    } finally {
+      request.free();
     }
   }
   const body = JSON.stringify({ error: "temporarily_unavailable", error_description: "storage contention, retry" });

@@ -197,7 +197,8 @@ impl Core {
     /// One step of the calling contract (see the `edgegrant` crate documentation): `input` and
     /// `records` are JSON, `body` the bytes of `input.request.body` (which the JSON leaves
     /// out), and the `Step` comes back as JSON. Throws on host misuse; protocol errors are
-    /// ordinary steps.
+    /// ordinary steps. Hosts that call again with more records use [`Core::begin`] instead,
+    /// which parses the input and each record once.
     pub fn handle(
         &self,
         input: &str,
@@ -206,6 +207,20 @@ impl Core {
         entropy: &[u8],
         records: &str,
     ) -> Result<String, JsError> {
+        let mut pending = self.begin(input, body, now, entropy)?;
+        pending.step(self, records)
+    }
+
+    /// Starts one request: the input (JSON, with its body's bytes beside it), the time and the
+    /// entropy are parsed once and held by the returned [`PendingRequest`], whose `step` takes
+    /// only the records each step adds. Throws on malformed arguments.
+    pub fn begin(
+        &self,
+        input: &str,
+        body: Vec<u8>,
+        now: u64,
+        entropy: &[u8],
+    ) -> Result<PendingRequest, JsError> {
         let mut input: Input = from_json("input", input)?;
         if let Some(request) = input.request_mut() {
             if !body.is_empty() {
@@ -214,10 +229,12 @@ impl Core {
         }
         let entropy = Entropy::from_slice(entropy)
             .ok_or_else(|| JsError::new(&format!("entropy must be exactly {ENTROPY_LEN} bytes")))?;
-        let records: Records = from_json("records", records)?;
-        let step = edgegrant::handle(&self.config, &input, UnixTime(now), &entropy, &records)
-            .map_err(|misuse| JsError::new(&misuse.to_string()))?;
-        to_json(&step)
+        Ok(PendingRequest {
+            input,
+            now: UnixTime(now),
+            entropy,
+            records: Records::new(),
+        })
     }
 
     /// The Required Scope the configuration declares for `endpoint`, if any.
@@ -226,5 +243,34 @@ impl Core {
         self.config
             .required_scope(endpoint)
             .map(|s| s.as_str().to_owned())
+    }
+}
+
+/// One request between its steps: what [`Core::begin`] parsed and every record loaded since.
+/// Only this binding holds it; the core itself stays a function of its arguments.
+#[wasm_bindgen]
+pub struct PendingRequest {
+    input: Input,
+    now: UnixTime,
+    entropy: Entropy,
+    records: Records,
+}
+
+#[wasm_bindgen]
+impl PendingRequest {
+    /// Adds the records just loaded (a `Records` object as JSON) to those of earlier steps and
+    /// runs the next step of `core`; the `Step` comes back as JSON. Throws on host misuse.
+    pub fn step(&mut self, core: &Core, loaded: &str) -> Result<String, JsError> {
+        let loaded: Records = from_json("records", loaded)?;
+        self.records.extend(loaded);
+        let step = edgegrant::handle(
+            &core.config,
+            &self.input,
+            self.now,
+            &self.entropy,
+            &self.records,
+        )
+        .map_err(|misuse| JsError::new(&misuse.to_string()))?;
+        to_json(&step)
     }
 }

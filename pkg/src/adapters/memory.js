@@ -1,13 +1,15 @@
 // In-memory storage: versioned records in a Map; transactions apply all-or-nothing. For tests
-// and single-process hosts that may lose their tokens on restart.
+// and single-process hosts that may lose their tokens on restart. Records are kept as JSON text,
+// so that no caller can change a stored record through an object it was given (and a JSON
+// round trip is cheaper than structuredClone).
 export function memoryStorage() {
-  const entries = new Map(); // key → { version, record, purgeAfter }
+  const entries = new Map(); // key → { version, record (JSON text), purgeAfter }
   return {
     async read(keys) {
       const found = new Map();
       for (const key of keys) {
         const entry = entries.get(key);
-        if (entry) found.set(key, { version: entry.version, record: structuredClone(entry.record) });
+        if (entry) found.set(key, { version: entry.version, record: JSON.parse(entry.record) });
       }
       return found;
     },
@@ -19,7 +21,7 @@ export function memoryStorage() {
       }
       for (const { key, record, purge_after } of puts) {
         const version = (entries.get(key)?.version ?? 0) + 1;
-        entries.set(key, { version, record: structuredClone(record), purgeAfter: purge_after ?? null });
+        entries.set(key, { version, record: JSON.stringify(record), purgeAfter: purge_after ?? null });
       }
       return true;
     },
