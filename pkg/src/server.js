@@ -188,8 +188,8 @@ export function createAuthServer(options) {
   const hooks = { ...defaultHooks, ...options.hooks, api: { ...options.hooks?.api } };
   const run = (input) => runSteps(core, storage, input, { clock, random, maxAttempts, onAudit });
 
-  async function toHttpRequest(request) {
-    const query = new URL(request.url).search.slice(1); // the token endpoint may read it (Policy)
+  async function toHttpRequest(request, url) {
+    const query = url.search.slice(1); // the token endpoint may read it (Policy)
     return { method: request.method, headers: [...request.headers], body: await readBody(request, limit), query };
   }
 
@@ -246,7 +246,7 @@ export function createAuthServer(options) {
   }
 
   async function api(request, url) {
-    const outcome = await run({ kind: "api_call", endpoint: url.pathname, request: await toHttpRequest(request) });
+    const outcome = await run({ kind: "api_call", endpoint: url.pathname, request: await toHttpRequest(request, url) });
     if (outcome.kind !== "authorized") return render(outcome, request);
     const handler = hooks.api[url.pathname];
     return handler ? handler(outcome.value, request) : new Response("null", { status: 404 });
@@ -260,9 +260,9 @@ export function createAuthServer(options) {
         if (request.method === "POST") return consentForm(request, url);
         return new Response(null, { status: 405, headers: { Allow: "GET, POST" } });
       case "/oauth2/token":
-        return render(await run({ kind: "token", request: await toHttpRequest(request) }), request);
+        return render(await run({ kind: "token", request: await toHttpRequest(request, url) }), request);
       case "/2/auth/token/revoke":
-        return render(await run({ kind: "revoke", request: await toHttpRequest(request) }), request);
+        return render(await run({ kind: "revoke", request: await toHttpRequest(request, url) }), request);
       default:
         if (core.requiredScope(url.pathname) !== undefined) return api(request, url);
         return new Response("Not Found", { status: 404 });
