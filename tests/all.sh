@@ -34,6 +34,8 @@ trap 'rm -f "$log"' EXIT
 cargo test --workspace 2>&1 | tee "$log"
 # The corpus runner's own line (vector counts, time); the run above captured it.
 cargo test -q -p edgegrant-tests --test conformance -- --nocapture 2>&1 | grep '^conformance' || true
+# The native benchmarks once each, as tests: every measured flow must succeed (criterion's test mode).
+cargo test -q -p edgegrant-tests --bench core 2>&1 | tee -a "$log" | tail -n 3
 passed=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
 failed=$(grep -oE '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
 
@@ -43,11 +45,11 @@ if ! command -v chromium >/dev/null; then
   $sudo apt-get install -y chromium || { $sudo apt-get update && $sudo apt-get install -y chromium; }
 fi
 
-echo "== npm package, hosts and interop clients: install, build the wasm, node --test"
-pkg/scripts/setup.sh examples/worker tests/e2e conformance
+echo "== npm package, hosts and interop clients: install, build the wasm (fails over its size budget), node --test"
+pkg/scripts/setup.sh examples/worker tests/e2e conformance tests/bench
 jslog=$(mktemp)
 trap 'rm -f "$log" "$jslog"' EXIT
-node --test pkg/test/*.test.mjs examples/node/test/*.test.mjs examples/worker/test/*.test.mjs tests/e2e/*.test.mjs conformance/runners/*.test.mjs 2>&1 \
+node --test pkg/test/*.test.mjs examples/node/test/*.test.mjs examples/worker/test/*.test.mjs tests/e2e/*.test.mjs conformance/runners/*.test.mjs tests/bench/*/*.test.mjs 2>&1 \
   | tee "$jslog" | grep -E '^(not ok|# (tests|pass|fail|skipped)|# conformance)' || true
 js_passed=$(awk '/^# pass/ {print $3}' "$jslog")
 js_failed=$(awk '/^# fail/ {print $3}' "$jslog")
