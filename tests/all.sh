@@ -34,6 +34,11 @@ trap 'rm -f "$log"' EXIT
 cargo test --workspace 2>&1 | tee "$log"
 # The corpus runner's own line (vector counts, time); the run above captured it.
 cargo test -q -p edgegrant-tests --test conformance -- --nocapture 2>&1 | grep '^conformance' || true
+# The race explorer's and the crash tests' schedule counts (their runs above passed).
+cargo test -q -p edgegrant-tests --test race_explorer --test crash -- --nocapture 2>&1 \
+  | awk 'match($0, /(race explorer|crash faults): .* schedules/) { line = substr($0, RSTART, RLENGTH); split(line, p, ": ");
+           n = line; sub(/ schedules$/, "", n); sub(/.*: /, "", n); total[p[1]] += n; runs[p[1]]++ }
+         END { for (k in total) printf "%s: %d schedules explored in %d runs, every invariant held\n", k, total[k], runs[k] }'
 # The native benchmarks once each, as tests: every measured flow must succeed (criterion's test mode).
 cargo test -q -p edgegrant-tests --bench core 2>&1 | tee -a "$log" | tail -n 3
 passed=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')

@@ -13,6 +13,7 @@
 use std::collections::BTreeMap;
 
 pub mod conformance;
+pub mod explorer;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;

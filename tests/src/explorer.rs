@@ -1,0 +1,353 @@
+//! The race explorer: every interleaving of the steps of a few concurrent requests over one
+//! store, optionally with a host crash at any point of any request followed by a retry.
+//!
+//! A step is what a host does atomically: one call to `handle` and the batched read or the
+//! conditional commit it asks for. With crashes enabled, delivering the answer is a step too, so
+//! that "committed but not answered" is a state a crash can hit; a crash throws away the
+//! request's loaded records and its answer, and the same input starts again with fresh entropy
+//! (a client retrying). The explorer calls `check` on every complete schedule and returns how
+//! many there were; the invariants every schedule must keep are [`check_store`] and the
+//! scenario's own.
+//!
+//! ```
+//! use edgegrant_tests::{explorer::*, *};
+//! let mut sim = Sim::new(fixture_config());
+//! let code = sim.code_for(&pkce_offline_query("s"), &alice());
+//! let exchange = exchange_input(&code);
+//! let schedules = explore(&sim.config, &sim.store, sim.now, &[exchange.clone(), exchange], 0, &mut |s| {
+//!     let redeemed = s.answers.iter().flatten().filter(|o| token_response(o).is_some()).count();
+//!     assert!(redeemed <= 1);
+//! });
+//! assert!(schedules > 1);
+//! ```
+
+use edgegrant::*;
+
+use crate::{bearer_request, entropy, form_request, Progress, Request, Store};
+use crate::{GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, VERIFIER};
+
+/// What happened at one point of a schedule.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    /// Request `actor` read these keys in one batch.
+    Read {
+        /// The request.
+        actor: usize,
+    },
+    /// Request `actor`'s transaction committed, with its audit events.
+    Commit {
+        /// The request.
+        actor: usize,
+        /// What the transaction recorded.
+        audit: Vec<AuditEvent>,
+    },
+    /// Request `actor`'s transaction lost a race: nothing applied; it starts over.
+    Conflict {
+        /// The request.
+        actor: usize,
+    },
+    /// Request `actor`'s answer reached its client.
+    Answer {
+        /// The request.
+        actor: usize,
+    },
+    /// The host serving `actor` stopped; the client sends the same request again.
+    Crash {
+        /// The request.
+        actor: usize,
+    },
+}
+
+/// One complete schedule.
+#[derive(Clone, Debug)]
+pub struct Schedule {
+    /// The store at the end.
+    pub store: Store,
+    /// Per request, the answers its client received (one, unless a crash lost one).
+    pub answers: Vec<Vec<Outcome>>,
+    /// Every step, in order.
+    pub trace: Vec<Event>,
+}
+
+impl Schedule {
+    /// Where in the trace the first commit recording an event that `matches` happened.
+    pub fn commit_of(&self, matches: impl Fn(&AuditEvent) -> bool) -> Option<usize> {
+        self.trace.iter().position(|event| match event {
+            Event::Commit { audit, .. } => audit.iter().any(&matches),
+            _ => false,
+        })
+    }
+
+    /// Where in the trace `actor` last read records.
+    pub fn last_read_of(&self, actor: usize) -> Option<usize> {
+        self.trace
+            .iter()
+            .rposition(|event| matches!(event, Event::Read { actor: a } if *a == actor))
+    }
+}
+
+#[derive(Clone)]
+enum Slot {
+    Running(Request),
+    Answering(Outcome),
+    Answered,
+}
+
+#[derive(Clone)]
+struct State {
+    store: Store,
+    slots: Vec<Slot>,
+    attempts: Vec<u64>,
+    answers: Vec<Vec<Outcome>>,
+    trace: Vec<Event>,
+    crashes_left: usize,
+}
+
+/// Explores every schedule of `inputs` run concurrently at `now` over `store`, with up to
+/// `crashes` host crashes per schedule; calls `check` on each and returns how many there were.
+pub fn explore(
+    config: &Config,
+    store: &Store,
+    now: UnixTime,
+    inputs: &[Input],
+    crashes: usize,
+    check: &mut dyn FnMut(&Schedule),
+) -> usize {
+    let state = State {
+        store: store.clone(),
+        slots: (0..inputs.len())
+            .map(|actor| Slot::Running(start(inputs, actor, 0, now)))
+            .collect(),
+        attempts: vec![0; inputs.len()],
+        answers: vec![Vec::new(); inputs.len()],
+        trace: Vec::new(),
+        crashes_left: crashes,
+    };
+    let mut schedules = 0;
+    walk(config, inputs, now, crashes > 0, state, &mut |schedule| {
+        schedules += 1;
+        check_store(&schedule.store);
+        check(schedule);
+    });
+    schedules
+}
+
+fn start(inputs: &[Input], actor: usize, attempt: u64, now: UnixTime) -> Request {
+    // Distinct entropy per request and per attempt, as fresh randomness would be.
+    let seed = 1_000 + 100 * actor as u64 + attempt;
+    Request::new(inputs[actor].clone(), now, entropy(seed))
+}
+
+fn walk(
+    config: &Config,
+    inputs: &[Input],
+    now: UnixTime,
+    answers_are_steps: bool,
+    state: State,
+    visit: &mut dyn FnMut(&Schedule),
+) {
+    if state
+        .slots
+        .iter()
+        .all(|slot| matches!(slot, Slot::Answered))
+    {
+        visit(&Schedule {
+            store: state.store,
+            answers: state.answers,
+            trace: state.trace,
+        });
+        return;
+    }
+    for actor in 0..state.slots.len() {
+        // Its next step.
+        let mut next = state.clone();
+        match &mut next.slots[actor] {
+            Slot::Answered => continue,
+            Slot::Answering(outcome) => {
+                let outcome = outcome.clone();
+                next.answers[actor].push(outcome);
+                next.trace.push(Event::Answer { actor });
+                next.slots[actor] = Slot::Answered;
+            }
+            Slot::Running(request) => {
+                let progress = request
+                    .step(config, &mut next.store)
+                    .expect("the host follows the contract");
+                assert!(request.calls < 24, "a request must finish");
+                match progress {
+                    Progress::Loaded(_) => next.trace.push(Event::Read { actor }),
+                    Progress::Conflicted(_) => next.trace.push(Event::Conflict { actor }),
+                    Progress::Done {
+                        outcome,
+                        committed,
+                        audit,
+                    } => {
+                        if committed {
+                            next.trace.push(Event::Commit { actor, audit });
+                        }
+                        if answers_are_steps {
+                            next.slots[actor] = Slot::Answering(outcome);
+                        } else {
+                            next.answers[actor].push(outcome);
+                            next.trace.push(Event::Answer { actor });
+                            next.slots[actor] = Slot::Answered;
+                        }
+                    }
+                }
+            }
+        }
+        walk(config, inputs, now, answers_are_steps, next, visit);
+
+        // Or the host serving it stops here (once it has done something), and the client retries.
+        let started = match &state.slots[actor] {
+            Slot::Running(request) => request.calls > 0,
+            Slot::Answering(_) => true,
+            Slot::Answered => false,
+        };
+        if state.crashes_left > 0 && started {
+            let mut crashed = state.clone();
+            crashed.crashes_left -= 1;
+            crashed.attempts[actor] += 1;
+            crashed.trace.push(Event::Crash { actor });
+            crashed.slots[actor] =
+                Slot::Running(start(inputs, actor, crashed.attempts[actor], now));
+            walk(config, inputs, now, answers_are_steps, crashed, visit);
+        }
+    }
+}
+
+/// Every stored record is reachable and consistent: tokens point at an existing grant of the
+/// same app and user (an access token with no more scopes than its grant), every grant at the
+/// link of its app and user at an epoch not ahead of it, every redeemed code at its grant.
+pub fn check_store(store: &Store) {
+    let grant = |id: &GrantId| match store.get(&RecordKey::Grant(id.clone())) {
+        Some(Versioned {
+            record: Record::Grant(grant),
+            ..
+        }) => grant.clone(),
+        other => panic!("grant {id} is missing or not a grant: {other:?}"),
+    };
+    for (key, versioned) in store.iter() {
+        assert!(
+            versioned.version >= 1,
+            "{key}: version {}",
+            versioned.version
+        );
+        match &versioned.record {
+            Record::AccessToken(token) => {
+                let owner = grant(&token.grant);
+                assert_eq!(
+                    (&token.app, &token.account_id),
+                    (&owner.app, &owner.account_id),
+                    "{key}"
+                );
+                assert!(token.scopes.is_subset(&owner.scopes), "{key}: scopes");
+            }
+            Record::RefreshToken(token) => {
+                let owner = grant(&token.grant);
+                assert_eq!(
+                    (&token.app, &token.account_id),
+                    (&owner.app, &owner.account_id),
+                    "{key}"
+                );
+            }
+            Record::Grant(owner) => {
+                let link_key = RecordKey::Link(owner.app.clone(), owner.account_id.clone());
+                match store.get(&link_key) {
+                    Some(Versioned {
+                        record: Record::Link(link),
+                        ..
+                    }) => assert!(
+                        owner.link_epoch <= link.epoch,
+                        "{key}: epoch ahead of its link"
+                    ),
+                    other => panic!("{key}: no link {link_key}: {other:?}"),
+                }
+            }
+            Record::Code(code) => {
+                if let CodeState::Redeemed { grant: id } = &code.state {
+                    grant(id);
+                }
+            }
+            Record::Link(_) => {}
+        }
+    }
+}
+
+/// The tokens of a successful token response: `(access_token, refresh_token)`.
+pub fn token_response(outcome: &Outcome) -> Option<(String, Option<String>)> {
+    match outcome {
+        Outcome::Http(response) if response.status == 200 => {
+            let body: serde_json::Value = serde_json::from_str(&response.body).ok()?;
+            let access = body.get("access_token")?.as_str()?.to_owned();
+            let refresh = body
+                .get("refresh_token")
+                .and_then(|r| r.as_str())
+                .map(str::to_owned);
+            Some((access, refresh))
+        }
+        _ => None,
+    }
+}
+
+/// Whether `access_token` passes a bearer check on `store` at `now` (run on a copy).
+pub fn validates(config: &Config, store: &Store, now: UnixTime, access_token: &str) -> bool {
+    let mut store = store.clone();
+    let input = api_input(access_token);
+    let mut request = Request::new(input, now, entropy(u64::MAX));
+    matches!(
+        request.run(config, &mut store, 16),
+        Ok(Progress::Done {
+            outcome: Outcome::Authorized(_),
+            ..
+        })
+    )
+}
+
+/// The PKCE app's code exchange.
+pub fn exchange_input(code: &str) -> Input {
+    Input::Token {
+        request: form_request(&[
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("client_id", PKCE_APP),
+            ("code_verifier", VERIFIER),
+            ("redirect_uri", PKCE_REDIRECT),
+        ]),
+    }
+}
+
+/// The PKCE app's refresh (`client_id` alone).
+pub fn refresh_input(refresh_token: &str) -> Input {
+    Input::Token {
+        request: form_request(&[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh_token),
+            ("client_id", PKCE_APP),
+        ]),
+    }
+}
+
+/// A call to the account endpoint with a bearer token.
+pub fn api_input(access_token: &str) -> Input {
+    Input::ApiCall {
+        endpoint: GET_ACCOUNT.to_owned(),
+        request: bearer_request(access_token),
+    }
+}
+
+/// The revoke endpoint with a bearer token.
+pub fn revoke_input(access_token: &str) -> Input {
+    Input::Revoke {
+        request: bearer_request(access_token),
+    }
+}
+
+/// The user unlinks the PKCE app.
+pub fn unlink_input(user: &User) -> Input {
+    Input::Unlink {
+        app: AppKey::new(PKCE_APP).expect("fixture app key"),
+        account_id: user.account_id.clone(),
+        by: Unlinker::User,
+    }
+}

@@ -1,0 +1,338 @@
+//! The race explorer (issue 7): every interleaving of two and three concurrent requests over one
+//! store, and with a host crash at any point of any request followed by the client's retry.
+//! After every schedule: the store is consistent and every record reachable (`check_store`), at
+//! most one exchange of a code yields tokens, and no token validates once its revocation or
+//! unlink has committed — neither in a request that read after the commit nor at the end.
+//!
+//! `cargo test -p edgegrant-tests --test race_explorer -- --nocapture` prints the schedule counts.
+
+use edgegrant::*;
+use edgegrant_tests::explorer::*;
+use edgegrant_tests::*;
+
+/// Runs one scenario without crashes and with one crash, prints the schedule counts.
+fn scenario(
+    name: &str,
+    sim: &Sim,
+    inputs: &[Input],
+    crashes: &[usize],
+    check: &mut dyn FnMut(&Schedule),
+) -> usize {
+    let mut total = 0;
+    for &crash in crashes {
+        let schedules = explore(&sim.config, &sim.store, sim.now, inputs, crash, check);
+        println!("race explorer: {name}: {schedules} schedules with up to {crash} crash(es)");
+        assert!(schedules >= 2, "{name}: nothing to explore");
+        total += schedules;
+    }
+    total
+}
+
+/// Every token response a group of requests received.
+fn tokens_of(schedule: &Schedule, actors: &[usize]) -> Vec<(String, Option<String>)> {
+    actors
+        .iter()
+        .flat_map(|&actor| schedule.answers[actor].iter().filter_map(token_response))
+        .collect()
+}
+
+/// A request that read its records after `ended` must not have been let through.
+fn refused_after(schedule: &Schedule, actor: usize, ended: Option<usize>) {
+    let authorized = schedule.answers[actor]
+        .iter()
+        .any(|outcome| matches!(outcome, Outcome::Authorized(_)));
+    if let (Some(ended), Some(read)) = (ended, schedule.last_read_of(actor)) {
+        assert!(
+            !(authorized && read > ended),
+            "a bearer check that read after the end committed was let through: {:?}",
+            schedule.trace
+        );
+    }
+}
+
+/// Neither the access tokens nor the refresh tokens of `tokens` work on the final store.
+fn all_dead(sim: &Sim, schedule: &Schedule, tokens: &[(String, Option<String>)]) {
+    for (access, refresh) in tokens {
+        assert!(
+            !validates(&sim.config, &schedule.store, sim.now, access),
+            "a token validates after its end committed: {:?}",
+            schedule.trace
+        );
+        if let Some(refresh) = refresh {
+            let mut after = Sim::new(sim.config.clone());
+            after.store = schedule.store.clone();
+            after.now = sim.now;
+            let refused = http(after.run(refresh_input(refresh)));
+            assert_eq!(refused.status, 400, "{}", refused.body);
+        }
+    }
+}
+
+fn signed_in() -> (Sim, String, String) {
+    let mut sim = Sim::new(fixture_config());
+    let tokens = sim.pkce_offline_tokens(&alice());
+    let access = tokens["access_token"].as_str().expect("access").to_owned();
+    let refresh = tokens["refresh_token"]
+        .as_str()
+        .expect("refresh")
+        .to_owned();
+    (sim, access, refresh)
+}
+
+fn grants(schedule: &Schedule) -> usize {
+    schedule
+        .store
+        .iter()
+        .filter(|(_, v)| matches!(v.record, Record::Grant(_)))
+        .count()
+}
+
+fn reuse_or_revocation(event: &AuditEvent) -> bool {
+    matches!(
+        event,
+        AuditEvent::CodeReused { .. }
+            | AuditEvent::GrantRevoked { .. }
+            | AuditEvent::Unlinked { .. }
+    )
+}
+
+#[test]
+fn exchanges_of_one_code_redeem_it_at_most_once() {
+    let mut sim = Sim::new(fixture_config());
+    let code = sim.code_for(&pkce_offline_query("s"), &alice());
+    let exchange = exchange_input(&code);
+    for racers in [2, 3] {
+        let inputs = vec![exchange.clone(); racers];
+        let crashes: &[usize] = if racers == 2 { &[0, 1] } else { &[0] };
+        let mut reused_somewhere = false;
+        scenario(
+            &format!("{racers} exchanges of one code"),
+            &sim,
+            &inputs,
+            crashes,
+            &mut |s| {
+                let actors: Vec<usize> = (0..racers).collect();
+                let delivered = tokens_of(s, &actors);
+                assert!(
+                    delivered.len() <= 1,
+                    "{} redemptions: {:?}",
+                    delivered.len(),
+                    s.trace
+                );
+                assert!(grants(s) <= 1, "one redemption makes one grant");
+                // Any second presentation of the code revokes what the first produced.
+                if let Some(reused) = s.commit_of(|e| matches!(e, AuditEvent::CodeReused { .. })) {
+                    reused_somewhere = true;
+                    all_dead(&sim, s, &delivered);
+                    assert!(reused > 0);
+                }
+            },
+        );
+        assert!(reused_somewhere);
+    }
+}
+
+#[test]
+fn a_replayed_code_ends_the_tokens_of_its_exchange_for_every_racing_request() {
+    // Alice holds tokens of her own; Bob's code is exchanged once, then replayed.
+    let (mut sim, alice_access, _) = signed_in();
+    let code = sim.code_for(&pkce_offline_query("r"), &bob());
+    let first = http(sim.run(exchange_input(&code)));
+    assert_eq!(first.status, 200);
+    let body = json(&first);
+    let bob_access = body["access_token"].as_str().expect("access").to_owned();
+    let bob_refresh = body["refresh_token"].as_str().expect("refresh").to_owned();
+    for inputs in [
+        vec![exchange_input(&code), api_input(&bob_access)],
+        vec![
+            exchange_input(&code),
+            api_input(&bob_access),
+            refresh_input(&bob_refresh),
+        ],
+    ] {
+        let racers = inputs.len();
+        let crashes: &[usize] = if racers == 2 { &[0, 1] } else { &[0] };
+        scenario(
+            &format!("code replay racing {} other request(s)", racers - 1),
+            &sim,
+            &inputs,
+            crashes,
+            &mut |s| {
+                assert!(
+                    tokens_of(s, &[0]).is_empty(),
+                    "a replay never yields tokens"
+                );
+                let ended = s.commit_of(|e| matches!(e, AuditEvent::CodeReused { .. }));
+                assert!(ended.is_some(), "the replay revokes: {:?}", s.trace);
+                refused_after(s, 1, ended);
+                let mut dead = vec![(bob_access.clone(), Some(bob_refresh.clone()))];
+                dead.extend(tokens_of(s, &(2..racers).collect::<Vec<_>>()));
+                all_dead(&sim, s, &dead);
+                // Another user's grant is untouched.
+                assert!(validates(&sim.config, &s.store, sim.now, &alice_access));
+            },
+        );
+    }
+}
+
+#[test]
+fn refresh_racing_revoke_leaves_no_live_token() {
+    let (sim, access, refresh) = signed_in();
+    for inputs in [
+        vec![refresh_input(&refresh), revoke_input(&access)],
+        vec![
+            refresh_input(&refresh),
+            revoke_input(&access),
+            api_input(&access),
+        ],
+    ] {
+        let racers = inputs.len();
+        let crashes: &[usize] = if racers == 2 { &[0, 1] } else { &[0] };
+        scenario(
+            &format!(
+                "refresh racing revoke{}",
+                if racers == 3 {
+                    " and a bearer check"
+                } else {
+                    ""
+                }
+            ),
+            &sim,
+            &inputs,
+            crashes,
+            &mut |s| {
+                let ended = s.commit_of(reuse_or_revocation);
+                assert!(ended.is_some(), "the revocation commits: {:?}", s.trace);
+                if racers == 3 {
+                    refused_after(s, 2, ended);
+                }
+                let mut dead = vec![(access.clone(), Some(refresh.clone()))];
+                dead.extend(tokens_of(s, &[0]));
+                all_dead(&sim, s, &dead);
+            },
+        );
+    }
+}
+
+#[test]
+fn refresh_racing_unlink_leaves_no_live_token() {
+    let (sim, access, refresh) = signed_in();
+    let inputs = vec![
+        refresh_input(&refresh),
+        unlink_input(&alice()),
+        api_input(&access),
+    ];
+    scenario(
+        "refresh racing unlink",
+        &sim,
+        &inputs[..2],
+        &[0, 1],
+        &mut |s| {
+            let mut dead = vec![(access.clone(), Some(refresh.clone()))];
+            dead.extend(tokens_of(s, &[0]));
+            all_dead(&sim, s, &dead);
+        },
+    );
+    scenario(
+        "refresh racing unlink and a bearer check",
+        &sim,
+        &inputs,
+        &[0],
+        &mut |s| {
+            let ended = s.commit_of(|e| matches!(e, AuditEvent::Unlinked { .. }));
+            assert!(ended.is_some());
+            refused_after(s, 2, ended);
+            let mut dead = vec![(access.clone(), Some(refresh.clone()))];
+            dead.extend(tokens_of(s, &[0]));
+            all_dead(&sim, s, &dead);
+        },
+    );
+}
+
+#[test]
+fn exchange_racing_unlink_yields_no_live_token() {
+    let mut sim = Sim::new(fixture_config());
+    let code = sim.code_for(&pkce_offline_query("s"), &alice());
+    let inputs = vec![exchange_input(&code), unlink_input(&alice())];
+    let mut redeemed_before_unlink = false;
+    scenario("exchange racing unlink", &sim, &inputs, &[0, 1], &mut |s| {
+        let delivered = tokens_of(s, &[0]);
+        redeemed_before_unlink |= !delivered.is_empty();
+        assert!(delivered.len() <= 1);
+        all_dead(&sim, s, &delivered);
+    });
+    assert!(
+        redeemed_before_unlink,
+        "some schedule exchanges before the unlink"
+    );
+}
+
+#[test]
+fn racing_refreshes_all_succeed_with_distinct_live_tokens() {
+    let (sim, _, refresh) = signed_in();
+    for racers in [2, 3] {
+        let inputs = vec![refresh_input(&refresh); racers];
+        let crashes: &[usize] = if racers == 2 { &[0, 1] } else { &[0] };
+        scenario(
+            &format!("{racers} refreshes"),
+            &sim,
+            &inputs,
+            crashes,
+            &mut |s| {
+                let actors: Vec<usize> = (0..racers).collect();
+                let delivered = tokens_of(s, &actors);
+                // Reusable refresh tokens: every request (or its retry) gets an access token.
+                assert_eq!(delivered.len(), racers, "{:?}", s.trace);
+                let mut distinct: Vec<&String> = delivered.iter().map(|(a, _)| a).collect();
+                distinct.sort();
+                distinct.dedup();
+                assert_eq!(distinct.len(), racers);
+                for (token, _) in &delivered {
+                    assert!(validates(&sim.config, &s.store, sim.now, token));
+                }
+            },
+        );
+    }
+}
+
+#[test]
+fn consent_racing_unlink_never_revives_old_tokens() {
+    let (sim, old_access, old_refresh) = signed_in();
+    let consent = Input::Consent {
+        query: pkce_offline_query("s"),
+        user: alice(),
+        decision: Decision::Allow,
+    };
+    let inputs = vec![consent, unlink_input(&alice())];
+    let mut saw_conflict = false;
+    scenario("consent racing unlink", &sim, &inputs, &[0, 1], &mut |s| {
+        all_dead(&sim, s, &[(old_access.clone(), Some(old_refresh.clone()))]);
+        saw_conflict |= s.trace.iter().any(|e| matches!(e, Event::Conflict { .. }));
+        // The code the user received works exactly when its consent committed after the unlink.
+        let Some(Outcome::Redirect(location)) = s.answers[0].last() else {
+            panic!("consent redirects: {:?}", s.answers[0])
+        };
+        let code = redirect_param(location, "code").expect("a code");
+        let consented_last = s
+            .trace
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                Event::Commit { actor, .. } => Some(*actor == 0),
+                _ => None,
+            })
+            .expect("commits");
+        let mut after = Sim::new(sim.config.clone());
+        after.store = s.store.clone();
+        let exchanged = after.exchange_pkce(&code, VERIFIER).status;
+        // With a crash, an earlier attempt's code may be the last commit; only the delivered
+        // code's fate is pinned when the delivered consent committed last.
+        if !s.trace.iter().any(|e| matches!(e, Event::Crash { .. })) {
+            assert_eq!(exchanged == 200, consented_last, "{:?}", s.trace);
+        } else if exchanged == 200 {
+            let unlinked = s.commit_of(|e| matches!(e, AuditEvent::Unlinked { .. }));
+            assert!(unlinked.is_some());
+        }
+    });
+    assert!(saw_conflict, "some schedule races both commits");
+}
