@@ -21,6 +21,7 @@ echo "   $(wc -l <<<"$deps") crates, none of them IO"
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
+cargo fmt --manifest-path core/fuzz/Cargo.toml -- --check
 
 echo "== cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
@@ -43,6 +44,10 @@ cargo test -q -p edgegrant-tests --test race_explorer --test crash -- --nocaptur
 cargo test -q -p edgegrant-tests --bench core 2>&1 | tee -a "$log" | tail -n 3
 passed=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
 failed=$(grep -oE '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
+
+echo "== fuzz smoke: every cargo-fuzz target for 15 s (nightly toolchain; installs cargo-fuzz if missing)"
+rustup toolchain list | grep -q '^nightly' || { echo "the fuzz targets need the nightly toolchain (rustup toolchain install nightly)" >&2; exit 1; }
+core/fuzz/run.sh 15
 
 echo "== Chromium for the browser test (Debian's package; playwright never downloads one)"
 if ! command -v chromium >/dev/null; then

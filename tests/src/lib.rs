@@ -53,6 +53,13 @@ impl Store {
     }
 
     /// Applies every put if every expectation holds, or nothing.
+    /// Puts a record as it is, with no condition and its own version: a hand-made or corrupted
+    /// store, for the fuzz targets and the regression tests drawn from them.
+    pub fn put_raw(&mut self, key: RecordKey, versioned: Versioned) {
+        self.records.insert(key, versioned);
+    }
+
+    /// Applies `transaction` if every condition holds, else nothing (the conflicting key).
     pub fn apply(&mut self, transaction: &Transaction) -> Result<(), Conflict> {
         for put in &transaction.puts {
             let current = self.records.get(&put.key).map(|v| v.version);
