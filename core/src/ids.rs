@@ -123,7 +123,8 @@ validated_string!(
     /// (RFC 9700 §4.1.3).
     ///
     /// An absolute URI (`scheme:rest`, RFC 3986 §3.1), at most 2048 characters, without a fragment
-    /// (RFC 6749 §3.1.2), whitespace or control characters.
+    /// (RFC 6749 §3.1.2), whitespace or control characters, and not of a scheme that runs script
+    /// or shows local content (`javascript:`, `data:`, `vbscript:`, `file:`, `blob:`, `about:`).
     RedirectUri,
     "redirect uri",
     |v| {
@@ -140,6 +141,14 @@ validated_string!(
         }
         if rest.is_empty() {
             return Err("nothing after the scheme");
+        }
+        // Schemes whose "navigation" runs script or shows local content in the browser: never a
+        // place to send a code (RFC 9700 §4.11; RFC 6749 §10.6).
+        if ["javascript", "data", "vbscript", "file", "blob", "about"]
+            .iter()
+            .any(|banned| scheme.eq_ignore_ascii_case(banned))
+        {
+            return Err("a scheme that runs script or reads local content cannot be a redirect target");
         }
         Ok(())
     }

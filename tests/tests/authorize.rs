@@ -546,3 +546,34 @@ fn an_oversized_query_shows_a_page() {
     );
     assert!(sim.store.is_empty());
 }
+
+#[test]
+fn redirect_uris_of_schemes_that_run_script_are_refused_at_registration() {
+    let document = |uri: &str| {
+        serde_json::json!({ "apps": [{ "key": "app", "name": "App", "redirect_uris": [uri],
+            "permissions": { "kind": "scoped", "scopes": ["account_info.read"] } }] })
+    };
+    for refused in [
+        "javascript:alert(document.domain)",
+        "JavaScript://%0aalert(1)",
+        "data:text/html,<script>alert(1)</script>",
+        "vbscript:msgbox(1)",
+        "file:///etc/passwd",
+    ] {
+        assert!(
+            serde_json::from_value::<Config>(document(refused)).is_err(),
+            "{refused} was accepted"
+        );
+    }
+    // Web, loopback and native-app schemes stay registrable.
+    for accepted in [
+        "https://app.example/cb",
+        "http://127.0.0.1:8765/cb",
+        "com.example.app:/oauth2redirect",
+    ] {
+        assert!(
+            serde_json::from_value::<Config>(document(accepted)).is_ok(),
+            "{accepted} was refused"
+        );
+    }
+}

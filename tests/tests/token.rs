@@ -736,3 +736,47 @@ fn parameters_split_between_query_and_body_or_refused_by_policy_are_invalid_requ
     // Nothing was spent: the same code still works through the body.
     assert_eq!(strict.exchange_pkce(&code, VERIFIER).status, 200);
 }
+
+/// SPEC.md: the app secret is "not used in the PKCE variant", and PKCE "replaces client_secret"
+/// — so a confidential app that authorized with PKCE refreshes with its app key alone, as the
+/// reference service and its SDKs do; without PKCE at authorization, its secret is required.
+/// (A deliberate reading, recorded in SECURITY.md: RFC 6749 §6 would demand the secret.)
+#[test]
+fn a_confidential_apps_pkce_grant_refreshes_without_its_secret_and_no_other_does() {
+    let mut sim = sim();
+    let pkce = query(&[
+        ("client_id", CONF_APP),
+        ("response_type", "code"),
+        ("redirect_uri", CONF_REDIRECT),
+        ("token_access_type", "offline"),
+        ("code_challenge", CHALLENGE),
+        ("code_challenge_method", "S256"),
+    ]);
+    let code = sim.code_for(&pkce, &alice());
+    let tokens = sim.token(
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("client_id", CONF_APP),
+            ("redirect_uri", CONF_REDIRECT),
+            ("code_verifier", VERIFIER),
+        ],
+        None,
+    );
+    assert_eq!(tokens.status, 200, "{}", tokens.body);
+    let refresh = json(&tokens)["refresh_token"].as_str().unwrap().to_owned();
+    assert_eq!(sim.refresh(&refresh, CONF_APP, None).status, 200);
+
+    let code = sim.code_for(&conf_query("offline", "s"), &alice());
+    let tokens = sim.exchange_confidential(&code);
+    let refresh = json(&tokens)["refresh_token"].as_str().unwrap().to_owned();
+    assert_oauth_error(
+        &sim.refresh(&refresh, CONF_APP, None),
+        401,
+        "invalid_client",
+    );
+    assert_eq!(
+        sim.refresh(&refresh, CONF_APP, Some(CONF_SECRET)).status,
+        200
+    );
+}
