@@ -120,3 +120,22 @@ test("a bad configuration is refused when the server is created", () => {
   assert.throws(() => createAuthServer({ apps: [], policy: { code_ttl: 3600 }, storage: memoryStorage() }), /code_ttl/);
   assert.throws(() => createAuthServer({ apps: [] }), /storage/);
 });
+
+test("every page of the flow forbids framing and leaks nothing through Referer or caches", async () => {
+  const { srv } = server();
+  const pages = {
+    consent: await srv.fetch(new Request(`${ORIGIN}/oauth2/authorize?${pkceQuery("st")}`)),
+    error: await srv.fetch(new Request(`${ORIGIN}/oauth2/authorize?client_id=nobody&response_type=code`)),
+    code: await srv.fetch(consentPost(`client_id=${CONF_APP}&response_type=code`, "allow")),
+    "cross-site consent": await srv.fetch(consentPost(pkceQuery("st"), "allow", { origin: "https://evil.example" })),
+  };
+  for (const [kind, page] of Object.entries(pages)) {
+    assert.match(page.headers.get("content-type"), /^text\/html/, kind);
+    assert.equal(page.headers.get("x-frame-options"), "DENY", kind);
+    assert.equal(page.headers.get("content-security-policy"), "frame-ancestors 'none'", kind);
+    assert.equal(page.headers.get("referrer-policy"), "no-referrer", kind);
+    assert.equal(page.headers.get("cache-control"), "no-store", kind);
+  }
+  assert.match(await pages.code.text(), /data-page="code"/);
+  assert.match(await pages.error.text(), /data-page="error"/);
+});
