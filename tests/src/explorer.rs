@@ -304,6 +304,15 @@ pub fn validates(config: &Config, store: &Store, now: UnixTime, access_token: &s
     )
 }
 
+/// A deployment where alice went through the public app's offline flow: it, her access token
+/// and her refresh token.
+pub fn signed_in() -> (crate::Sim, String, String) {
+    let mut sim = crate::Sim::new(crate::fixture_config());
+    let tokens = sim.pkce_offline_tokens(&crate::alice());
+    let text = |name: &str| tokens[name].as_str().unwrap_or_default().to_owned();
+    (sim, text("access_token"), text("refresh_token"))
+}
+
 /// The PKCE app's code exchange.
 pub fn exchange_input(code: &str) -> Input {
     Input::Token {

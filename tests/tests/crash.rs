@@ -29,17 +29,6 @@ fn commits(schedule: &Schedule, matches: impl Fn(&AuditEvent) -> bool) -> usize 
         .sum()
 }
 
-fn signed_in() -> (Sim, String, String) {
-    let mut sim = Sim::new(fixture_config());
-    let tokens = sim.pkce_offline_tokens(&alice());
-    let access = tokens["access_token"].as_str().expect("access").to_owned();
-    let refresh = tokens["refresh_token"]
-        .as_str()
-        .expect("refresh")
-        .to_owned();
-    (sim, access, refresh)
-}
-
 #[test]
 fn a_retried_exchange_never_yields_a_second_set_of_tokens() {
     let mut sim = Sim::new(fixture_config());

@@ -68,17 +68,6 @@ fn all_dead(sim: &Sim, schedule: &Schedule, tokens: &[(String, Option<String>)])
     }
 }
 
-fn signed_in() -> (Sim, String, String) {
-    let mut sim = Sim::new(fixture_config());
-    let tokens = sim.pkce_offline_tokens(&alice());
-    let access = tokens["access_token"].as_str().expect("access").to_owned();
-    let refresh = tokens["refresh_token"]
-        .as_str()
-        .expect("refresh")
-        .to_owned();
-    (sim, access, refresh)
-}
-
 fn grants(schedule: &Schedule) -> usize {
     schedule
         .store
@@ -176,77 +165,38 @@ fn a_replayed_code_ends_the_tokens_of_its_exchange_for_every_racing_request() {
 }
 
 #[test]
-fn refresh_racing_revoke_leaves_no_live_token() {
+fn refresh_racing_revoke_or_unlink_leaves_no_live_token() {
     let (sim, access, refresh) = signed_in();
-    for inputs in [
-        vec![refresh_input(&refresh), revoke_input(&access)],
-        vec![
-            refresh_input(&refresh),
-            revoke_input(&access),
-            api_input(&access),
-        ],
+    for (name, end) in [
+        ("revoke", revoke_input(&access)),
+        ("unlink", unlink_input(&alice())),
     ] {
-        let racers = inputs.len();
-        let crashes: &[usize] = if racers == 2 { &[0, 1] } else { &[0] };
-        scenario(
-            &format!(
-                "refresh racing revoke{}",
-                if racers == 3 {
-                    " and a bearer check"
-                } else {
-                    ""
-                }
-            ),
-            &sim,
-            &inputs,
-            crashes,
-            &mut |s| {
-                let ended = s.commit_of(reuse_or_revocation);
-                assert!(ended.is_some(), "the revocation commits: {:?}", s.trace);
-                if racers == 3 {
-                    refused_after(s, 2, ended);
-                }
-                let mut dead = vec![(access.clone(), Some(refresh.clone()))];
-                dead.extend(tokens_of(s, &[0]));
-                all_dead(&sim, s, &dead);
-            },
-        );
+        let inputs = vec![refresh_input(&refresh), end, api_input(&access)];
+        for racers in [2, 3] {
+            let crashes: &[usize] = if racers == 2 { &[0, 1] } else { &[0] };
+            let and_a_check = if racers == 3 {
+                " and a bearer check"
+            } else {
+                ""
+            };
+            scenario(
+                &format!("refresh racing {name}{and_a_check}"),
+                &sim,
+                &inputs[..racers],
+                crashes,
+                &mut |s| {
+                    let ended = s.commit_of(reuse_or_revocation);
+                    assert!(ended.is_some(), "the {name} commits: {:?}", s.trace);
+                    if racers == 3 {
+                        refused_after(s, 2, ended);
+                    }
+                    let mut dead = vec![(access.clone(), Some(refresh.clone()))];
+                    dead.extend(tokens_of(s, &[0]));
+                    all_dead(&sim, s, &dead);
+                },
+            );
+        }
     }
-}
-
-#[test]
-fn refresh_racing_unlink_leaves_no_live_token() {
-    let (sim, access, refresh) = signed_in();
-    let inputs = vec![
-        refresh_input(&refresh),
-        unlink_input(&alice()),
-        api_input(&access),
-    ];
-    scenario(
-        "refresh racing unlink",
-        &sim,
-        &inputs[..2],
-        &[0, 1],
-        &mut |s| {
-            let mut dead = vec![(access.clone(), Some(refresh.clone()))];
-            dead.extend(tokens_of(s, &[0]));
-            all_dead(&sim, s, &dead);
-        },
-    );
-    scenario(
-        "refresh racing unlink and a bearer check",
-        &sim,
-        &inputs,
-        &[0],
-        &mut |s| {
-            let ended = s.commit_of(|e| matches!(e, AuditEvent::Unlinked { .. }));
-            assert!(ended.is_some());
-            refused_after(s, 2, ended);
-            let mut dead = vec![(access.clone(), Some(refresh.clone()))];
-            dead.extend(tokens_of(s, &[0]));
-            all_dead(&sim, s, &dead);
-        },
-    );
 }
 
 #[test]
