@@ -171,7 +171,7 @@ fn refresh_racing_revoke_or_unlink_leaves_no_live_token() {
         ("revoke", revoke_input(&access)),
         ("unlink", unlink_input(&alice())),
     ] {
-        let inputs = vec![refresh_input(&refresh), end, api_input(&access)];
+        let inputs = [refresh_input(&refresh), end, api_input(&access)];
         for racers in [2, 3] {
             let crashes: &[usize] = if racers == 2 { &[0, 1] } else { &[0] };
             let and_a_check = if racers == 3 {
