@@ -5,7 +5,7 @@
 // in-memory KV shared with edgegrant. Driven through provider.fetch(request, env, ctx) with real
 // Requests; each flow throws unless it got the success response.
 import { OAuthProvider, getOAuthApi, insufficientScope } from "../node_modules/@cloudflare/workers-oauth-provider/dist/oauth-provider.js";
-import { CHALLENGE, GET_ACCOUNT, ORIGIN, REDIRECT, SCOPES, VERIFIER, expect } from "./shared.js";
+import { GET_ACCOUNT, ORIGIN, REDIRECT, SCOPES, VERIFIER, authorizationQuery, expect } from "../lib/shared.mjs";
 
 const REQUIRED = "account_info.read";
 
@@ -64,15 +64,7 @@ export async function peerSubject(kv) {
     users++;
     user = { id: `bench-user-${users}`, account_id: `dbid:bench-user-${users}`, uid: String(users) };
     const state = `s${users}`;
-    const query = new URLSearchParams({
-      client_id: client.clientId,
-      response_type: "code",
-      redirect_uri: REDIRECT,
-      scope: SCOPES,
-      code_challenge: CHALLENGE,
-      code_challenge_method: "S256",
-      state,
-    }).toString();
+    const query = authorizationQuery(client.clientId, state);
     const redirect = await call(new Request(`${ORIGIN}/authorize?${query}`));
     const location = redirect.status === 302 ? new URL(redirect.headers.get("location")) : null;
     const code = location?.searchParams.get("code");

@@ -3,17 +3,10 @@
 // plaintext as the package's documented model examples do. The flows mirror edgegrant.mjs: same
 // app, redirect URI, scopes, PKCE S256 with a client secret; each throws unless it succeeded.
 import OAuth2Server from "@node-oauth/oauth2-server";
+import { APP, GET_ACCOUNT, ORIGIN, REDIRECT, SCOPES, SECRET, VERIFIER, authorizationQuery } from "../../lib/shared.mjs";
 
 const { Request: OAuthRequest, Response: OAuthResponse } = OAuth2Server;
 
-const ORIGIN = "https://auth.example.com";
-const APP = "bench-app";
-const SECRET = "bench-secret-7f3a9c2e41d8b605";
-const REDIRECT = "https://app.example.com/oauth/callback";
-const SCOPES = "account_info.read files.metadata.read";
-const GET_ACCOUNT = "/2/users/get_current_account";
-const VERIFIER = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
-const CHALLENGE = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
 
 /** The v5 model contract for authorization_code, refresh_token and authenticate, on Maps. */
 function memoryModel() {
@@ -89,15 +82,7 @@ export async function oauth2ServerSubject() {
     users++;
     user = { account_id: `dbid:bench-user-${users}`, uid: String(users) };
     const state = `s${users}`;
-    const query = new URLSearchParams({
-      client_id: APP,
-      response_type: "code",
-      redirect_uri: REDIRECT,
-      scope: SCOPES,
-      code_challenge: CHALLENGE,
-      code_challenge_method: "S256",
-      state,
-    });
+    const query = authorizationQuery(APP, state);
     const authorized = new OAuthResponse();
     await oauth.authorize(request("GET", `${ORIGIN}/oauth2/authorize?${query}`), authorized, { authenticateHandler });
     const location = authorized.status === 302 ? new URL(authorized.get("location")) : null;
