@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::credentials::SecretDigest;
 use crate::ids::{AppKey, RedirectUri};
+use crate::pages::{PageTemplates, Pages};
 use crate::scope::{LegacyAccess, Scope, ScopeSet};
 use crate::time::{Seconds, UnixTime};
 
@@ -36,6 +37,17 @@ pub enum ConfigError {
     /// No app is registered under this key.
     #[error("no app is registered as \"{0}\"")]
     UnknownApp(String),
+    /// `max_attempts` is zero.
+    #[error("max_attempts must be at least 1")]
+    Attempts,
+    /// A page template does not compile.
+    #[error("the {page} page template: {reason}")]
+    Template {
+        /// Which page.
+        page: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 /// What an app may be granted.
@@ -147,6 +159,10 @@ pub struct Policy {
     /// `client_secret` out of URLs, so hosts whose clients all use the body can turn it off.
     /// Default `true`.
     pub token_parameters_in_query: bool,
+    /// How many times one request may lose a race for its writes before the core answers
+    /// `503 temporarily_unavailable` (each loss means another request changed the same
+    /// records; the next attempt decides from what it wrote). Default 5.
+    pub max_attempts: u32,
 }
 
 impl Default for Policy {
@@ -158,6 +174,7 @@ impl Default for Policy {
             long_lived_cutoff: UnixTime::LONG_LIVED_CUTOFF,
             max_input_bytes: 16_384,
             token_parameters_in_query: true,
+            max_attempts: 5,
         }
     }
 }
@@ -174,6 +191,10 @@ pub struct ConfigDocument {
     /// `account_info.read`).
     #[serde(default)]
     pub api_endpoints: BTreeMap<String, Scope>,
+    /// The host's templates of the pages of the flow (consent, code, error, sign-in); the
+    /// core's plain defaults stand in for any left out.
+    #[serde(default)]
+    pub pages: PageTemplates,
 }
 
 /// A validated configuration, indexed for lookups.
@@ -192,6 +213,7 @@ pub struct ConfigDocument {
 ///     }],
 ///     policy: Policy::default(),
 ///     api_endpoints: [("/2/users/get_current_account".to_string(), Scope::new("account_info.read").unwrap())].into(),
+///     pages: PageTemplates::default(),
 /// }).unwrap();
 /// assert!(config.app("demo-app").is_some());
 /// ```
@@ -201,6 +223,7 @@ pub struct Config {
     apps: BTreeMap<AppKey, App>,
     policy: Policy,
     api_endpoints: BTreeMap<String, Scope>,
+    pages: Pages,
 }
 
 impl Config {
@@ -216,6 +239,10 @@ impl Config {
         if policy.max_input_bytes < 1024 {
             return Err(ConfigError::InputLimit);
         }
+        if policy.max_attempts == 0 {
+            return Err(ConfigError::Attempts);
+        }
+        let pages = Pages::compile(doc.pages)?;
         if let Some(path) = doc.api_endpoints.keys().find(|p| !p.starts_with("/2/")) {
             return Err(ConfigError::EndpointPath(path.clone()));
         }
@@ -233,6 +260,7 @@ impl Config {
             apps,
             policy,
             api_endpoints: doc.api_endpoints,
+            pages,
         })
     }
 
@@ -249,6 +277,11 @@ impl Config {
     /// The policy switches.
     pub fn policy(&self) -> &Policy {
         &self.policy
+    }
+
+    /// The compiled page templates.
+    pub(crate) fn pages(&self) -> &Pages {
+        &self.pages
     }
 
     /// The Required Scope of an API endpoint, or `None` if the host did not declare it.
@@ -290,6 +323,7 @@ impl From<Config> for ConfigDocument {
             apps: config.apps.into_values().collect(),
             policy: config.policy,
             api_endpoints: config.api_endpoints,
+            pages: config.pages.source,
         }
     }
 }

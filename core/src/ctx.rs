@@ -1,45 +1,116 @@
-//! The context of one call: configuration, time, entropy, and the records loaded so far.
+//! What an endpoint sees while it decides — the configuration, the time, the entropy and the
+//! records loaded so far — and what it decides.
 //!
-//! Handlers read records through [`Ctx::load`]; a key not loaded yet stops the handler with
-//! [`Step::NeedRecords`], carried by `?` through [`Stop`]. Because handlers are deterministic in
-//! their inputs, the next call walks the same path and gets one step further.
+//! An endpoint reads records through [`Ctx::load`]; a key not loaded yet stops it with
+//! [`Need`], carried by `?`. The request is parsed once, so walking the decision again when the
+//! records arrive costs a few lookups: no parsing, no hashing.
 
 use crate::config::Config;
-use crate::credentials::Entropy;
+use crate::credentials::{AccessToken, AuthorizationCode, Entropy, RefreshToken};
+use crate::ids::AppKey;
 use crate::records::{
     AccessTokenRecord, CodeRecord, GrantRecord, LinkRecord, Record, RecordKey, RefreshTokenRecord,
-    Versioned,
 };
-use crate::step::{Misuse, Outcome, Records, Step, Transaction};
-use crate::time::UnixTime;
+use crate::refusal::Refusal;
+use crate::scope::ScopeSet;
+use crate::step::{ConsentPrompt, Expect, Principal, Put, Transaction};
+use crate::time::{Seconds, UnixTime};
+use crate::wire::redirect::ReplyTo;
+use crate::{AccountId, Uid, User};
 
-/// Why a handler stopped before its end: it has its step already (boxed, to keep the `Err`
-/// path small), or the host misbehaved.
-pub(crate) enum Stop {
-    Step(Box<Step>),
-    Misuse(Misuse),
+/// The keys an endpoint needs before it can go on.
+#[derive(Debug)]
+pub(crate) struct Need(pub Vec<RecordKey>);
+
+/// An endpoint's result: a decision, or the records it needs first.
+pub(crate) type Flow<T> = Result<T, Need>;
+
+/// Where a refusal goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Via {
+    /// An error page: no redirect target can be trusted (RFC 6749 §4.1.2.1).
+    Page,
+    /// Back to the app's redirect URI, with `error` (RFC 6749 §4.1.2.1, §4.2.2.1).
+    Redirect(ReplyTo),
+    /// An RFC 6749 §5.2 JSON error; `basic` when the client tried HTTP Basic.
+    Token { basic: bool },
+    /// An RFC 6750 bearer challenge with the reference service's JSON body.
+    Bearer,
+    /// A bare status (unknown path, wrong method, contention).
+    Plain,
 }
 
-impl From<Misuse> for Stop {
-    fn from(m: Misuse) -> Self {
-        Stop::Misuse(m)
+/// The token endpoint's success body (RFC 6749 §5.1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TokenBody {
+    pub access_token: AccessToken,
+    pub expires_in: Option<Seconds>,
+    pub refresh_token: Option<RefreshToken>,
+    /// The exchange's extra fields: scope, account_id, uid.
+    pub exchange: Option<(ScopeSet, AccountId, Uid)>,
+}
+
+/// How a request ends, before it is written out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Ending {
+    Refused(Refusal, Via),
+    SignIn {
+        return_to: String,
+    },
+    /// Boxed: the largest ending by far.
+    Consent(Box<ConsentPage>),
+    Redirect(String),
+    DisplayCode {
+        app: AppKey,
+        app_name: String,
+        code: AuthorizationCode,
+    },
+    Tokens(Box<TokenBody>),
+    Revoked,
+    Unlinked,
+    Serve(Principal),
+}
+
+/// The consent page's content.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ConsentPage {
+    pub prompt: ConsentPrompt,
+    /// The authorization request's query, for the form's hidden field.
+    pub query: String,
+    pub user: User,
+}
+
+/// What an endpoint decided.
+pub(crate) enum Decision {
+    /// Nothing to store.
+    End(Ending),
+    /// Store this, then end so.
+    Commit(Transaction, Ending),
+}
+
+/// The records a request has loaded: `None` for a key looked up and absent.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Loads {
+    entries: Vec<(RecordKey, Option<(u64, Record)>)>,
+}
+
+impl Loads {
+    pub fn contains(&self, key: &RecordKey) -> bool {
+        self.entries.iter().any(|(k, _)| k == key)
     }
-}
 
-/// A handler's result: a step, reached either at the end or by stopping early.
-pub(crate) type Flow<T> = Result<T, Stop>;
+    pub fn insert(&mut self, key: RecordKey, value: Option<(u64, Record)>) {
+        self.entries.retain(|(k, _)| k != &key);
+        self.entries.push((key, value));
+    }
 
-/// Stops the handler with a response and nothing to store.
-pub(crate) fn respond<T>(outcome: Outcome) -> Flow<T> {
-    Err(Stop::Step(Box::new(Step::Respond { outcome })))
-}
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
 
-/// Ends the handler with writes to apply.
-pub(crate) fn commit(transaction: Transaction, outcome: Outcome) -> Flow<Step> {
-    Ok(Step::Commit {
-        transaction,
-        outcome,
-    })
+    fn get(&self, key: &RecordKey) -> Option<&Option<(u64, Record)>> {
+        self.entries.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
 }
 
 /// A record as loaded, with the version a conditional write must expect.
@@ -75,70 +146,63 @@ pub(crate) struct Ctx<'a> {
     pub config: &'a Config,
     pub now: UnixTime,
     pub entropy: &'a Entropy,
-    records: &'a Records,
-    asked: Vec<RecordKey>,
+    pub loads: &'a Loads,
 }
 
 impl<'a> Ctx<'a> {
-    pub fn new(
-        config: &'a Config,
-        now: UnixTime,
-        entropy: &'a Entropy,
-        records: &'a Records,
-    ) -> Self {
-        Ctx {
-            config,
-            now,
-            entropy,
-            records,
-            asked: Vec::new(),
-        }
-    }
-
     /// Makes sure every key is loaded, asking for all the missing ones in one batch.
-    pub fn fetch(&mut self, keys: &[&RecordKey]) -> Flow<()> {
-        let mut missing = Vec::new();
-        for key in keys {
-            if self.records.get(key).is_none() {
-                missing.push((*key).clone());
-            }
-            if !self.asked.contains(key) {
-                self.asked.push((*key).clone());
-            }
-        }
+    pub fn need(&self, keys: &[&RecordKey]) -> Flow<()> {
+        let missing: Vec<RecordKey> = keys
+            .iter()
+            .filter(|k| !self.loads.contains(k))
+            .map(|k| (*k).clone())
+            .collect();
         if missing.is_empty() {
             Ok(())
         } else {
-            Err(Stop::Step(Box::new(Step::NeedRecords { keys: missing })))
+            Err(Need(missing))
         }
     }
 
     /// The record under `key` (loading it first if needed), or `None` if the store has none.
-    pub fn load<R: RecordKind>(&mut self, key: &RecordKey) -> Flow<Option<Loaded<'a, R>>> {
-        self.fetch(&[key])?;
-        let records: &'a Records = self.records;
-        match records.get(key).flatten() {
-            None => Ok(None),
-            Some(Versioned { version, record }) => match R::from_record(record) {
-                Some(record) => Ok(Some(Loaded {
+    pub fn load<R: RecordKind>(&self, key: &RecordKey) -> Flow<Option<Loaded<'a, R>>> {
+        let loads: &'a Loads = self.loads;
+        match loads.get(key) {
+            None => Err(Need(vec![key.clone()])),
+            // `Request::supply` admits only records of the type their key names, so a record
+            // of another type cannot be here; were it, it would count as absent.
+            Some(value) => Ok(value.as_ref().and_then(|(version, record)| {
+                R::from_record(record).map(|record| Loaded {
                     version: *version,
                     record,
-                })),
-                None => Err(Misuse::WrongRecordType(key.to_string()).into()),
-            },
+                })
+            })),
         }
     }
+}
 
-    /// Closes the call: a supplied record the handler never asked for is host misuse.
-    pub fn finish(self, flow: Flow<Step>) -> Result<Step, Misuse> {
-        let step = match flow {
-            Ok(step) => step,
-            Err(Stop::Step(step)) => *step,
-            Err(Stop::Misuse(misuse)) => return Err(misuse),
-        };
-        if let Some(extra) = self.records.keys().find(|k| !self.asked.contains(k)) {
-            return Err(Misuse::UnrequestedRecord(extra.to_string()));
-        }
-        Ok(step)
+/// Stores a new record under a key that must be empty (a fresh credential: a collision means
+/// the entropy was not random, and the write must fail rather than overwrite).
+pub(crate) fn create(key: RecordKey, record: &Record, purge_after: Option<UnixTime>) -> Put {
+    Put {
+        key,
+        expect: Expect::Absent,
+        bytes: record.encode(),
+        purge_after,
+    }
+}
+
+/// Replaces the record read at `version` (`None`: read as absent).
+pub(crate) fn replace(
+    key: RecordKey,
+    version: Option<u64>,
+    record: &Record,
+    purge_after: Option<UnixTime>,
+) -> Put {
+    Put {
+        key,
+        expect: version.map_or(Expect::Absent, Expect::Version),
+        bytes: record.encode(),
+        purge_after,
     }
 }

@@ -9,33 +9,44 @@
 //!
 //! ## The calling contract
 //!
-//! One function, [`handle`]. For every request or host event the host runs this loop:
+//! One value per request, [`Request`]. For every HTTP request to the core's endpoints, and
+//! for every host event ([`Input::Unlink`]):
 //!
-//! 1. Read the clock once (`now`), draw [`ENTROPY_LEN`] random bytes once, start with empty
-//!    [`Records`].
-//! 2. Call [`handle`]`(config, input, now, entropy, records)` and act on the [`Step`]:
-//!    - [`Step::NeedRecords`]: load every key named, **in one batch**, insert each (absent keys as
-//!      `None`) into the records, and call [`handle`] again with the *same* input, `now` and
-//!      entropy. A request needs at most three such rounds.
-//!    - [`Step::Commit`]: apply the [`Transaction`] **all-or-nothing**: every [`Put`] only if its
-//!      key holds what its [`Expect`] says (absent, or exactly that version), each applied put
-//!      storing the record at version + 1. If it applied, emit its audit events and carry out the
-//!      [`Outcome`]. If any condition failed, apply nothing and start over at 1 with fresh
-//!      records: the core then decides from the state that won the race (for a code redeemed by
-//!      a racing host, that is `invalid_grant`). Retry a bounded number of times.
-//!    - [`Step::Respond`]: nothing to store; carry out the [`Outcome`].
-//! 3. Carry out the outcome: send [`Outcome::Http`] as is; send [`Outcome::Redirect`] as `302`
-//!    with `Cache-Control: no-store`; render [`Outcome::Consent`], [`Outcome::DisplayCode`] and
-//!    [`Outcome::ErrorPage`] as pages; serve the API call for [`Outcome::Authorized`].
+//! 1. Read the clock once (`now`), draw [`ENTROPY_LEN`] random bytes once, and start
+//!    [`Request::new`]`(config, input, now, entropy)`. It parses the request, authenticates the
+//!    client and hashes the credential once, here.
+//! 2. Call [`Request::poll`] and act on the [`Step`], until it is `Respond` or `Serve`:
+//!    - [`Step::Read`]: load every key named **in one batch**, hand each to
+//!      [`Request::supply`] (an absent key as `None`), poll again. A request reads at most
+//!      three times.
+//!    - [`Step::Write`]: apply the [`Transaction`] **all-or-nothing**: every [`Put`] only if
+//!      its key holds what its [`Expect`] says (absent, or exactly that version), each applied
+//!      put storing its bytes at version + 1 with its purge time. If it applied, call
+//!      [`Request::committed`] and emit its audit events; if any condition failed, apply
+//!      nothing and call [`Request::conflicted`]: the request reads again and decides from the
+//!      state that won the race (for a code redeemed by a racing host, `invalid_grant`), and
+//!      answers `503` once it lost [`Policy::max_attempts`] times. Poll again.
+//!    - [`Step::Respond`]: send [`Reply::response`] as it is — status, headers, body. The
+//!      [`Reply::outcome`] says what happened, and why if it was refused ([`Refusal`]).
+//!    - [`Step::Serve`]: the API call is authorized; answer it with the endpoint's handler
+//!      for the [`Principal`].
 //!
-//! Protocol errors — a bad code, a wrong secret, an expired token — are never `Err`: they are
-//! responses (RFC 6749 §5.2 JSON, RFC 6750 challenges, redirects with `error`). `Err(`[`Misuse`]`)`
-//! means the host broke this contract (records it was not asked for, a record of the wrong type,
-//! an undeclared API endpoint). No input, however hostile, makes the core panic.
+//! Every decision is the core's: routing by path and method, size limits, the consent form's
+//! origin check, automatic re-authorization, the answer to storage contention, and every
+//! response with its headers, pages included (from the host's templates, [`PageTemplates`]).
+//! A host supplies the clock, the entropy, the storage, the signed-in user, the page templates
+//! and the API handlers; two hosts on this crate behave alike.
 //!
-//! The store must offer conditional writes across several keys (Durable Objects, SQLite, any
-//! SQL database, the in-memory store of the tests). An eventually consistent store such as
-//! Workers KV cannot hold codes, grants or links: two edges could both redeem one code.
+//! Records cross as opaque bytes: the host stores key → (version, bytes, purge time) and never
+//! needs to read one. The store must offer conditional writes across several keys (Durable
+//! Objects, SQLite, any SQL database, the in-memory store of the tests). An eventually
+//! consistent store such as Workers KV cannot hold codes, grants or links: two edges could both
+//! redeem one code.
+//!
+//! Protocol errors — a bad code, a wrong secret, an expired token — are replies (RFC 6749 §5.2
+//! JSON, RFC 6750 challenges, redirects with `error`), never `Err`. `Err(`[`Misuse`]`)` means
+//! the host broke this contract (a record it was not asked for, bytes that are not a record).
+//! No input, however hostile, makes the core panic.
 //!
 //! ## The client side
 //!
@@ -54,10 +65,11 @@
 //!
 //! ```
 //! use std::collections::BTreeMap;
+//! use std::sync::Arc;
 //! use edgegrant::*;
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let config = Config::new(ConfigDocument {
+//! let config = Arc::new(Config::new(ConfigDocument {
 //!     apps: vec![App {
 //!         key: AppKey::new("app1")?,
 //!         name: "Example".into(),
@@ -68,38 +80,39 @@
 //!         implicit_allowed: false,
 //!     }],
 //!     ..ConfigDocument::default()
-//! })?;
-//! let mut store: BTreeMap<RecordKey, Versioned> = BTreeMap::new();
+//! })?);
+//! let mut store: BTreeMap<RecordKey, Stored> = BTreeMap::new();
 //! let user = User { account_id: AccountId::new("dbid:alice")?, uid: Uid::new("1")? };
-//! let input = Input::Consent {
-//!     query: "client_id=app1&response_type=code&redirect_uri=https%3A%2F%2Fapp.example%2Fcb&state=xyz".into(),
-//!     user,
-//!     decision: Decision::Allow,
-//! };
-//! let (now, entropy) = (UnixTime(1_700_000_000), Entropy::new([7; ENTROPY_LEN]));
-//! let mut records = Records::new();
-//! let outcome = loop {
-//!     match handle(&config, &input, now, &entropy, &records)? {
-//!         Step::NeedRecords { keys } => {
-//!             for key in keys {
-//!                 let value = store.get(&key).cloned();
-//!                 records.insert(key, value);
+//! // The consent page's form, posted by the signed-in user.
+//! let mut form = HttpRequest::new("POST", "/oauth2/authorize", "");
+//! form.headers.push(("Sec-Fetch-Site".into(), "same-origin".into()));
+//! form.body = b"decision=allow&query=client_id%3Dapp1%26response_type%3Dcode%26state%3Dxyz".to_vec();
+//! let input = Input::Http { request: form, user: Some(user) };
+//! let mut request = Request::new(config, input, UnixTime(1_700_000_000), Entropy::new([7; ENTROPY_LEN]));
+//! let reply = loop {
+//!     match request.poll() {
+//!         Step::Read(keys) => {
+//!             for key in keys.to_vec() {
+//!                 let found = store.get(&key).cloned();
+//!                 request.supply(&key, found.as_ref())?;
 //!             }
 //!         }
-//!         Step::Commit { transaction, outcome } => {
+//!         Step::Write(transaction) => {
 //!             // A real store checks every `expect` first, atomically.
-//!             for put in transaction.puts {
-//!                 let version = store.get(&put.key).map_or(1, |v| v.version + 1);
-//!                 store.insert(put.key, Versioned { version, record: put.record });
+//!             for put in &transaction.puts {
+//!                 let version = store.get(&put.key).map_or(1, |s| s.version + 1);
+//!                 store.insert(put.key.clone(), Stored { version, bytes: put.bytes.clone() });
 //!             }
-//!             break outcome;
+//!             request.committed()?;
 //!         }
-//!         Step::Respond { outcome } => break outcome,
+//!         Step::Respond(reply) => break reply.clone(),
+//!         Step::Serve(_) => unreachable!("not an API call"),
 //!     }
 //! };
-//! let Outcome::Redirect(location) = outcome else { panic!("expected a redirect") };
-//! assert!(location.starts_with("https://app.example/cb?code="));
-//! assert!(location.ends_with("&state=xyz"));
+//! // No redirect_uri was registered in the request: the page shows the code.
+//! assert!(matches!(reply.outcome, Outcome::DisplayCode { .. }));
+//! assert_eq!(reply.response.status, 200);
+//! assert_eq!(reply.response.header("X-Frame-Options"), Some("DENY"));
 //! # Ok(()) }
 //! ```
 
@@ -119,8 +132,12 @@ mod ctx;
 mod endpoints;
 mod ids;
 mod machines;
+mod pages;
 mod pkce;
 mod records;
+mod refusal;
+mod render;
+mod request;
 mod scope;
 mod step;
 mod time;
@@ -132,49 +149,18 @@ pub use credentials::{
     RefreshToken, RefreshTokenDigest, SecretDigest, ENTROPY_LEN,
 };
 pub use ids::{AccountId, AppKey, GrantId, InvalidId, RedirectUri, Uid, User};
+pub use pages::{PageTemplates, DEFAULT_CODE, DEFAULT_CONSENT, DEFAULT_ERROR, DEFAULT_SIGN_IN};
 pub use pkce::{ChallengeMethod, CodeChallenge, CodeVerifier};
 pub use records::{
-    AccessTokenRecord, BadRecordKey, CodeRecord, CodeState, GrantRecord, LinkRecord, Record,
-    RecordKey, RefreshTokenRecord, TokenAccessType, Versioned,
+    AccessTokenRecord, BadRecord, BadRecordKey, CodeRecord, CodeState, GrantRecord, LinkRecord,
+    Record, RecordKey, RefreshTokenRecord, Stored, TokenAccessType,
 };
+pub use refusal::Refusal;
+pub use request::Request;
 pub use scope::{LegacyAccess, Scope, ScopeSet, TEAM_AUDITING_SCOPES, USER_SCOPES};
 pub use step::{
-    AuditEvent, ConsentPrompt, Decision, ErrorPage, Expect, HttpRequest, HttpResponse, Input,
-    Misuse, Outcome, Principal, Put, Records, Step, Transaction, Unlinker,
+    AuditEvent, ConsentPrompt, Expect, Input, Misuse, Outcome, Principal, Put, Reply, Step,
+    Transaction, Unlinker,
 };
 pub use time::{Seconds, UnixTime};
-
-/// Decides what the host does next for `input`, given the time, fresh entropy and the records
-/// loaded so far. See the [crate documentation](crate) for the calling contract.
-///
-/// Pure: the same arguments always give the same step.
-pub fn handle(
-    config: &Config,
-    input: &Input,
-    now: UnixTime,
-    entropy: &Entropy,
-    records: &Records,
-) -> Result<Step, Misuse> {
-    let mut ctx = ctx::Ctx::new(config, now, entropy, records);
-    let flow = match input {
-        Input::Authorize { query, user } => {
-            endpoints::authorize::authorize(&mut ctx, query, user.as_ref())
-        }
-        Input::Consent {
-            query,
-            user,
-            decision,
-        } => endpoints::authorize::consent(&mut ctx, query, user, *decision),
-        Input::Token { request } => endpoints::token::token(&mut ctx, request),
-        Input::Revoke { request } => endpoints::api::revoke(&mut ctx, request),
-        Input::ApiCall { endpoint, request } => {
-            endpoints::api::api_call(&mut ctx, endpoint, request)
-        }
-        Input::Unlink {
-            app,
-            account_id,
-            by,
-        } => endpoints::unlink::unlink(&mut ctx, app, account_id, *by),
-    };
-    ctx.finish(flow)
-}
+pub use wire::http::{HttpRequest, HttpResponse};

@@ -214,14 +214,51 @@ pub enum Record {
     Link(LinkRecord),
 }
 
-/// A record with the version the store holds it at. Versions start at 1 and the store adds one
-/// on every put; conditional writes compare them.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Versioned {
+impl Record {
+    /// The record in its stored form: opaque bytes for the host, which stores them beside the
+    /// key, the version and the purge time and never needs to read them.
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// Reads a record from its stored form.
+    pub fn decode(bytes: &[u8]) -> Result<Record, BadRecord> {
+        serde_json::from_slice(bytes).map_err(|_| BadRecord)
+    }
+
+    /// Whether this record may live under `key` (each key names the type of its record).
+    pub fn fits(&self, key: &RecordKey) -> bool {
+        matches!(
+            (self, key),
+            (Record::Code(_), RecordKey::Code(_))
+                | (Record::AccessToken(_), RecordKey::AccessToken(_))
+                | (Record::RefreshToken(_), RecordKey::RefreshToken(_))
+                | (Record::Grant(_), RecordKey::Grant(_))
+                | (Record::Link(_), RecordKey::Link(..))
+        )
+    }
+}
+
+/// Bytes that are not a record of this core.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the stored bytes are not a record")]
+pub struct BadRecord;
+
+/// A record as the store holds it: the version it is at (versions start at 1; every applied put
+/// adds one) and its bytes ([`Record::encode`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stored {
     /// The store's version of the record.
     pub version: u64,
-    /// The record.
-    pub record: Record,
+    /// The record's bytes.
+    pub bytes: Vec<u8>,
+}
+
+impl Stored {
+    /// The record, decoded (hosts never need this; tests and tools do).
+    pub fn record(&self) -> Result<Record, BadRecord> {
+        Record::decode(&self.bytes)
+    }
 }
 
 /// Where a record lives. Its text form (`code:…`, `access:…`, `refresh:…`, `grant:…`,

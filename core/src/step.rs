@@ -1,61 +1,19 @@
-//! The one vocabulary between core and host: what comes in ([`Input`]), what the core answers
-//! ([`Step`]), and what the host stores and shows ([`Transaction`], [`Outcome`]).
+//! The one vocabulary between core and host: what comes in ([`Input`]), what the host does next
+//! ([`Step`]), what it stores ([`Transaction`]) and what it sends ([`Reply`]).
 
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use serde::Serialize;
 
 use crate::credentials::AuthorizationCode;
 use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, User};
 use crate::pkce::ChallengeMethod;
-use crate::records::{Record, RecordKey, TokenAccessType, Versioned};
+use crate::records::{RecordKey, TokenAccessType};
+use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
 use crate::time::UnixTime;
-
-/// An HTTP request as the host received it. Header names are compared case-insensitively.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HttpRequest {
-    /// The method, e.g. `POST`.
-    pub method: String,
-    /// Every header, in order, repeated names included.
-    pub headers: Vec<(String, String)>,
-    /// The body bytes (the host caps them at [`Policy::max_input_bytes`](crate::Policy)).
-    #[serde(default, with = "serde_bytes")]
-    pub body: Vec<u8>,
-    /// The URL's query string, without `?` (only the token endpoint reads it; see
-    /// [`Policy::token_parameters_in_query`](crate::Policy)).
-    #[serde(default)]
-    pub query: String,
-}
-
-impl HttpRequest {
-    /// The values of every header named `name` (case-insensitive).
-    pub fn header_values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        self.headers
-            .iter()
-            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    /// Whether the body or any header value is larger than `limit` bytes.
-    pub(crate) fn exceeds(&self, limit: usize) -> bool {
-        self.body.len() > limit
-            || self.query.len() > limit
-            || self.headers.iter().any(|(n, v)| n.len() + v.len() > limit)
-    }
-}
-
-/// The user's answer on the consent page.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    /// The user clicked Allow.
-    Allow,
-    /// The user clicked Deny.
-    Deny,
-}
+use crate::wire::http::{HttpRequest, HttpResponse};
 
 /// Who ended an app's access for a user.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Unlinker {
     /// The user, on the connected-apps page.
@@ -64,44 +22,18 @@ pub enum Unlinker {
     TeamAdmin,
 }
 
-/// Everything the core reacts to: HTTP requests on its endpoints and host events.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+/// Everything the core reacts to: an HTTP request, or a host event.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Input {
-    /// `GET /oauth2/authorize?<query>`; `user` is the signed-in user, if any.
-    Authorize {
-        /// The raw query string, without the leading `?`.
-        query: String,
-        /// The signed-in user; with one, the core checks whether consent was already given.
+    /// An HTTP request to one of the core's endpoints: `GET /oauth2/authorize`, the consent
+    /// form (`POST /oauth2/authorize`), `POST /oauth2/token`, `/2/auth/token/revoke` and the
+    /// API endpoints the configuration declares. Any other path is answered 404.
+    Http {
+        /// The request.
+        request: HttpRequest,
+        /// The user the host's sign-in recognizes in this request (its session), if any. Only
+        /// the authorization endpoint reads it.
         user: Option<User>,
-    },
-    /// The user's decision on the consent page for the authorization request `query`.
-    /// The core validates the request again: the consent form is not trusted.
-    Consent {
-        /// The same raw query string the consent page was shown for.
-        query: String,
-        /// The signed-in user who decided.
-        user: User,
-        /// Allow or deny.
-        decision: Decision,
-    },
-    /// `POST /oauth2/token`.
-    Token {
-        /// The request.
-        request: HttpRequest,
-    },
-    /// `POST /2/auth/token/revoke` with a bearer token.
-    Revoke {
-        /// The request.
-        request: HttpRequest,
-    },
-    /// A call to one of the host's API endpoints: check the bearer token and the endpoint's
-    /// Required Scope.
-    ApiCall {
-        /// The endpoint path as declared in the configuration, e.g. `/2/users/get_current_account`.
-        endpoint: String,
-        /// The request (only its headers are read).
-        request: HttpRequest,
     },
     /// The user or a team admin unlinked the app: every token of this app and user ends.
     Unlink {
@@ -114,55 +46,8 @@ pub enum Input {
     },
 }
 
-impl Input {
-    /// The HTTP request this input carries (token, revoke and API calls), for hosts that fill
-    /// in its body separately (the wasm bindings pass the body bytes beside the JSON).
-    pub fn request_mut(&mut self) -> Option<&mut HttpRequest> {
-        match self {
-            Input::Token { request }
-            | Input::Revoke { request }
-            | Input::ApiCall { request, .. } => Some(request),
-            Input::Authorize { .. } | Input::Consent { .. } | Input::Unlink { .. } => None,
-        }
-    }
-}
-
-/// The records a host has loaded for the current request, by key. A key mapped to `None` was
-/// looked up and is absent.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Records(BTreeMap<RecordKey, Option<Versioned>>);
-
-impl Records {
-    /// No records loaded yet: the first call of every request.
-    pub fn new() -> Self {
-        Records::default()
-    }
-
-    /// Adds what the store holds under `key` (`None` when absent).
-    pub fn insert(&mut self, key: RecordKey, value: Option<Versioned>) {
-        self.0.insert(key, value);
-    }
-
-    /// Adds every record of `more` (a later load replaces an earlier one under the same key).
-    pub fn extend(&mut self, more: Records) {
-        self.0.extend(more.0);
-    }
-
-    /// What was loaded under `key`: `None` if not loaded, `Some(None)` if loaded and absent.
-    pub fn get(&self, key: &RecordKey) -> Option<Option<&Versioned>> {
-        self.0.get(key).map(Option::as_ref)
-    }
-
-    /// Every loaded key.
-    pub fn keys(&self) -> impl Iterator<Item = &RecordKey> {
-        self.0.keys()
-    }
-}
-
 /// What a key must hold for a transaction to apply.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "expect", content = "version", rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Expect {
     /// Nothing is stored under the key.
     Absent,
@@ -170,85 +55,31 @@ pub enum Expect {
     Version(u64),
 }
 
-/// One conditional write: `record` is stored under `key` only if the key holds what `expect`
+/// One conditional write: `bytes` are stored under `key` only if the key holds what `expect`
 /// says; the store then sets the version to the old version + 1 (or 1).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Put {
     /// Where.
     pub key: RecordKey,
     /// The condition: what the key held when the core read it.
     pub expect: Expect,
-    /// The new record.
-    pub record: Record,
+    /// The record, encoded ([`Record::encode`](crate::Record::encode)); opaque to the host.
+    pub bytes: Vec<u8>,
     /// When the host may delete the record to reclaim space (`None`: keep it).
     pub purge_after: Option<UnixTime>,
 }
 
-impl Put {
-    /// Creates a record under a key that must be empty (a fresh credential: a collision means the
-    /// entropy was not random, and the write must fail rather than overwrite).
-    pub(crate) fn create(key: RecordKey, record: Record, purge_after: Option<UnixTime>) -> Put {
-        Put {
-            key,
-            expect: Expect::Absent,
-            record,
-            purge_after,
-        }
-    }
-
-    /// Replaces the record read at `version` (`None`: read as absent).
-    pub(crate) fn replace(key: RecordKey, version: Option<u64>, record: Record) -> Put {
-        Put {
-            key,
-            expect: version.map_or(Expect::Absent, Expect::Version),
-            record,
-            purge_after: None,
-        }
-    }
-
-    /// The same write, with a time after which the host may delete the record.
-    pub(crate) fn purgeable_after(self, at: UnixTime) -> Put {
-        Put {
-            purge_after: Some(at),
-            ..self
-        }
-    }
-}
-
-/// Writes the host applies all-or-nothing: if any `expect` fails, none is applied, the host
-/// reloads and calls again, and the core decides afresh from what won the race.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Writes the host applies all-or-nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Transaction {
     /// The conditional writes.
     pub puts: Vec<Put>,
-    /// What happened, for the host's audit log; emitted only once the writes applied.
+    /// What happened, for the host's audit log; emit only once the writes applied.
     pub audit: Vec<AuditEvent>,
 }
 
-/// An HTTP response the host sends as is.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HttpResponse {
-    /// The status code.
-    pub status: u16,
-    /// The headers (may be left out when a host feeds a response to the client machine).
-    #[serde(default)]
-    pub headers: Vec<(String, String)>,
-    /// The body (JSON for every endpoint of the core).
-    pub body: String,
-}
-
-impl HttpResponse {
-    /// The first value of header `name` (case-insensitive).
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// What the consent page must show, and whether it may be skipped.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// What the consent page shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConsentPrompt {
     /// The requesting app.
     pub app: AppKey,
@@ -260,23 +91,10 @@ pub struct ConsentPrompt {
     pub access_type: TokenAccessType,
     /// Where the user will be sent afterwards; `None` means the code will be displayed.
     pub redirect_uri: Option<RedirectUri>,
-    /// The signed-in user already granted this app all these scopes: the host may send
-    /// [`Input::Consent`] with [`Decision::Allow`] without asking again.
-    pub already_granted: bool,
 }
 
-/// A user-facing error page. Shown instead of redirecting, because the redirect target cannot
-/// be trusted or does not exist (RFC 6749 §4.1.2.1).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ErrorPage {
-    /// An RFC 6749 error code (`invalid_request`, `access_denied`, …).
-    pub error: String,
-    /// A sentence for the user.
-    pub description: String,
-}
-
-/// The principal an API call acts for.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// The principal an authorized API call acts for.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Principal {
     /// The calling app.
     pub app: AppKey,
@@ -290,72 +108,76 @@ pub struct Principal {
     pub expires_at: Option<UnixTime>,
 }
 
-/// What the host does once any transaction is applied.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", content = "value", rename_all = "snake_case")]
+/// What a request came to, typed: hosts send [`Reply::response`] and may log this; tests
+/// assert it.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// Send this response as is (token endpoint, revoke, API errors).
-    Http(HttpResponse),
-    /// Redirect the browser: `302 Found`, `Location: <this>`, `Cache-Control: no-store`.
-    Redirect(String),
-    /// Render the consent page (after signing the user in, if the host had no user).
+    /// The authorization request needs a signed-in user: the sign-in page, which returns to
+    /// `return_to` afterwards.
+    SignIn {
+        /// Where to send the user once signed in (a path on this host).
+        return_to: String,
+    },
+    /// The consent page.
     Consent(ConsentPrompt),
-    /// No `redirect_uri` was given: show this code to the user to paste into the app.
+    /// Back to the app's redirect URI with a code (or, legacy implicit, a token).
+    Redirect(String),
+    /// No `redirect_uri` was given: the page shows the code to paste into the app.
     DisplayCode {
         /// The app it was issued to.
         app: AppKey,
         /// The code.
-        #[serde(with = "exposed_code")]
         code: AuthorizationCode,
     },
-    /// Render an error page (status 400) and do not redirect.
-    ErrorPage(ErrorPage),
-    /// The API call may proceed on behalf of this principal.
-    Authorized(Principal),
+    /// The token endpoint issued tokens (the response body holds them).
+    Tokens,
+    /// The presented token's grant was revoked.
+    Revoked,
     /// The unlink is done; every token of that app and user has ended.
     Unlinked,
+    /// The request was refused, for this reason.
+    Refused(Refusal),
 }
 
-mod exposed_code {
-    use crate::credentials::AuthorizationCode;
-    use serde::{Deserialize, Deserializer, Serializer};
+/// How a request ended: what to send, and what it means.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reply {
+    /// What happened.
+    pub outcome: Outcome,
+    /// The complete response, headers included: send it as it is.
+    pub response: HttpResponse,
+}
 
-    pub fn serialize<S: Serializer>(code: &AuthorizationCode, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(code.expose())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<AuthorizationCode, D::Error> {
-        String::deserialize(d).map(AuthorizationCode::presented)
+impl Reply {
+    /// The reason, if the request was refused.
+    pub fn refusal(&self) -> Option<&Refusal> {
+        match &self.outcome {
+            Outcome::Refused(refusal) => Some(refusal),
+            _ => None,
+        }
     }
 }
 
-/// What the host must do next.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "step", rename_all = "snake_case")]
-pub enum Step {
-    /// Load these keys in one batch (absent ones as `None`), add them to the records and call
-    /// [`handle`](crate::handle) again with the same input, time and entropy.
-    NeedRecords {
-        /// The keys to load.
-        keys: Vec<RecordKey>,
-    },
-    /// Apply `transaction` all-or-nothing. If it applied, emit its audit events and carry out
-    /// `outcome`; if a condition failed, start the request over with fresh records.
-    Commit {
-        /// The writes.
-        transaction: Transaction,
-        /// What to do once they are applied.
-        outcome: Outcome,
-    },
-    /// Nothing to store: carry out `outcome`.
-    Respond {
-        /// What to do.
-        outcome: Outcome,
-    },
+/// What the host must do next for a [`Request`](crate::Request).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step<'r> {
+    /// Read these keys in one batch and [`supply`](crate::Request::supply) each (absent ones as
+    /// `None`), then poll again.
+    Read(&'r [RecordKey]),
+    /// Apply this transaction all-or-nothing, then call
+    /// [`committed`](crate::Request::committed) — and emit its audit events — or, if any
+    /// condition failed, [`conflicted`](crate::Request::conflicted); then poll again.
+    Write(&'r Transaction),
+    /// Send this reply. The request is over.
+    Respond(&'r Reply),
+    /// The API call is authorized: answer it with the endpoint's handler, for this principal.
+    /// The request is over.
+    Serve(&'r Principal),
 }
 
 /// Audit events: what changed, for the host's log. They never carry a secret.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum AuditEvent {
     /// A user consented and an authorization code was issued.
@@ -424,17 +246,17 @@ pub enum AuditEvent {
     },
 }
 
-/// The host broke the calling contract. Protocol errors are never this: they are responses.
+/// The host broke the calling contract. Protocol errors are never this: they are replies.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Misuse {
-    /// The records hold a key this request never asked for (records from another request, or a
-    /// different time or entropy between the calls of one request).
+    /// A record was supplied under a key the current step did not ask for.
     #[error("record {0} was supplied but not asked for")]
     UnrequestedRecord(String),
-    /// The store returned a record of another type than its key names.
-    #[error("record under {0} has the wrong type")]
-    WrongRecordType(String),
-    /// An API call for an endpoint the configuration does not declare.
-    #[error("API endpoint \"{0}\" has no Required Scope in the configuration")]
-    UnknownEndpoint(String),
+    /// The stored bytes are not a record of the type the key names.
+    #[error("the record under {0} is not one this core wrote for that key")]
+    BadRecord(String),
+    /// `committed` or `conflicted` was called while no transaction was pending.
+    #[error("no transaction is pending")]
+    NoTransaction,
 }

@@ -7,13 +7,15 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
 use edgegrant::{
-    AccountId, AppKey, Config, Decision, Entropy, HttpRequest, Input, Outcome, Unlinker, User,
+    AccountId, AppKey, Config, Entropy, HttpRequest, HttpResponse, Input, Outcome, Unlinker, User,
     ENTROPY_LEN,
 };
 use serde_json::{json, Map, Value};
 
-use crate::{Progress, Request, Store};
+use crate::{consent_form, Answer, Decision, Progress, Request, Store};
 
 /// The endpoint with an operation behind it in every host: an authorized call answers 200 with
 /// the principal's `account_id`; other declared endpoints have none (404), as in the hosts.
@@ -288,79 +290,103 @@ fn redirect_of(location: &str) -> Redirect {
     }
 }
 
-fn page(status: u16, page: Value) -> Observation {
+/// The attributes of the page's `data-page` element, as `lib.mjs`'s `pageOf` reads them.
+fn page_of(html: &str) -> Option<Value> {
+    let tag_pattern = regex::Regex::new(r#"<[a-z][a-z0-9]*\s[^>]*\bdata-page="[^"]*"[^>]*>"#).ok()?;
+    let attribute = regex::Regex::new(r#"\bdata-([a-z-]+)="([^"]*)""#).ok()?;
+    let tag = tag_pattern.find(html)?.as_str();
+    let mut page = Map::new();
+    for found in attribute.captures_iter(tag) {
+        let (name, value) = (&found[1], unescape_html(&found[2]));
+        match name {
+            "page" => {
+                page.insert("kind".into(), json!(value));
+            }
+            "scopes" => {
+                let scopes: Vec<&str> = value.split(' ').filter(|s| !s.is_empty()).collect();
+                page.insert("scopes".into(), json!(scopes));
+            }
+            "app" | "code" | "error" => {
+                page.insert(name.into(), json!(value));
+            }
+            "access-type" => {
+                page.insert("access_type".into(), json!(value));
+            }
+            _ => {}
+        }
+    }
+    Some(Value::Object(page))
+}
+
+fn unescape_html(text: &str) -> String {
+    text.replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+}
+
+/// The observation of an HTTP response, as `lib.mjs`'s `observeHttp` builds it.
+fn observe_response(response: &HttpResponse) -> Observation {
+    let headers: Vec<(String, String)> = response
+        .headers
+        .iter()
+        .map(|(n, v)| (n.to_ascii_lowercase(), v.clone()))
+        .collect();
+    let content_type = headers
+        .iter()
+        .find(|(n, _)| n == "content-type")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_default();
+    let location = headers
+        .iter()
+        .find(|(n, _)| n == "location")
+        .map(|(_, v)| v.clone());
     Observation {
-        status: Some(status),
-        headers: vec![("content-type".into(), "text/html; charset=utf-8".into())],
-        page: Some(page),
+        status: Some(response.status),
+        json: if content_type.starts_with("application/json") {
+            serde_json::from_str(&response.body).ok()
+        } else {
+            None
+        },
+        redirect: location
+            .filter(|_| (300..400).contains(&response.status))
+            .map(|l| redirect_of(&l)),
+        page: if content_type.starts_with("text/html") {
+            page_of(&response.body)
+        } else {
+            None
+        },
+        headers,
         ..Observation::default()
     }
 }
 
-/// The observation of an outcome, rendered as the host contract says a host renders it.
-fn observe(outcome: Outcome, endpoint: Option<&str>) -> Result<Observation, String> {
-    Ok(match outcome {
-        Outcome::Http(response) => {
-            let headers: Vec<(String, String)> = response
-                .headers
-                .iter()
-                .map(|(n, v)| (n.to_ascii_lowercase(), v.clone()))
-                .collect();
-            let is_json = headers
-                .iter()
-                .any(|(n, v)| n == "content-type" && v.starts_with("application/json"));
-            Observation {
-                status: Some(response.status),
-                json: if is_json {
-                    serde_json::from_str(&response.body).ok()
-                } else {
-                    None
-                },
-                headers,
-                ..Observation::default()
-            }
-        }
-        Outcome::Redirect(location) => Observation {
-            status: Some(302),
-            headers: vec![
-                ("location".into(), location.clone()),
-                ("cache-control".into(), "no-store".into()),
-                ("referrer-policy".into(), "no-referrer".into()),
-            ],
-            redirect: Some(redirect_of(&location)),
+/// The observation of an answer: its response, or what the host's account endpoint answers
+/// for an authorized call (every other declared endpoint has no operation behind it: 404).
+fn observe(answer: &Answer, path: &str) -> Observation {
+    match answer {
+        Answer::Reply(reply) if reply.outcome == Outcome::Unlinked => Observation {
+            outcome: Some("unlinked".into()),
             ..Observation::default()
         },
-        Outcome::Consent(prompt) => {
-            let prompt = serde_json::to_value(&prompt).map_err(|e| e.to_string())?;
-            page(
-                200,
-                json!({"kind": "consent", "app": prompt["app"], "scopes": prompt["scopes"], "access_type": prompt["access_type"]}),
-            )
-        }
-        Outcome::DisplayCode { code, .. } => {
-            page(200, json!({"kind": "code", "code": code.expose()}))
-        }
-        Outcome::ErrorPage(error) => page(400, json!({"kind": "error", "error": error.error})),
-        Outcome::Authorized(principal) if endpoint == Some(ACCOUNT_ENDPOINT) => Observation {
+        Answer::Reply(reply) => observe_response(&reply.response),
+        Answer::Serve(principal) if path == ACCOUNT_ENDPOINT => Observation {
             status: Some(200),
             headers: vec![("content-type".into(), "application/json".into())],
             json: Some(json!({"account_id": principal.account_id.as_str()})),
             ..Observation::default()
         },
-        Outcome::Authorized(_) => Observation {
+        Answer::Serve(_) => Observation {
             status: Some(404),
             ..Observation::default()
         },
-        Outcome::Unlinked => Observation {
-            outcome: Some("unlinked".into()),
-            ..Observation::default()
-        },
-    })
+    }
 }
 
 /// A fresh server for one vector: its configuration, its users, an empty store.
 struct Server<'v> {
-    config: Config,
+    config: Arc<Config>,
     users: &'v [(String, User)],
     store: Store,
 }
@@ -374,19 +400,24 @@ impl Server<'_> {
             .ok_or_else(|| format!("no user named {name} in the setup"))
     }
 
-    /// Runs one input to its outcome (one attempt, as the JavaScript runners), collecting audit.
+    /// Runs one input to its answer (one attempt, as the JavaScript runners), collecting audit.
     fn run(
         &mut self,
         input: Input,
         now: u64,
         entropy: &Entropy,
         audit: &mut Vec<Value>,
-    ) -> Result<Outcome, String> {
-        let mut request = Request::new(input, edgegrant::UnixTime(now), entropy.clone());
+    ) -> Result<Answer, String> {
+        let mut request = Request::new(
+            &self.config,
+            input,
+            edgegrant::UnixTime(now),
+            entropy.clone(),
+        );
         loop {
-            match request.step(&self.config, &mut self.store) {
+            match request.step(&mut self.store) {
                 Err(misuse) => return Err(format!("host misuse: {misuse}")),
-                Ok(Progress::Loaded(_)) if request.calls < 16 => {}
+                Ok(Progress::Loaded(_)) if request.steps < 16 => {}
                 Ok(Progress::Loaded(_)) => return Err("the core asked for records 16 times".into()),
                 Ok(Progress::Conflicted(key)) => {
                     return Err(format!(
@@ -395,14 +426,14 @@ impl Server<'_> {
                     ))
                 }
                 Ok(Progress::Done {
-                    outcome,
+                    answer,
                     audit: events,
                     ..
                 }) => {
                     for event in events {
                         audit.push(serde_json::to_value(&event).map_err(|e| e.to_string())?);
                     }
-                    return Ok(outcome);
+                    return Ok(answer);
                 }
             }
         }
@@ -419,12 +450,11 @@ impl Server<'_> {
                 } else {
                     Decision::Deny
                 };
-                let consent = Input::Consent {
-                    query: string(input, "query")?.to_owned(),
-                    user: self.user(string(input, "user")?)?,
-                    decision,
+                let consent = Input::Http {
+                    request: consent_form(string(input, "query")?, decision),
+                    user: Some(self.user(string(input, "user")?)?),
                 };
-                observe(self.run(consent, now, entropy, &mut audit)?, None)?
+                observe(&self.run(consent, now, entropy, &mut audit)?, "")
             }
             "unlink" => {
                 let by = match string(input, "by")? {
@@ -436,13 +466,14 @@ impl Server<'_> {
                     account_id: self.user(string(input, "user")?)?.account_id,
                     by,
                 };
-                observe(self.run(unlink, now, entropy, &mut audit)?, None)?
+                observe(&self.run(unlink, now, entropy, &mut audit)?, "")
             }
             "migrate_app" => {
-                self.config = self
-                    .config
-                    .with_app_migrated(string(input, "app")?)
-                    .map_err(|e| e.to_string())?;
+                self.config = Arc::new(
+                    self.config
+                        .with_app_migrated(string(input, "app")?)
+                        .map_err(|e| e.to_string())?,
+                );
                 Observation {
                     outcome: Some("migrated".into()),
                     ..Observation::default()
@@ -454,7 +485,7 @@ impl Server<'_> {
         Ok(observation)
     }
 
-    /// An HTTP input, routed as every host routes it (the package's `createAuthServer`).
+    /// An HTTP input, as the core routes it.
     fn http(
         &mut self,
         now: u64,
@@ -462,10 +493,12 @@ impl Server<'_> {
         input: &Value,
         audit: &mut Vec<Value>,
     ) -> Result<Observation, String> {
-        let method = string(input, "method")?.to_owned();
-        let path = string(input, "path")?;
-        let query = text_string(input.get("query"))?;
-        let mut headers = Vec::new();
+        let path = string(input, "path")?.to_owned();
+        let mut request = HttpRequest::new(
+            string(input, "method")?,
+            &path,
+            &text_string(input.get("query"))?,
+        );
         for pair in input
             .get("headers")
             .and_then(Value::as_array)
@@ -476,65 +509,19 @@ impl Server<'_> {
                 .get(0)
                 .and_then(Value::as_str)
                 .ok_or("bad header name")?;
-            headers.push((name.to_owned(), text_string(pair.get(1))?));
+            request
+                .headers
+                .push((name.to_owned(), text_string(pair.get(1))?));
         }
-        let body = match input.get("body") {
-            Some(text) => text_bytes(text)?,
-            None => Vec::new(),
-        };
-        let request = HttpRequest {
-            method: method.clone(),
-            headers,
-            body,
-            query: query.clone(),
-        };
-        match path {
-            "/oauth2/authorize" if method == "GET" => {
-                let user = match input.get("user").and_then(Value::as_str) {
-                    Some(name) => Some(self.user(name)?),
-                    None => None,
-                };
-                let authorize = Input::Authorize {
-                    query: query.clone(),
-                    user: user.clone(),
-                };
-                match (self.run(authorize, now, entropy, audit)?, user) {
-                    (Outcome::Consent(_), None) => Ok(page(200, json!({"kind": "sign_in"}))),
-                    // Already granted: the host consents for the user, without a page.
-                    (Outcome::Consent(prompt), Some(user)) if prompt.already_granted => {
-                        let consent = Input::Consent {
-                            query,
-                            user,
-                            decision: Decision::Allow,
-                        };
-                        observe(self.run(consent, now, entropy, audit)?, None)
-                    }
-                    (outcome, _) => observe(outcome, None),
-                }
-            }
-            "/oauth2/authorize" => Err(format!(
-                "{method} /oauth2/authorize is the host's consent form: use a consent or deny input"
-            )),
-            "/oauth2/token" => observe(
-                self.run(Input::Token { request }, now, entropy, audit)?,
-                None,
-            ),
-            "/2/auth/token/revoke" => observe(
-                self.run(Input::Revoke { request }, now, entropy, audit)?,
-                None,
-            ),
-            endpoint if self.config.required_scope(endpoint).is_some() => {
-                let call = Input::ApiCall {
-                    endpoint: endpoint.to_owned(),
-                    request,
-                };
-                observe(self.run(call, now, entropy, audit)?, Some(endpoint))
-            }
-            _ => Ok(Observation {
-                status: Some(404),
-                ..Observation::default()
-            }),
+        if let Some(text) = input.get("body") {
+            request.body = text_bytes(text)?;
         }
+        let user = match input.get("user").and_then(Value::as_str) {
+            Some(name) => Some(self.user(name)?),
+            None => None,
+        };
+        let answer = self.run(Input::Http { request, user }, now, entropy, audit)?;
+        Ok(observe(&answer, &path))
     }
 }
 
@@ -752,7 +739,7 @@ fn capture(observation: &Observation, path: &str) -> Result<String, String> {
 /// Runs one vector; `Err` says at which step and how it differed.
 pub fn run_vector(vector: &Vector) -> Result<(), String> {
     let mut server = Server {
-        config: vector.config.clone(),
+        config: Arc::new(vector.config.clone()),
         users: &vector.users,
         store: Store::default(),
     };

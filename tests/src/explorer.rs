@@ -21,10 +21,12 @@
 //! assert!(schedules > 1);
 //! ```
 
+use std::sync::Arc;
+
 use edgegrant::*;
 
-use crate::{bearer_request, entropy, form_request, Progress, Request, Store};
-use crate::{GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, VERIFIER};
+use crate::{bearer_request, entropy, form_request, Answer, Progress, Request, Store};
+use crate::{GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, REVOKE, VERIFIER};
 
 /// What happened at one point of a schedule.
 #[derive(Clone, Debug, PartialEq)]
@@ -64,7 +66,7 @@ pub struct Schedule {
     /// The store at the end.
     pub store: Store,
     /// Per request, the answers its client received (one, unless a crash lost one).
-    pub answers: Vec<Vec<Outcome>>,
+    pub answers: Vec<Vec<Answer>>,
     /// Every step, in order.
     pub trace: Vec<Event>,
 }
@@ -89,7 +91,7 @@ impl Schedule {
 #[derive(Clone)]
 enum Slot {
     Running(Request),
-    Answering(Outcome),
+    Answering(Answer),
     Answered,
 }
 
@@ -98,7 +100,7 @@ struct State {
     store: Store,
     slots: Vec<Slot>,
     attempts: Vec<u64>,
-    answers: Vec<Vec<Outcome>>,
+    answers: Vec<Vec<Answer>>,
     trace: Vec<Event>,
     crashes_left: usize,
 }
@@ -106,7 +108,7 @@ struct State {
 /// Explores every schedule of `inputs` run concurrently at `now` over `store`, with up to
 /// `crashes` host crashes per schedule; calls `check` on each and returns how many there were.
 pub fn explore(
-    config: &Config,
+    config: &Arc<Config>,
     store: &Store,
     now: UnixTime,
     inputs: &[Input],
@@ -116,7 +118,7 @@ pub fn explore(
     let state = State {
         store: store.clone(),
         slots: (0..inputs.len())
-            .map(|actor| Slot::Running(start(inputs, actor, 0, now)))
+            .map(|actor| Slot::Running(start(config, inputs, actor, 0, now)))
             .collect(),
         attempts: vec![0; inputs.len()],
         answers: vec![Vec::new(); inputs.len()],
@@ -132,14 +134,20 @@ pub fn explore(
     schedules
 }
 
-fn start(inputs: &[Input], actor: usize, attempt: u64, now: UnixTime) -> Request {
+fn start(
+    config: &Arc<Config>,
+    inputs: &[Input],
+    actor: usize,
+    attempt: u64,
+    now: UnixTime,
+) -> Request {
     // Distinct entropy per request and per attempt, as fresh randomness would be.
     let seed = 1_000 + 100 * actor as u64 + attempt;
-    Request::new(inputs[actor].clone(), now, entropy(seed))
+    Request::new(config, inputs[actor].clone(), now, entropy(seed))
 }
 
 fn walk(
-    config: &Config,
+    config: &Arc<Config>,
     inputs: &[Input],
     now: UnixTime,
     answers_are_steps: bool,
@@ -163,22 +171,22 @@ fn walk(
         let mut next = state.clone();
         match &mut next.slots[actor] {
             Slot::Answered => continue,
-            Slot::Answering(outcome) => {
-                let outcome = outcome.clone();
-                next.answers[actor].push(outcome);
+            Slot::Answering(answer) => {
+                let answer = answer.clone();
+                next.answers[actor].push(answer);
                 next.trace.push(Event::Answer { actor });
                 next.slots[actor] = Slot::Answered;
             }
             Slot::Running(request) => {
                 let progress = request
-                    .step(config, &mut next.store)
+                    .step(&mut next.store)
                     .expect("the host follows the contract");
-                assert!(request.calls < 24, "a request must finish");
+                assert!(request.steps < 24, "a request must finish");
                 match progress {
                     Progress::Loaded(_) => next.trace.push(Event::Read { actor }),
                     Progress::Conflicted(_) => next.trace.push(Event::Conflict { actor }),
                     Progress::Done {
-                        outcome,
+                        answer,
                         committed,
                         audit,
                     } => {
@@ -186,9 +194,9 @@ fn walk(
                             next.trace.push(Event::Commit { actor, audit });
                         }
                         if answers_are_steps {
-                            next.slots[actor] = Slot::Answering(outcome);
+                            next.slots[actor] = Slot::Answering(answer);
                         } else {
-                            next.answers[actor].push(outcome);
+                            next.answers[actor].push(answer);
                             next.trace.push(Event::Answer { actor });
                             next.slots[actor] = Slot::Answered;
                         }
@@ -200,7 +208,7 @@ fn walk(
 
         // Or the host serving it stops here (once it has done something), and the client retries.
         let started = match &state.slots[actor] {
-            Slot::Running(request) => request.calls > 0,
+            Slot::Running(request) => request.steps > 0,
             Slot::Answering(_) => true,
             Slot::Answered => false,
         };
@@ -210,7 +218,7 @@ fn walk(
             crashed.attempts[actor] += 1;
             crashed.trace.push(Event::Crash { actor });
             crashed.slots[actor] =
-                Slot::Running(start(inputs, actor, crashed.attempts[actor], now));
+                Slot::Running(start(config, inputs, actor, crashed.attempts[actor], now));
             walk(config, inputs, now, answers_are_steps, crashed, visit);
         }
     }
@@ -220,20 +228,14 @@ fn walk(
 /// same app and user (an access token with no more scopes than its grant), every grant at the
 /// link of its app and user at an epoch not ahead of it, every redeemed code at its grant.
 pub fn check_store(store: &Store) {
-    let grant = |id: &GrantId| match store.get(&RecordKey::Grant(id.clone())) {
-        Some(Versioned {
-            record: Record::Grant(grant),
-            ..
-        }) => grant.clone(),
+    let grant = |id: &GrantId| match store.record(&RecordKey::Grant(id.clone())) {
+        Some(Record::Grant(grant)) => grant,
         other => panic!("grant {id} is missing or not a grant: {other:?}"),
     };
-    for (key, versioned) in store.iter() {
-        assert!(
-            versioned.version >= 1,
-            "{key}: version {}",
-            versioned.version
-        );
-        match &versioned.record {
+    for (key, stored) in store.iter() {
+        let record = stored.record().unwrap_or_else(|_| panic!("{key}: not a record"));
+        assert!(stored.version >= 1, "{key}: version {}", stored.version);
+        match &record {
             Record::AccessToken(token) => {
                 let owner = grant(&token.grant);
                 assert_eq!(
@@ -253,11 +255,8 @@ pub fn check_store(store: &Store) {
             }
             Record::Grant(owner) => {
                 let link_key = RecordKey::Link(owner.app.clone(), owner.account_id.clone());
-                match store.get(&link_key) {
-                    Some(Versioned {
-                        record: Record::Link(link),
-                        ..
-                    }) => assert!(
+                match store.record(&link_key) {
+                    Some(Record::Link(link)) => assert!(
                         owner.link_epoch <= link.epoch,
                         "{key}: epoch ahead of its link"
                     ),
@@ -275,9 +274,12 @@ pub fn check_store(store: &Store) {
 }
 
 /// The tokens of a successful token response: `(access_token, refresh_token)`.
-pub fn token_response(outcome: &Outcome) -> Option<(String, Option<String>)> {
-    match outcome {
-        Outcome::Http(response) if response.status == 200 => {
+pub fn token_response(answer: &Answer) -> Option<(String, Option<String>)> {
+    match answer {
+        Answer::Reply(Reply {
+            outcome: Outcome::Tokens,
+            response,
+        }) => {
             let body: serde_json::Value = serde_json::from_str(&response.body).ok()?;
             let access = body.get("access_token")?.as_str()?.to_owned();
             let refresh = body
@@ -291,14 +293,14 @@ pub fn token_response(outcome: &Outcome) -> Option<(String, Option<String>)> {
 }
 
 /// Whether `access_token` passes a bearer check on `store` at `now` (run on a copy).
-pub fn validates(config: &Config, store: &Store, now: UnixTime, access_token: &str) -> bool {
+pub fn validates(config: &Arc<Config>, store: &Store, now: UnixTime, access_token: &str) -> bool {
     let mut store = store.clone();
     let input = api_input(access_token);
-    let mut request = Request::new(input, now, entropy(u64::MAX));
+    let mut request = Request::new(config, input, now, entropy(u64::MAX));
     matches!(
-        request.run(config, &mut store, 16),
+        request.run(&mut store, 16),
         Ok(Progress::Done {
-            outcome: Outcome::Authorized(_),
+            answer: Answer::Serve(_),
             ..
         })
     )
@@ -315,41 +317,40 @@ pub fn signed_in() -> (crate::Sim, String, String) {
 
 /// The PKCE app's code exchange.
 pub fn exchange_input(code: &str) -> Input {
-    Input::Token {
-        request: form_request(&[
+    http_input(form_request(&[
             ("grant_type", "authorization_code"),
             ("code", code),
             ("client_id", PKCE_APP),
             ("code_verifier", VERIFIER),
             ("redirect_uri", PKCE_REDIRECT),
-        ]),
-    }
+    ]))
 }
 
 /// The PKCE app's refresh (`client_id` alone).
 pub fn refresh_input(refresh_token: &str) -> Input {
-    Input::Token {
-        request: form_request(&[
-            ("grant_type", "refresh_token"),
-            ("refresh_token", refresh_token),
-            ("client_id", PKCE_APP),
-        ]),
+    http_input(form_request(&[
+        ("grant_type", "refresh_token"),
+        ("refresh_token", refresh_token),
+        ("client_id", PKCE_APP),
+    ]))
+}
+
+/// An HTTP request with no signed-in user.
+pub fn http_input(request: HttpRequest) -> Input {
+    Input::Http {
+        request,
+        user: None,
     }
 }
 
 /// A call to the account endpoint with a bearer token.
 pub fn api_input(access_token: &str) -> Input {
-    Input::ApiCall {
-        endpoint: GET_ACCOUNT.to_owned(),
-        request: bearer_request(access_token),
-    }
+    http_input(bearer_request(GET_ACCOUNT, access_token))
 }
 
 /// The revoke endpoint with a bearer token.
 pub fn revoke_input(access_token: &str) -> Input {
-    Input::Revoke {
-        request: bearer_request(access_token),
-    }
+    http_input(bearer_request(REVOKE, access_token))
 }
 
 /// The user unlinks the PKCE app.

@@ -11,6 +11,7 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 pub mod conformance;
 pub mod explorer;
@@ -28,17 +29,22 @@ pub struct Conflict(pub RecordKey);
 /// An in-memory store with versioned records and atomic conditional transactions.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Store {
-    records: BTreeMap<RecordKey, Versioned>,
+    records: BTreeMap<RecordKey, Stored>,
 }
 
 impl Store {
     /// What is stored under `key`.
-    pub fn get(&self, key: &RecordKey) -> Option<&Versioned> {
+    pub fn get(&self, key: &RecordKey) -> Option<&Stored> {
         self.records.get(key)
     }
 
+    /// The record stored under `key`, decoded.
+    pub fn record(&self, key: &RecordKey) -> Option<Record> {
+        self.records.get(key).and_then(|s| s.record().ok())
+    }
+
     /// Every stored record.
-    pub fn iter(&self) -> impl Iterator<Item = (&RecordKey, &Versioned)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&RecordKey, &Stored)> {
         self.records.iter()
     }
 
@@ -52,11 +58,16 @@ impl Store {
         self.records.is_empty()
     }
 
-    /// Applies every put if every expectation holds, or nothing.
     /// Puts a record as it is, with no condition and its own version: a hand-made or corrupted
     /// store, for the fuzz targets and the regression tests drawn from them.
-    pub fn put_raw(&mut self, key: RecordKey, versioned: Versioned) {
-        self.records.insert(key, versioned);
+    pub fn put_raw(&mut self, key: RecordKey, version: u64, record: &Record) {
+        self.records.insert(
+            key,
+            Stored {
+                version,
+                bytes: record.encode(),
+            },
+        );
     }
 
     /// Applies `transaction` if every condition holds, else nothing (the conflicting key).
@@ -75,13 +86,50 @@ impl Store {
             let version = self.records.get(&put.key).map_or(1, |v| v.version + 1);
             self.records.insert(
                 put.key.clone(),
-                Versioned {
+                Stored {
                     version,
-                    record: put.record.clone(),
+                    bytes: put.bytes.clone(),
                 },
             );
         }
         Ok(())
+    }
+}
+
+/// How a request ended, as its host sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Send this reply.
+    Reply(Reply),
+    /// Serve the API call for this principal.
+    Serve(Principal),
+}
+
+impl Answer {
+    /// The reply (panics on an authorized API call, which has none).
+    pub fn reply(&self) -> &Reply {
+        match self {
+            Answer::Reply(reply) => reply,
+            Answer::Serve(p) => panic!("expected a reply, got an authorized call for {p:?}"),
+        }
+    }
+
+    /// What happened.
+    pub fn outcome(&self) -> &Outcome {
+        &self.reply().outcome
+    }
+
+    /// The response to send.
+    pub fn response(&self) -> &HttpResponse {
+        &self.reply().response
+    }
+
+    /// Why the request was refused, if it was.
+    pub fn refusal(&self) -> Option<&Refusal> {
+        match self {
+            Answer::Reply(reply) => reply.refusal(),
+            Answer::Serve(_) => None,
+        }
     }
 }
 
@@ -94,8 +142,8 @@ pub enum Progress {
     Conflicted(Conflict),
     /// It finished, after committing if `committed`.
     Done {
-        /// What to carry out.
-        outcome: Outcome,
+        /// How it ended.
+        answer: Answer,
         /// Whether a transaction was applied.
         committed: bool,
         /// The audit events of the applied transaction.
@@ -103,15 +151,14 @@ pub enum Progress {
     },
 }
 
-/// One request in flight on one host, advanced a step at a time.
+/// One request in flight on one host, advanced a step at a time: a batched read or an atomic
+/// commit per step.
 #[derive(Debug, Clone)]
 pub struct Request {
-    input: Input,
-    now: UnixTime,
-    entropy: Entropy,
-    records: Records,
-    /// How many round trips to `handle` were made.
-    pub calls: usize,
+    request: edgegrant::Request,
+    committed: Option<Vec<AuditEvent>>,
+    /// How many steps were taken.
+    pub steps: usize,
     /// How many batched reads were made.
     pub reads: usize,
     /// How many conflicts were met.
@@ -120,68 +167,63 @@ pub struct Request {
 
 impl Request {
     /// A request starting now with this entropy.
-    pub fn new(input: Input, now: UnixTime, entropy: Entropy) -> Self {
+    pub fn new(config: &Arc<Config>, input: Input, now: UnixTime, entropy: Entropy) -> Self {
         Request {
-            input,
-            now,
-            entropy,
-            records: Records::new(),
-            calls: 0,
+            request: edgegrant::Request::new(config.clone(), input, now, entropy),
+            committed: None,
+            steps: 0,
             reads: 0,
             conflicts: 0,
         }
     }
 
-    /// One call to `handle` and the host action it asks for: a batched read or an atomic commit.
-    pub fn step(&mut self, config: &Config, store: &mut Store) -> Result<Progress, Misuse> {
-        self.calls += 1;
-        match handle(config, &self.input, self.now, &self.entropy, &self.records)? {
-            Step::NeedRecords { keys } => {
+    /// One step: the batched read or the atomic commit the request asks for, or its answer.
+    pub fn step(&mut self, store: &mut Store) -> Result<Progress, Misuse> {
+        self.steps += 1;
+        match self.request.poll() {
+            Step::Read(keys) => {
+                let keys = keys.to_vec();
                 self.reads += 1;
                 for key in &keys {
-                    self.records.insert(key.clone(), store.get(key).cloned());
+                    self.request.supply(key, store.get(key))?;
                 }
                 Ok(Progress::Loaded(keys))
             }
-            Step::Commit {
-                transaction,
-                outcome,
-            } => match store.apply(&transaction) {
-                Ok(()) => Ok(Progress::Done {
-                    outcome,
-                    committed: true,
-                    audit: transaction.audit,
-                }),
+            Step::Write(transaction) => match store.apply(transaction) {
+                Ok(()) => {
+                    self.committed = Some(transaction.audit.clone());
+                    self.request.committed()?;
+                    self.steps -= 1;
+                    self.step(store)
+                }
                 Err(conflict) => {
                     self.conflicts += 1;
-                    self.records = Records::new();
+                    self.request.conflicted()?;
                     Ok(Progress::Conflicted(conflict))
                 }
             },
-            Step::Respond { outcome } => Ok(Progress::Done {
-                outcome,
-                committed: false,
-                audit: Vec::new(),
-            }),
+            Step::Respond(reply) => Ok(done(Answer::Reply(reply.clone()), &self.committed)),
+            Step::Serve(principal) => Ok(done(Answer::Serve(principal.clone()), &self.committed)),
         }
     }
 
     /// Steps until done (at most `limit` steps, to catch a loop).
-    pub fn run(
-        &mut self,
-        config: &Config,
-        store: &mut Store,
-        limit: usize,
-    ) -> Result<Progress, Misuse> {
+    pub fn run(&mut self, store: &mut Store, limit: usize) -> Result<Progress, Misuse> {
         for _ in 0..limit {
-            let progress = self.step(config, store)?;
+            let progress = self.step(store)?;
             if matches!(progress, Progress::Done { .. }) {
                 return Ok(progress);
             }
         }
-        Err(Misuse::UnrequestedRecord(format!(
-            "no answer within {limit} steps"
-        )))
+        Err(Misuse::NoTransaction)
+    }
+}
+
+fn done(answer: Answer, committed: &Option<Vec<AuditEvent>>) -> Progress {
+    Progress::Done {
+        answer,
+        committed: committed.is_some(),
+        audit: committed.clone().unwrap_or_default(),
     }
 }
 
@@ -201,8 +243,8 @@ pub fn entropy(seed: u64) -> Entropy {
 
 /// A whole deployment on one store: one host at a time, a hand-moved clock, an audit log.
 pub struct Sim {
-    /// The configuration every call gets.
-    pub config: Config,
+    /// The configuration every request gets.
+    pub config: Arc<Config>,
     /// The shared store.
     pub store: Store,
     /// The clock; tests move it by hand.
@@ -219,12 +261,17 @@ impl Sim {
     /// A deployment at [`T0`] with an empty store.
     pub fn new(config: Config) -> Self {
         Sim {
-            config,
+            config: Arc::new(config),
             store: Store::default(),
             now: T0,
             audit: Vec::new(),
             seed: 0,
         }
+    }
+
+    /// Replaces the configuration (an app console's change).
+    pub fn reconfigure(&mut self, config: Config) {
+        self.config = Arc::new(config);
     }
 
     /// Moves the clock by `seconds`.
@@ -238,41 +285,43 @@ impl Sim {
         entropy(self.seed)
     }
 
-    /// Runs `input` to its outcome, retrying on conflict.
-    pub fn run(&mut self, input: Input) -> Outcome {
+    /// Runs `input` to its answer, retrying on conflict.
+    pub fn run(&mut self, input: Input) -> Answer {
         let entropy = self.next_entropy();
-        let mut request = Request::new(input, self.now, entropy);
-        match request.run(&self.config, &mut self.store, 32) {
-            Ok(Progress::Done { outcome, audit, .. }) => {
+        let mut request = Request::new(&self.config, input, self.now, entropy);
+        match request.run(&mut self.store, 32) {
+            Ok(Progress::Done { answer, audit, .. }) => {
                 self.audit.extend(audit);
-                outcome
+                answer
             }
             other => panic!("request did not finish: {other:?}"),
         }
     }
 
-    /// `GET /oauth2/authorize?query` for a signed-in `user` (or none).
-    pub fn authorize(&mut self, query: &str, user: Option<&User>) -> Outcome {
-        self.run(Input::Authorize {
-            query: query.to_owned(),
+    /// An HTTP request, with the signed-in `user` if any.
+    pub fn http(&mut self, request: HttpRequest, user: Option<&User>) -> Answer {
+        self.run(Input::Http {
+            request,
             user: user.cloned(),
         })
     }
 
-    /// The user's decision on the consent page for `query`.
-    pub fn consent(&mut self, query: &str, user: &User, decision: Decision) -> Outcome {
-        self.run(Input::Consent {
-            query: query.to_owned(),
-            user: user.clone(),
-            decision,
-        })
+    /// `GET /oauth2/authorize?query` for a signed-in `user` (or none).
+    pub fn authorize(&mut self, query: &str, user: Option<&User>) -> Answer {
+        self.http(HttpRequest::new("GET", "/oauth2/authorize", query), user)
+    }
+
+    /// The user's decision on the consent page for `query`: the page's form, posted from this
+    /// origin.
+    pub fn consent(&mut self, query: &str, user: &User, decision: Decision) -> Answer {
+        self.http(consent_form(query, decision), Some(user))
     }
 
     /// Consents to `query` and returns the code from the redirect or the code display.
     pub fn code_for(&mut self, query: &str, user: &User) -> String {
-        match self.consent(query, user, Decision::Allow) {
+        match self.consent(query, user, Decision::Allow).outcome() {
             Outcome::Redirect(location) => {
-                redirect_param(&location, "code").unwrap_or_else(|| panic!("no code in {location}"))
+                redirect_param(location, "code").unwrap_or_else(|| panic!("no code in {location}"))
             }
             Outcome::DisplayCode { code, .. } => code.expose().to_owned(),
             other => panic!("expected a code, got {other:?}"),
@@ -290,9 +339,15 @@ impl Sim {
         self.token_request(request)
     }
 
-    /// `POST /oauth2/token` with a hand-built request.
+    /// `POST /oauth2/token` with a hand-built request (its path is set here).
     pub fn token_request(&mut self, request: HttpRequest) -> HttpResponse {
-        http(self.run(Input::Token { request }))
+        self.token_answer(request).response().clone()
+    }
+
+    /// `POST /oauth2/token`, answered.
+    pub fn token_answer(&mut self, mut request: HttpRequest) -> Answer {
+        request.path = "/oauth2/token".into();
+        self.http(request, None)
     }
 
     /// Exchanges a PKCE code of the public fixture app.
@@ -331,22 +386,22 @@ impl Sim {
     }
 
     /// An API call to `endpoint` with `Authorization: Bearer <token>`.
-    pub fn api(&mut self, endpoint: &str, token: &str) -> Outcome {
-        self.run(Input::ApiCall {
-            endpoint: endpoint.to_owned(),
-            request: bearer_request(token),
-        })
+    pub fn api(&mut self, endpoint: &str, token: &str) -> Answer {
+        self.http(bearer_request(endpoint, token), None)
     }
 
     /// `POST /2/auth/token/revoke` with the bearer token.
     pub fn revoke(&mut self, token: &str) -> HttpResponse {
-        http(self.run(Input::Revoke {
-            request: bearer_request(token),
-        }))
+        self.revoke_answer(token).response().clone()
+    }
+
+    /// `POST /2/auth/token/revoke` with the bearer token, answered.
+    pub fn revoke_answer(&mut self, token: &str) -> Answer {
+        self.http(bearer_request(REVOKE, token), None)
     }
 
     /// The user or a team admin unlinks `app` for `user`.
-    pub fn unlink(&mut self, app: &str, user: &User, by: Unlinker) -> Outcome {
+    pub fn unlink(&mut self, app: &str, user: &User, by: Unlinker) -> Answer {
         self.run(Input::Unlink {
             app: AppKey::new(app).expect("fixture app key"),
             account_id: user.account_id.clone(),
@@ -361,12 +416,36 @@ impl Sim {
     }
 }
 
-/// The body of an `Outcome::Http`.
-pub fn http(outcome: Outcome) -> HttpResponse {
-    match outcome {
-        Outcome::Http(response) => response,
-        other => panic!("expected an HTTP response, got {other:?}"),
-    }
+/// The user's answer on the consent page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Allow.
+    Allow,
+    /// Deny.
+    Deny,
+}
+
+/// The consent page's form for `query`, as a same-origin browser posts it.
+pub fn consent_form(query: &str, decision: Decision) -> HttpRequest {
+    let decision = match decision {
+        Decision::Allow => "allow",
+        Decision::Deny => "deny",
+    };
+    let mut request = HttpRequest::new("POST", "/oauth2/authorize", "");
+    request.headers = vec![
+        (
+            "Content-Type".into(),
+            "application/x-www-form-urlencoded".into(),
+        ),
+        ("Sec-Fetch-Site".into(), "same-origin".into()),
+    ];
+    request.body = form_body(&[("query", query), ("decision", decision)]).into_bytes();
+    request
+}
+
+/// The response of an answer that must be a reply.
+pub fn http(answer: Answer) -> HttpResponse {
+    answer.response().clone()
 }
 
 /// The JSON body of a response.
@@ -524,27 +603,22 @@ pub fn pkce_exchange<'a>(code: &'a str, verifier: &'a str) -> [(&'static str, &'
     ]
 }
 
-/// A form-encoded POST, as clients send to the token endpoint.
+/// A form-encoded POST to the token endpoint, as clients send it.
 pub fn form_request(form: &[(&str, &str)]) -> HttpRequest {
-    HttpRequest {
-        method: "POST".into(),
-        headers: vec![(
-            "Content-Type".into(),
-            "application/x-www-form-urlencoded".into(),
-        )],
-        body: form_body(form).into_bytes(),
-        query: String::new(),
-    }
+    let mut request = HttpRequest::new("POST", "/oauth2/token", "");
+    request.headers = vec![(
+        "Content-Type".into(),
+        "application/x-www-form-urlencoded".into(),
+    )];
+    request.body = form_body(form).into_bytes();
+    request
 }
 
-/// A POST with `Authorization: Bearer <token>`.
-pub fn bearer_request(token: &str) -> HttpRequest {
-    HttpRequest {
-        method: "POST".into(),
-        headers: vec![("Authorization".into(), format!("Bearer {token}"))],
-        body: Vec::new(),
-        query: String::new(),
-    }
+/// A POST to `path` with `Authorization: Bearer <token>`.
+pub fn bearer_request(path: &str, token: &str) -> HttpRequest {
+    let mut request = HttpRequest::new("POST", path, "");
+    request.headers = vec![("Authorization".into(), format!("Bearer {token}"))];
+    request
 }
 
 /// The S256 challenge of a verifier.
@@ -586,6 +660,8 @@ pub const GET_ACCOUNT: &str = "/2/users/get_current_account";
 pub const LIST_FOLDER: &str = "/2/files/list_folder";
 /// `/2/files/upload`, requiring `files.content.write`.
 pub const UPLOAD: &str = "/2/files/upload";
+/// `/2/auth/token/revoke`.
+pub const REVOKE: &str = "/2/auth/token/revoke";
 /// `/2/team/get_info`, requiring `team_info.read`.
 pub const TEAM_INFO: &str = "/2/team/get_info";
 
@@ -649,6 +725,7 @@ pub fn fixture_document() -> ConfigDocument {
             ),
         ],
         policy: Policy::default(),
+        pages: PageTemplates::default(),
         api_endpoints: [
             (GET_ACCOUNT, "account_info.read"),
             (LIST_FOLDER, "files.metadata.read"),

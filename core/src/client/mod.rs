@@ -54,8 +54,8 @@ use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 
 use crate::pkce::{CodeChallenge, CodeVerifier};
-use crate::step::HttpResponse;
 use crate::time::{is_expired, UnixTime};
+use crate::wire::http::HttpResponse;
 
 pub use wire::ClientRequest;
 

@@ -5,9 +5,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{ClientConfig, ClientError, HeldAccessToken, HeldRefreshToken, Session};
-use crate::step::HttpResponse;
 use crate::time::{Seconds, UnixTime};
 use crate::wire::form::Params;
+use crate::wire::http::HttpResponse;
 
 /// An HTTP request for the host to send.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

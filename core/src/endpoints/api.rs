@@ -1,15 +1,57 @@
-//! Bearer-token checks for the host's `/2/` API endpoints (RFC 6750) and
+//! Bearer tokens (RFC 6750) on the host's `/2/` API endpoints and on
 //! `POST /2/auth/token/revoke`.
+//!
+//! Parsing reads the `Authorization` header and hashes the token, once; deciding reads the
+//! token record, then its grant and link in one batch: three records however many tokens exist.
 
-use crate::ctx::{commit, respond, Ctx, Flow, Loaded};
-use crate::machines::{access_token, grant};
+use crate::config::Config;
+use crate::credentials::AccessTokenDigest;
+use crate::ctx::{replace, Ctx, Decision, Ending, Flow, Loaded, Via};
+use crate::machines::access_token;
+use crate::machines::grant::{self, Standing};
 use crate::records::{AccessTokenRecord, GrantRecord, LinkRecord, Record, RecordKey};
-use crate::step::{AuditEvent, HttpRequest, Misuse, Outcome, Principal, Put, Step, Transaction};
+use crate::refusal::Refusal;
+use crate::scope::Scope;
+use crate::step::{AuditEvent, Principal, Transaction};
 use crate::wire::bearer::{bearer_token, BearerError};
-use crate::wire::response::{api_error, revoked, ApiRefusal};
+use crate::wire::http::HttpRequest;
 
-fn refuse<T>(refusal: ApiRefusal) -> Flow<T> {
-    respond(Outcome::Http(api_error(&refusal)))
+/// What the bearer token is presented for.
+#[derive(Clone, Debug)]
+pub(crate) enum Purpose {
+    /// An API call to an endpoint with this Required Scope.
+    Call(Scope),
+    /// `POST /2/auth/token/revoke`.
+    Revoke,
+}
+
+/// A bearer request: the digest of its token, and what it is for.
+#[derive(Clone, Debug)]
+pub(crate) struct Parsed {
+    token: AccessTokenDigest,
+    purpose: Purpose,
+}
+
+fn refuse<T>(refusal: Refusal) -> Result<T, Ending> {
+    Err(Ending::Refused(refusal, Via::Bearer))
+}
+
+pub(crate) fn parse(
+    config: &Config,
+    request: &HttpRequest,
+    purpose: Purpose,
+) -> Result<Parsed, Ending> {
+    if request.exceeds(config.policy().max_input_bytes) {
+        return refuse(Refusal::TooLarge);
+    }
+    match bearer_token(request) {
+        Ok(token) => Ok(Parsed {
+            token: token.digest(),
+            purpose,
+        }),
+        Err(BearerError::Missing) => refuse(Refusal::BearerMissing),
+        Err(BearerError::Malformed) => refuse(Refusal::MalformedBearer),
+    }
 }
 
 /// A bearer token that checked out, with its grant as loaded.
@@ -19,81 +61,78 @@ struct Bearer<'a> {
     grant: Loaded<'a, GrantRecord>,
 }
 
-/// Reads the bearer token and checks it: known, unexpired, its grant neither revoked nor
-/// unlinked. Two batched reads whatever the number of tokens: the token, then grant and link.
-fn authenticate<'a>(ctx: &mut Ctx<'a>, request: &HttpRequest) -> Flow<Bearer<'a>> {
-    if request.exceeds(ctx.config.policy().max_input_bytes) {
-        return refuse(ApiRefusal::Malformed);
-    }
-    let token = match bearer_token(request) {
-        Ok(token) => token,
-        Err(BearerError::Missing) => return refuse(ApiRefusal::Missing),
-        Err(BearerError::Malformed) => return refuse(ApiRefusal::Malformed),
+/// The token must be known, unexpired, and its grant neither revoked nor unlinked.
+fn authenticate<'a>(
+    ctx: &Ctx<'a>,
+    digest: &AccessTokenDigest,
+) -> Flow<Result<Bearer<'a>, Refusal>> {
+    let Some(loaded) = ctx.load::<AccessTokenRecord>(&RecordKey::AccessToken(*digest))? else {
+        return Ok(Err(Refusal::UnknownAccessToken));
     };
-    let Some(loaded) = ctx.load::<AccessTokenRecord>(&RecordKey::AccessToken(token.digest()))?
-    else {
-        return refuse(ApiRefusal::Invalid);
-    };
-    let record = loaded.record;
-    if access_token::has_expired(record, ctx.now) {
-        return refuse(ApiRefusal::Expired);
+    let token = loaded.record;
+    if let Err(refusal) = access_token::check(token, ctx.now) {
+        return Ok(Err(refusal));
     }
-    let grant_key = RecordKey::Grant(record.grant.clone());
-    let link_key = RecordKey::Link(record.app.clone(), record.account_id.clone());
-    ctx.fetch(&[&grant_key, &link_key])?;
+    let grant_key = RecordKey::Grant(token.grant.clone());
+    let link_key = RecordKey::Link(token.app.clone(), token.account_id.clone());
+    ctx.need(&[&grant_key, &link_key])?;
     let Some(grant) = ctx.load::<GrantRecord>(&grant_key)? else {
-        return refuse(ApiRefusal::Invalid);
+        return Ok(Err(Refusal::UnknownAccessToken));
     };
     let link = ctx.load::<LinkRecord>(&link_key)?;
-    if !grant::is_live(grant.record, link.map(|l| l.record)) {
-        return refuse(ApiRefusal::Invalid);
-    }
-    Ok(Bearer {
-        token: record,
-        grant_key,
-        grant,
-    })
-}
-
-/// An API call: the bearer token must be valid and carry the endpoint's Required Scope.
-pub(crate) fn api_call(ctx: &mut Ctx<'_>, endpoint: &str, request: &HttpRequest) -> Flow<Step> {
-    let Some(required) = ctx.config.required_scope(endpoint) else {
-        return Err(Misuse::UnknownEndpoint(endpoint.to_owned()).into());
-    };
-    let bearer = authenticate(ctx, request)?;
-    if !bearer.token.scopes.contains(required) {
-        return refuse(ApiRefusal::MissingScope(required.clone()));
-    }
-    let grant = bearer.grant.record;
-    respond(Outcome::Authorized(Principal {
-        app: grant.app.clone(),
-        account_id: grant.account_id.clone(),
-        uid: grant.uid.clone(),
-        scopes: bearer.token.scopes.clone(),
-        expires_at: bearer.token.expires_at,
-    }))
-}
-
-/// `POST /2/auth/token/revoke`: ends the presented token's grant — the token, its refresh token
-/// and every access token minted from that refresh token. Answers 200 `null`.
-pub(crate) fn revoke(ctx: &mut Ctx<'_>, request: &HttpRequest) -> Flow<Step> {
-    let bearer = authenticate(ctx, request)?;
-    let grant = bearer.grant.record;
-    let audit = AuditEvent::GrantRevoked {
-        app: grant.app.clone(),
-        account_id: grant.account_id.clone(),
-        grant: bearer.token.grant.clone(),
-    };
-    let put = Put::replace(
-        bearer.grant_key,
-        Some(bearer.grant.version),
-        Record::Grant(grant::revoked(grant, ctx.now)),
-    );
-    commit(
-        Transaction {
-            puts: vec![put],
-            audit: vec![audit],
+    Ok(
+        match grant::standing(grant.record, link.map(|l| l.record)) {
+            Standing::Live => Ok(Bearer {
+                token,
+                grant_key,
+                grant,
+            }),
+            Standing::Revoked => Err(Refusal::AccessTokenRevoked),
+            Standing::Unlinked => Err(Refusal::AccessTokenUnlinked),
         },
-        Outcome::Http(revoked()),
     )
+}
+
+pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
+    let bearer = match authenticate(ctx, &parsed.token)? {
+        Ok(bearer) => bearer,
+        Err(refusal) => return Ok(Decision::End(Ending::Refused(refusal, Via::Bearer))),
+    };
+    let grant = bearer.grant.record;
+    match &parsed.purpose {
+        Purpose::Call(required) => Ok(Decision::End(
+            match access_token::permits(bearer.token, required) {
+                Err(refusal) => Ending::Refused(refusal, Via::Bearer),
+                Ok(()) => Ending::Serve(Principal {
+                    app: grant.app.clone(),
+                    account_id: grant.account_id.clone(),
+                    uid: grant.uid.clone(),
+                    scopes: bearer.token.scopes.clone(),
+                    expires_at: bearer.token.expires_at,
+                }),
+            },
+        )),
+        // Ends the token's grant: the token, its refresh token and every access token minted
+        // from that refresh token.
+        Purpose::Revoke => {
+            let audit = AuditEvent::GrantRevoked {
+                app: grant.app.clone(),
+                account_id: grant.account_id.clone(),
+                grant: bearer.token.grant.clone(),
+            };
+            let put = replace(
+                bearer.grant_key,
+                Some(bearer.grant.version),
+                &Record::Grant(grant::revoked(grant, ctx.now)),
+                None,
+            );
+            Ok(Decision::Commit(
+                Transaction {
+                    puts: vec![put],
+                    audit: vec![audit],
+                },
+                Ending::Revoked,
+            ))
+        }
+    }
 }

@@ -1,359 +1,390 @@
-//! `GET /oauth2/authorize` and the consent decision that follows it (RFC 6749 §4.1.1–4.1.2,
-//! §4.2 for the legacy implicit flow, RFC 7636 §4.3 for PKCE).
+//! `GET /oauth2/authorize` and the consent form that follows it (RFC 6749 §4.1.1–4.1.2, §4.2
+//! for the legacy implicit flow, RFC 7636 §4.3 for PKCE).
+//!
+//! Parsing validates the authorization request once; deciding loads the user's link and either
+//! completes a re-authorization at once (SPEC.md: "completes automatically"), shows the consent
+//! page, or — for the consent form's Allow — issues the code.
 
-use crate::config::{App, DefaultTokenType};
+use crate::config::{App, Config, DefaultTokenType};
 use crate::credentials::AuthorizationCode;
-use crate::ctx::{commit, respond, Ctx, Flow};
-use crate::ids::{RedirectUri, User};
-use crate::machines::grant::{self, GrantTerms};
-use crate::machines::{code, link};
+use crate::ctx::{create, replace, ConsentPage, Ctx, Decision, Ending, Flow, Via};
+use crate::endpoints::issue::{issue_grant, IssuedGrant};
+use crate::ids::{AppKey, User};
+use crate::machines::code::{self, CodeTerms};
+use crate::machines::grant::GrantTerms;
+use crate::machines::link;
 use crate::pkce::{ChallengeMethod, CodeChallenge};
 use crate::records::{LinkRecord, Record, RecordKey, TokenAccessType};
+use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
-use crate::step::{
-    AuditEvent, ConsentPrompt, Decision, ErrorPage, Outcome, Put, Step, Transaction,
-};
-use crate::wire::form::Params;
-use crate::wire::redirect::{location, ResponseMode};
-use crate::wire::response::OAuthError;
+use crate::step::{AuditEvent, ConsentPrompt, Transaction};
+use crate::wire::form::{Params, Repeated};
+use crate::wire::http::HttpRequest;
+use crate::wire::redirect::{ReplyTo, ResponseMode};
 
 /// `response_type`: the code flow or the legacy implicit flow.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum ResponseType {
     Code,
     Token,
 }
 
-/// Where the answer to an authorization request goes: back to a registered redirect URI (in
-/// its query or fragment, with `state`), or onto a page when there is no URI to trust.
-struct ReplyTo {
-    redirect_uri: Option<RedirectUri>,
-    mode: ResponseMode,
-    state: Option<String>,
-}
-
-impl ReplyTo {
-    fn page(error: OAuthError, description: &str) -> Outcome {
-        Outcome::ErrorPage(ErrorPage {
-            error: error.code().to_owned(),
-            description: description.to_owned(),
-        })
-    }
-
-    fn error(&self, error: OAuthError, description: &str) -> Outcome {
-        match &self.redirect_uri {
-            None => Self::page(error, description),
-            Some(uri) => {
-                let mut params = vec![("error", error.code()), ("error_description", description)];
-                params.extend(self.state.as_deref().map(|s| ("state", s)));
-                Outcome::Redirect(location(uri, self.mode, &params))
-            }
-        }
-    }
-
-    fn success(&self, uri: &RedirectUri, params: &[(&str, &str)]) -> Outcome {
-        let mut params = params.to_vec();
-        params.extend(self.state.as_deref().map(|s| ("state", s)));
-        Outcome::Redirect(location(uri, self.mode, &params))
-    }
-}
-
 /// A validated authorization request.
-struct AuthorizationRequest<'c> {
-    app: &'c App,
+#[derive(Clone, Debug)]
+pub(crate) struct Authorization {
+    app: AppKey,
     response_type: ResponseType,
     scopes: ScopeSet,
     access_type: TokenAccessType,
     challenge: Option<CodeChallenge>,
-    reply: ReplyTo,
+    /// Where the answer goes; `None`: the code is shown on a page.
+    reply: Option<ReplyTo>,
+    /// The raw query, for the consent form.
+    query: String,
+}
+
+/// An authorization request with its user, ready to decide.
+#[derive(Clone, Debug)]
+pub(crate) struct Parsed {
+    request: Authorization,
+    user: User,
+    /// `false`: the `GET` (consent page unless already granted); `true`: the form's Allow.
+    allowed: bool,
+}
+
+fn page<T>(refusal: Refusal) -> Result<T, Ending> {
+    Err(Ending::Refused(refusal, Via::Page))
+}
+
+/// `GET /oauth2/authorize?…`.
+pub(crate) fn parse_get(
+    config: &Config,
+    request: &HttpRequest,
+    user: Option<User>,
+) -> Result<Parsed, Ending> {
+    if request.exceeds(config.policy().max_input_bytes) {
+        return page(Refusal::TooLarge);
+    }
+    let authorization = validate(config, &request.query)?;
+    let Some(user) = user else {
+        return Err(sign_in(&request.query));
+    };
+    Ok(Parsed {
+        request: authorization,
+        user,
+        allowed: false,
+    })
+}
+
+/// `POST /oauth2/authorize`: the consent form, `query=…&decision=allow|deny`. The form is not
+/// trusted: it must come from this origin, and the request it names is validated again.
+pub(crate) fn parse_consent(
+    config: &Config,
+    request: &HttpRequest,
+    user: Option<User>,
+) -> Result<Parsed, Ending> {
+    if request.exceeds(config.policy().max_input_bytes) {
+        return page(Refusal::TooLarge);
+    }
+    if is_cross_site(request) {
+        return page(Refusal::CrossSiteConsent);
+    }
+    let form = Params::parse(&request.body);
+    let (Ok(Some(query)), Ok(Some(decision))) = (form.one("query"), form.one("decision")) else {
+        return page(Refusal::IncompleteConsentForm);
+    };
+    let allowed = match decision {
+        "allow" => true,
+        "deny" => false,
+        _ => return page(Refusal::IncompleteConsentForm),
+    };
+    let Some(user) = user else {
+        return Err(sign_in(query));
+    };
+    let authorization = validate(config, query)?;
+    if !allowed {
+        return Err(authorization.refuse(Refusal::AccessDenied));
+    }
+    Ok(Parsed {
+        request: authorization,
+        user,
+        allowed,
+    })
+}
+
+fn sign_in(query: &str) -> Ending {
+    Ending::SignIn {
+        return_to: format!("/oauth2/authorize?{query}"),
+    }
+}
+
+/// CSRF on the consent form: `Sec-Fetch-Site`, which pages cannot set, decides when present;
+/// otherwise `Origin`, when present, must be this server's (the `Host` it was sent to). A
+/// form posted from a `Referrer-Policy: no-referrer` page carries `Origin: null` in Chromium,
+/// but Chromium sends `Sec-Fetch-Site` too.
+fn is_cross_site(request: &HttpRequest) -> bool {
+    if let Some(site) = request.header_values("sec-fetch-site").next() {
+        return request.header_values("sec-fetch-site").count() != 1
+            || !site.trim().eq_ignore_ascii_case("same-origin");
+    }
+    let mut origins = request.header_values("origin");
+    let Some(origin) = origins.next() else {
+        return false;
+    };
+    if origins.next().is_some() {
+        return true;
+    }
+    let authority = origin
+        .strip_prefix("https://")
+        .or_else(|| origin.strip_prefix("http://"));
+    match (authority, request.single_header("host")) {
+        (Some(authority), Some(host)) => !authority.eq_ignore_ascii_case(host.trim()),
+        _ => true,
+    }
+}
+
+impl Authorization {
+    /// A refusal sent back to the app when its redirect URI is known, else shown on a page.
+    fn refuse(&self, refusal: Refusal) -> Ending {
+        match &self.reply {
+            Some(reply) => Ending::Refused(refusal, Via::Redirect(reply.clone())),
+            None => Ending::Refused(refusal, Via::Page),
+        }
+    }
 }
 
 /// Validates the query. Errors about the client or the redirect URI become pages, never
 /// redirects (RFC 6749 §4.1.2.1); every later error goes back to the client.
-fn validate<'c>(ctx: &Ctx<'c>, query: &str) -> Result<AuthorizationRequest<'c>, Outcome> {
-    let page = ReplyTo::page;
-    if query.len() > ctx.config.policy().max_input_bytes {
-        return Err(page(OAuthError::InvalidRequest, "the request is too large"));
-    }
+fn validate(config: &Config, query: &str) -> Result<Authorization, Ending> {
     let params = Params::parse(query.as_bytes());
-    let client_id = params
-        .one("client_id")
-        .map_err(|_| page(OAuthError::InvalidRequest, "client_id is repeated"))?
-        .ok_or_else(|| page(OAuthError::InvalidRequest, "client_id is missing"))?;
-    let app = ctx.config.app(client_id).ok_or_else(|| {
-        page(
-            OAuthError::InvalidRequest,
-            "no app is registered under this client_id",
-        )
-    })?;
-    let redirect_uri = match params.one("redirect_uri") {
-        Err(_) => return Err(page(OAuthError::InvalidRequest, "redirect_uri is repeated")),
-        Ok(None) => None,
-        Ok(Some(uri)) => Some(
-            app.redirect_uris
-                .iter()
-                .find(|r| r.as_str() == uri)
-                .cloned()
-                .ok_or_else(|| {
-                    page(
-                        OAuthError::InvalidRequest,
-                        "redirect_uri is not registered for this app",
-                    )
-                })?,
-        ),
+    let one = |name: &'static str| {
+        params
+            .one(name)
+            .map_err(|Repeated(name)| Refusal::Repeated(name))
     };
-    let raw_response_type = params.one("response_type");
+    let client_id = match one("client_id") {
+        Err(refusal) => return page(refusal),
+        Ok(None) => return page(Refusal::ClientIdMissing),
+        Ok(Some(id)) => id,
+    };
+    let Some(app) = config.app(client_id) else {
+        return page(Refusal::UnknownClient);
+    };
+    let redirect_uri = match one("redirect_uri") {
+        Err(refusal) => return page(refusal),
+        Ok(None) => None,
+        Ok(Some(uri)) => match app.redirect_uris.iter().find(|r| r.as_str() == uri) {
+            Some(registered) => Some(registered.clone()),
+            None => return page(Refusal::RedirectUriNotRegistered),
+        },
+    };
+    let raw_response_type = one("response_type");
     let mode = match raw_response_type {
         Ok(Some("token")) => ResponseMode::Fragment,
         _ => ResponseMode::Query,
     };
-    let state = params.one("state");
-    let reply = ReplyTo {
-        redirect_uri,
+    let state = one("state");
+    let reply = redirect_uri.map(|uri| ReplyTo {
+        uri,
         mode,
-        state: state.ok().flatten().map(str::to_owned),
+        state: state.clone().ok().flatten().map(str::to_owned),
+    });
+    let fail = |refusal| match &reply {
+        Some(reply) => Ending::Refused(refusal, Via::Redirect(reply.clone())),
+        None => Ending::Refused(refusal, Via::Page),
     };
-    let fail = |error, description: &str| reply.error(error, description);
-    if state.is_err() {
-        return Err(fail(OAuthError::InvalidRequest, "state is repeated"));
+    if let Err(refusal) = state {
+        return Err(fail(refusal));
     }
-
     let response_type = match raw_response_type {
-        Err(_) => {
-            return Err(fail(
-                OAuthError::InvalidRequest,
-                "response_type is repeated",
-            ))
-        }
-        Ok(None) => return Err(fail(OAuthError::InvalidRequest, "response_type is missing")),
+        Err(refusal) => return Err(fail(refusal)),
+        Ok(None) => return Err(fail(Refusal::ResponseTypeMissing)),
         Ok(Some("code")) => ResponseType::Code,
         Ok(Some("token")) => ResponseType::Token,
-        Ok(Some(_)) => {
-            return Err(fail(
-                OAuthError::UnsupportedResponseType,
-                "response_type must be code or token",
-            ))
-        }
+        Ok(Some(_)) => return Err(fail(Refusal::UnsupportedResponseType)),
     };
     if response_type == ResponseType::Token {
         if !app.implicit_allowed {
-            return Err(fail(
-                OAuthError::UnauthorizedClient,
-                "this app may not use response_type=token",
-            ));
+            return Err(fail(Refusal::ImplicitNotAllowed));
         }
-        if reply.redirect_uri.is_none() {
-            return Err(page(
-                OAuthError::InvalidRequest,
-                "response_type=token requires a redirect_uri",
-            ));
+        if reply.is_none() {
+            return page(Refusal::ImplicitWithoutRedirectUri);
         }
     }
-
-    let access_type = match params.one("token_access_type") {
-        Err(_) => {
-            return Err(fail(
-                OAuthError::InvalidRequest,
-                "token_access_type is repeated",
-            ))
-        }
+    let access_type = match one("token_access_type") {
+        Err(refusal) => return Err(fail(refusal)),
         Ok(None) => match app.default_token_type {
             DefaultTokenType::ShortLived => TokenAccessType::Online,
             DefaultTokenType::LongLived => TokenAccessType::Legacy,
         },
         Ok(Some("online")) => TokenAccessType::Online,
         Ok(Some("offline")) => TokenAccessType::Offline,
-        Ok(Some(_)) => {
-            return Err(fail(
-                OAuthError::InvalidRequest,
-                "token_access_type must be online or offline",
-            ))
-        }
+        Ok(Some(_)) => return Err(fail(Refusal::InvalidTokenAccessType)),
     };
     if response_type == ResponseType::Token && access_type == TokenAccessType::Offline {
-        return Err(fail(
-            OAuthError::InvalidRequest,
-            "offline access requires response_type=code",
-        ));
+        return Err(fail(Refusal::OfflineRequiresCode));
     }
-
     let app_scopes = app.scopes();
-    let scopes = match params.one("scope") {
-        Err(_) => return Err(fail(OAuthError::InvalidRequest, "scope is repeated")),
+    let scopes = match one("scope") {
+        Err(refusal) => return Err(fail(refusal)),
         Ok(None) => app_scopes,
         Ok(Some(text)) => match ScopeSet::parse(text) {
             Ok(requested) if requested.is_subset(&app_scopes) => requested,
-            Ok(_) => {
-                return Err(fail(
-                    OAuthError::InvalidScope,
-                    "a requested scope is not enabled for this app",
-                ))
-            }
-            Err(_) => return Err(fail(OAuthError::InvalidScope, "scope is malformed")),
+            Ok(_) => return Err(fail(Refusal::ScopeNotEnabled)),
+            Err(_) => return Err(fail(Refusal::MalformedScope)),
         },
     };
-
-    let challenge =
-        pkce(ctx, app, response_type, &params).map_err(|d| fail(OAuthError::InvalidRequest, d))?;
-    Ok(AuthorizationRequest {
-        app,
+    let challenge = pkce(config, app, response_type, &params).map_err(fail)?;
+    Ok(Authorization {
+        app: app.key.clone(),
         response_type,
         scopes,
         access_type,
         challenge,
         reply,
+        query: query.to_owned(),
     })
 }
 
 /// The PKCE parameters: a well-formed challenge with a known method, S256 when policy demands,
 /// and always one for a public app's code flow (it has no other way to authenticate).
 fn pkce(
-    ctx: &Ctx<'_>,
+    config: &Config,
     app: &App,
     response_type: ResponseType,
     params: &Params,
-) -> Result<Option<CodeChallenge>, &'static str> {
+) -> Result<Option<CodeChallenge>, Refusal> {
     let challenge = params
         .one("code_challenge")
-        .map_err(|_| "code_challenge is repeated")?;
+        .map_err(|r| Refusal::Repeated(r.0))?;
     let method = params
         .one("code_challenge_method")
-        .map_err(|_| "code_challenge_method is repeated")?;
+        .map_err(|r| Refusal::Repeated(r.0))?;
     let Some(challenge) = challenge else {
         if method.is_some() {
-            return Err("code_challenge_method was sent without code_challenge");
+            return Err(Refusal::ChallengeMethodWithoutChallenge);
         }
         if response_type == ResponseType::Code && !app.is_confidential() {
-            return Err("this app has no secret and must use PKCE (code_challenge)");
+            return Err(Refusal::PkceRequired);
         }
         return Ok(None);
     };
     if response_type == ResponseType::Token {
-        return Err("code_challenge applies to response_type=code only");
+        return Err(Refusal::ImplicitWithChallenge);
     }
-    let method =
-        ChallengeMethod::parse(method).ok_or("code_challenge_method must be plain or S256")?;
-    if ctx.config.policy().require_s256 && method != ChallengeMethod::S256 {
-        return Err("code_challenge_method must be S256");
+    let method = ChallengeMethod::parse(method).ok_or(Refusal::UnsupportedChallengeMethod)?;
+    if config.policy().require_s256 && method != ChallengeMethod::S256 {
+        return Err(Refusal::S256Required);
     }
     CodeChallenge::new(method, challenge)
         .map(Some)
-        .ok_or("code_challenge must be 43-128 characters of A-Z a-z 0-9 - . _ ~")
+        .ok_or(Refusal::MalformedChallenge)
 }
 
-/// `GET /oauth2/authorize`: validates, and tells the host what to put on the consent page and
-/// whether this user already granted it.
-pub(crate) fn authorize(ctx: &mut Ctx<'_>, query: &str, user: Option<&User>) -> Flow<Step> {
-    let request = match validate(ctx, query) {
-        Ok(request) => request,
-        Err(outcome) => return respond(outcome),
-    };
-    let already_granted = match user {
-        None => false,
-        Some(user) => {
-            let key = RecordKey::Link(request.app.key.clone(), user.account_id.clone());
-            let link = ctx.load::<LinkRecord>(&key)?;
-            link::has_granted(link.map(|l| l.record), &request.scopes, request.access_type)
-        }
-    };
-    respond(Outcome::Consent(ConsentPrompt {
-        app: request.app.key.clone(),
-        app_name: request.app.name.clone(),
-        scopes: request.scopes,
-        access_type: request.access_type,
-        redirect_uri: request.reply.redirect_uri,
-        already_granted,
-    }))
-}
-
-/// The user's decision. Deny → `access_denied`. Allow → a code (or, legacy implicit, a token)
-/// bound to everything the request named, and the user's link updated in the same transaction.
-pub(crate) fn consent(
-    ctx: &mut Ctx<'_>,
-    query: &str,
-    user: &User,
-    decision: Decision,
-) -> Flow<Step> {
-    let request = match validate(ctx, query) {
-        Ok(request) => request,
-        Err(outcome) => return respond(outcome),
-    };
-    if decision == Decision::Deny {
-        return respond(
-            request
-                .reply
-                .error(OAuthError::AccessDenied, "the user denied access"),
-        );
-    }
-    let link_key = RecordKey::Link(request.app.key.clone(), user.account_id.clone());
+/// The user's link decides: a request within what the user granted before completes at once;
+/// any other shows the consent page. The consent form's Allow issues.
+pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
+    let request = &parsed.request;
+    let user = &parsed.user;
+    let link_key = RecordKey::Link(request.app.clone(), user.account_id.clone());
     let link = ctx.load::<LinkRecord>(&link_key)?;
-    let link_epoch = link::epoch(link.as_ref().map(|l| l.record));
+    let granted = link::has_granted(
+        link.as_ref().map(|l| l.record),
+        &request.scopes,
+        request.access_type,
+    );
+    let Some(app) = ctx.config.app(request.app.as_str()) else {
+        // The configuration cannot change within a request; the app was found when parsing.
+        return Ok(Decision::End(Ending::Refused(
+            Refusal::UnknownClient,
+            Via::Page,
+        )));
+    };
+    if !parsed.allowed && !granted {
+        return Ok(Decision::End(Ending::Consent(Box::new(ConsentPage {
+            prompt: ConsentPrompt {
+                app: app.key.clone(),
+                app_name: app.name.clone(),
+                scopes: request.scopes.clone(),
+                access_type: request.access_type,
+                redirect_uri: request.reply.as_ref().map(|r| r.uri.clone()),
+            },
+            query: request.query.clone(),
+            user: user.clone(),
+        }))));
+    }
+    let link_record = link.as_ref().map(|l| l.record);
+    let link_epoch = link::epoch(link_record);
     // Conditional on the version read: a racing unlink must not be undone by this write.
-    let link_put = Put::replace(
+    let link_put = replace(
         link_key,
         link.as_ref().map(|l| l.version),
-        Record::Link(link::consented(
-            link.as_ref().map(|l| l.record),
+        &Record::Link(link::consented(
+            link_record,
             &request.scopes,
             request.access_type,
         )),
+        None,
     );
-    match request.response_type {
-        ResponseType::Code => issue_code(ctx, request, user, link_epoch, link_put),
-        ResponseType::Token => issue_implicit(ctx, request, user, link_epoch, link_put),
+    let mut transaction = match request.response_type {
+        ResponseType::Code => issue_code(ctx, app, request, user, link_epoch),
+        ResponseType::Token => issue_implicit(ctx, request, user, link_epoch),
+    };
+    if let Decision::Commit(Transaction { puts, .. }, _) = &mut transaction {
+        puts.push(link_put);
     }
+    Ok(transaction)
 }
 
 fn issue_code(
     ctx: &Ctx<'_>,
-    request: AuthorizationRequest<'_>,
+    app: &App,
+    request: &Authorization,
     user: &User,
     link_epoch: u64,
-    link_put: Put,
-) -> Flow<Step> {
+) -> Decision {
     let code = AuthorizationCode::mint(ctx.entropy);
-    let expires_at = ctx.now.plus(ctx.config.policy().code_ttl);
     let record = code::issue(
-        code::CodeTerms {
-            app: request.app.key.clone(),
+        CodeTerms {
+            app: request.app.clone(),
             user: user.clone(),
-            redirect_uri: request.reply.redirect_uri.clone(),
+            redirect_uri: request.reply.as_ref().map(|r| r.uri.clone()),
             challenge: request.challenge.clone(),
             scopes: request.scopes.clone(),
             access_type: request.access_type,
             link_epoch,
         },
-        expires_at,
+        ctx.now,
+        ctx.config.policy(),
     );
+    let expires_at = record.expires_at;
     let audit = AuditEvent::CodeIssued {
-        app: request.app.key.clone(),
+        app: request.app.clone(),
         account_id: user.account_id.clone(),
-        scopes: request.scopes,
+        scopes: request.scopes.clone(),
         access_type: request.access_type,
         pkce: request.challenge.as_ref().map(|c| c.method),
         expires_at,
     };
-    let puts = vec![
-        Put::create(
-            RecordKey::Code(code.digest()),
-            Record::Code(record),
-            Some(expires_at),
-        ),
-        link_put,
-    ];
-    let outcome = match &request.reply.redirect_uri {
-        Some(uri) => request.reply.success(uri, &[("code", code.expose())]),
-        None => Outcome::DisplayCode {
-            app: request.app.key.clone(),
+    let put = create(
+        RecordKey::Code(code.digest()),
+        &Record::Code(record),
+        Some(expires_at),
+    );
+    let ending = match &request.reply {
+        Some(reply) => Ending::Redirect(reply.location(&[("code", code.expose())])),
+        None => Ending::DisplayCode {
+            app: app.key.clone(),
+            app_name: app.name.clone(),
             code,
         },
     };
-    commit(
+    Decision::Commit(
         Transaction {
-            puts,
+            puts: vec![put],
             audit: vec![audit],
         },
-        outcome,
+        ending,
     )
 }
 
@@ -361,56 +392,59 @@ fn issue_code(
 /// refresh token.
 fn issue_implicit(
     ctx: &Ctx<'_>,
-    request: AuthorizationRequest<'_>,
+    request: &Authorization,
     user: &User,
     link_epoch: u64,
-    link_put: Put,
-) -> Flow<Step> {
-    let Some(uri) = request.reply.redirect_uri.clone() else {
-        // validate() refuses response_type=token without a redirect_uri.
-        return respond(ReplyTo::page(
-            OAuthError::InvalidRequest,
-            "response_type=token requires a redirect_uri",
+) -> Decision {
+    let Some(reply) = &request.reply else {
+        // `validate` refuses response_type=token without a redirect_uri.
+        return Decision::End(Ending::Refused(
+            Refusal::ImplicitWithoutRedirectUri,
+            Via::Page,
         ));
     };
-    let issued = grant::issue(
+    let IssuedGrant {
+        grant_id,
+        grant,
+        access_token,
+        expires_in,
+        refresh_token: _,
+        puts,
+    } = issue_grant(
         ctx,
         GrantTerms {
-            app: &request.app.key,
-            user: user.clone(),
-            scopes: request.scopes,
-            access_type: request.access_type,
+            app: &request.app,
+            user,
+            scopes: request.scopes.clone(),
             link_epoch,
             pkce: false,
         },
+        request.access_type,
     );
-    let expires_in = issued.expires_in.map(|s| s.0.to_string());
-    let scope = issued.grant.scopes.to_string();
+    let expires_in_text = expires_in.map(|s| s.0.to_string());
+    let scope = grant.scopes.to_string();
     let mut params = vec![
-        ("access_token", issued.access_token.expose()),
+        ("access_token", access_token.expose()),
         ("token_type", "bearer"),
     ];
-    params.extend(expires_in.as_deref().map(|e| ("expires_in", e)));
+    params.extend(expires_in_text.as_deref().map(|e| ("expires_in", e)));
     params.extend([
         ("scope", scope.as_str()),
         ("account_id", user.account_id.as_str()),
         ("uid", user.uid.as_str()),
     ]);
-    let outcome = request.reply.success(&uri, &params);
     let audit = AuditEvent::TokensIssued {
-        app: request.app.key.clone(),
+        app: request.app.clone(),
         account_id: user.account_id.clone(),
-        grant: issued.grant_id.clone(),
+        grant: grant_id,
         refresh_token: false,
-        access_expires_at: issued.expires_in.map(|s| ctx.now.plus(s)),
+        access_expires_at: expires_in.map(|s| ctx.now.plus(s)),
     };
-    let mut puts = issued.puts;
-    puts.push(link_put);
-    commit(
+    Decision::Commit(
         Transaction {
             puts,
             audit: vec![audit],
         },
-        outcome,
+        Ending::Redirect(reply.location(&params)),
     )
 }

@@ -1,7 +1,75 @@
-//! One module per endpoint family: they read the wire, load records, run the machines and
-//! answer with a [`Step`](crate::Step).
+//! One module per endpoint family. Each parses its request once (`parse`: reading the wire,
+//! authenticating the client, hashing the credential) and then decides (`decide`: loading
+//! records around the state machines and turning their results into writes).
 
 pub(crate) mod api;
 pub(crate) mod authorize;
+mod issue;
 pub(crate) mod token;
 pub(crate) mod unlink;
+
+use crate::config::Config;
+use crate::ctx::{Ctx, Decision, Ending, Flow, Via};
+use crate::refusal::Refusal;
+use crate::step::Input;
+
+/// A request, parsed and routed to its endpoint.
+#[derive(Clone, Debug)]
+pub(crate) enum Route {
+    Authorize(authorize::Parsed),
+    Token(token::Parsed),
+    Bearer(api::Parsed),
+    Unlink(unlink::Parsed),
+    /// Decided without any record.
+    Ended(Ending),
+}
+
+impl Route {
+    /// Routes `input` by path and method, and parses it for its endpoint.
+    pub fn parse(config: &Config, input: Input) -> Route {
+        let (request, user) = match input {
+            Input::Unlink {
+                app,
+                account_id,
+                by,
+            } => {
+                return Route::Unlink(unlink::Parsed {
+                    app,
+                    account_id,
+                    by,
+                })
+            }
+            Input::Http { request, user } => (request, user),
+        };
+        let parsed = match request.path.as_str() {
+            "/oauth2/authorize" => match request.method.as_str() {
+                "GET" | "get" => authorize::parse_get(config, &request, user).map(Route::Authorize),
+                "POST" | "post" => {
+                    authorize::parse_consent(config, &request, user).map(Route::Authorize)
+                }
+                _ => Err(Ending::Refused(Refusal::MethodNotAllowed, Via::Page)),
+            },
+            "/oauth2/token" => token::parse(config, &request).map(Route::Token),
+            "/2/auth/token/revoke" => {
+                api::parse(config, &request, api::Purpose::Revoke).map(Route::Bearer)
+            }
+            path => match config.required_scope(path) {
+                Some(scope) => api::parse(config, &request, api::Purpose::Call(scope.clone()))
+                    .map(Route::Bearer),
+                None => Err(Ending::Refused(Refusal::NotFound, Via::Plain)),
+            },
+        };
+        parsed.unwrap_or_else(Route::Ended)
+    }
+
+    /// Decides as far as the loaded records allow.
+    pub fn decide(&self, ctx: &Ctx<'_>) -> Flow<Decision> {
+        match self {
+            Route::Authorize(parsed) => authorize::decide(parsed, ctx),
+            Route::Token(parsed) => token::decide(parsed, ctx),
+            Route::Bearer(parsed) => api::decide(parsed, ctx),
+            Route::Unlink(parsed) => unlink::decide(parsed, ctx),
+            Route::Ended(ending) => Ok(Decision::End(ending.clone())),
+        }
+    }
+}

@@ -1,280 +1,288 @@
 //! `POST /oauth2/token`: the authorization-code and refresh-token grants (RFC 6749 §4.1.3, §6,
 //! RFC 7636 §4.5), client authentication (§2.3.1) and errors (§5.2).
+//!
+//! Parsing reads the parameters, authenticates the client (the secret compared in constant
+//! time) and hashes the presented code or refresh token, once; deciding loads the records.
 
-use serde_json::{json, Map, Value};
-
-use crate::config::App;
-use crate::credentials::{AuthorizationCode, RefreshToken};
-use crate::ctx::{commit, respond, Ctx, Flow};
-use crate::ids::User;
+use crate::config::Config;
+use crate::credentials::{AuthorizationCode, CodeDigest, RefreshToken, RefreshTokenDigest};
+use crate::ctx::{create, replace, Ctx, Decision, Ending, Flow, TokenBody, Via};
+use crate::endpoints::issue::issue_grant;
+use crate::ids::{AppKey, GrantId, User};
 use crate::machines::code::{self, Exchange};
-use crate::machines::grant::{self, GrantTerms};
+use crate::machines::grant::{self, GrantTerms, Standing};
 use crate::machines::{access_token, link, refresh_token};
 use crate::pkce::CodeVerifier;
 use crate::records::{
     CodeRecord, CodeState, GrantRecord, LinkRecord, Record, RecordKey, RefreshTokenRecord,
+    TokenAccessType,
 };
+use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
-use crate::step::{AuditEvent, HttpRequest, Outcome, Put, Step, Transaction};
+use crate::step::{AuditEvent, Transaction};
 use crate::wire::client_auth::{self, CredentialError};
-use crate::wire::form::{is_form_content_type, Params};
-use crate::wire::response::{method_not_allowed, token_error, token_success, OAuthError};
-
-/// Stops with an RFC 6749 §5.2 error.
-fn fail<T>(error: OAuthError, description: &str, via_basic: bool) -> Flow<T> {
-    respond(Outcome::Http(token_error(error, description, via_basic)))
-}
+use crate::wire::form::{is_form_content_type, Params, Repeated};
+use crate::wire::http::HttpRequest;
 
 /// The client as authenticated: by its secret, or only identified by `client_id` (PKCE).
-struct Client<'c> {
-    app: &'c App,
+#[derive(Clone, Debug)]
+pub(crate) struct Client {
+    app: AppKey,
     has_secret: bool,
     via_basic: bool,
 }
 
-impl Client<'_> {
-    fn fail<T>(&self, error: OAuthError, description: &str) -> Flow<T> {
-        fail(error, description, self.via_basic)
+impl Client {
+    fn refuse(&self, refusal: Refusal) -> Ending {
+        Ending::Refused(
+            refusal,
+            Via::Token {
+                basic: self.via_basic,
+            },
+        )
     }
 }
 
-pub(crate) fn token(ctx: &mut Ctx<'_>, request: &HttpRequest) -> Flow<Step> {
+/// A token request, parsed and its client authenticated.
+#[derive(Clone, Debug)]
+pub(crate) enum Parsed {
+    Exchange {
+        client: Client,
+        code: CodeDigest,
+        redirect_uri: Option<String>,
+        verifier: Option<CodeVerifier>,
+    },
+    Refresh {
+        client: Client,
+        token: RefreshTokenDigest,
+        /// `scope`: `Err` when malformed, refused only once the token checks out.
+        scope: Option<Result<ScopeSet, ()>>,
+    },
+}
+
+fn refuse<T>(refusal: Refusal) -> Result<T, Ending> {
+    Err(Ending::Refused(refusal, Via::Token { basic: false }))
+}
+
+pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, Ending> {
     if !request.method.eq_ignore_ascii_case("POST") {
-        return respond(Outcome::Http(method_not_allowed()));
+        return refuse(Refusal::MethodNotAllowed);
     }
-    if request.exceeds(ctx.config.policy().max_input_bytes) {
-        return fail(
-            OAuthError::InvalidRequest,
-            "the request is too large",
-            false,
-        );
+    if request.exceeds(config.policy().max_input_bytes) {
+        return refuse(Refusal::TooLarge);
     }
-    let params = parameters(ctx, request)?;
+    let params = parameters(config, request)?;
     let grant_type = match params.one("grant_type") {
-        Err(_) => return fail(OAuthError::InvalidRequest, "grant_type is repeated", false),
-        Ok(None) => return fail(OAuthError::InvalidRequest, "grant_type is missing", false),
+        Err(Repeated(name)) => return refuse(Refusal::Repeated(name)),
+        Ok(None) => return refuse(Refusal::GrantTypeMissing),
         Ok(Some(g @ ("authorization_code" | "refresh_token"))) => g,
-        Ok(Some(_)) => {
-            let text = "grant_type must be authorization_code or refresh_token";
-            return fail(OAuthError::UnsupportedGrantType, text, false);
-        }
+        Ok(Some(_)) => return refuse(Refusal::UnsupportedGrantType),
     };
-    let client = authenticate(ctx, request, &params)?;
+    let client = authenticate(config, request, &params)?;
+    let read = |name| {
+        params
+            .one(name)
+            .map_err(|Repeated(name)| client.refuse(Refusal::Repeated(name)))
+    };
     if grant_type == "authorization_code" {
-        exchange_code(ctx, &client, &params)
+        let Some(code) = read("code")? else {
+            return Err(client.refuse(Refusal::CodeMissing));
+        };
+        let redirect_uri = read("redirect_uri")?.map(str::to_owned);
+        let verifier = match read("code_verifier")? {
+            None if !client.has_secret => return Err(client.refuse(Refusal::ProofMissing)),
+            None => None,
+            Some(text) => match CodeVerifier::new(text) {
+                Some(v) => Some(v),
+                None => return Err(client.refuse(Refusal::MalformedVerifier)),
+            },
+        };
+        let code = AuthorizationCode::presented(code).digest();
+        Ok(Parsed::Exchange {
+            client,
+            code,
+            redirect_uri,
+            verifier,
+        })
     } else {
-        refresh(ctx, &client, &params)
+        let Some(token) = read("refresh_token")? else {
+            return Err(client.refuse(Refusal::RefreshTokenMissing));
+        };
+        let scope = read("scope")?.map(|s| ScopeSet::parse(s).map_err(|_| ()));
+        let token = RefreshToken::presented(token).digest();
+        Ok(Parsed::Refresh {
+            client,
+            token,
+            scope,
+        })
     }
 }
 
 /// The request's parameters: the form body (RFC 6749 §4.1.3, §6), or — for clients such as the
 /// official Dropbox SDKs, which send an empty body — the URL query, if the policy allows. Never
 /// both: a request that splits its parameters cannot say which copy counts.
-fn parameters(ctx: &Ctx<'_>, request: &HttpRequest) -> Flow<Params> {
+fn parameters(config: &Config, request: &HttpRequest) -> Result<Params, Ending> {
     let in_query = !request.query.is_empty();
     if request.body.is_empty() && in_query {
-        if !ctx.config.policy().token_parameters_in_query {
-            let text = "the parameters must be in an application/x-www-form-urlencoded body";
-            return fail(OAuthError::InvalidRequest, text, false);
+        if !config.policy().token_parameters_in_query {
+            return refuse(Refusal::ParametersInQuery);
         }
         return Ok(Params::parse(request.query.as_bytes()));
     }
     if in_query {
-        let text = "parameters in both the URL and the body";
-        return fail(OAuthError::InvalidRequest, text, false);
+        return refuse(Refusal::ParametersSplit);
     }
     let mut content_types = request.header_values("content-type");
     let form = content_types.next().is_some_and(is_form_content_type);
     if !form || content_types.next().is_some() {
-        let text = "the body must be application/x-www-form-urlencoded";
-        return fail(OAuthError::InvalidRequest, text, false);
+        return refuse(Refusal::NotAForm);
     }
     Ok(Params::parse(&request.body))
 }
 
 /// Identifies the client and checks its secret in constant time. A client without a secret is
 /// only identified; the grant decides whether PKCE stands in for the secret.
-fn authenticate<'c>(ctx: &Ctx<'c>, request: &HttpRequest, params: &Params) -> Flow<Client<'c>> {
-    let presented = client_auth::presented(request, params).or_else(|e| {
-        let repeated;
-        let (error, text, via_basic) = match e {
-            CredentialError::Missing => (
-                OAuthError::InvalidClient,
-                "client authentication is missing",
-                false,
-            ),
-            CredentialError::MalformedBasic => (
-                OAuthError::InvalidClient,
-                "the Basic credentials are malformed",
-                true,
-            ),
-            CredentialError::MultipleMethods => (
-                OAuthError::InvalidRequest,
-                "use one client authentication method only",
-                false,
-            ),
-            CredentialError::ConflictingClientId => (
-                OAuthError::InvalidRequest,
-                "client_id differs from the Basic credentials",
-                false,
-            ),
-            CredentialError::SecretWithoutId => (
-                OAuthError::InvalidRequest,
-                "client_secret was sent without client_id",
-                false,
-            ),
-            CredentialError::UnsupportedScheme => (
-                OAuthError::InvalidRequest,
-                "the Authorization scheme must be Basic",
-                false,
-            ),
-            CredentialError::Repeated(name) => {
-                repeated = format!("{name} is repeated");
-                (OAuthError::InvalidRequest, repeated.as_str(), false)
-            }
+fn authenticate(config: &Config, request: &HttpRequest, params: &Params) -> Result<Client, Ending> {
+    let presented = client_auth::presented(request, params).map_err(|e| {
+        let (refusal, basic) = match e {
+            CredentialError::Missing => (Refusal::ClientAuthenticationMissing, false),
+            CredentialError::MalformedBasic => (Refusal::MalformedBasic, true),
+            CredentialError::MultipleMethods => (Refusal::MultipleClientAuthentications, false),
+            CredentialError::ConflictingClientId => (Refusal::ConflictingClientId, false),
+            CredentialError::SecretWithoutId => (Refusal::SecretWithoutClientId, false),
+            CredentialError::UnsupportedScheme => (Refusal::UnsupportedAuthenticationScheme, false),
+            CredentialError::Repeated(name) => (Refusal::Repeated(name), false),
         };
-        fail(error, text, via_basic)
+        Ending::Refused(refusal, Via::Token { basic })
     })?;
-    let via_basic = presented.via_basic;
-    let refuse = || {
-        fail(
-            OAuthError::InvalidClient,
-            "client authentication failed",
-            via_basic,
-        )
-    };
-    let Some(app) = ctx.config.app(&presented.client_id) else {
-        return refuse();
+    let failed = Ending::Refused(
+        Refusal::ClientAuthenticationFailed,
+        Via::Token {
+            basic: presented.via_basic,
+        },
+    );
+    let Some(app) = config.app(&presented.client_id) else {
+        return Err(failed);
     };
     match (&presented.secret, &app.secret_digest) {
         (None, _) => {}
         (Some(secret), Some(digest)) if digest.matches(secret) => {}
-        (Some(_), _) => return refuse(),
+        (Some(_), _) => return Err(failed),
     }
     Ok(Client {
-        app,
+        app: app.key.clone(),
         has_secret: presented.secret.is_some(),
-        via_basic,
+        via_basic: presented.via_basic,
     })
 }
 
+pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
+    match parsed {
+        Parsed::Exchange {
+            client,
+            code,
+            redirect_uri,
+            verifier,
+        } => exchange_code(
+            ctx,
+            client,
+            code,
+            redirect_uri.as_deref(),
+            verifier.as_ref(),
+        ),
+        Parsed::Refresh {
+            client,
+            token,
+            scope,
+        } => refresh(ctx, client, token, scope.as_ref()),
+    }
+}
+
 /// `grant_type=authorization_code`.
-fn exchange_code(ctx: &mut Ctx<'_>, client: &Client<'_>, params: &Params) -> Flow<Step> {
-    let read = |name| {
-        params
-            .one(name)
-            .or_else(|_| client.fail(OAuthError::InvalidRequest, &format!("{name} is repeated")))
-    };
-    let Some(code) = read("code")? else {
-        return client.fail(OAuthError::InvalidRequest, "code is missing");
-    };
-    let redirect_uri = read("redirect_uri")?;
-    let verifier = match read("code_verifier")? {
-        None if !client.has_secret => {
-            return client.fail(
-                OAuthError::InvalidClient,
-                "client_secret or code_verifier is required",
-            )
-        }
-        None => None,
-        Some(text) => match CodeVerifier::new(text) {
-            Some(v) => Some(v),
-            None => {
-                let text = "code_verifier must be 43-128 characters of A-Z a-z 0-9 - . _ ~";
-                return client.fail(OAuthError::InvalidRequest, text);
-            }
-        },
-    };
-    let code = AuthorizationCode::presented(code);
-    let code_key = RecordKey::Code(code.digest());
-    let unknown = "the code is invalid, expired or already used";
+fn exchange_code(
+    ctx: &Ctx<'_>,
+    client: &Client,
+    code: &CodeDigest,
+    redirect_uri: Option<&str>,
+    verifier: Option<&CodeVerifier>,
+) -> Flow<Decision> {
+    let end = |refusal| Ok(Decision::End(client.refuse(refusal)));
+    let code_key = RecordKey::Code(*code);
     let Some(loaded) = ctx.load::<CodeRecord>(&code_key)? else {
-        return client.fail(OAuthError::InvalidGrant, unknown);
+        return end(Refusal::UnknownCode);
     };
     let record = loaded.record;
     let exchange = Exchange {
-        app: &client.app.key,
+        app: &client.app,
         redirect_uri,
-        verifier: verifier.as_ref(),
+        verifier,
     };
-    if let Err(mismatch) = code::matches(record, &exchange) {
-        return client.fail(OAuthError::InvalidGrant, mismatch.describe());
+    if let Err(mismatch) = code::bind(record, &exchange) {
+        return end(mismatch);
     }
-    if let CodeState::Redeemed { grant } = &record.state {
-        return code_reused(ctx, client, grant);
-    }
-    if code::has_expired(record, ctx.now) {
-        return client.fail(OAuthError::InvalidGrant, "the code has expired");
-    }
+    let grant_id = ctx.entropy.grant_id();
+    let redeemed = match code::redeem(record, ctx.now, grant_id.clone()) {
+        Ok(redeemed) => redeemed,
+        Err(Refusal::CodeReused) => match &record.state {
+            CodeState::Redeemed { grant } => return code_reused(ctx, client, grant),
+            CodeState::Issued => return end(Refusal::CodeReused),
+        },
+        Err(refusal) => return end(refusal),
+    };
     let link_key = RecordKey::Link(record.app.clone(), record.account_id.clone());
     let link = ctx.load::<LinkRecord>(&link_key)?;
     if link::epoch(link.map(|l| l.record)) != record.link_epoch {
-        return client.fail(
-            OAuthError::InvalidGrant,
-            "the user unlinked the app since consenting",
-        );
+        return end(Refusal::CodeUnlinked);
     }
 
     let user = User {
         account_id: record.account_id.clone(),
         uid: record.uid.clone(),
     };
-    let issued = grant::issue(
+    let issued = issue_grant(
         ctx,
         GrantTerms {
             app: &record.app,
-            user,
+            user: &user,
             scopes: record.scopes.clone(),
-            access_type: record.access_type,
             link_epoch: record.link_epoch,
             pkce: record.challenge.is_some(),
         },
+        record.access_type,
     );
-    let mut body = Map::new();
-    body.insert("access_token".into(), issued.access_token.expose().into());
-    if let Some(expires_in) = issued.expires_in {
-        body.insert("expires_in".into(), expires_in.0.into());
-    }
-    body.insert("token_type".into(), "bearer".into());
-    body.insert("scope".into(), issued.grant.scopes.to_string().into());
-    if let Some(refresh) = &issued.refresh_token {
-        body.insert("refresh_token".into(), refresh.expose().into());
-    }
-    body.insert("account_id".into(), record.account_id.as_str().into());
-    body.insert("uid".into(), record.uid.as_str().into());
-
     let audit = AuditEvent::TokensIssued {
         app: record.app.clone(),
         account_id: record.account_id.clone(),
-        grant: issued.grant_id.clone(),
+        grant: grant_id,
         refresh_token: issued.refresh_token.is_some(),
         access_expires_at: issued.expires_in.map(|s| ctx.now.plus(s)),
     };
     // Single use: the redemption applies only if the code is still at the version read.
-    let mut puts = vec![Put::replace(
+    let mut puts = vec![replace(
         code_key,
         Some(loaded.version),
-        Record::Code(code::redeemed(record, issued.grant_id.clone())),
-    )
-    .purgeable_after(record.expires_at)];
+        &Record::Code(redeemed),
+        Some(record.expires_at),
+    )];
     puts.extend(issued.puts);
-    commit(
+    Ok(Decision::Commit(
         Transaction {
             puts,
             audit: vec![audit],
         },
-        Outcome::Http(token_success(&Value::Object(body))),
-    )
+        Ending::Tokens(Box::new(TokenBody {
+            access_token: issued.access_token,
+            expires_in: issued.expires_in,
+            refresh_token: issued.refresh_token,
+            exchange: Some((issued.grant.scopes, user.account_id, user.uid)),
+        })),
+    ))
 }
 
 /// A verified client presented a used code: refuse, and revoke what the code produced
 /// (RFC 6749 §4.1.2, RFC 9700 §4.2.4).
-fn code_reused(ctx: &mut Ctx<'_>, client: &Client<'_>, grant_id: &crate::GrantId) -> Flow<Step> {
-    let refusal = token_error(
-        OAuthError::InvalidGrant,
-        "the code was already used; the tokens issued from it are revoked",
-        client.via_basic,
-    );
+fn code_reused(ctx: &Ctx<'_>, client: &Client, grant_id: &GrantId) -> Flow<Decision> {
+    let refusal = client.refuse(Refusal::CodeReused);
     let key = RecordKey::Grant(grant_id.clone());
     match ctx.load::<GrantRecord>(&key)? {
         Some(loaded) if loaded.record.revoked_at.is_none() => {
@@ -283,95 +291,88 @@ fn code_reused(ctx: &mut Ctx<'_>, client: &Client<'_>, grant_id: &crate::GrantId
                 account_id: loaded.record.account_id.clone(),
                 grant: grant_id.clone(),
             };
-            let put = Put::replace(
+            let put = replace(
                 key,
                 Some(loaded.version),
-                Record::Grant(grant::revoked(loaded.record, ctx.now)),
+                &Record::Grant(grant::revoked(loaded.record, ctx.now)),
+                None,
             );
-            commit(
+            Ok(Decision::Commit(
                 Transaction {
                     puts: vec![put],
                     audit: vec![audit],
                 },
-                Outcome::Http(refusal),
-            )
+                refusal,
+            ))
         }
-        _ => respond(Outcome::Http(refusal)),
+        _ => Ok(Decision::End(refusal)),
     }
 }
 
 /// `grant_type=refresh_token`: a new short-lived access token; the refresh token stays as is.
-fn refresh(ctx: &mut Ctx<'_>, client: &Client<'_>, params: &Params) -> Flow<Step> {
-    let read = |name| {
-        params
-            .one(name)
-            .or_else(|_| client.fail(OAuthError::InvalidRequest, &format!("{name} is repeated")))
-    };
-    let Some(token) = read("refresh_token")? else {
-        return client.fail(OAuthError::InvalidRequest, "refresh_token is missing");
-    };
-    let requested_scope = read("scope")?;
-    let token = RefreshToken::presented(token);
-    let invalid = "the refresh token is invalid or revoked";
-    let Some(loaded) = ctx.load::<RefreshTokenRecord>(&RecordKey::RefreshToken(token.digest()))?
-    else {
-        return client.fail(OAuthError::InvalidGrant, invalid);
+fn refresh(
+    ctx: &Ctx<'_>,
+    client: &Client,
+    token: &RefreshTokenDigest,
+    scope: Option<&Result<ScopeSet, ()>>,
+) -> Flow<Decision> {
+    let end = |refusal| Ok(Decision::End(client.refuse(refusal)));
+    let Some(loaded) = ctx.load::<RefreshTokenRecord>(&RecordKey::RefreshToken(*token))? else {
+        return end(Refusal::UnknownRefreshToken);
     };
     let record = loaded.record;
-    if record.app != client.app.key {
-        return client.fail(
-            OAuthError::InvalidGrant,
-            "the refresh token was issued to another app",
-        );
+    if let Err(refusal) = refresh_token::check_app(record, &client.app) {
+        return end(refusal);
     }
     let grant_key = RecordKey::Grant(record.grant.clone());
     let link_key = RecordKey::Link(record.app.clone(), record.account_id.clone());
-    ctx.fetch(&[&grant_key, &link_key])?;
+    ctx.need(&[&grant_key, &link_key])?;
     let Some(grant) = ctx.load::<GrantRecord>(&grant_key)? else {
-        return client.fail(OAuthError::InvalidGrant, invalid);
+        return end(Refusal::UnknownRefreshToken);
     };
     let grant = grant.record;
-    if !client.has_secret && !refresh_token::allows_public_client(grant) {
-        return client.fail(
-            OAuthError::InvalidClient,
-            "client_secret is required for this refresh token",
-        );
+    if let Err(refusal) = refresh_token::check_client(grant, client.has_secret) {
+        return end(refusal);
     }
     let link = ctx.load::<LinkRecord>(&link_key)?;
-    if !grant::is_live(grant, link.map(|l| l.record)) {
-        return client.fail(OAuthError::InvalidGrant, invalid);
+    match grant::standing(grant, link.map(|l| l.record)) {
+        Standing::Live => {}
+        Standing::Revoked => return end(Refusal::RefreshTokenRevoked),
+        Standing::Unlinked => return end(Refusal::RefreshTokenUnlinked),
     }
-    let scopes = match requested_scope.map(ScopeSet::parse) {
-        None => grant.scopes.clone(),
-        Some(Ok(narrower)) if narrower.is_subset(&grant.scopes) => narrower,
-        Some(_) => {
-            return client.fail(
-                OAuthError::InvalidScope,
-                "scope must be a subset of the granted scopes",
-            )
-        }
+    let requested = match scope {
+        None => None,
+        Some(Ok(set)) => Some(set),
+        Some(Err(())) => return end(Refusal::MalformedScope),
     };
-    let expires_at = access_token::expires_at(ctx, crate::TokenAccessType::Offline);
-    let (access, access_record) = access_token::mint(ctx, &record.grant, grant, scopes, expires_at);
-    let mut body = json!({ "access_token": access.expose(), "token_type": "bearer" });
-    if let (Some(at), Some(map)) = (expires_at, body.as_object_mut()) {
-        map.insert("expires_in".into(), at.0.saturating_sub(ctx.now.0).into());
-    }
+    let scopes = match refresh_token::scopes(grant, requested) {
+        Ok(scopes) => scopes,
+        Err(refusal) => return end(refusal),
+    };
+    let expires_at =
+        access_token::expires_at(TokenAccessType::Offline, ctx.now, ctx.config.policy());
+    let access = crate::credentials::AccessToken::mint(ctx.entropy);
+    let access_record = access_token::mint(&record.grant, grant, scopes, expires_at);
     let audit = AuditEvent::AccessTokenRefreshed {
         app: record.app.clone(),
         account_id: record.account_id.clone(),
         grant: record.grant.clone(),
     };
-    let put = Put::create(
+    let put = create(
         RecordKey::AccessToken(access.digest()),
-        Record::AccessToken(access_record),
+        &Record::AccessToken(access_record),
         expires_at,
     );
-    commit(
+    Ok(Decision::Commit(
         Transaction {
             puts: vec![put],
             audit: vec![audit],
         },
-        Outcome::Http(token_success(&body)),
-    )
+        Ending::Tokens(Box::new(TokenBody {
+            access_token: access,
+            expires_in: expires_at.map(|at| crate::time::Seconds(at.0.saturating_sub(ctx.now.0))),
+            refresh_token: None,
+            exchange: None,
+        })),
+    ))
 }

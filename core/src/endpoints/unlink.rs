@@ -1,39 +1,43 @@
 //! Host events that end access: a user unlinking an app on the connected-apps page, or a team
 //! admin unlinking it on the team-apps page.
 
-use crate::ctx::{commit, respond, Ctx, Flow};
+use crate::ctx::{replace, Ctx, Decision, Ending, Flow};
 use crate::ids::{AccountId, AppKey};
 use crate::machines::link;
 use crate::records::{LinkRecord, Record, RecordKey};
-use crate::step::{AuditEvent, Outcome, Put, Step, Transaction, Unlinker};
+use crate::step::{AuditEvent, Transaction, Unlinker};
 
-/// Ends every code and token of `app` for `account_id` with one write: a new link epoch.
-pub(crate) fn unlink(
-    ctx: &mut Ctx<'_>,
-    app: &AppKey,
-    account_id: &AccountId,
-    by: Unlinker,
-) -> Flow<Step> {
-    let key = RecordKey::Link(app.clone(), account_id.clone());
+/// An unlink of one app for one user.
+#[derive(Clone, Debug)]
+pub(crate) struct Parsed {
+    pub app: AppKey,
+    pub account_id: AccountId,
+    pub by: Unlinker,
+}
+
+/// Ends every code and token of the app for the user with one write: a new link epoch.
+pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
+    let key = RecordKey::Link(parsed.app.clone(), parsed.account_id.clone());
     let Some(loaded) = ctx.load::<LinkRecord>(&key)? else {
         // Never linked: nothing was issued, nothing to end.
-        return respond(Outcome::Unlinked);
+        return Ok(Decision::End(Ending::Unlinked));
     };
     let audit = AuditEvent::Unlinked {
-        app: app.clone(),
-        account_id: account_id.clone(),
-        by,
+        app: parsed.app.clone(),
+        account_id: parsed.account_id.clone(),
+        by: parsed.by,
     };
-    let put = Put::replace(
+    let put = replace(
         key,
         Some(loaded.version),
-        Record::Link(link::unlinked(loaded.record)),
+        &Record::Link(link::unlinked(loaded.record)),
+        None,
     );
-    commit(
+    Ok(Decision::Commit(
         Transaction {
             puts: vec![put],
             audit: vec![audit],
         },
-        Outcome::Unlinked,
-    )
+        Ending::Unlinked,
+    ))
 }

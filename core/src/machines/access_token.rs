@@ -1,40 +1,52 @@
 //! Access tokens: minted active; they end at `expires_at` (exact boundary) or with their grant.
 
-use crate::credentials::AccessToken;
-use crate::ctx::Ctx;
+use crate::config::Policy;
 use crate::ids::GrantId;
 use crate::records::{AccessTokenRecord, GrantRecord, TokenAccessType};
-use crate::scope::ScopeSet;
+use crate::refusal::Refusal;
+use crate::scope::{Scope, ScopeSet};
 use crate::time::{is_expired, UnixTime};
 
-/// When a token minted now for `access_type` expires: never for a legacy long-lived token minted
-/// before the cutoff, after the configured lifetime for every other.
-pub(crate) fn expires_at(ctx: &Ctx<'_>, access_type: TokenAccessType) -> Option<UnixTime> {
-    let policy = ctx.config.policy();
-    let long_lived = access_type == TokenAccessType::Legacy && ctx.now < policy.long_lived_cutoff;
-    (!long_lived).then(|| ctx.now.plus(policy.access_token_ttl))
+/// When a token minted at `now` for `access_type` expires: never for a legacy long-lived token
+/// minted before the cutoff, after the configured lifetime for every other.
+pub(crate) fn expires_at(
+    access_type: TokenAccessType,
+    now: UnixTime,
+    policy: &Policy,
+) -> Option<UnixTime> {
+    let long_lived = access_type == TokenAccessType::Legacy && now < policy.long_lived_cutoff;
+    (!long_lived).then(|| now.plus(policy.access_token_ttl))
 }
 
-/// Mints an access token of `grant` carrying `scopes`.
+/// The record of an access token of `grant` carrying `scopes`.
 pub(crate) fn mint(
-    ctx: &Ctx<'_>,
     grant_id: &GrantId,
     grant: &GrantRecord,
     scopes: ScopeSet,
     expires_at: Option<UnixTime>,
-) -> (AccessToken, AccessTokenRecord) {
-    let token = AccessToken::mint(ctx.entropy);
-    let record = AccessTokenRecord {
+) -> AccessTokenRecord {
+    AccessTokenRecord {
         grant: grant_id.clone(),
         app: grant.app.clone(),
         account_id: grant.account_id.clone(),
         scopes,
         expires_at,
-    };
-    (token, record)
+    }
 }
 
-/// Whether the token is past its expiry at `now` (valid while `now < expires_at`).
-pub(crate) fn has_expired(record: &AccessTokenRecord, now: UnixTime) -> bool {
-    record.expires_at.is_some_and(|at| is_expired(at, now))
+/// An unexpired token (valid while `now < expires_at`).
+pub(crate) fn check(token: &AccessTokenRecord, now: UnixTime) -> Result<(), Refusal> {
+    match token.expires_at {
+        Some(at) if is_expired(at, now) => Err(Refusal::AccessTokenExpired),
+        _ => Ok(()),
+    }
+}
+
+/// The token carries the endpoint's Required Scope.
+pub(crate) fn permits(token: &AccessTokenRecord, required: &Scope) -> Result<(), Refusal> {
+    if token.scopes.contains(required) {
+        Ok(())
+    } else {
+        Err(Refusal::MissingScope(required.clone()))
+    }
 }

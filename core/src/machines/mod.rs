@@ -1,4 +1,6 @@
-//! The state machines, as pure transitions on records and explicit time.
+//! The state machines, as pure functions of a record, the time and the policy, returning the
+//! next record or a [`Refusal`](crate::Refusal). They load nothing and write nothing: the
+//! endpoints load the records around them and turn their results into writes.
 //!
 //! - [`code`]: an authorization code is issued, then redeemed once; expiry follows from time.
 //! - [`access_token`]: minted active, ends by expiry or by its grant's end.

@@ -1,7 +1,7 @@
 //! `Authorization: Bearer <token>` (RFC 6750 §2.1).
 
+use super::http::HttpRequest;
 use crate::credentials::AccessToken;
-use crate::step::HttpRequest;
 
 /// Why no bearer token could be read.
 pub(crate) enum BearerError {

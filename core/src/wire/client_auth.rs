@@ -5,8 +5,8 @@ use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use base64::Engine as _;
 
 use super::form::{decode_component, Params, Repeated};
+use super::http::HttpRequest;
 use crate::credentials::ClientSecret;
-use crate::step::HttpRequest;
 
 /// Basic credentials are standard base64; some clients drop the padding, which we tolerate.
 const BASIC: GeneralPurpose = GeneralPurpose::new(

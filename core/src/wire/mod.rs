@@ -1,8 +1,10 @@
-//! The wire layer: parsing what arrives (query strings, form bodies, Authorization headers) and
-//! writing what leaves (RFC 6749 / 6750 responses, redirects). No protocol decisions here.
+//! The wire layer: reading what arrives (query strings, form bodies, Authorization headers) and
+//! writing what leaves (redirect locations, HTML). It knows HTTP and nothing of steps, records
+//! or decisions; the endpoints decide and [`render`](crate::render) writes their answers.
 
 pub(crate) mod bearer;
 pub(crate) mod client_auth;
 pub(crate) mod form;
+pub(crate) mod html;
+pub(crate) mod http;
 pub(crate) mod redirect;
-pub(crate) mod response;

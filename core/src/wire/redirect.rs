@@ -3,7 +3,7 @@
 use crate::ids::RedirectUri;
 
 /// Where the authorization response parameters go.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum ResponseMode {
     /// `?code=…&state=…` (RFC 6749 §4.1.2), kept after any query the URI already has.
     Query,
@@ -11,19 +11,33 @@ pub(crate) enum ResponseMode {
     Fragment,
 }
 
-/// `uri` with `params` form-encoded into its query or fragment.
-pub(crate) fn location(uri: &RedirectUri, mode: ResponseMode, params: &[(&str, &str)]) -> String {
-    let mut encoded = form_urlencoded::Serializer::new(String::new());
-    for (name, value) in params {
-        encoded.append_pair(name, value);
+/// A registered redirect URI to answer an authorization request at, with its `state`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ReplyTo {
+    pub uri: RedirectUri,
+    pub mode: ResponseMode,
+    pub state: Option<String>,
+}
+
+impl ReplyTo {
+    /// The URI with `params`, then `state` if the request had one, form-encoded into its
+    /// query or fragment.
+    pub fn location(&self, params: &[(&str, &str)]) -> String {
+        let mut encoded = form_urlencoded::Serializer::new(String::new());
+        for (name, value) in params {
+            encoded.append_pair(name, value);
+        }
+        if let Some(state) = &self.state {
+            encoded.append_pair("state", state);
+        }
+        let encoded = encoded.finish();
+        let uri = self.uri.as_str();
+        let separator = match self.mode {
+            ResponseMode::Fragment => "#",
+            ResponseMode::Query if !uri.contains('?') => "?",
+            ResponseMode::Query if uri.ends_with('?') || uri.ends_with('&') => "",
+            ResponseMode::Query => "&",
+        };
+        format!("{uri}{separator}{encoded}")
     }
-    let encoded = encoded.finish();
-    let uri = uri.as_str();
-    let separator = match mode {
-        ResponseMode::Fragment => "#",
-        ResponseMode::Query if !uri.contains('?') => "?",
-        ResponseMode::Query if uri.ends_with('?') || uri.ends_with('&') => "",
-        ResponseMode::Query => "&",
-    };
-    format!("{uri}{separator}{encoded}")
 }

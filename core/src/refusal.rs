@@ -1,0 +1,148 @@
+//! Why a request was refused: one value per reason, carried with the outcome so that hosts can
+//! log it and tests can assert it. Several reasons share one wire form on purpose (an unknown, a
+//! revoked and an unlinked token all answer `invalid_token`); [`render`](crate::render) is the
+//! one place that maps a reason to its response.
+
+use crate::scope::Scope;
+
+/// Why a request was refused.
+///
+/// New reasons may be added in any release: match with a wildcard arm.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    // ---- any endpoint ----------------------------------------------------------------------
+    /// The body, the query or a header is over [`Policy::max_input_bytes`](crate::Policy).
+    TooLarge,
+    /// No endpoint of the core lives at this path (404).
+    NotFound,
+    /// The endpoint does not take this method (405).
+    MethodNotAllowed,
+    /// The store kept refusing this request's writes because racing requests won
+    /// ([`Policy::max_attempts`](crate::Policy) in a row): 503, try again.
+    Contention,
+    /// A parameter that may appear once appeared more often (RFC 6749 §3.1, §3.2).
+    Repeated(&'static str),
+
+    // ---- the authorization request (`GET /oauth2/authorize`, the consent form) --------------
+    /// `client_id` is missing.
+    ClientIdMissing,
+    /// No app is registered under `client_id`.
+    UnknownClient,
+    /// `redirect_uri` is not one the app registered (exact match).
+    RedirectUriNotRegistered,
+    /// `response_type` is missing.
+    ResponseTypeMissing,
+    /// `response_type` is neither `code` nor `token`.
+    UnsupportedResponseType,
+    /// The app may not use the legacy implicit flow.
+    ImplicitNotAllowed,
+    /// `response_type=token` without a `redirect_uri` to deliver the token to.
+    ImplicitWithoutRedirectUri,
+    /// `code_challenge` with `response_type=token`.
+    ImplicitWithChallenge,
+    /// `token_access_type` is neither `online` nor `offline`.
+    InvalidTokenAccessType,
+    /// `token_access_type=offline` with `response_type=token`.
+    OfflineRequiresCode,
+    /// `scope` is not a space-separated list of scopes.
+    MalformedScope,
+    /// A requested scope is not enabled for the app.
+    ScopeNotEnabled,
+    /// `code_challenge_method` without `code_challenge`.
+    ChallengeMethodWithoutChallenge,
+    /// An app without a secret asked for a code without `code_challenge`.
+    PkceRequired,
+    /// `code_challenge_method` is neither `plain` nor `S256`.
+    UnsupportedChallengeMethod,
+    /// `plain` while the policy demands `S256`.
+    S256Required,
+    /// `code_challenge` is not 43–128 unreserved characters.
+    MalformedChallenge,
+    /// The user clicked Deny.
+    AccessDenied,
+    /// The consent form came from another site (CSRF).
+    CrossSiteConsent,
+    /// The consent form lacks its request or its decision.
+    IncompleteConsentForm,
+
+    // ---- the token endpoint ------------------------------------------------------------------
+    /// The parameters are not in an `application/x-www-form-urlencoded` body.
+    NotAForm,
+    /// The parameters came in the URL while the policy wants the body.
+    ParametersInQuery,
+    /// Parameters came in the URL and in the body.
+    ParametersSplit,
+    /// `grant_type` is missing.
+    GrantTypeMissing,
+    /// `grant_type` is neither `authorization_code` nor `refresh_token`.
+    UnsupportedGrantType,
+    /// No client authentication at all.
+    ClientAuthenticationMissing,
+    /// Malformed `Authorization: Basic` credentials.
+    MalformedBasic,
+    /// Two client authentication methods at once.
+    MultipleClientAuthentications,
+    /// Basic names one client and the body another.
+    ConflictingClientId,
+    /// `client_secret` without `client_id`.
+    SecretWithoutClientId,
+    /// An `Authorization` scheme other than Basic.
+    UnsupportedAuthenticationScheme,
+    /// Unknown client, or a wrong secret.
+    ClientAuthenticationFailed,
+    /// Neither a secret nor a `code_verifier`: the client proved nothing.
+    ProofMissing,
+    /// `code` is missing.
+    CodeMissing,
+    /// `code_verifier` is not 43–128 unreserved characters.
+    MalformedVerifier,
+    /// No such code.
+    UnknownCode,
+    /// The code was issued to another app.
+    CodeOfAnotherApp,
+    /// `redirect_uri` differs from the authorization request's (or one of them is missing).
+    RedirectUriMismatch,
+    /// The code has a challenge and no verifier was sent.
+    VerifierMissing,
+    /// The verifier does not match the challenge.
+    VerifierMismatch,
+    /// A verifier for a code issued without a challenge (PKCE downgrade, RFC 9700 §2.1.1).
+    VerifierWithoutChallenge,
+    /// The code was used before; what it produced is revoked now (RFC 6749 §4.1.2).
+    CodeReused,
+    /// The code is past its expiry.
+    CodeExpired,
+    /// The user unlinked the app since the code was issued.
+    CodeUnlinked,
+    /// `refresh_token` is missing.
+    RefreshTokenMissing,
+    /// No such refresh token.
+    UnknownRefreshToken,
+    /// The refresh token's grant was revoked.
+    RefreshTokenRevoked,
+    /// The user unlinked the app since the refresh token was issued.
+    RefreshTokenUnlinked,
+    /// The refresh token was issued to another app.
+    RefreshTokenOfAnotherApp,
+    /// The refresh token came from a secret-authenticated exchange and no secret was sent.
+    SecretRequired,
+    /// A refresh asked for scopes beyond the grant's.
+    ScopeWidened,
+
+    // ---- bearer tokens (`/2/` endpoints, revocation) -----------------------------------------
+    /// No bearer credentials (RFC 6750 §3.1: a challenge without an error code).
+    BearerMissing,
+    /// A malformed `Authorization` header, or several.
+    MalformedBearer,
+    /// No such access token.
+    UnknownAccessToken,
+    /// The access token is past its expiry.
+    AccessTokenExpired,
+    /// The access token's grant was revoked.
+    AccessTokenRevoked,
+    /// The user unlinked the app since the token was issued.
+    AccessTokenUnlinked,
+    /// The token lacks the endpoint's Required Scope.
+    MissingScope(Scope),
+}

@@ -1,0 +1,401 @@
+//! Every ending, written out as a complete HTTP response — the one place that maps a
+//! [`Refusal`] to the wire (RFC 6749 §4.1.2.1 and §5.2, RFC 6750 §3, the reference service's
+//! JSON error body) and fills in the pages.
+
+use std::borrow::Cow;
+
+use serde_json::{json, Map, Value};
+
+use crate::config::Config;
+use crate::ctx::{ConsentPage, Ending, TokenBody, Via};
+use crate::pages::{lookup, page_data};
+use crate::records::TokenAccessType;
+use crate::refusal::Refusal;
+use crate::step::{Outcome, Principal, Reply};
+use crate::wire::html::{Template, Value as Shown};
+use crate::wire::http::HttpResponse;
+
+/// A request's end: a reply to send, or an authorized API call for the host to serve.
+pub(crate) enum Finished {
+    Reply(Reply),
+    Serve(Principal),
+}
+
+impl Refusal {
+    /// The RFC 6749 / 6750 error code this reason is answered with.
+    pub fn error_code(&self) -> &'static str {
+        use Refusal::*;
+        match self {
+            UnsupportedResponseType => "unsupported_response_type",
+            ImplicitNotAllowed => "unauthorized_client",
+            MalformedScope | ScopeNotEnabled | ScopeWidened => "invalid_scope",
+            AccessDenied => "access_denied",
+            UnsupportedGrantType => "unsupported_grant_type",
+            ClientAuthenticationMissing
+            | MalformedBasic
+            | ClientAuthenticationFailed
+            | ProofMissing
+            | SecretRequired => "invalid_client",
+            UnknownCode
+            | CodeOfAnotherApp
+            | RedirectUriMismatch
+            | VerifierMissing
+            | VerifierMismatch
+            | VerifierWithoutChallenge
+            | CodeReused
+            | CodeExpired
+            | CodeUnlinked
+            | UnknownRefreshToken
+            | RefreshTokenRevoked
+            | RefreshTokenUnlinked
+            | RefreshTokenOfAnotherApp => "invalid_grant",
+            UnknownAccessToken | AccessTokenExpired | AccessTokenRevoked | AccessTokenUnlinked => {
+                "invalid_token"
+            }
+            MissingScope(_) => "insufficient_scope",
+            Contention => "temporarily_unavailable",
+            NotFound => "not_found",
+            _ => "invalid_request",
+        }
+    }
+
+    /// The sentence sent as `error_description`.
+    pub fn description(&self) -> Cow<'static, str> {
+        use Refusal::*;
+        Cow::Borrowed(match self {
+            Repeated(name) => return Cow::Owned(format!("{name} is repeated")),
+            MissingScope(scope) => {
+                return Cow::Owned(format!("the access token lacks the scope {scope}"))
+            }
+            TooLarge => "the request is too large",
+            NotFound => "no endpoint at this path",
+            MethodNotAllowed => "the endpoint does not accept this method",
+            Contention => "storage contention, retry",
+            ClientIdMissing => "client_id is missing",
+            UnknownClient => "no app is registered under this client_id",
+            RedirectUriNotRegistered => "redirect_uri is not registered for this app",
+            ResponseTypeMissing => "response_type is missing",
+            UnsupportedResponseType => "response_type must be code or token",
+            ImplicitNotAllowed => "this app may not use response_type=token",
+            ImplicitWithoutRedirectUri => "response_type=token requires a redirect_uri",
+            ImplicitWithChallenge => "code_challenge applies to response_type=code only",
+            InvalidTokenAccessType => "token_access_type must be online or offline",
+            OfflineRequiresCode => "offline access requires response_type=code",
+            MalformedScope => "scope is malformed",
+            ScopeNotEnabled => "a requested scope is not enabled for this app",
+            ChallengeMethodWithoutChallenge => {
+                "code_challenge_method was sent without code_challenge"
+            }
+            PkceRequired => "this app has no secret and must use PKCE (code_challenge)",
+            UnsupportedChallengeMethod => "code_challenge_method must be plain or S256",
+            S256Required => "code_challenge_method must be S256",
+            MalformedChallenge => "code_challenge must be 43-128 characters of A-Z a-z 0-9 - . _ ~",
+            AccessDenied => "the user denied access",
+            CrossSiteConsent => "the consent form was posted from another site",
+            IncompleteConsentForm => "the consent form is incomplete",
+            NotAForm => "the body must be application/x-www-form-urlencoded",
+            ParametersInQuery => {
+                "the parameters must be in an application/x-www-form-urlencoded body"
+            }
+            ParametersSplit => "parameters in both the URL and the body",
+            GrantTypeMissing => "grant_type is missing",
+            UnsupportedGrantType => "grant_type must be authorization_code or refresh_token",
+            ClientAuthenticationMissing => "client authentication is missing",
+            MalformedBasic => "the Basic credentials are malformed",
+            MultipleClientAuthentications => "use one client authentication method only",
+            ConflictingClientId => "client_id differs from the Basic credentials",
+            SecretWithoutClientId => "client_secret was sent without client_id",
+            UnsupportedAuthenticationScheme => "the Authorization scheme must be Basic",
+            ClientAuthenticationFailed => "client authentication failed",
+            ProofMissing => "client_secret or code_verifier is required",
+            CodeMissing => "code is missing",
+            MalformedVerifier => "code_verifier must be 43-128 characters of A-Z a-z 0-9 - . _ ~",
+            UnknownCode => "the code is invalid, expired or already used",
+            CodeOfAnotherApp => "the code was issued to another app",
+            RedirectUriMismatch => "redirect_uri differs from the authorization request",
+            VerifierMissing => "code_verifier is required for this code",
+            VerifierMismatch => "code_verifier does not match the code_challenge",
+            VerifierWithoutChallenge => {
+                "code_verifier was sent for a code issued without code_challenge"
+            }
+            CodeReused => "the code was already used; the tokens issued from it are revoked",
+            CodeExpired => "the code has expired",
+            CodeUnlinked => "the user unlinked the app since consenting",
+            RefreshTokenMissing => "refresh_token is missing",
+            UnknownRefreshToken | RefreshTokenRevoked | RefreshTokenUnlinked => {
+                "the refresh token is invalid or revoked"
+            }
+            RefreshTokenOfAnotherApp => "the refresh token was issued to another app",
+            SecretRequired => "client_secret is required for this refresh token",
+            ScopeWidened => "scope must be a subset of the granted scopes",
+            BearerMissing => "no bearer token",
+            MalformedBearer => "malformed Authorization header",
+            UnknownAccessToken | AccessTokenRevoked | AccessTokenUnlinked => {
+                "the access token is invalid"
+            }
+            AccessTokenExpired => "the access token expired",
+        })
+    }
+}
+
+fn json_response(status: u16, body: &Value, extra: &[(&str, &str)]) -> HttpResponse {
+    let mut response = HttpResponse::new(
+        status,
+        &[
+            ("Content-Type", "application/json"),
+            ("Cache-Control", "no-store"),
+            ("Pragma", "no-cache"),
+        ],
+        body.to_string(),
+    );
+    for (name, value) in extra {
+        response = response.with_header(name, value);
+    }
+    response
+}
+
+fn html_response(status: u16, template: &Template, values: &[(&str, Shown<'_>)]) -> HttpResponse {
+    HttpResponse::new(
+        status,
+        &[
+            ("Content-Type", "text/html; charset=utf-8"),
+            ("Cache-Control", "no-store"),
+            // Pages of the flow must not be framed (clickjacking), and codes in URLs must not
+            // leak through Referer.
+            ("X-Frame-Options", "DENY"),
+            ("Content-Security-Policy", "frame-ancestors 'none'"),
+            ("Referrer-Policy", "no-referrer"),
+        ],
+        template.render(&lookup(values)),
+    )
+}
+
+fn redirect(location: &str) -> HttpResponse {
+    HttpResponse::new(
+        302,
+        &[
+            ("Location", location),
+            ("Cache-Control", "no-store"),
+            ("Referrer-Policy", "no-referrer"),
+        ],
+        String::new(),
+    )
+}
+
+/// A refusal, on the channel its endpoint answers on.
+fn refusal_response(refusal: &Refusal, via: &Via, config: &Config) -> HttpResponse {
+    let code = refusal.error_code();
+    let description = refusal.description();
+    match via {
+        _ if *refusal == Refusal::Contention => json_response(
+            503,
+            &json!({ "error": code, "error_description": description }),
+            &[("Retry-After", "1")],
+        ),
+        Via::Plain => match refusal {
+            Refusal::MethodNotAllowed => {
+                HttpResponse::new(405, &[("Allow", "GET, POST")], String::new())
+            }
+            _ => HttpResponse::new(
+                404,
+                &[("Content-Type", "text/plain; charset=utf-8")],
+                "Not Found".to_owned(),
+            ),
+        },
+        Via::Page => {
+            let data = page_data("error", &[("error", code)]);
+            html_response(
+                400,
+                &config.pages().error,
+                &[
+                    ("page_data", Shown::Markup(&data)),
+                    ("error", Shown::Text(code)),
+                    ("description", Shown::Text(&description)),
+                ],
+            )
+        }
+        Via::Redirect(reply) => {
+            redirect(&reply.location(&[("error", code), ("error_description", &description)]))
+        }
+        Via::Token { basic } => {
+            let body = json!({ "error": code, "error_description": description });
+            match refusal {
+                Refusal::MethodNotAllowed => json_response(
+                    405,
+                    &json!({ "error": code, "error_description": "the token endpoint accepts POST only" }),
+                    &[("Allow", "POST")],
+                ),
+                _ if code == "invalid_client" && *basic => json_response(
+                    401,
+                    &body,
+                    &[("WWW-Authenticate", "Basic realm=\"oauth2\"")],
+                ),
+                _ if code == "invalid_client" => json_response(401, &body, &[]),
+                _ => json_response(400, &body, &[]),
+            }
+        }
+        Via::Bearer => bearer_refusal(refusal),
+    }
+}
+
+/// RFC 6750 §3 status and challenge, with the reference service's body
+/// `{"error_summary": "<tag>/..", "error": {".tag": "<tag>", …}}`.
+fn bearer_refusal(refusal: &Refusal) -> HttpResponse {
+    let (status, challenge, tag) = match refusal {
+        Refusal::BearerMissing => (
+            401,
+            "Bearer realm=\"api\"".to_owned(),
+            "invalid_access_token",
+        ),
+        Refusal::AccessTokenExpired => (
+            401,
+            format!(
+                "Bearer realm=\"api\", error=\"invalid_token\", error_description=\"{}\"",
+                refusal.description()
+            ),
+            "expired_access_token",
+        ),
+        Refusal::MissingScope(scope) => (
+            403,
+            format!("Bearer realm=\"api\", error=\"insufficient_scope\", scope=\"{scope}\""),
+            "missing_scope",
+        ),
+        Refusal::UnknownAccessToken
+        | Refusal::AccessTokenRevoked
+        | Refusal::AccessTokenUnlinked => (
+            401,
+            format!(
+                "Bearer realm=\"api\", error=\"invalid_token\", error_description=\"{}\"",
+                refusal.description()
+            ),
+            "invalid_access_token",
+        ),
+        // A malformed header, an oversized request: RFC 6750 §3.1 `invalid_request`.
+        _ => (
+            400,
+            format!(
+                "Bearer realm=\"api\", error=\"invalid_request\", error_description=\"{}\"",
+                refusal.description()
+            ),
+            "invalid_access_token",
+        ),
+    };
+    let mut error = Map::new();
+    error.insert(".tag".into(), tag.into());
+    if let Refusal::MissingScope(scope) = refusal {
+        error.insert("required_scope".into(), scope.as_str().into());
+    }
+    let body = json!({ "error_summary": format!("{tag}/.."), "error": error });
+    json_response(status, &body, &[("WWW-Authenticate", &challenge)])
+}
+
+fn token_body(body: &TokenBody) -> Value {
+    let mut map = Map::new();
+    map.insert("access_token".into(), body.access_token.expose().into());
+    if let Some(expires_in) = body.expires_in {
+        map.insert("expires_in".into(), expires_in.0.into());
+    }
+    map.insert("token_type".into(), "bearer".into());
+    if let Some(refresh) = &body.refresh_token {
+        map.insert("refresh_token".into(), refresh.expose().into());
+    }
+    if let Some((scope, account_id, uid)) = &body.exchange {
+        map.insert("scope".into(), scope.to_string().into());
+        map.insert("account_id".into(), account_id.as_str().into());
+        map.insert("uid".into(), uid.as_str().into());
+    }
+    Value::Object(map)
+}
+
+/// Writes `ending` out.
+pub(crate) fn render(ending: Ending, config: &Config) -> Finished {
+    let pages = config.pages();
+    let (outcome, response) = match ending {
+        Ending::Serve(principal) => return Finished::Serve(principal),
+        Ending::Refused(refusal, via) => {
+            let response = refusal_response(&refusal, &via, config);
+            (Outcome::Refused(refusal), response)
+        }
+        Ending::SignIn { return_to } => {
+            let data = page_data("sign_in", &[]);
+            let response = html_response(
+                200,
+                &pages.sign_in,
+                &[
+                    ("page_data", Shown::Markup(&data)),
+                    ("return_to", Shown::Text(&return_to)),
+                ],
+            );
+            (Outcome::SignIn { return_to }, response)
+        }
+        Ending::Consent(page) => {
+            let ConsentPage {
+                prompt,
+                query,
+                user,
+            } = *page;
+            let scopes: Vec<&str> = prompt.scopes.iter().map(|s| s.as_str()).collect();
+            let joined = scopes.join(" ");
+            let access = match prompt.access_type {
+                TokenAccessType::Online => "online",
+                TokenAccessType::Offline => "offline",
+                TokenAccessType::Legacy => "legacy",
+            };
+            let data = page_data(
+                "consent",
+                &[
+                    ("app", prompt.app.as_str()),
+                    ("scopes", &joined),
+                    ("access-type", access),
+                ],
+            );
+            let redirect_uri = prompt.redirect_uri.as_ref().map_or("", |r| r.as_str());
+            let response = html_response(
+                200,
+                &pages.consent,
+                &[
+                    ("page_data", Shown::Markup(&data)),
+                    ("app", Shown::Text(prompt.app.as_str())),
+                    ("app_name", Shown::Text(&prompt.app_name)),
+                    ("scopes", Shown::List(&scopes)),
+                    ("access_type", Shown::Text(access)),
+                    (
+                        "offline",
+                        Shown::Flag(prompt.access_type == TokenAccessType::Offline),
+                    ),
+                    ("account_id", Shown::Text(user.account_id.as_str())),
+                    ("uid", Shown::Text(user.uid.as_str())),
+                    ("redirect_uri", Shown::Text(redirect_uri)),
+                    ("query", Shown::Text(&query)),
+                ],
+            );
+            (Outcome::Consent(prompt), response)
+        }
+        Ending::Redirect(location) => {
+            let response = redirect(&location);
+            (Outcome::Redirect(location), response)
+        }
+        Ending::DisplayCode {
+            app,
+            app_name,
+            code,
+        } => {
+            let data = page_data("code", &[("code", code.expose())]);
+            let response = html_response(
+                200,
+                &pages.code,
+                &[
+                    ("page_data", Shown::Markup(&data)),
+                    ("app", Shown::Text(app.as_str())),
+                    ("app_name", Shown::Text(&app_name)),
+                    ("code", Shown::Text(code.expose())),
+                ],
+            );
+            (Outcome::DisplayCode { app, code }, response)
+        }
+        Ending::Tokens(body) => (Outcome::Tokens, json_response(200, &token_body(&body), &[])),
+        Ending::Revoked => (Outcome::Revoked, json_response(200, &Value::Null, &[])),
+        Ending::Unlinked => (Outcome::Unlinked, json_response(200, &Value::Null, &[])),
+    };
+    Finished::Reply(Reply { outcome, response })
+}

@@ -1,0 +1,157 @@
+//! One request, one value: built once from the input, the time and the entropy, it parses the
+//! request and hashes its credential once, asks for records, takes them as they come, and ends
+//! in a reply (after a write, when there is one).
+
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::credentials::Entropy;
+use crate::ctx::{Ctx, Decision, Ending, Loads, Need, Via};
+use crate::endpoints::Route;
+use crate::records::{Record, RecordKey, Stored};
+use crate::refusal::Refusal;
+use crate::render::{render, Finished};
+use crate::step::{Input, Misuse, Principal, Reply, Step, Transaction};
+use crate::time::UnixTime;
+
+#[derive(Clone, Debug)]
+enum State {
+    Reading(Vec<RecordKey>),
+    Writing(Transaction, Ending),
+    Replying(Reply),
+    Serving(Principal),
+}
+
+/// A request in progress. See the [crate documentation](crate) for the calling contract.
+///
+/// It is `Clone`, so a test can fork it at any step and play both continuations.
+#[derive(Clone, Debug)]
+pub struct Request {
+    config: Arc<Config>,
+    now: UnixTime,
+    entropy: Entropy,
+    route: Route,
+    loads: Loads,
+    state: State,
+    conflicts: u32,
+}
+
+impl Request {
+    /// Starts a request: `input` as it arrived, `now` read once from the host's clock,
+    /// [`ENTROPY_LEN`](crate::ENTROPY_LEN) fresh random bytes. Parses and routes the input.
+    pub fn new(config: Arc<Config>, input: Input, now: UnixTime, entropy: Entropy) -> Request {
+        let route = Route::parse(&config, input);
+        let mut request = Request {
+            config,
+            now,
+            entropy,
+            route,
+            loads: Loads::default(),
+            state: State::Reading(Vec::new()),
+            conflicts: 0,
+        };
+        request.decide();
+        request
+    }
+
+    /// What the host does next. Call again after every [`supply`](Self::supply) batch,
+    /// [`committed`](Self::committed) or [`conflicted`](Self::conflicted).
+    pub fn poll(&mut self) -> Step<'_> {
+        if let State::Reading(keys) = &self.state {
+            if keys.iter().all(|key| self.loads.contains(key)) {
+                self.decide();
+            }
+        }
+        match &self.state {
+            State::Reading(keys) => Step::Read(keys),
+            State::Writing(transaction, _) => Step::Write(transaction),
+            State::Replying(reply) => Step::Respond(reply),
+            State::Serving(principal) => Step::Serve(principal),
+        }
+    }
+
+    /// Hands over what the store holds under `key`, one of those the last [`Step::Read`]
+    /// named: the record at its version, or `None` if the key is absent.
+    pub fn supply(&mut self, key: &RecordKey, found: Option<&Stored>) -> Result<(), Misuse> {
+        let State::Reading(keys) = &self.state else {
+            return Err(Misuse::UnrequestedRecord(key.to_string()));
+        };
+        if !keys.contains(key) {
+            return Err(Misuse::UnrequestedRecord(key.to_string()));
+        }
+        let value = match found {
+            None => None,
+            Some(stored) => match Record::decode(&stored.bytes) {
+                Ok(record) if record.fits(key) => Some((stored.version, record)),
+                _ => return Err(Misuse::BadRecord(key.to_string())),
+            },
+        };
+        self.loads.insert(key.clone(), value);
+        Ok(())
+    }
+
+    /// The transaction of the last [`Step::Write`] applied. Emit its audit events.
+    pub fn committed(&mut self) -> Result<(), Misuse> {
+        match std::mem::replace(&mut self.state, State::Reading(Vec::new())) {
+            State::Writing(_, ending) => {
+                self.finish(ending);
+                Ok(())
+            }
+            other => {
+                self.state = other;
+                Err(Misuse::NoTransaction)
+            }
+        }
+    }
+
+    /// The transaction of the last [`Step::Write`] did not apply: a condition failed because a
+    /// racing request changed the same records. The request starts over from fresh records
+    /// and decides from what the other request wrote — or, after
+    /// [`Policy::max_attempts`](crate::Policy) losses, answers `503`.
+    pub fn conflicted(&mut self) -> Result<(), Misuse> {
+        if !matches!(self.state, State::Writing(..)) {
+            return Err(Misuse::NoTransaction);
+        }
+        self.conflicts += 1;
+        if self.conflicts >= self.config.policy().max_attempts {
+            self.finish(Ending::Refused(Refusal::Contention, Via::Plain));
+        } else {
+            self.loads.clear();
+            self.decide();
+        }
+        Ok(())
+    }
+
+    /// How many of this request's transactions lost a race so far.
+    pub fn conflicts(&self) -> u32 {
+        self.conflicts
+    }
+
+    /// The time the request runs at.
+    pub fn now(&self) -> UnixTime {
+        self.now
+    }
+
+    fn decide(&mut self) {
+        let ctx = Ctx {
+            config: &self.config,
+            now: self.now,
+            entropy: &self.entropy,
+            loads: &self.loads,
+        };
+        match self.route.decide(&ctx) {
+            Err(Need(keys)) => self.state = State::Reading(keys),
+            Ok(Decision::Commit(transaction, ending)) => {
+                self.state = State::Writing(transaction, ending)
+            }
+            Ok(Decision::End(ending)) => self.finish(ending),
+        }
+    }
+
+    fn finish(&mut self, ending: Ending) {
+        self.state = match render(ending, &self.config) {
+            Finished::Reply(reply) => State::Replying(reply),
+            Finished::Serve(principal) => State::Serving(principal),
+        };
+    }
+}

@@ -1,0 +1,95 @@
+//! HTTP messages as plain values: the request a host received, the response it sends.
+
+use serde::{Deserialize, Serialize};
+
+/// An HTTP request as the host received it. Header names compare case-insensitively.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HttpRequest {
+    /// The method, e.g. `POST`.
+    pub method: String,
+    /// The path, e.g. `/oauth2/token` (no query).
+    pub path: String,
+    /// The URL's query string, without `?`.
+    pub query: String,
+    /// Every header, in order, repeated names included.
+    pub headers: Vec<(String, String)>,
+    /// The body bytes. A host may stop reading one byte past
+    /// [`Policy::max_input_bytes`](crate::Policy): the core refuses it then.
+    pub body: Vec<u8>,
+}
+
+impl HttpRequest {
+    /// A request with no headers and no body.
+    pub fn new(method: &str, path: &str, query: &str) -> Self {
+        HttpRequest {
+            method: method.to_owned(),
+            path: path.to_owned(),
+            query: query.to_owned(),
+            headers: Vec::new(),
+            body: Vec::new(),
+        }
+    }
+
+    /// The values of every header named `name` (case-insensitive).
+    pub fn header_values<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.headers
+            .iter()
+            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The value of header `name` when it appears exactly once.
+    pub fn single_header<'a>(&'a self, name: &'a str) -> Option<&'a str> {
+        let mut values = self.header_values(name);
+        let first = values.next();
+        values.next().is_none().then_some(first).flatten()
+    }
+
+    /// Whether the body, the query or any header is larger than `limit` bytes.
+    pub fn exceeds(&self, limit: usize) -> bool {
+        self.body.len() > limit
+            || self.query.len() > limit
+            || self.path.len() > limit
+            || self.headers.iter().any(|(n, v)| n.len() + v.len() > limit)
+    }
+}
+
+/// An HTTP response, complete: the host sends it as it is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HttpResponse {
+    /// The status code.
+    pub status: u16,
+    /// The headers (may be left out when a host feeds a response to the client machine).
+    #[serde(default)]
+    pub headers: Vec<(String, String)>,
+    /// The body.
+    pub body: String,
+}
+
+impl HttpResponse {
+    /// A response with these headers.
+    pub fn new(status: u16, headers: &[(&str, &str)], body: String) -> Self {
+        HttpResponse {
+            status,
+            headers: headers
+                .iter()
+                .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()))
+                .collect(),
+            body,
+        }
+    }
+
+    /// The first value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Adds a header.
+    pub fn with_header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+}
