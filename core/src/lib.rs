@@ -153,7 +153,7 @@ pub use pages::{PageTemplates, DEFAULT_CODE, DEFAULT_CONSENT, DEFAULT_ERROR, DEF
 pub use pkce::{ChallengeMethod, CodeChallenge, CodeVerifier};
 pub use records::{
     AccessTokenRecord, BadRecord, BadRecordKey, CodeRecord, CodeState, GrantRecord, LinkRecord,
-    Record, RecordKey, RefreshTokenRecord, Stored, TokenAccessType,
+    Record, RecordKey, RefreshTokenRecord, Stored, TokenAccessType, FORMAT as RECORD_FORMAT,
 };
 pub use refusal::Refusal;
 pub use request::Request;

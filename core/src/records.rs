@@ -25,9 +25,7 @@ pub enum TokenAccessType {
 }
 
 /// Where an authorization code stands. Expiry is not a state: it follows from `expires_at`.
-///
-/// Stored inline in the code record as `"state": "issued"` or `"state": "redeemed", "grant": …`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CodeState {
     /// Issued after consent, not yet exchanged.
     Issued,
@@ -40,7 +38,6 @@ pub enum CodeState {
 
 /// An authorization code, stored under the digest of the code.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "CodeRecordFields", into = "CodeRecordFields")]
 pub struct CodeRecord {
     /// The app the code was issued to.
     pub app: AppKey,
@@ -62,78 +59,6 @@ pub struct CodeRecord {
     pub expires_at: UnixTime,
     /// Issued or redeemed.
     pub state: CodeState,
-}
-
-/// The stored shape of a [`CodeRecord`]: its state as two plain fields rather than a flattened
-/// enum, which serde would buffer field by field (slower, and a fifth of the wasm module).
-#[derive(Serialize, Deserialize)]
-struct CodeRecordFields {
-    app: AppKey,
-    account_id: AccountId,
-    uid: Uid,
-    redirect_uri: Option<RedirectUri>,
-    challenge: Option<CodeChallenge>,
-    scopes: ScopeSet,
-    access_type: TokenAccessType,
-    link_epoch: u64,
-    expires_at: UnixTime,
-    state: CodeStateName,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    grant: Option<GrantId>,
-}
-
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum CodeStateName {
-    Issued,
-    Redeemed,
-}
-
-impl TryFrom<CodeRecordFields> for CodeRecord {
-    type Error = &'static str;
-
-    fn try_from(fields: CodeRecordFields) -> Result<Self, Self::Error> {
-        let state = match (fields.state, fields.grant) {
-            (CodeStateName::Issued, None) => CodeState::Issued,
-            (CodeStateName::Redeemed, Some(grant)) => CodeState::Redeemed { grant },
-            (CodeStateName::Issued, Some(_)) => return Err("an issued code has no grant"),
-            (CodeStateName::Redeemed, None) => return Err("a redeemed code names its grant"),
-        };
-        Ok(CodeRecord {
-            app: fields.app,
-            account_id: fields.account_id,
-            uid: fields.uid,
-            redirect_uri: fields.redirect_uri,
-            challenge: fields.challenge,
-            scopes: fields.scopes,
-            access_type: fields.access_type,
-            link_epoch: fields.link_epoch,
-            expires_at: fields.expires_at,
-            state,
-        })
-    }
-}
-
-impl From<CodeRecord> for CodeRecordFields {
-    fn from(record: CodeRecord) -> Self {
-        let (state, grant) = match record.state {
-            CodeState::Issued => (CodeStateName::Issued, None),
-            CodeState::Redeemed { grant } => (CodeStateName::Redeemed, Some(grant)),
-        };
-        CodeRecordFields {
-            app: record.app,
-            account_id: record.account_id,
-            uid: record.uid,
-            redirect_uri: record.redirect_uri,
-            challenge: record.challenge,
-            scopes: record.scopes,
-            access_type: record.access_type,
-            link_epoch: record.link_epoch,
-            expires_at: record.expires_at,
-            state,
-            grant,
-        }
-    }
 }
 
 /// One grant: the tokens that one consent produced, ended together by one revocation.
@@ -194,13 +119,14 @@ pub struct LinkRecord {
     /// Whether the user has consented to offline access (refresh tokens) since the last unlink:
     /// an offline request after online consent asks again, since it lets the app act while the
     /// user is away.
-    #[serde(default)]
     pub offline: bool,
 }
 
 /// Any stored record.
+///
+/// Stored as postcard (positional): a field or variant may never be reordered or removed, and
+/// a new field needs a new [`FORMAT`] with an explicit upgrade of the old one.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
 pub enum Record {
     /// Under [`RecordKey::Code`].
     Code(CodeRecord),
@@ -214,16 +140,28 @@ pub enum Record {
     Link(LinkRecord),
 }
 
+/// The format of stored records: the first byte of every [`Record::encode`].
+pub const FORMAT: u8 = 1;
+
 impl Record {
     /// The record in its stored form: opaque bytes for the host, which stores them beside the
-    /// key, the version and the purge time and never needs to read them.
+    /// key, the version and the purge time and never needs to read them. The first byte is
+    /// the [`FORMAT`].
     pub fn encode(&self) -> Vec<u8> {
-        serde_json::to_vec(self).unwrap_or_default()
+        let bytes = vec![FORMAT];
+        // Serializing these types to a growing Vec cannot fail.
+        postcard::to_extend(self, bytes).unwrap_or_default()
     }
 
     /// Reads a record from its stored form.
     pub fn decode(bytes: &[u8]) -> Result<Record, BadRecord> {
-        serde_json::from_slice(bytes).map_err(|_| BadRecord)
+        match bytes.split_first() {
+            Some((&FORMAT, rest)) => match postcard::take_from_bytes(rest) {
+                Ok((record, [])) => Ok(record),
+                _ => Err(BadRecord),
+            },
+            _ => Err(BadRecord),
+        }
     }
 
     /// Whether this record may live under `key` (each key names the type of its record).

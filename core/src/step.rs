@@ -140,6 +140,22 @@ pub enum Outcome {
     Refused(Refusal),
 }
 
+impl Outcome {
+    /// The outcome's name in `snake_case` (`tokens`, `refused`, …).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::SignIn { .. } => "sign_in",
+            Outcome::Consent(_) => "consent",
+            Outcome::Redirect(_) => "redirect",
+            Outcome::DisplayCode { .. } => "display_code",
+            Outcome::Tokens => "tokens",
+            Outcome::Revoked => "revoked",
+            Outcome::Unlinked => "unlinked",
+            Outcome::Refused(_) => "refused",
+        }
+    }
+}
+
 /// How a request ended: what to send, and what it means.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reply {
