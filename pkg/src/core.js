@@ -2,9 +2,8 @@
 // any server call) and the PKCE client's (`initializeClient`, before `createPkceMachine`). The
 // entry points do it: ./node.js both, ./workers.js the server's, ./browser.js the client's.
 //
-// Values cross the boundary as JSON text (see wasm/src/lib.rs): this file is the one place that
-// turns them into objects, with the engine's own JSON.parse / JSON.stringify, and takes request
-// bodies out of the JSON to pass them as bytes.
+// On the request path plain values cross (strings, numbers, bytes; see wasm/src/server.rs); JSON
+// only carries the configuration, audit events and the PKCE client's values.
 import * as bindings from "../dist/edgegrant_wasm.js";
 import * as clientBindings from "../dist/edgegrant_client.js";
 
@@ -38,52 +37,43 @@ function clientReady() {
 const U64_LIMIT = 2n ** 64n;
 const NO_BODY = new Uint8Array(0);
 
-/** A time as the core's u64: a safe non-negative integer number or a bigint, never rounded. */
+/** A time as the client machine's u64: a safe non-negative integer number or a bigint, never rounded. */
 function unixTime(now) {
   if (typeof now === "bigint" && now >= 0n && now < U64_LIMIT) return now;
   if (Number.isSafeInteger(now) && now >= 0) return BigInt(now);
   throw new Error(`edgegrant: invalid time ${String(now)}: expected a non-negative safe integer or bigint`);
 }
 
-/** Body bytes from a Uint8Array, a list of byte values, or nothing. */
-function bodyBytes(body) {
-  if (body === undefined || body === null) return NO_BODY;
-  if (body instanceof Uint8Array) return body;
-  if (Array.isArray(body)) return Uint8Array.from(body);
-  throw new Error("edgegrant: invalid input: request.body must be a Uint8Array or a list of bytes");
+/** Headers as names and values alternately, from node:http's rawHeaders, [name, value] pairs or a Headers object. */
+function flatHeaders(headers) {
+  if (headers === undefined || headers === null) return [];
+  if (Array.isArray(headers)) return Array.isArray(headers[0]) ? headers.flat() : headers;
+  const flat = [];
+  for (const [name, value] of headers) flat.push(name, value);
+  return flat;
 }
 
-/** The input as JSON without its request body, and the body's bytes. */
-function splitBody(input) {
-  const request = input?.request;
-  if (request === undefined || request === null || request.body === undefined) return [JSON.stringify(input), NO_BODY];
-  const { body, ...rest } = request;
-  return [JSON.stringify({ ...input, request: rest }), bodyBytes(body)];
-}
-
-/** A validated configuration ready to handle steps. Throws an Error if the configuration is unusable. */
+/**
+ * A validated configuration, ready to start requests. Throws an Error if the configuration is
+ * unusable. Requests are the wasm module's objects: `poll()` says what to do next and the
+ * getters of that step give its values (see runRequest in ./server.js, the one loop over them).
+ */
 export function createCore(config) {
   ready();
   const core = new bindings.Core(JSON.stringify(config));
   return {
-    /** One step, stateless: every record loaded so far goes in again. */
-    handle(input, now, entropy, records) {
-      const [json, body] = splitBody(input);
-      return JSON.parse(core.handle(json, body, unixTime(now), entropy, JSON.stringify(records)));
-    },
     /**
-     * One request, step by step: the input is parsed once, and `step(loaded)` takes only the
-     * records loaded since the last step. Call `free()` when the request is done.
+     * Starts an HTTP request: `{ method, path, query, headers, body, user }` (`headers` as
+     * rawHeaders, pairs or Headers; `body` a Uint8Array; `user` `{ account_id, uid }` or null),
+     * at `now` (Unix seconds) with fresh `entropy`.
      */
-    begin(input, now, entropy) {
-      const [json, body] = splitBody(input);
-      const pending = core.begin(json, body, unixTime(now), entropy);
-      return {
-        step: (loaded) => JSON.parse(pending.step(core, JSON.stringify(loaded))),
-        free: () => pending.free(),
-      };
+    request({ method, path, query = "", headers, body, user }, now, entropy) {
+      return core.request(method, path, query, flatHeaders(headers), body ?? NO_BODY, user?.account_id, user?.uid, now, entropy);
     },
+    /** Starts an unlink of `app` for `accountId`, by "user" or "team_admin". */
+    unlink: (app, accountId, by, now, entropy) => core.unlink(app, accountId, by, now, entropy),
     requiredScope: (endpoint) => core.requiredScope(endpoint),
+    maxInputBytes: () => core.maxInputBytes(),
   };
 }
 
@@ -105,7 +95,7 @@ export function secretDigest(secret) {
   return bindings.secretDigest(secret);
 }
 
-/** How many bytes of entropy each call takes. */
+/** How many bytes of entropy each request takes. */
 export function entropyLength() {
   ready();
   return bindings.entropyLength();

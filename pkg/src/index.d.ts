@@ -1,82 +1,135 @@
-// Types of the driver. The values that cross into the core (Input, Step, Outcome, Records, …)
-// are declared once, by the wasm bindings, in dist/edgegrant_wasm.d.ts (server) and
-// dist/edgegrant_client.d.ts (PKCE client).
-import type {
-  App, AuditEvent, ConfigCheck, ConfigDocument, ConsentPrompt, Input, Outcome, Policy, Principal, Step, Transaction, UnixTime,
-  User, Versioned,
-} from "../dist/edgegrant_wasm.js";
+// Types of the package. The configuration's shapes are declared once, by the wasm bindings, in
+// dist/edgegrant_wasm.d.ts (server) and dist/edgegrant_client.d.ts (PKCE client).
+import type { App, ConfigCheck, ConfigDocument, PageTemplates, Policy, Request as CoreRequest, UnixTime } from "../dist/edgegrant_wasm.js";
 import type { ClientConfig, ClientInput, ClientRequest, ClientState, ClientTransition } from "../dist/edgegrant_client.js";
 
-export type {
-  App, AuditEvent, ConfigCheck, ConfigDocument, ConsentPrompt, Expect, HttpRequest, HttpResponse, Input, Outcome, Policy,
-  Principal, Put, RecordKey, Records, Scope, Step, StoredRecord, TokenAccessType, Transaction, UnixTime, User, Versioned,
-} from "../dist/edgegrant_wasm.js";
+export type { App, ConfigCheck, ConfigDocument, PageTemplates, Policy, Scope, UnixTime } from "../dist/edgegrant_wasm.js";
 export type {
   ClientConfig, ClientError, ClientInput, ClientRequest, ClientSession, ClientState, ClientStep, ClientTransition, SessionView,
 } from "../dist/edgegrant_client.js";
 
+/** The signed-in user, as the host's sign-in knows them. */
+export interface User {
+  account_id: string;
+  uid: string;
+}
+
+/** A record as the store holds it: its version (from 1, +1 per applied put) and the core's opaque bytes. */
+export interface Stored {
+  version: number;
+  bytes: Uint8Array;
+}
+
+/** One conditional write: `bytes` under `key` only if the key holds version `expect` (`null`: nothing). */
+export interface Put {
+  key: string;
+  expect: number | null;
+  bytes: Uint8Array;
+  /** When the store may delete the record (Unix seconds); `null`: keep it. */
+  purgeAfter: number | null;
+}
+
+/** An audit event: what changed, never a secret. */
+export type AuditEvent = { event: string } & Record<string, unknown>;
+
+export interface Transaction {
+  puts: Put[];
+  audit: AuditEvent[];
+}
+
 /** Two verbs: read many keys in one batch, apply a transaction all-or-nothing. */
 export interface Storage {
-  /** The records stored under `keys`; absent keys are left out of the map. */
-  read(keys: string[]): Promise<Map<string, Versioned>>;
+  /** What is stored under `keys`; absent keys are left out of the map. Do not change what it returns. */
+  read(keys: string[]): Promise<Map<string, Stored>>;
   /** Applies every put if every `expect` holds, else nothing; resolves `false` on a conflict. */
   apply(transaction: Transaction): Promise<boolean>;
+}
+
+/** A store that can also delete the records whose purge time has passed. */
+export interface PurgeableStorage extends Storage {
+  /** Deletes the records whose purge time is at or before `now`; resolves how many. */
+  purge(now: number): Promise<number>;
+}
+
+/** The principal an authorized API call acts for. */
+export interface Principal {
+  app: string;
+  account_id: string;
+  uid: string;
+  scopes: string[];
+  /** Unix seconds; `null` for a legacy long-lived token. */
+  expires_at: number | null;
+}
+
+/** How a request ended: a complete response to send, or an authorized API call to serve. */
+export type Result =
+  | {
+      kind: "reply";
+      status: number;
+      headers: [string, string][];
+      body: string;
+      /** What happened: "tokens", "redirect", "consent", "display_code", "sign_in", "revoked", "unlinked", "refused". */
+      outcome: string;
+      /** Why it was refused ("code_expired", "missing_scope", …), or null. */
+      refusal: string | null;
+    }
+  | { kind: "serve"; principal: Principal };
+
+/** A request as node:http (or any server) has it: plain values, no Fetch objects. */
+export interface PlainRequest {
+  method: string;
+  /** The request target, `/path?query` (node:http's `req.url`); or give `path` and `query`. */
+  url?: string;
+  path?: string;
+  query?: string;
+  /** Names and values alternately (node:http's `rawHeaders`), or pairs. */
+  headers: string[] | [string, string][];
+  /** The body; one byte past `core.maxInputBytes()` is enough. */
+  body?: Uint8Array;
+  /** The signed-in user, if any. */
+  user?: User | null;
 }
 
 export interface Hooks {
   /** The signed-in user of this request, or null. */
   currentUser?(request: Request): Promise<User | null> | User | null;
-  /** The sign-in page; afterwards send the browser back to `returnTo`. */
-  signIn?(request: Request, context: { returnTo: string }): Promise<Response> | Response;
-  /** The consent page: a form POSTing `query` and `decision` (allow | deny) to /oauth2/authorize. */
-  consentPage?(context: { prompt: ConsentPrompt; query: string; user: User; request: Request }): Promise<Response> | Response;
-  /** The page showing a code when the request had no redirect_uri. */
-  codePage?(context: { app: string; code: string; request: Request }): Promise<Response> | Response;
-  /** A user-facing error page (never a redirect). */
-  errorPage?(context: { error: string; description: string; request: Request }): Promise<Response> | Response;
   /** The host's API, by path; called once the bearer token and Required Scope checked out. */
   api?: Record<string, (principal: Principal, request: Request) => Promise<Response> | Response>;
 }
 
 export interface AuthServerOptions {
+  /** The whole configuration document; or its parts below. */
+  config?: ConfigDocument;
   apps?: App[];
   policy?: Policy;
   /** Required Scope of each `/2/` endpoint, by path. */
   apiEndpoints?: Record<string, string>;
-  /** Or the whole configuration document at once. */
-  config?: ConfigDocument;
+  /** Page templates (consent, code, error, sign_in). */
+  pages?: PageTemplates;
   storage: Storage;
   hooks?: Hooks;
   /** Seconds since the epoch; default: the system clock. */
-  clock?: () => UnixTime | bigint;
+  clock?: () => UnixTime;
   /** Fresh entropy of `entropyLength()` bytes; default: crypto.getRandomValues. */
   random?: () => Uint8Array;
-  /** Attempts when a conditional write loses a race (default 5). */
-  maxAttempts?: number;
   onAudit?: (event: AuditEvent) => void;
 }
 
 export interface AuthServer {
+  /** The plain-value entry (node:http and the like): a reply to send, or an authorized call to serve. */
+  handle(request: PlainRequest): Promise<Result>;
+  /** The Fetch entry: the core's endpoints, the API handlers of `hooks.api`, 404 elsewhere. */
   fetch(request: Request): Promise<Response>;
-  unlink(app: string, accountId: string, by?: "user" | "team_admin"): Promise<Outcome>;
-  run(input: Input): Promise<Outcome>;
+  unlink(app: string, accountId: string, by?: "user" | "team_admin"): Promise<Result>;
   core: Core;
 }
 
 export interface Core {
-  /** One step, stateless: every record loaded so far goes in again. */
-  handle(input: Input, now: UnixTime | bigint, entropy: Uint8Array, records: Record<string, Versioned | null>): Step;
-  /** One request step by step: the input is parsed once; `step` takes only the records loaded since the last step. Call `free()` when done. */
-  begin(input: Input, now: UnixTime | bigint, entropy: Uint8Array): PendingRequest;
+  /** Starts a request (see runRequest). */
+  request(request: PlainRequest & { path: string }, now: UnixTime, entropy: Uint8Array): CoreRequest;
+  unlink(app: string, accountId: string, by: "user" | "team_admin", now: UnixTime, entropy: Uint8Array): CoreRequest;
   requiredScope(endpoint: string): string | undefined;
-}
-
-/** A request between its steps (see `Core.begin`). */
-export interface PendingRequest {
-  /** Adds the records loaded since the last step (none on the first) and runs the next step. */
-  step(loaded: Record<string, Versioned | null>): Step;
-  /** Releases the request's memory in the wasm module. */
-  free(): void;
+  maxInputBytes(): number;
 }
 
 /** Instantiates the server's module (`edgegrant/wasm`); the node and workers entry points do it. */
@@ -90,28 +143,13 @@ export function migrateApp(config: ConfigDocument, app: string): ConfigDocument;
 export function secretDigest(secret: string): string;
 export function entropyLength(): number;
 export function createAuthServer(options: AuthServerOptions): AuthServer;
-export function runSteps(
-  core: Core,
-  storage: Storage,
-  input: Input,
-  options?: { clock?: () => UnixTime | bigint; random?: () => Uint8Array; maxAttempts?: number; onAudit?: (event: AuditEvent) => void },
-): Promise<Outcome>;
-/** An HTML page with the flow's security headers (no framing, no caching, no referrer). */
+/** Runs a request of the core to its end against `storage`, and frees it. */
+export function runRequest(request: CoreRequest, storage: Storage, options?: { onAudit?: (event: AuditEvent) => void }): Promise<Result>;
+/** An HTML page with the headers of the flow's pages (no framing, no caching, no referrer), for the host's own pages. */
 export function page(status: number, title: string, bodyHtml: string): Response;
 export function escapeHtml(text: unknown): string;
-/** Attributes (` data-page="…" data-app="…" …`) that tell machines which page of the flow this is; put them on the page's first element. */
-export function pageData(
-  kind: "sign_in" | "consent" | "code" | "error",
-  fields?: { app?: string; scopes?: string[]; access_type?: string; code?: string; error?: string },
-): string;
-/** `pageData("consent", …)` for a consent prompt. */
-export function consentPageData(prompt: ConsentPrompt): string;
-
-/** A store that can also delete the records whose purge time has passed. */
-export interface PurgeableStorage extends Storage {
-  /** Deletes the records whose purge time is at or before `now`; resolves how many. */
-  purge(now: number): Promise<number>;
-}
+/** ` data-page="…"`: tells machines which page this is; put it on the page's first element. */
+export function pageData(kind: string): string;
 
 /** The PKCE client machine: one pure transition per call. */
 export interface PkceMachine {

@@ -1,61 +1,35 @@
-// The driver: serves the core's endpoints on the Fetch API (`Request` → `Response`), running the
-// step loop against a storage adapter. Every decision is the core's; this file only carries
-// bytes, records and time between it and the host.
+// The driver: runs a request of the core against a storage adapter, and serves the core's
+// endpoints on plain values (`handle`, for node:http and the like) and on the Fetch API
+// (`fetch`). Every decision is the core's — routing, limits, the consent form's origin check,
+// re-authorization, contention, every response with its headers and pages; this file carries
+// bytes, records, time and entropy between the core and the host.
 import { createCore, entropyLength } from "./core.js";
+
+const READ = 0;
+const WRITE = 1;
+const RESPOND = 2;
+const NO_BODY = new Uint8Array(0);
+
+/** Escapes text for HTML content and attribute values (for the host's own pages). */
+export const escapeHtml = (text) =>
+  String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 
 const PAGE_HEADERS = {
   "Content-Type": "text/html; charset=utf-8",
   "Cache-Control": "no-store",
-  // The consent page must not be framed (clickjacking), and codes in URLs must not leak.
   "X-Frame-Options": "DENY",
   "Content-Security-Policy": "frame-ancestors 'none'",
   "Referrer-Policy": "no-referrer",
 };
 
-/** Escapes text for HTML content and attribute values. */
-export const escapeHtml = (text) =>
-  String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
-
-/** An HTML page with the security headers every page of the flow carries. */
+/** An HTML page with the headers the core puts on the flow's pages, for the host's own pages (sign-in, home). */
 export function page(status, title, bodyHtml) {
   const html = `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${escapeHtml(title)}</title></head><body>${bodyHtml}</body></html>`;
   return new Response(html, { status, headers: PAGE_HEADERS });
 }
 
-/**
- * The attributes that say, for machines (tests, the conformance runner), which page of the flow
- * this is: put them on the page's first element. `fields` may name the app, scopes, access type,
- * code or error shown.
- */
-export function pageData(kind, fields = {}) {
-  const names = { app: "app", scopes: "scopes", access_type: "access-type", code: "code", error: "error" };
-  let attributes = ` data-page="${escapeHtml(kind)}"`;
-  for (const [field, value] of Object.entries(fields)) {
-    if (names[field] && value !== undefined && value !== null) {
-      attributes += ` data-${names[field]}="${escapeHtml(Array.isArray(value) ? value.join(" ") : value)}"`;
-    }
-  }
-  return attributes;
-}
-
-/** The consent page's marker: the app, the scopes and the access type asked for. */
-export const consentPageData = (prompt) => pageData("consent", { app: prompt.app, scopes: prompt.scopes, access_type: prompt.access_type });
-
-const defaultHooks = {
-  currentUser: async () => null,
-  signIn: async () => page(401, "Sign in", `<h1${pageData("sign_in")}>Sign in required</h1><p>This host has no sign-in hook.</p>`),
-  consentPage: async ({ prompt, query }) =>
-    page(
-      200,
-      "Authorize",
-      `<h1${consentPageData(prompt)}>${escapeHtml(prompt.app_name)} wants access</h1><ul>${prompt.scopes.map((s) => `<li>${escapeHtml(s)}</li>`).join("")}</ul>` +
-        `<form method="post" action="/oauth2/authorize"><input type="hidden" name="query" value="${escapeHtml(query)}">` +
-        `<button name="decision" value="allow">Allow</button> <button name="decision" value="deny">Deny</button></form>`,
-    ),
-  codePage: async ({ code }) => page(200, "Your code", `<h1${pageData("code", { code })}>Copy this code into the app</h1><p><code>${escapeHtml(code)}</code></p>`),
-  errorPage: async ({ error, description }) => page(400, "Error", `<h1${pageData("error", { error })}>${escapeHtml(error)}</h1><p>${escapeHtml(description)}</p>`),
-  api: {},
-};
+/** The `data-page` attribute that tells machines (tests) which page this is, for the host's own pages. */
+export const pageData = (kind) => ` data-page="${escapeHtml(kind)}"`;
 
 /** Seconds since the epoch. */
 const systemClock = () => Math.floor(Date.now() / 1000);
@@ -78,42 +52,73 @@ function drawEntropy() {
   return entropy;
 }
 
-/**
- * Runs one input through the core to its outcome: loads the keys each step asks for in one
- * batch, applies transactions, and on a lost race starts over with fresh records, at most
- * `maxAttempts` times. Time and entropy are drawn once per attempt.
- */
-export async function runSteps(core, storage, input, { clock = systemClock, random, maxAttempts = 5, onAudit } = {}) {
-  const draw = random ?? drawEntropy;
-  for (let attempt = 1; attempt <= maxAttempts; attempt++) {
-    const request = core.begin(input, clock(), draw());
-    try {
-      let loaded = {};
-      for (let round = 0; ; round++) {
-        if (round > 8) throw new Error("edgegrant: the core asked for records more than 8 times");
-        const step = request.step(loaded);
-        if (step.step === "need_records") {
-          const found = await storage.read(step.keys);
-          loaded = {};
-          for (const key of step.keys) loaded[key] = found.get(key) ?? null;
-        } else if (step.step === "respond") {
-          return step.outcome;
-        } else if (await storage.apply(step.transaction)) {
-          for (const event of step.transaction.audit) onAudit?.(event);
-          return step.outcome;
-        } else {
-          break; // a conditional write failed: another request won; decide again from fresh records
-        }
-      }
-    } finally {
-      request.free();
-    }
+/** Pairs from names and values alternately. */
+function pairs(flat) {
+  const out = [];
+  for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i], flat[i + 1]]);
+  return out;
+}
+
+/** The pending write as the storage adapters take it. */
+function transactionOf(request) {
+  const puts = [];
+  for (let i = 0, n = request.putCount(); i < n; i++) {
+    puts.push({ key: request.putKey(i), expect: request.putExpect(i) ?? null, bytes: request.putBytes(i), purgeAfter: request.putPurgeAfter(i) ?? null });
   }
-  const body = JSON.stringify({ error: "temporarily_unavailable", error_description: "storage contention, retry" });
-  return {
-    kind: "http",
-    value: { status: 503, headers: [["Content-Type", "application/json"], ["Retry-After", "1"], ["Cache-Control", "no-store"]], body },
-  };
+  return { puts, audit: JSON.parse(request.audit()) };
+}
+
+/**
+ * Runs a request of the core (`core.request(...)` or `core.unlink(...)`) to its end against
+ * `storage`, and frees it. Resolves `{ kind: "reply", status, headers, body, outcome, refusal }`
+ * — send it as it is — or `{ kind: "serve", principal }`: the API call is authorized, answer it.
+ */
+export async function runRequest(request, storage, { onAudit } = {}) {
+  try {
+    for (let round = 0; round < 32; round++) {
+      const step = request.poll();
+      if (step === READ) {
+        const keys = request.keys();
+        const found = await storage.read(keys);
+        for (let i = 0; i < keys.length; i++) {
+          const stored = found.get(keys[i]);
+          request.supply(i, stored?.version, stored?.bytes);
+        }
+      } else if (step === WRITE) {
+        const transaction = transactionOf(request);
+        if (await storage.apply(transaction)) {
+          request.committed();
+          if (onAudit) for (const event of transaction.audit) onAudit(event);
+        } else {
+          request.conflicted(); // another request won: the core reads again and decides anew
+        }
+      } else if (step === RESPOND) {
+        return {
+          kind: "reply",
+          status: request.status(),
+          headers: pairs(request.headers()),
+          body: request.body(),
+          outcome: request.outcome(),
+          refusal: request.refusal() ?? null,
+        };
+      } else {
+        const expiresAt = request.principalExpiresAt();
+        return {
+          kind: "serve",
+          principal: {
+            app: request.principalApp(),
+            account_id: request.principalAccountId(),
+            uid: request.principalUid(),
+            scopes: request.principalScopes().split(" "),
+            expires_at: expiresAt ?? null,
+          },
+        };
+      }
+    }
+    throw new Error("edgegrant: the request did not finish");
+  } finally {
+    request.free();
+  }
 }
 
 /**
@@ -132,7 +137,7 @@ async function drain(reader) {
 
 /** The body, read up to one byte over `limit` (the core refuses it then, with the right error); the rest is dropped. */
 async function readBody(request, limit) {
-  if (!request.body) return new Uint8Array(0);
+  if (!request.body) return NO_BODY;
   const reader = request.body.getReader();
   const chunks = [];
   let size = 0;
@@ -152,6 +157,7 @@ async function readBody(request, limit) {
     ended = true;
   }
   if (!ended) await drain(reader);
+  if (chunks.length === 1 && size <= limit + 1) return chunks[0];
   const body = new Uint8Array(Math.min(size, limit + 1));
   let offset = 0;
   for (const chunk of chunks) {
@@ -167,14 +173,16 @@ async function readBody(request, limit) {
  * Creates an authorization server.
  *
  * @param {object} options
- * @param {object[]} [options.apps] registered apps (or pass a whole `config` document)
- * @param {object} [options.policy] policy switches
- * @param {Record<string,string>} [options.apiEndpoints] Required Scope of each `/2/` endpoint
+ * @param {object} [options.config] the configuration document (apps, policy, api_endpoints, pages)
+ * @param {object[]} [options.apps] or its parts: registered apps,
+ * @param {object} [options.policy] policy switches,
+ * @param {Record<string,string>} [options.apiEndpoints] the Required Scope of each `/2/` endpoint,
+ * @param {object} [options.pages] page templates (consent, code, error, sign_in)
  * @param {object} options.storage a storage adapter: `read(keys)` and `apply(transaction)`
- * @param {object} [options.hooks] what the core cannot know: the signed-in user, the pages, the API
+ * @param {object} [options.hooks] `currentUser(request)` and `api[path](principal, request)`
  */
 export function createAuthServer(options) {
-  const { storage, clock = systemClock, random, maxAttempts = 5, onAudit } = options;
+  const { storage, clock = systemClock, random = drawEntropy, onAudit } = options;
   if (!storage || typeof storage.read !== "function" || typeof storage.apply !== "function") {
     throw new Error("edgegrant: options.storage must have read(keys) and apply(transaction)");
   }
@@ -182,109 +190,63 @@ export function createAuthServer(options) {
     apps: options.apps ?? [],
     ...(options.policy && { policy: options.policy }),
     ...(options.apiEndpoints && { api_endpoints: options.apiEndpoints }),
+    ...(options.pages && { pages: options.pages }),
   };
   const core = createCore(config);
-  const limit = config.policy?.max_input_bytes ?? 16384;
-  const hooks = { ...defaultHooks, ...options.hooks, api: { ...options.hooks?.api } };
-  const run = (input) => runSteps(core, storage, input, { clock, random, maxAttempts, onAudit });
+  const limit = core.maxInputBytes();
+  const currentUser = options.hooks?.currentUser ?? (() => null);
+  const api = { ...options.hooks?.api };
+  const run = (request) => runRequest(request, storage, { onAudit });
 
-  async function toHttpRequest(request, url) {
-    const query = url.search.slice(1); // the token endpoint may read it (Policy)
-    return { method: request.method, headers: [...request.headers], body: await readBody(request, limit), query };
-  }
-
-  async function render(outcome, request) {
-    switch (outcome.kind) {
-      case "http":
-        return new Response(outcome.value.body, { status: outcome.value.status, headers: outcome.value.headers });
-      case "redirect":
-        return new Response(null, { status: 302, headers: { Location: outcome.value, "Cache-Control": "no-store", "Referrer-Policy": "no-referrer" } });
-      case "display_code":
-        return hooks.codePage({ ...outcome.value, request });
-      case "error_page":
-        return hooks.errorPage({ ...outcome.value, request });
-      case "unlinked":
-        return new Response("null", { headers: { "Content-Type": "application/json" } });
-      default:
-        throw new Error(`edgegrant: unexpected outcome ${outcome.kind}`);
+  /**
+   * The plain-value entry: `{ method, url | path + query, headers, body, user }` — `url` as
+   * node:http's `req.url`, `headers` as its `rawHeaders` (or pairs), `body` a Uint8Array (one
+   * byte past `maxInputBytes` is enough), `user` the signed-in `{ account_id, uid }` or null.
+   * Resolves a reply to send or an authorized call to serve (see runRequest).
+   */
+  function handle(input) {
+    let { path, query = "" } = input;
+    if (path === undefined) {
+      const url = input.url ?? "/";
+      const at = url.indexOf("?");
+      path = at < 0 ? url : url.slice(0, at);
+      query = at < 0 ? "" : url.slice(at + 1);
     }
+    return run(core.request({ method: input.method, path, query, headers: input.headers, body: input.body, user: input.user ?? null }, clock(), random()));
   }
 
-  async function authorize(request, url) {
-    const query = url.search.slice(1);
-    const user = (await hooks.currentUser(request)) ?? null;
-    const outcome = await run({ kind: "authorize", query, user });
-    if (outcome.kind !== "consent") return render(outcome, request);
-    if (!user) return hooks.signIn(request, { returnTo: url.pathname + url.search });
-    if (outcome.value.already_granted) return decide(request, query, user, "allow");
-    return hooks.consentPage({ prompt: outcome.value, query, user, request });
-  }
-
-  async function decide(request, query, user, decision) {
-    return render(await run({ kind: "consent", query, user, decision }), request);
-  }
-
-  async function consentForm(request, url) {
-    // CSRF: a cross-site form POST is refused. Sec-Fetch-Site, which pages cannot set, decides
-    // when present; otherwise Origin must be ours. (Under `Referrer-Policy: no-referrer`, which
-    // the consent page sends, Chromium posts `Origin: null` even from the same origin.)
-    const origin = request.headers.get("origin");
-    const site = request.headers.get("sec-fetch-site");
-    const crossSite = site ? site !== "same-origin" : origin !== null && origin !== url.origin;
-    if (crossSite) {
-      return hooks.errorPage({ error: "invalid_request", description: "the consent form was posted from another site", request });
-    }
-    const form = new URLSearchParams(new TextDecoder().decode(await readBody(request, limit)));
-    const query = form.get("query");
-    const decision = form.get("decision");
-    if (query === null || (decision !== "allow" && decision !== "deny")) {
-      return hooks.errorPage({ error: "invalid_request", description: "the consent form is incomplete", request });
-    }
-    const user = (await hooks.currentUser(request)) ?? null;
-    if (!user) return hooks.signIn(request, { returnTo: `/oauth2/authorize?${query}` });
-    return decide(request, query, user, decision);
-  }
-
-  async function api(request, url) {
-    const outcome = await run({ kind: "api_call", endpoint: url.pathname, request: await toHttpRequest(request, url) });
-    if (outcome.kind !== "authorized") return render(outcome, request);
-    const handler = hooks.api[url.pathname];
-    return handler ? handler(outcome.value, request) : new Response("null", { status: 404 });
-  }
-
-  async function route(request) {
+  async function serve(request) {
     const url = new URL(request.url);
-    switch (url.pathname) {
-      case "/oauth2/authorize":
-        if (request.method === "GET") return authorize(request, url);
-        if (request.method === "POST") return consentForm(request, url);
-        return new Response(null, { status: 405, headers: { Allow: "GET, POST" } });
-      case "/oauth2/token":
-        return render(await run({ kind: "token", request: await toHttpRequest(request, url) }), request);
-      case "/2/auth/token/revoke":
-        return render(await run({ kind: "revoke", request: await toHttpRequest(request, url) }), request);
-      default:
-        if (core.requiredScope(url.pathname) !== undefined) return api(request, url);
-        return new Response("Not Found", { status: 404 });
+    const headers = [];
+    for (const [name, value] of request.headers) headers.push(name, value);
+    // The core compares a consent form's Origin with the Host it was sent to; a Fetch Request
+    // carries its host in its URL.
+    if (!request.headers.has("host")) headers.push("host", url.host);
+    const body = request.body ? await readBody(request, limit) : NO_BODY;
+    const user = (await currentUser(request)) ?? null;
+    const result = await handle({ method: request.method, path: url.pathname, query: url.search.slice(1), headers, body, user });
+    if (result.kind === "serve") {
+      const handler = api[url.pathname];
+      return handler ? handler(result.principal, request) : new Response("null", { status: 404, headers: { "Content-Type": "application/json" } });
     }
+    return new Response(result.body === "" ? null : result.body, { status: result.status, headers: result.headers });
   }
 
   return {
     core,
-    /** Serves `/oauth2/authorize`, `/oauth2/token`, `/2/auth/token/revoke` and the declared `/2/` routes. */
+    handle,
+    /** Serves `/oauth2/authorize`, `/oauth2/token`, `/2/auth/token/revoke` and the declared `/2/` routes; 404 elsewhere. */
     async fetch(request) {
       try {
-        return await route(request);
+        return await serve(request);
       } finally {
-        // A body no route read (an unknown path, a page) is read to its end before the answer.
+        // A body nobody read (a GET with a body, say) is read to its end before the answer.
         if (request.body && !request.bodyUsed && !request.body.locked) await drain(request.body.getReader());
       }
     },
     /** The user (or a team admin) unlinks `app`: every token of that app and user ends. */
-    async unlink(app, accountId, by = "user") {
-      return run({ kind: "unlink", app, account_id: accountId, by });
+    unlink(app, accountId, by = "user") {
+      return run(core.unlink(app, accountId, by, clock(), random()));
     },
-    /** Runs any input through the step loop (the lower-level API). */
-    run,
   };
 }

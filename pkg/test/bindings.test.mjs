@@ -1,84 +1,170 @@
-// The wasm bindings: every Step kind crosses intact, 64-bit values stay exact or are refused,
-// expected failures are tagged values, misuse throws real Errors.
+// The wasm bindings: a request's steps cross as plain values (keys, puts, bytes, a complete
+// response, a principal), 64-bit values stay exact or are refused, refusals come with their
+// reason, and misuse throws real Errors.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createCore, checkConfig, entropyLength } from "../src/node.js";
 import { ALICE, CONF_APP, CONF_REDIRECT, GET_ACCOUNT, config, form, pkceQuery } from "./fixtures.mjs";
 
 const NOW = 1_700_000_000;
+const READ = 0;
+const WRITE = 1;
+const RESPOND = 2;
+const SERVE = 3;
 const entropy = () => new Uint8Array(entropyLength()).fill(7);
-const consent = (query = pkceQuery()) => ({ kind: "consent", query, user: ALICE, decision: "allow" });
+const consentForm = (query = pkceQuery(), decision = "allow") => ({
+  method: "POST",
+  path: "/oauth2/authorize",
+  headers: ["content-type", "application/x-www-form-urlencoded", "sec-fetch-site", "same-origin"],
+  body: new TextEncoder().encode(new URLSearchParams({ query, decision }).toString()),
+  user: ALICE,
+});
+const header = (request, name) => {
+  const flat = request.headers();
+  for (let i = 0; i < flat.length; i += 2) if (flat[i].toLowerCase() === name) return flat[i + 1];
+  return undefined;
+};
 
-test("need_records, commit and respond cross the boundary", () => {
+test("read, write and respond cross as plain values", () => {
   const core = createCore(config());
-  const need = core.handle(consent(), NOW, entropy(), {});
-  assert.deepEqual(need, { step: "need_records", keys: [`link:pkce-app:${ALICE.account_id}`] });
-  const commit = core.handle(consent(), NOW, entropy(), { [need.keys[0]]: null });
-  assert.equal(commit.step, "commit");
-  assert.equal(commit.transaction.puts.length, 2);
-  assert.deepEqual(commit.transaction.puts[0].expect, { expect: "absent" });
-  assert.equal(commit.transaction.puts[0].record.type, "code");
-  assert.equal(commit.transaction.puts[0].purge_after, NOW + 600);
-  assert.equal(commit.transaction.puts[1].purge_after, null);
-  assert.equal(commit.transaction.audit[0].event, "code_issued");
-  assert.equal(commit.outcome.kind, "redirect");
-  assert.match(commit.outcome.value, /^http:\/\/127\.0\.0\.1:8765\/cb\?code=[A-Za-z0-9_-]{43}&state=xyz$/);
-  const respond = core.handle({ kind: "token", request: form({ grant_type: "password" }) }, NOW, entropy(), {});
-  assert.equal(respond.step, "respond");
-  assert.equal(respond.outcome.kind, "http");
-  assert.equal(respond.outcome.value.status, 400);
-  assert.equal(JSON.parse(respond.outcome.value.body).error, "unsupported_grant_type");
+  const request = core.request(consentForm(), NOW, entropy());
+  assert.equal(request.poll(), READ);
+  assert.deepEqual(request.keys(), [`link:pkce-app:${ALICE.account_id}`]);
+  request.supply(0, undefined, undefined);
+  assert.equal(request.poll(), WRITE);
+  assert.equal(request.putCount(), 2);
+  assert.match(request.putKey(0), /^code:[A-Za-z0-9_-]{43}$/);
+  assert.equal(request.putExpect(0), undefined, "a new code's key must be absent");
+  assert.ok(request.putBytes(0) instanceof Uint8Array && request.putBytes(0).length > 0);
+  assert.equal(request.putPurgeAfter(0), NOW + 600);
+  assert.equal(request.putPurgeAfter(1), undefined, "a link is never purged");
+  assert.equal(JSON.parse(request.audit())[0].event, "code_issued");
+  request.committed();
+  assert.equal(request.poll(), RESPOND);
+  assert.equal(request.status(), 302);
+  assert.match(header(request, "location"), /^http:\/\/127\.0\.0\.1:8765\/cb\?code=[A-Za-z0-9_-]{43}&state=xyz$/);
+  assert.equal(header(request, "cache-control"), "no-store");
+  assert.equal(request.outcome(), "redirect");
+  assert.equal(request.refusal(), undefined);
+  request.free();
+
+  const refused = core.request({ path: "/oauth2/token", ...form({ grant_type: "password" }) }, NOW, entropy());
+  assert.equal(refused.poll(), RESPOND);
+  assert.equal(refused.status(), 400);
+  assert.equal(JSON.parse(refused.body()).error, "unsupported_grant_type");
+  assert.equal(refused.outcome(), "refused");
+  assert.equal(refused.refusal(), "unsupported_grant_type");
+  refused.free();
 });
 
-test("every outcome kind crosses as a tagged value", () => {
+test("every outcome comes with a complete response and its name", () => {
   const core = createCore(config());
-  const noRedirect = `client_id=${CONF_APP}&response_type=code`;
-  const kinds = new Set();
-  kinds.add(core.handle({ kind: "authorize", query: pkceQuery(), user: null }, NOW, entropy(), {}).outcome.kind);
-  kinds.add(core.handle({ kind: "authorize", query: "client_id=nobody", user: null }, NOW, entropy(), {}).outcome.kind);
-  const display = core.handle(consent(noRedirect), NOW, entropy(), { [`link:${CONF_APP}:${ALICE.account_id}`]: null });
-  assert.equal(display.outcome.kind, "display_code");
-  assert.equal(display.outcome.value.code.length, 43);
-  kinds.add(display.outcome.kind);
-  const unlink = { kind: "unlink", app: CONF_APP, account_id: ALICE.account_id, by: "team_admin" };
-  kinds.add(core.handle(unlink, NOW, entropy(), { [`link:${CONF_APP}:${ALICE.account_id}`]: null }).outcome.kind);
-  assert.deepEqual([...kinds].sort(), ["consent", "display_code", "error_page", "unlinked"]);
-  const revoke = { kind: "revoke", request: { method: "POST", headers: [] } };
-  const refused = core.handle(revoke, NOW, entropy(), {});
-  assert.equal(refused.outcome.value.status, 401);
-  assert.ok(refused.outcome.value.headers.some(([n, v]) => n === "WWW-Authenticate" && v.startsWith("Bearer")));
+  const finish = (request, loaded = () => undefined) => {
+    while (request.poll() === READ) request.keys().forEach((key, i) => request.supply(i, ...(loaded(key) ?? [])));
+    if (request.poll() === WRITE) request.committed();
+    return request;
+  };
+  const signIn = finish(core.request({ method: "GET", path: "/oauth2/authorize", query: pkceQuery() }, NOW, entropy()));
+  assert.deepEqual([signIn.outcome(), signIn.status()], ["sign_in", 200]);
+  assert.match(signIn.body(), /data-page="sign_in"/);
+  const consent = finish(core.request({ method: "GET", path: "/oauth2/authorize", query: pkceQuery(), user: ALICE }, NOW, entropy()));
+  assert.deepEqual([consent.outcome(), consent.status()], ["consent", 200]);
+  assert.match(consent.body(), /data-page="consent" data-app="pkce-app" data-scopes="account_info.read files.metadata.read" data-access-type="offline"/);
+  assert.equal(header(consent, "x-frame-options"), "DENY");
+  const unknown = finish(core.request({ method: "GET", path: "/oauth2/authorize", query: "client_id=nobody" }, NOW, entropy()));
+  assert.deepEqual([unknown.outcome(), unknown.refusal(), unknown.status()], ["refused", "unknown_client", 400]);
+  assert.match(unknown.body(), /data-error="invalid_request"/);
+  const display = finish(core.request(consentForm(`client_id=${CONF_APP}&response_type=code`), NOW, entropy()));
+  assert.equal(display.outcome(), "display_code");
+  assert.match(display.body(), /data-page="code" data-code="[A-Za-z0-9_-]{43}"/);
+  const unlinked = finish(core.unlink(CONF_APP, ALICE.account_id, "team_admin", NOW, entropy()));
+  assert.deepEqual([unlinked.outcome(), unlinked.status(), unlinked.body()], ["unlinked", 200, "null"]);
+  const missing = finish(core.request({ method: "POST", path: "/2/auth/token/revoke", headers: [] }, NOW, entropy()));
+  assert.deepEqual([missing.refusal(), missing.status()], ["bearer_missing", 401]);
+  assert.match(header(missing, "www-authenticate"), /^Bearer/);
+  const nowhere = finish(core.request({ method: "GET", path: "/elsewhere" }, NOW, entropy()));
+  assert.deepEqual([nowhere.refusal(), nowhere.status()], ["not_found", 404]);
+  for (const r of [signIn, consent, unknown, display, unlinked, missing, nowhere]) r.free();
   assert.equal(core.requiredScope(GET_ACCOUNT), "account_info.read");
   assert.equal(core.requiredScope("/2/nope"), undefined);
+  assert.equal(core.maxInputBytes(), 16384);
 });
 
-test("64-bit times and versions stay exact: safe numbers or bigint in, never a rounded number", () => {
+test("an authorized call crosses as its principal", async () => {
   const core = createCore(config());
-  const key = `link:pkce-app:${ALICE.account_id}`;
-  const link = (version) => ({ [key]: { version, record: { type: "link", epoch: 0, granted: [] } } });
-  // A bigint time is accepted; beyond 2^53 it is still exact inside the core...
-  const refused = core.handle({ kind: "token", request: form({ grant_type: "x" }) }, 2n ** 60n, entropy(), {});
-  assert.equal(refused.outcome.value.status, 400);
-  // ...and a result beyond 2^53 cannot become a JS number: an Error, never a rounded value.
-  assert.throws(() => core.handle(consent(), 2n ** 60n, entropy(), link(1)), /can't be represented/);
-  // A number above 2^53 is refused on the way in.
-  assert.throws(() => core.handle(consent(), 2 ** 60, entropy(), {}), Error);
-  // Versions: the largest safe integer round-trips; a bigint version beyond it cannot come back.
-  const safe = core.handle(consent(), NOW, entropy(), link(Number.MAX_SAFE_INTEGER));
-  assert.deepEqual(safe.transaction.puts[1].expect, { expect: "version", version: Number.MAX_SAFE_INTEGER });
-  assert.throws(() => core.handle(consent(), NOW, entropy(), link(2n ** 60n)), Error);
+  const store = new Map();
+  const run = (request) => {
+    for (;;) {
+      const step = request.poll();
+      if (step === READ) request.keys().forEach((key, i) => request.supply(i, store.get(key)?.version, store.get(key)?.bytes));
+      else if (step === WRITE) {
+        for (let i = 0; i < request.putCount(); i++) store.set(request.putKey(i), { version: (request.putExpect(i) ?? 0) + 1, bytes: request.putBytes(i) });
+        request.committed();
+      } else return request;
+    }
+  };
+  const redirect = run(core.request(consentForm(), NOW, entropy()));
+  const code = new URL(header(redirect, "location")).searchParams.get("code");
+  const exchange = { grant_type: "authorization_code", code, client_id: "pkce-app", code_verifier: "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk", redirect_uri: "http://127.0.0.1:8765/cb" };
+  const tokens = run(core.request({ path: "/oauth2/token", ...form(exchange) }, NOW, new Uint8Array(entropyLength()).fill(8)));
+  assert.equal(tokens.outcome(), "tokens");
+  const { access_token } = JSON.parse(tokens.body());
+  const call = run(core.request({ method: "POST", path: GET_ACCOUNT, headers: ["authorization", `Bearer ${access_token}`] }, NOW + 1, entropy()));
+  assert.equal(call.poll(), SERVE);
+  assert.deepEqual(
+    [call.principalApp(), call.principalAccountId(), call.principalUid(), call.principalScopes(), call.principalExpiresAt()],
+    ["pkce-app", ALICE.account_id, ALICE.uid, "account_info.read files.metadata.read", NOW + 14_400],
+  );
+  for (const r of [redirect, tokens, call]) r.free();
 });
+
+test("times and versions are safe integers: exact, or refused — never rounded", () => {
+  const core = createCore(config());
+  assert.throws(() => core.request(consentForm(), 2 ** 60, entropy()), /safe integer/);
+  assert.throws(() => core.request(consentForm(), 1.5, entropy()), /safe integer/);
+  const request = core.request(consentForm(), NOW, entropy());
+  request.poll();
+  // The largest safe version round-trips; one beyond it is refused.
+  const stored = createLinkBytes(core);
+  assert.throws(() => request.supply(0, 2 ** 60, stored), /safe integer/);
+  request.supply(0, Number.MAX_SAFE_INTEGER, stored);
+  assert.equal(request.poll(), WRITE);
+  const link = [...Array(request.putCount()).keys()].find((i) => request.putKey(i).startsWith("link:"));
+  assert.equal(request.putExpect(link), Number.MAX_SAFE_INTEGER);
+  request.free();
+});
+
+/** The bytes of a link record, as the core writes it. */
+function createLinkBytes(core) {
+  const request = core.request(consentForm(), NOW, entropy());
+  request.poll();
+  request.supply(0, undefined, undefined);
+  request.poll();
+  const link = [...Array(request.putCount()).keys()].find((i) => request.putKey(i).startsWith("link:"));
+  const bytes = request.putBytes(link);
+  request.free();
+  return bytes;
+}
 
 test("host misuse throws a real Error", () => {
   const core = createCore(config());
+  const started = () => {
+    const request = core.request(consentForm(), NOW, entropy());
+    request.poll();
+    return request;
+  };
   const misuse = [
-    () => core.handle({ kind: "nonsense" }, NOW, entropy(), {}),
-    () => core.handle(consent(), NOW, new Uint8Array(8), {}),
-    () => core.handle(consent(), -1, entropy(), {}),
-    () => core.handle(consent(), NOW, entropy(), { "code:AAAA": null }),
-    () => core.handle(consent(), NOW, entropy(), { "link:pkce-app:dbid:other": null }),
-    () => core.handle({ kind: "api_call", endpoint: "/2/undeclared", request: { method: "POST", headers: [] } }, NOW, entropy(), {}),
+    () => core.request(consentForm(), NOW, new Uint8Array(8)),
+    () => core.request(consentForm(), -1, entropy()),
+    () => core.request({ ...consentForm(), user: { account_id: "", uid: "1" } }, NOW, entropy()),
+    () => core.unlink(CONF_APP, ALICE.account_id, "someone", NOW, entropy()),
+    () => started().supply(3, undefined, undefined),
+    () => started().supply(0, 1, new Uint8Array([9, 9, 9])),
+    () => started().committed(),
+    () => started().conflicted(),
     () => createCore({ apps: "not a list" }),
     () => createCore({ apps: [], policy: { code_ttl: 601 } }),
+    () => createCore({ apps: [], pages: { consent: "{{no_such_variable}}" } }),
   ];
   for (const call of misuse) assert.throws(call, (e) => e instanceof Error && e.message.length > 0);
 });
@@ -90,6 +176,7 @@ test("configuration checks are tagged values", () => {
   assert.match(bad.content, /code_ttl/);
   assert.equal(checkConfig({ apps: [{ key: "bad key!" }] }).tag, "invalid");
   assert.equal(checkConfig({ apps: [], api_endpoints: { "/v1/x": "a.b" } }).tag, "invalid");
+  assert.match(checkConfig({ apps: [], pages: { code: "{{#code}}" } }).content, /code page template/);
   // The neighbour of a bad redirect URI is a good one.
   const app = config().apps[1];
   assert.equal(checkConfig({ apps: [{ ...app, redirect_uris: [`${CONF_REDIRECT}#frag`] }] }).tag, "invalid");

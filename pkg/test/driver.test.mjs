@@ -75,7 +75,9 @@ test("re-authorization completes without asking again; deny gives access_denied"
 
 test("a signed-out user is sent to sign in; a cross-site consent post is refused", async () => {
   const { srv } = server({ signedIn: false });
-  assert.equal((await srv.fetch(new Request(`${ORIGIN}/oauth2/authorize?${pkceQuery()}`))).status, 401);
+  const signIn = await srv.fetch(new Request(`${ORIGIN}/oauth2/authorize?${pkceQuery()}`));
+  assert.equal(signIn.status, 200);
+  assert.match(await signIn.text(), /data-page="sign_in"/);
   const { srv: signedIn } = server();
   const forged = await signedIn.fetch(consentPost(pkceQuery(), "allow", { origin: "https://evil.example" }));
   assert.equal(forged.status, 400);
@@ -138,4 +140,25 @@ test("every page of the flow forbids framing and leaks nothing through Referer o
   }
   assert.match(await pages.code.text(), /data-page="code"/);
   assert.match(await pages.error.text(), /data-page="error"/);
+});
+
+test("the plain-value entry takes node:http's values and answers plain values", async () => {
+  const { srv } = server();
+  const code = await codeFor(srv);
+  const body = new TextEncoder().encode(new URLSearchParams({ grant_type: "authorization_code", code, client_id: PKCE_APP, code_verifier: VERIFIER, redirect_uri: PKCE_REDIRECT }).toString());
+  const exchange = await srv.handle({ method: "POST", url: "/oauth2/token", headers: ["Content-Type", "application/x-www-form-urlencoded", "Host", "auth.test"], body });
+  assert.equal(exchange.kind, "reply");
+  assert.equal(exchange.status, 200);
+  assert.equal(exchange.outcome, "tokens");
+  assert.deepEqual(exchange.headers.find(([n]) => n === "Cache-Control"), ["Cache-Control", "no-store"]);
+  const { access_token } = JSON.parse(exchange.body);
+  const call = await srv.handle({ method: "POST", url: `${GET_ACCOUNT}?ignored=1`, headers: ["Authorization", `Bearer ${access_token}`] });
+  assert.deepEqual(call, {
+    kind: "serve",
+    principal: { app: PKCE_APP, account_id: ALICE.account_id, uid: ALICE.uid, scopes: ["account_info.read", "files.metadata.read"], expires_at: 1_700_014_400 },
+  });
+  const replay = await srv.handle({ method: "POST", url: "/oauth2/token", headers: ["Content-Type", "application/x-www-form-urlencoded"], body });
+  assert.deepEqual([replay.status, replay.refusal], [400, "code_reused"]);
+  const unlinked = await srv.unlink(PKCE_APP, ALICE.account_id);
+  assert.equal(unlinked.outcome, "unlinked");
 });

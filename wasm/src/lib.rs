@@ -4,17 +4,15 @@
 //! server's (feature `server`: [`Core`] and the configuration helpers) and the PKCE client's
 //! (feature `client`: [`PkceClient`]), which a browser loads alone.
 //!
-//! - Values cross as JSON text in the shapes of the core's serde types, and the package's
-//!   `src/core.js` turns them into objects with the engine's own `JSON.parse`/`JSON.stringify`.
-//!   One serde format on both sides keeps the module small (every serde type is compiled for
-//!   serde_json only) and the crossing fast (one string each way instead of a call per field).
-//!   The TypeScript declarations below are written once and describe those shapes.
-//! - Request bodies cross beside the JSON as bytes (`body`), never as lists of numbers.
-//! - 64-bit integers (times, versions) are exact: a JSON number above 2^53 − 1, which a JS
-//!   number cannot hold, is refused in either direction — never rounded; the time crosses as a
-//!   `u64` (`bigint`).
-//! - Expected failures come back as tagged values (`{ tag: "invalid", content }`); host misuse
-//!   (records not asked for, malformed values) throws a real `Error`.
+//! - On the request path plain values cross — strings, numbers, byte arrays — through the
+//!   getters of [`Request`]'s current step: no JSON is written or parsed per request, and
+//!   records cross as the opaque bytes the core encodes. JSON (serde_json, which the core needs
+//!   for the configuration and audit events anyway) carries the configuration, audit events and
+//!   the PKCE client's values, parsed in `src/core.js` with the engine's own `JSON.parse`.
+//! - 64-bit values (times, versions) cross as JS numbers and must be safe integers: a value
+//!   above 2^53 − 1, which a JS number cannot hold exactly, is refused — never rounded.
+//! - Host misuse (records not asked for, malformed values) throws a real `Error`; protocol
+//!   errors are ordinary replies.
 //! - Entropy comes from the caller; [`random_entropy`] draws it with `getrandom`'s `wasm_js`
 //!   backend (`crypto.getRandomValues`) for hosts that want it done for them.
 

@@ -1,6 +1,16 @@
-//! The server's bindings: the engine ([`Core`]) and the configuration helpers.
+//! The server's bindings: the engine ([`Core`]) and one request at a time ([`Request`]).
+//!
+//! On the request path only plain values cross — strings, numbers, byte arrays — each read by
+//! the getter of the step at hand; no JSON is written or parsed there. Records cross as the
+//! opaque bytes the core encodes. JSON is left to the configuration (once) and to audit events
+//! (once per write).
 
-use edgegrant::{Config, ConfigDocument, Entropy, Input, Records, UnixTime, ENTROPY_LEN};
+use std::sync::Arc;
+
+use edgegrant::{
+    AccountId, AppKey, Config, ConfigDocument, Entropy, Expect, HttpRequest, Input, Outcome,
+    RecordKey, Step, Stored, Uid, UnixTime, Unlinker, User, ENTROPY_LEN,
+};
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
@@ -8,8 +18,6 @@ use crate::{from_json, parse, to_json};
 
 #[wasm_bindgen(typescript_custom_section)]
 const SERVER_TYPES: &'static str = r#"
-export type RecordKey = string;
-
 export interface App {
   key: string;
   name: string;
@@ -31,98 +39,22 @@ export interface Policy {
   max_input_bytes?: number;
   /** Read token-endpoint parameters from the URL query when the body is empty (default true: the official SDKs do so). */
   token_parameters_in_query?: boolean;
+  /** How many lost races for its writes one request may have before the core answers 503 (default 5). */
+  max_attempts?: number;
 }
+
+/** Page templates (a Mustache subset; see the crate docs of `edgegrant`, module pages). */
+export interface PageTemplates { consent?: string; code?: string; error?: string; sign_in?: string }
 
 export interface ConfigDocument {
   apps: App[];
   policy?: Policy;
   /** Required Scope of each API endpoint, by path: `{"/2/users/get_current_account": "account_info.read"}`. */
   api_endpoints?: Record<string, Scope>;
+  pages?: PageTemplates;
 }
-
-export interface User { account_id: string; uid: string }
-
-export interface HttpRequest {
-  method: string;
-  headers: [string, string][];
-  /** Body bytes. */
-  body?: Uint8Array | number[];
-  /** The URL's query string without `?` (read by the token endpoint only). */
-  query?: string;
-}
-
-export interface HttpResponse { status: number; headers: [string, string][]; body: string }
-
-export type Input =
-  | { kind: "authorize"; query: string; user: User | null }
-  | { kind: "consent"; query: string; user: User; decision: "allow" | "deny" }
-  | { kind: "token"; request: HttpRequest }
-  | { kind: "revoke"; request: HttpRequest }
-  | { kind: "api_call"; endpoint: string; request: HttpRequest }
-  | { kind: "unlink"; app: string; account_id: string; by: "user" | "team_admin" };
-
-export type TokenAccessType = "online" | "offline" | "legacy";
-
-export type StoredRecord =
-  | ({ type: "code" } & Record<string, unknown>)
-  | ({ type: "access_token" } & Record<string, unknown>)
-  | ({ type: "refresh_token" } & Record<string, unknown>)
-  | ({ type: "grant" } & Record<string, unknown>)
-  | ({ type: "link" } & Record<string, unknown>);
-
-/** A record as the store holds it. Versions start at 1; every applied put adds one. */
-export interface Versioned { version: number; record: StoredRecord }
-
-/** The records loaded so far for one request; `null` for a key looked up and absent. */
-export type Records = Record<RecordKey, Versioned | null>;
-
-export type Expect = { expect: "absent" } | { expect: "version"; version: number };
-
-export interface Put {
-  key: RecordKey;
-  expect: Expect;
-  record: StoredRecord;
-  /** When the host may delete the record; `null`: keep it. */
-  purge_after: UnixTime | null;
-}
-
-export type AuditEvent = { event: string } & Record<string, unknown>;
-
-export interface Transaction { puts: Put[]; audit: AuditEvent[] }
-
-export interface ConsentPrompt {
-  app: string;
-  app_name: string;
-  scopes: Scope[];
-  access_type: TokenAccessType;
-  redirect_uri: string | null;
-  already_granted: boolean;
-}
-
-export interface Principal {
-  app: string;
-  account_id: string;
-  uid: string;
-  scopes: Scope[];
-  expires_at: UnixTime | null;
-}
-
-export type Outcome =
-  | { kind: "http"; value: HttpResponse }
-  | { kind: "redirect"; value: string }
-  | { kind: "consent"; value: ConsentPrompt }
-  | { kind: "display_code"; value: { app: string; code: string } }
-  | { kind: "error_page"; value: { error: string; description: string } }
-  | { kind: "authorized"; value: Principal }
-  | { kind: "unlinked" };
-
-export type Step =
-  | { step: "need_records"; keys: RecordKey[] }
-  | { step: "commit"; transaction: Transaction; outcome: Outcome }
-  | { step: "respond"; outcome: Outcome };
 
 export type ConfigCheck = { tag: "ok" } | { tag: "invalid"; content: string };
-
 "#;
 
 /// Whether a configuration document (JSON) is usable: `{ tag: "ok" }` or
@@ -165,7 +97,7 @@ pub fn secret_digest(secret: &str) -> String {
         .to_base64()
 }
 
-/// How many entropy bytes every call to [`Core::handle`] takes.
+/// How many entropy bytes every request takes.
 #[wasm_bindgen(js_name = entropyLength)]
 pub fn entropy_length() -> usize {
     ENTROPY_LEN
@@ -179,10 +111,29 @@ pub fn random_entropy() -> Result<Vec<u8>, JsError> {
     Ok(bytes)
 }
 
-/// The engine with its validated configuration. Stateless between calls.
+/// The largest integer a JS number holds exactly.
+const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
+
+/// A whole, non-negative, exactly representable JS number as a `u64`.
+fn whole(what: &str, value: f64) -> Result<u64, JsError> {
+    if value.fract() == 0.0 && (0.0..=MAX_SAFE).contains(&value) {
+        Ok(value as u64)
+    } else {
+        Err(JsError::new(&format!(
+            "edgegrant: {what} must be a non-negative safe integer, got {value}"
+        )))
+    }
+}
+
+fn entropy_of(bytes: &[u8]) -> Result<Entropy, JsError> {
+    Entropy::from_slice(bytes)
+        .ok_or_else(|| JsError::new(&format!("entropy must be exactly {ENTROPY_LEN} bytes")))
+}
+
+/// The engine with its validated configuration. Stateless between requests.
 #[wasm_bindgen]
 pub struct Core {
-    config: Config,
+    config: Arc<Config>,
 }
 
 #[wasm_bindgen]
@@ -191,50 +142,84 @@ impl Core {
     #[wasm_bindgen(constructor)]
     pub fn new(document: &str) -> Result<Core, JsError> {
         let config = from_json::<Config>("configuration", document)?;
-        Ok(Core { config })
-    }
-
-    /// One step of the calling contract (see the `edgegrant` crate documentation): `input` and
-    /// `records` are JSON, `body` the bytes of `input.request.body` (which the JSON leaves
-    /// out), and the `Step` comes back as JSON. Throws on host misuse; protocol errors are
-    /// ordinary steps. Hosts that call again with more records use [`Core::begin`] instead,
-    /// which parses the input and each record once.
-    pub fn handle(
-        &self,
-        input: &str,
-        body: Vec<u8>,
-        now: u64,
-        entropy: &[u8],
-        records: &str,
-    ) -> Result<String, JsError> {
-        let mut pending = self.begin(input, body, now, entropy)?;
-        pending.step(self, records)
-    }
-
-    /// Starts one request: the input (JSON, with its body's bytes beside it), the time and the
-    /// entropy are parsed once and held by the returned [`PendingRequest`], whose `step` takes
-    /// only the records each step adds. Throws on malformed arguments.
-    pub fn begin(
-        &self,
-        input: &str,
-        body: Vec<u8>,
-        now: u64,
-        entropy: &[u8],
-    ) -> Result<PendingRequest, JsError> {
-        let mut input: Input = from_json("input", input)?;
-        if let Some(request) = input.request_mut() {
-            if !body.is_empty() {
-                request.body = body;
-            }
-        }
-        let entropy = Entropy::from_slice(entropy)
-            .ok_or_else(|| JsError::new(&format!("entropy must be exactly {ENTROPY_LEN} bytes")))?;
-        Ok(PendingRequest {
-            input,
-            now: UnixTime(now),
-            entropy,
-            records: Records::new(),
+        Ok(Core {
+            config: Arc::new(config),
         })
+    }
+
+    /// Starts an HTTP request: `headers` holds names and values alternately (as node:http's
+    /// `rawHeaders`), `body` its bytes (up to one byte past `max_input_bytes` is enough); the
+    /// signed-in user, if any, as `accountId` and `uid`; `now` in Unix seconds; fresh entropy.
+    #[allow(clippy::too_many_arguments)]
+    pub fn request(
+        &self,
+        method: &str,
+        path: &str,
+        query: &str,
+        headers: Vec<String>,
+        body: Vec<u8>,
+        #[wasm_bindgen(js_name = accountId)] account_id: Option<String>,
+        uid: Option<String>,
+        now: f64,
+        entropy: &[u8],
+    ) -> Result<Request, JsError> {
+        let mut pairs = Vec::with_capacity(headers.len() / 2);
+        let mut names_and_values = headers.into_iter();
+        while let (Some(name), Some(value)) = (names_and_values.next(), names_and_values.next()) {
+            pairs.push((name, value));
+        }
+        let user = match (account_id, uid) {
+            (Some(account_id), Some(uid)) => Some(User {
+                account_id: AccountId::new(account_id)
+                    .map_err(|e| JsError::new(&e.to_string()))?,
+                uid: Uid::new(uid).map_err(|e| JsError::new(&e.to_string()))?,
+            }),
+            _ => None,
+        };
+        let request = HttpRequest {
+            method: method.to_owned(),
+            path: path.to_owned(),
+            query: query.to_owned(),
+            headers: pairs,
+            body,
+        };
+        self.start(Input::Http { request, user }, now, entropy)
+    }
+
+    /// Starts an unlink: the user (`by = "user"`) or a team admin (`"team_admin"`) ends every
+    /// token of `app` for `accountId`.
+    pub fn unlink(
+        &self,
+        app: &str,
+        #[wasm_bindgen(js_name = accountId)] account_id: &str,
+        by: &str,
+        now: f64,
+        entropy: &[u8],
+    ) -> Result<Request, JsError> {
+        let by = match by {
+            "user" => Unlinker::User,
+            "team_admin" => Unlinker::TeamAdmin,
+            other => return Err(JsError::new(&format!("unlink: by must be user or team_admin, got {other}"))),
+        };
+        let input = Input::Unlink {
+            app: AppKey::new(app).map_err(|e| JsError::new(&e.to_string()))?,
+            account_id: AccountId::new(account_id).map_err(|e| JsError::new(&e.to_string()))?,
+            by,
+        };
+        self.start(input, now, entropy)
+    }
+
+    fn start(&self, input: Input, now: f64, entropy: &[u8]) -> Result<Request, JsError> {
+        let now = UnixTime(whole("now", now)?);
+        Ok(Request {
+            inner: edgegrant::Request::new(self.config.clone(), input, now, entropy_of(entropy)?),
+        })
+    }
+
+    /// How much of a body the core reads: a host may stop reading one byte past this.
+    #[wasm_bindgen(js_name = maxInputBytes)]
+    pub fn max_input_bytes(&self) -> usize {
+        self.config.policy().max_input_bytes
     }
 
     /// The Required Scope the configuration declares for `endpoint`, if any.
@@ -246,31 +231,212 @@ impl Core {
     }
 }
 
-/// One request between its steps: what [`Core::begin`] parsed and every record loaded since.
-/// Only this binding holds it; the core itself stays a function of its arguments.
+/// One request in progress (see `edgegrant::Request`). `poll` says what to do next — 0 read,
+/// 1 write, 2 respond, 3 serve — and the getters of that step give its values. Free it once
+/// done.
 #[wasm_bindgen]
-pub struct PendingRequest {
-    input: Input,
-    now: UnixTime,
-    entropy: Entropy,
-    records: Records,
+pub struct Request {
+    inner: edgegrant::Request,
+}
+
+fn misuse(error: impl std::fmt::Display) -> JsError {
+    JsError::new(&format!("edgegrant: {error}"))
 }
 
 #[wasm_bindgen]
-impl PendingRequest {
-    /// Adds the records just loaded (a `Records` object as JSON) to those of earlier steps and
-    /// runs the next step of `core`; the `Step` comes back as JSON. Throws on host misuse.
-    pub fn step(&mut self, core: &Core, loaded: &str) -> Result<String, JsError> {
-        let loaded: Records = from_json("records", loaded)?;
-        self.records.extend(loaded);
-        let step = edgegrant::handle(
-            &core.config,
-            &self.input,
-            self.now,
-            &self.entropy,
-            &self.records,
-        )
-        .map_err(|misuse| JsError::new(&misuse.to_string()))?;
-        to_json(&step)
+impl Request {
+    /// What the host does next: 0 read (`keys`, then `supply` each), 1 write (`put*`,
+    /// `audit`, then `committed` or `conflicted`), 2 respond (`status`, `headers`, `body`,
+    /// `outcome`, `refusal`), 3 serve (`principal*`).
+    pub fn poll(&mut self) -> u8 {
+        match self.inner.poll() {
+            Step::Read(_) => 0,
+            Step::Write(_) => 1,
+            Step::Respond(_) => 2,
+            Step::Serve(_) => 3,
+        }
+    }
+
+    fn read_keys(&mut self) -> &[RecordKey] {
+        match self.inner.poll() {
+            Step::Read(keys) => keys,
+            _ => &[],
+        }
+    }
+
+    /// The keys to read, in one batch.
+    pub fn keys(&mut self) -> Vec<String> {
+        self.read_keys().iter().map(|k| k.to_string()).collect()
+    }
+
+    /// What the store holds under the `index`th key: its version and bytes, or nothing.
+    pub fn supply(
+        &mut self,
+        index: usize,
+        version: Option<f64>,
+        bytes: Option<Vec<u8>>,
+    ) -> Result<(), JsError> {
+        let key = self
+            .read_keys()
+            .get(index)
+            .cloned()
+            .ok_or_else(|| misuse(format!("no key {index} to supply")))?;
+        let stored = match (version, bytes) {
+            (Some(version), Some(bytes)) => Some(Stored {
+                version: whole("version", version)?,
+                bytes,
+            }),
+            _ => None,
+        };
+        self.inner.supply(&key, stored.as_ref()).map_err(misuse)
+    }
+
+    fn put<T>(&mut self, index: usize, value: impl Fn(&edgegrant::Put) -> T) -> Option<T> {
+        match self.inner.poll() {
+            Step::Write(transaction) => transaction.puts.get(index).map(value),
+            _ => None,
+        }
+    }
+
+    /// How many puts the transaction has.
+    #[wasm_bindgen(js_name = putCount)]
+    pub fn put_count(&mut self) -> usize {
+        match self.inner.poll() {
+            Step::Write(transaction) => transaction.puts.len(),
+            _ => 0,
+        }
+    }
+
+    /// The key of put `index`.
+    #[wasm_bindgen(js_name = putKey)]
+    pub fn put_key(&mut self, index: usize) -> String {
+        self.put(index, |p| p.key.to_string()).unwrap_or_default()
+    }
+
+    /// The version put `index` expects, or `undefined` when the key must be absent.
+    #[wasm_bindgen(js_name = putExpect)]
+    pub fn put_expect(&mut self, index: usize) -> Option<f64> {
+        self.put(index, |p| match p.expect {
+            Expect::Absent => None,
+            Expect::Version(v) => Some(v as f64),
+        })
+        .flatten()
+    }
+
+    /// The bytes of put `index`.
+    #[wasm_bindgen(js_name = putBytes)]
+    pub fn put_bytes(&mut self, index: usize) -> Vec<u8> {
+        self.put(index, |p| p.bytes.clone()).unwrap_or_default()
+    }
+
+    /// When the host may delete the record of put `index` (Unix seconds), or `undefined`.
+    #[wasm_bindgen(js_name = putPurgeAfter)]
+    pub fn put_purge_after(&mut self, index: usize) -> Option<f64> {
+        self.put(index, |p| p.purge_after.map(|t| t.0 as f64)).flatten()
+    }
+
+    /// The transaction's audit events, as a JSON array (emit them once it applied).
+    pub fn audit(&mut self) -> Result<String, JsError> {
+        match self.inner.poll() {
+            Step::Write(transaction) => to_json(&transaction.audit),
+            _ => Ok("[]".into()),
+        }
+    }
+
+    /// The transaction applied.
+    pub fn committed(&mut self) -> Result<(), JsError> {
+        self.inner.committed().map_err(misuse)
+    }
+
+    /// The transaction did not apply: a condition failed.
+    pub fn conflicted(&mut self) -> Result<(), JsError> {
+        self.inner.conflicted().map_err(misuse)
+    }
+
+    fn reply(&mut self) -> Option<&edgegrant::Reply> {
+        match self.inner.poll() {
+            Step::Respond(reply) => Some(reply),
+            _ => None,
+        }
+    }
+
+    /// The response's status.
+    pub fn status(&mut self) -> u16 {
+        self.reply().map_or(0, |r| r.response.status)
+    }
+
+    /// The response's headers, names and values alternately.
+    pub fn headers(&mut self) -> Vec<String> {
+        self.reply().map_or_else(Vec::new, |r| {
+            r.response
+                .headers
+                .iter()
+                .flat_map(|(n, v)| [n.clone(), v.clone()])
+                .collect()
+        })
+    }
+
+    /// The response's body.
+    pub fn body(&mut self) -> String {
+        self.reply()
+            .map_or_else(String::new, |r| r.response.body.clone())
+    }
+
+    /// What happened: `tokens`, `redirect`, `consent`, `refused`, … (`Outcome::name`).
+    pub fn outcome(&mut self) -> String {
+        self.reply()
+            .map_or("", |r| r.outcome.name())
+            .to_owned()
+    }
+
+    /// Why the request was refused (`Refusal::name`: `code_expired`, `missing_scope`, …).
+    pub fn refusal(&mut self) -> Option<String> {
+        match self.reply().map(|r| &r.outcome) {
+            Some(Outcome::Refused(refusal)) => Some(refusal.name().to_owned()),
+            _ => None,
+        }
+    }
+
+    fn principal(&mut self) -> Option<&edgegrant::Principal> {
+        match self.inner.poll() {
+            Step::Serve(principal) => Some(principal),
+            _ => None,
+        }
+    }
+
+    /// The authorized call's app.
+    #[wasm_bindgen(js_name = principalApp)]
+    pub fn principal_app(&mut self) -> String {
+        self.principal()
+            .map_or_else(String::new, |p| p.app.to_string())
+    }
+
+    /// The authorized call's account.
+    #[wasm_bindgen(js_name = principalAccountId)]
+    pub fn principal_account_id(&mut self) -> String {
+        self.principal()
+            .map_or_else(String::new, |p| p.account_id.to_string())
+    }
+
+    /// The authorized call's uid.
+    #[wasm_bindgen(js_name = principalUid)]
+    pub fn principal_uid(&mut self) -> String {
+        self.principal()
+            .map_or_else(String::new, |p| p.uid.to_string())
+    }
+
+    /// The scopes the token carries, space-separated.
+    #[wasm_bindgen(js_name = principalScopes)]
+    pub fn principal_scopes(&mut self) -> String {
+        self.principal()
+            .map_or_else(String::new, |p| p.scopes.to_string())
+    }
+
+    /// When the token expires (Unix seconds), or `undefined` for a long-lived one.
+    #[wasm_bindgen(js_name = principalExpiresAt)]
+    pub fn principal_expires_at(&mut self) -> Option<f64> {
+        self.principal()
+            .and_then(|p| p.expires_at)
+            .map(|t| t.0 as f64)
     }
 }

@@ -2,9 +2,9 @@ import type { PurgeableStorage } from "../index.js";
 
 /** The part of a Workers KV namespace the adapter uses. */
 export interface KvNamespace {
-  get(key: string, type: "json"): Promise<unknown>;
+  get(key: string, type: "arrayBuffer"): Promise<ArrayBuffer | null>;
   get(key: string): Promise<string | null>;
-  put(key: string, value: string, options?: { expiration?: number }): Promise<void>;
+  put(key: string, value: ArrayBuffer | Uint8Array, options?: { expiration?: number }): Promise<void>;
   delete(key: string): Promise<void>;
 }
 

@@ -31,10 +31,11 @@ export function kvTokenStorage(kv, strong, { prefix = "" } = {}) {
       const tokenKeys = keys.filter(held);
       const [found, tokens] = await Promise.all([
         strongKeys.length ? strong.read(strongKeys) : new Map(),
-        Promise.all(tokenKeys.map((key) => kv.get(kvKey(key), "json"))),
+        Promise.all(tokenKeys.map((key) => kv.get(kvKey(key), "arrayBuffer"))),
       ]);
       tokenKeys.forEach((key, i) => {
-        if (tokens[i] !== null) found.set(key, tokens[i]);
+        // Written once, never changed: always version 1.
+        if (tokens[i] !== null) found.set(key, { version: 1, bytes: new Uint8Array(tokens[i]) });
       });
       return found;
     },
@@ -44,7 +45,7 @@ export function kvTokenStorage(kv, strong, { prefix = "" } = {}) {
       const strongPuts = puts.filter((put) => !held(put.key));
       for (const { key, expect } of tokenPuts) {
         // A contract breach, not a conflict: KV cannot honour a version condition.
-        if (expect.expect !== "absent") throw new Error(`edgegrant: ${key.split(":")[0]} records are write-once, but a put expects a version`);
+        if (expect !== null) throw new Error(`edgegrant: ${key.split(":")[0]} records are write-once, but a put expects a version`);
       }
       // The collision guard for broken entropy, best effort: KV has no conditional put.
       const existing = await Promise.all(tokenPuts.map(({ key }) => kv.get(kvKey(key))));
@@ -53,8 +54,8 @@ export function kvTokenStorage(kv, strong, { prefix = "" } = {}) {
       const unwrite = () => Promise.all(written.map((key) => kv.delete(key)));
       try {
         await Promise.all(
-          tokenPuts.map(async ({ key, record, purge_after }) => {
-            await kv.put(kvKey(key), JSON.stringify({ version: 1, record }), expiration(purge_after));
+          tokenPuts.map(async ({ key, bytes, purgeAfter }) => {
+            await kv.put(kvKey(key), bytes, expiration(purgeAfter));
             written.push(kvKey(key));
           }),
         );

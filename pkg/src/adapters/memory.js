@@ -1,27 +1,27 @@
 // In-memory storage: versioned records in a Map; transactions apply all-or-nothing. For tests
-// and single-process hosts that may lose their tokens on restart. Records are kept as JSON text,
-// so that no caller can change a stored record through an object it was given (and a JSON
-// round trip is cheaper than structuredClone).
+// and single-process hosts that may lose their tokens on restart. Records are the core's opaque
+// bytes, copied in on every write, so no caller can change a stored record through an array it
+// still holds.
 export function memoryStorage() {
-  const entries = new Map(); // key → { version, record (JSON text), purgeAfter }
+  const entries = new Map(); // key → { version, bytes, purgeAfter }
   return {
     async read(keys) {
       const found = new Map();
       for (const key of keys) {
         const entry = entries.get(key);
-        if (entry) found.set(key, { version: entry.version, record: JSON.parse(entry.record) });
+        if (entry) found.set(key, entry);
       }
       return found;
     },
     async apply({ puts }) {
       for (const { key, expect } of puts) {
         const current = entries.get(key);
-        const holds = expect.expect === "absent" ? current === undefined : current?.version === expect.version;
+        const holds = expect === null ? current === undefined : current?.version === expect;
         if (!holds) return false;
       }
-      for (const { key, record, purge_after } of puts) {
+      for (const { key, bytes, purgeAfter } of puts) {
         const version = (entries.get(key)?.version ?? 0) + 1;
-        entries.set(key, { version, record: JSON.stringify(record), purgeAfter: purge_after ?? null });
+        entries.set(key, { version, bytes: bytes.slice(), purgeAfter: purgeAfter ?? null });
       }
       return true;
     },

@@ -1,5 +1,6 @@
-// SQLite storage for Node, on better-sqlite3: one table of versioned JSON records. A transaction
-// runs as BEGIN IMMEDIATE, so conditional writes hold across processes sharing the file.
+// SQLite storage for Node, on better-sqlite3: one table of versioned records (the core's opaque
+// bytes). A transaction runs as BEGIN IMMEDIATE, so conditional writes hold across processes
+// sharing the file.
 
 /** Opens (or creates) the database file at `path`; better-sqlite3 is a peer dependency. */
 export async function openSqliteStorage(path, options) {
@@ -8,31 +9,30 @@ export async function openSqliteStorage(path, options) {
 }
 
 /** Storage on an open better-sqlite3 `Database`. */
-export function sqliteStorage(db, { table = "edgegrant_records" } = {}) {
+export function sqliteStorage(db, { table = "edgegrant_store" } = {}) {
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(table)) throw new Error("edgegrant: invalid table name");
   db.pragma("journal_mode = WAL");
   db.exec(`CREATE TABLE IF NOT EXISTS ${table} (
     key TEXT PRIMARY KEY,
     version INTEGER NOT NULL,
-    record TEXT NOT NULL,
+    bytes BLOB NOT NULL,
     purge_after INTEGER
   )`);
-  const select = db.prepare(`SELECT version, record FROM ${table} WHERE key = ?`);
+  db.exec(`CREATE INDEX IF NOT EXISTS ${table}_purge ON ${table} (purge_after) WHERE purge_after IS NOT NULL`);
+  const select = db.prepare(`SELECT version, bytes FROM ${table} WHERE key = ?`);
   const version = db.prepare(`SELECT version FROM ${table} WHERE key = ?`).pluck();
   const upsert = db.prepare(
-    `INSERT INTO ${table} (key, version, record, purge_after) VALUES (@key, 1, @record, @purge_after)
-     ON CONFLICT(key) DO UPDATE SET version = version + 1, record = excluded.record, purge_after = excluded.purge_after`,
+    `INSERT INTO ${table} (key, version, bytes, purge_after) VALUES (@key, 1, @bytes, @purgeAfter)
+     ON CONFLICT(key) DO UPDATE SET version = version + 1, bytes = excluded.bytes, purge_after = excluded.purge_after`,
   );
   const purge = db.prepare(`DELETE FROM ${table} WHERE purge_after IS NOT NULL AND purge_after <= ?`);
   const applyAll = db.transaction((puts) => {
     for (const { key, expect } of puts) {
       const current = version.get(key);
-      const holds = expect.expect === "absent" ? current === undefined : current === expect.version;
+      const holds = expect === null ? current === undefined : current === expect;
       if (!holds) return false;
     }
-    for (const put of puts) {
-      upsert.run({ key: put.key, record: JSON.stringify(put.record), purge_after: put.purge_after ?? null });
-    }
+    for (const put of puts) upsert.run({ key: put.key, bytes: put.bytes, purgeAfter: put.purgeAfter ?? null });
     return true;
   });
   return {
@@ -40,7 +40,7 @@ export function sqliteStorage(db, { table = "edgegrant_records" } = {}) {
       const found = new Map();
       for (const key of keys) {
         const row = select.get(key);
-        if (row) found.set(key, { version: row.version, record: JSON.parse(row.record) });
+        if (row) found.set(key, row);
       }
       return found;
     },
