@@ -1,6 +1,6 @@
 // Runner 2: every vector against the npm package through wasm — createAuthServer's Fetch driver
 // with in-memory storage, the step's time and entropy injected as the clock and the random
-// source, the package's own default pages. Signed-in users are a cookie the runner's
+// source, the core's default pages. Signed-in users are a cookie the runner's
 // currentUser hook reads (the package leaves sessions to its host).
 import { after, test } from "node:test";
 import { createAuthServer, entropyLength, migrateApp } from "../../pkg/src/node.js";
@@ -20,7 +20,6 @@ const packageLayer = {
         storage,
         clock: () => clock.now,
         random: () => clock.entropy,
-        maxAttempts: 1,
         onAudit: (event) => clock.audit.push(event),
         hooks: {
           currentUser: async (request) => {
@@ -28,7 +27,6 @@ const packageLayer = {
             const user = name && users.find((u) => u.name === name);
             return user ? { account_id: user.account_id, uid: user.uid } : null;
           },
-          signIn: async () => new Response('<!doctype html><main data-page="sign_in">Sign in</main>', { headers: { "Content-Type": "text/html" } }),
           api: { "/2/users/get_current_account": async (principal) => Response.json({ account_id: principal.account_id }) },
         },
       });
@@ -61,8 +59,8 @@ const packageLayer = {
             }),
           );
         } else if (input.kind === "unlink") {
-          const outcome = await server.unlink(input.app, userNamed(users, input.user).account_id, input.by);
-          observation = { outcome: outcome.kind, audit: [] };
+          const result = await server.unlink(input.app, userNamed(users, input.user).account_id, input.by);
+          observation = { outcome: result.outcome, audit: [] };
         } else {
           current = migrateApp(current, input.app);
           server = serve(current);

@@ -11,7 +11,7 @@
 // WebAssembly core, which checkConfig and createAuthServer below call into.
 import { Buffer } from "node:buffer";
 import { createHmac, scryptSync, timingSafeEqual } from "node:crypto";
-import { checkConfig, consentPageData, createAuthServer, escapeHtml, page, pageData } from "../../pkg/src/index.js";
+import { checkConfig, createAuthServer, escapeHtml, page, pageData } from "../../pkg/src/index.js";
 
 const STYLE = `<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#1e1919}
 h1{font-size:1.4rem}button,input{font:inherit;padding:.5rem 1rem;border-radius:.4rem;border:1px solid #bbb}
@@ -59,7 +59,9 @@ export function sessions(secret) {
       return `session=${value}.${sign(value)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=86400`;
     },
     accountId(request) {
-      const cookie = (request.headers.get("cookie") ?? "").split(/;\s*/).find((c) => c.startsWith("session="));
+      const header = request.headers.get("cookie");
+      if (!header) return null;
+      const cookie = header.split(/;\s*/).find((c) => c.startsWith("session="));
       const [value, mac] = (cookie?.slice("session=".length) ?? "").split(".");
       if (!value || !mac) return null;
       const expected = Buffer.from(sign(value));
@@ -133,42 +135,49 @@ export function signInRoutes(config, { title = "host" } = {}) {
   };
 }
 
+const HEAD = `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">${STYLE}`;
+
 /**
- * The authorization server (createAuthServer) with this host's hooks: the session cookie names
- * the user, the sign-in page stands in for a missing session, and the pages and the account API.
+ * The pages of the flow, as templates the core fills in (the variables: crate docs of
+ * `edgegrant`, module pages). The core decides which page, its status and headers; these say
+ * how they look.
+ */
+export const PAGES = {
+  consent: `${HEAD}<title>Authorize {{app_name}}</title></head><body><h1 {{page_data}}>{{app_name}} would like to access your account</h1>
+<p>Signed in as <b>{{account_id}}</b>.</p>
+<p>It asks for:</p><ul>{{#scopes}}<li><code>{{.}}</code></li>{{/scopes}}</ul>
+<p>{{#offline}}It may keep access while you are away (offline access).{{/offline}}{{^offline}}Its access ends within hours unless you authorize it again.{{/offline}}</p>
+<form method="post" action="/oauth2/authorize"><input type="hidden" name="query" value="{{query}}">
+<button class="allow" name="decision" value="allow">Allow</button> <button name="decision" value="deny">Deny</button></form></body></html>`,
+  code: `${HEAD}<title>Your code</title></head><body><h1 {{page_data}}>Enter this code in the app</h1><p><code id="code">{{code}}</code></p><p>It works once, within ten minutes.</p></body></html>`,
+  error: `${HEAD}<title>Authorization error</title></head><body><h1 {{page_data}}>Something is wrong with this request</h1><p><b>{{error}}</b>: {{description}}</p></body></html>`,
+  sign_in: `${HEAD}<title>Sign in</title></head><body><h1 {{page_data}}>Sign in</h1>
+<form method="post" action="/signin"><input type="hidden" name="return_to" value="{{return_to}}">
+<p><input name="username" placeholder="username" autocomplete="username" required></p>
+<p><input name="password" type="password" placeholder="password" autocomplete="current-password" required></p>
+<p><button class="allow">Sign in</button></p></form></body></html>`,
+};
+
+/**
+ * The authorization server (createAuthServer) with this host's parts: the session cookie names
+ * the user, the page templates above, and the account API.
  */
 export function authServer(config, { storage, onAudit, clock, random }) {
   const session = sessions(config.session_secret);
   const usersByAccount = new Map(config.users.map((u) => [u.account_id, u]));
   return createAuthServer({
-    config: config.core,
+    config: { ...config.core, pages: PAGES },
     storage,
     onAudit,
     clock, // both undefined (the system clock and random source) unless in test mode (test-mode.mjs)
     random,
     hooks: {
-      currentUser: async (request) => {
+      currentUser: (request) => {
         const user = usersByAccount.get(session.accountId(request));
         return user ? { account_id: user.account_id, uid: String(user.uid) } : null;
       },
-      signIn: async (_request, { returnTo }) => signInPage(returnTo),
-      consentPage: async ({ prompt, query, user }) =>
-        page(
-          200,
-          `Authorize ${prompt.app_name}`,
-          `${STYLE}<h1${consentPageData(prompt)}>${escapeHtml(prompt.app_name)} would like to access your account</h1>
-          <p>Signed in as <b>${escapeHtml(usersByAccount.get(user.account_id)?.name ?? user.account_id)}</b>.</p>
-          <p>It asks for:</p><ul>${prompt.scopes.map((s) => `<li><code>${escapeHtml(s)}</code></li>`).join("")}</ul>
-          <p>${prompt.access_type === "offline" ? "It may keep access while you are away (offline access)." : "Its access ends within hours unless you authorize it again."}</p>
-          <form method="post" action="/oauth2/authorize"><input type="hidden" name="query" value="${escapeHtml(query)}">
-          <button class="allow" name="decision" value="allow">Allow</button> <button name="decision" value="deny">Deny</button></form>`,
-        ),
-      codePage: async ({ code }) =>
-        page(200, "Your code", `${STYLE}<h1${pageData("code", { code })}>Enter this code in the app</h1><p><code id="code">${escapeHtml(code)}</code></p><p>It works once, within ten minutes.</p>`),
-      errorPage: async ({ error, description }) =>
-        page(400, "Authorization error", `${STYLE}<h1${pageData("error", { error })}>Something is wrong with this request</h1><p><b>${escapeHtml(error)}</b>: ${escapeHtml(description)}</p>`),
       api: {
-        "/2/users/get_current_account": async (principal) =>
+        "/2/users/get_current_account": (principal) =>
           Response.json(account(usersByAccount.get(principal.account_id) ?? { account_id: principal.account_id, uid: principal.uid, username: "unknown" })),
       },
     },

@@ -7,7 +7,7 @@
 //
 // Every endpoint is POST, JSON in and JSON out:
 //   /__test__/reset  {config, users: [{name, account_id, uid}]}  → {cookies: {<name>: "session=…"}}
-//       the core configuration document (apps, policy, api_endpoints) and these users (no usable
+//       the core configuration document (apps, policy, api_endpoints; the host's pages) and these users (no usable
 //       password: sign-in is by the returned session cookies), over empty storage
 //   /__test__/clock  {now, entropy}  → {}
 //       every core call from then on runs at `now` (Unix seconds) with these bytes (hex, exactly
@@ -93,8 +93,8 @@ export function withTestMode({ config, storage, emptyStorage, serve, onAudit }) 
     },
     async event(event) {
       if (event?.kind === "unlink") {
-        const outcome = await server.unlink(event.app, event.account_id, event.by);
-        return json({ outcome: outcome.kind });
+        const result = await server.unlink(event.app, event.account_id, event.by);
+        return json({ outcome: result.outcome });
       }
       if (event?.kind === "migrate_app") {
         let core;
