@@ -1,5 +1,6 @@
 // One suite every storage adapter must pass: conditional writes, all-or-nothing transactions,
 // versions, purging, and the conflict case — two racing code exchanges, exactly one winner.
+// Records are the core's opaque bytes: the adapter-level checks store arbitrary byte arrays.
 import { after, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import assert from "node:assert/strict";
@@ -7,10 +8,11 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { createCore, runSteps } from "../src/node.js";
+import { createCore, runRequest } from "../src/node.js";
 import { memoryStorage } from "../src/adapters/memory.js";
 import { sqliteStorage } from "../src/adapters/sqlite.js";
 import { Miniflare } from "miniflare";
+import { remoteStorage } from "./workerd-storage.js";
 import { ALICE, GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, VERIFIER, config, counterEntropy, form, pkceQuery } from "./fixtures.mjs";
 
 const dir = mkdtempSync(join(tmpdir(), "edgegrant-storage-"));
@@ -30,13 +32,8 @@ after(() => mf.dispose());
 
 /** A Node-side handle on an adapter inside workerd; `store` "kv" selects the KV composition. */
 function remote(db, store = "") {
-  const call = async (op, ...args) => {
-    const response = await mf.dispatchFetch(`http://do.test/?db=${db}&store=${store}`, { method: "POST", body: JSON.stringify({ op, args }) });
-    const body = await response.json();
-    if (body.error) throw new Error(body.error);
-    return body.map ? new Map(body.map) : body.value;
-  };
-  return { db, read: (keys) => call("read", keys), apply: (tx) => call("apply", tx), purge: (now) => call("purge", now) };
+  const storage = remoteStorage((body) => mf.dispatchFetch(`http://do.test/?db=${db}&store=${store}`, { method: "POST", body }));
+  return { db, ...storage };
 }
 
 /** What one database holds in KV: `[{ name, expiration }]`. */
@@ -62,46 +59,69 @@ const adapters = {
   },
 };
 
-const link = (epoch) => ({ type: "link", epoch, granted: [] });
-const put = (key, expect, record, purge_after = null) => ({ key, expect, record, purge_after });
-const absent = { expect: "absent" };
-const version = (v) => ({ expect: "version", version: v });
+/** Arbitrary record bytes: the adapters never look inside. */
+const bytes = (...values) => new Uint8Array(values);
+/** One put; `expect` null: the key must be absent. */
+const put = (key, expect, record, purgeAfter = null) => ({ key, expect, bytes: record, purgeAfter });
+/** A read's entry as plain values (sqlite answers a Buffer, which is a Uint8Array too). */
+function stored(entry) {
+  if (entry === undefined) return undefined;
+  assert.ok(entry.bytes instanceof Uint8Array, "a record is read back as a Uint8Array");
+  return { version: entry.version, bytes: [...entry.bytes] };
+}
+const readOne = async (storage, key) => stored((await storage.read([key])).get(key));
 
 for (const [name, open] of Object.entries(adapters)) {
   test(`${name}: absent keys are left out of a read`, async () => {
     const [storage] = open();
-    const found = await storage.read(["link:a:b", "code:x"]);
-    assert.equal(found.size, 0);
+    assert.equal(await storage.apply({ puts: [put("link:a:b", null, bytes(1))], audit: [] }), true);
+    const found = await storage.read(["link:a:b", "code:x", "grant:g"]);
+    assert.deepEqual([...found.keys()], ["link:a:b"]);
   });
 
-  test(`${name}: puts create at version 1 and bump versions`, async () => {
+  test(`${name}: puts create at version 1 and bump versions, bytes kept exactly`, async () => {
     const [storage] = open();
-    assert.equal(await storage.apply({ puts: [put("link:a:b", absent, link(0))], audit: [] }), true);
-    assert.deepEqual((await storage.read(["link:a:b"])).get("link:a:b"), { version: 1, record: link(0) });
-    assert.equal(await storage.apply({ puts: [put("link:a:b", version(1), link(1))], audit: [] }), true);
-    assert.deepEqual((await storage.read(["link:a:b"])).get("link:a:b"), { version: 2, record: link(1) });
+    const first = bytes(1, 2, 3, 0, 255);
+    assert.equal(await storage.apply({ puts: [put("link:a:b", null, first)], audit: [] }), true);
+    assert.deepEqual(await readOne(storage, "link:a:b"), { version: 1, bytes: [1, 2, 3, 0, 255] });
+    first.fill(9); // the caller's array is not the stored record
+    assert.deepEqual(await readOne(storage, "link:a:b"), { version: 1, bytes: [1, 2, 3, 0, 255] });
+    assert.equal(await storage.apply({ puts: [put("link:a:b", 1, bytes(4, 5))], audit: [] }), true);
+    assert.deepEqual(await readOne(storage, "link:a:b"), { version: 2, bytes: [4, 5] });
+    const large = Uint8Array.from({ length: 4096 }, (_, i) => (i * 7) & 255);
+    assert.equal(await storage.apply({ puts: [put("link:a:b", 2, large), put("grant:g", null, bytes())], audit: [] }), true);
+    assert.deepEqual(await readOne(storage, "link:a:b"), { version: 3, bytes: [...large] });
+    assert.deepEqual(await readOne(storage, "grant:g"), { version: 1, bytes: [] }, "an empty record is still a record");
   });
 
   test(`${name}: a failed expectation applies nothing at all`, async () => {
     const [storage] = open();
-    await storage.apply({ puts: [put("link:a:b", absent, link(0))], audit: [] });
-    for (const bad of [absent, version(2), version(0)]) {
-      const applied = await storage.apply({ puts: [put("grant:g", absent, link(9)), put("link:a:b", bad, link(5))], audit: [] });
-      assert.equal(applied, false);
+    await storage.apply({ puts: [put("link:a:b", null, bytes(0))], audit: [] });
+    for (const bad of [null, 2, 0]) {
+      const applied = await storage.apply({ puts: [put("grant:g", null, bytes(9)), put("link:a:b", bad, bytes(5))], audit: [] });
+      assert.equal(applied, false, `expect ${bad}`);
       assert.equal((await storage.read(["grant:g"])).size, 0, "the first put of a failed transaction is not applied");
-      assert.deepEqual((await storage.read(["link:a:b"])).get("link:a:b"), { version: 1, record: link(0) });
+      assert.deepEqual(await readOne(storage, "link:a:b"), { version: 1, bytes: [0] });
     }
+    const missing = await storage.apply({ puts: [put("link:a:b", 1, bytes(6)), put("code:c", 1, bytes(6))], audit: [] });
+    assert.equal(missing, false, "a version expected of an absent key fails");
+    assert.deepEqual(await readOne(storage, "link:a:b"), { version: 1, bytes: [0] }, "and the put that held is not applied");
+    assert.equal((await storage.read(["code:c"])).size, 0);
   });
 
   test(`${name}: purge removes what is due and keeps the rest`, async () => {
     const [storage] = open();
     await storage.apply({
-      puts: [put("code:a", absent, link(0), 100), put("code:b", absent, link(0), 101), put("link:a:b", absent, link(0))],
+      puts: [put("code:a", null, bytes(1), 100), put("code:b", null, bytes(2), 101), put("link:a:b", null, bytes(3))],
       audit: [],
     });
     assert.equal(await storage.purge(100), 1);
     const left = await storage.read(["code:a", "code:b", "link:a:b"]);
     assert.deepEqual([...left.keys()].sort(), ["code:b", "link:a:b"]);
+    assert.deepEqual(stored(left.get("code:b")), { version: 1, bytes: [2] });
+    assert.equal(await storage.purge(99), 0);
+    assert.equal(await storage.purge(1_000_000), 1, "a record without a purge time is kept");
+    assert.deepEqual([...(await storage.read(["code:a", "code:b", "link:a:b"])).keys()], ["link:a:b"]);
   });
 
   test(`${name}: two hosts racing on one code — exactly one gets tokens`, async () => {
@@ -113,12 +133,19 @@ for (const [name, open] of Object.entries(adapters)) {
     for (let trial = 0; trial < 20; trial++) {
       const [hostA, hostB] = open().map(counting);
       const flow = pkceFlow();
-      const exchange = await flow.exchangeInput(hostA);
+      const exchange = await flow.exchange(hostA);
       const results = await Promise.all([flow.run(hostA, exchange), flow.run(hostB, exchange)]);
-      const statuses = results.map((r) => r.value.status).sort();
-      assert.deepEqual(statuses, [200, 400], `trial ${trial}`);
-      const loser = results.find((r) => r.value.status === 400);
-      assert.equal(JSON.parse(loser.value.body).error, "invalid_grant");
+      assert.deepEqual(results.map((r) => r.status).sort(), [200, 400], `trial ${trial}`);
+      const winner = results.find((r) => r.status === 200);
+      assert.equal(winner.outcome, "tokens");
+      const loser = results.find((r) => r.status === 400);
+      assert.equal(JSON.parse(loser.body).error, "invalid_grant");
+      // The loser reads the code again after its failed write and finds it redeemed: a replay,
+      // which revokes what the code produced.
+      assert.equal(loser.outcome, "refused");
+      assert.equal(loser.refusal, "code_reused", `trial ${trial}`);
+      const refused = await flow.run(hostB, flow.apiCall(JSON.parse(winner.body).access_token));
+      assert.equal(refused.status, 401, "the replayed code revoked the winner's tokens");
     }
     assert.ok(conflicts > 0, "the racing commits must have met a failed conditional write");
   });
@@ -126,41 +153,56 @@ for (const [name, open] of Object.entries(adapters)) {
   test(`${name}: tokens issued by one host work on the other until revoked there`, async () => {
     const [hostA, hostB] = open();
     const flow = pkceFlow();
-    const issued = await flow.run(hostA, await flow.exchangeInput(hostA));
-    const { access_token, refresh_token } = JSON.parse(issued.value.body);
-    const call = (token) => ({ kind: "api_call", endpoint: GET_ACCOUNT, request: bearer(token) });
-    assert.equal((await flow.run(hostB, call(access_token))).kind, "authorized");
-    const refreshed = await flow.run(hostB, { kind: "token", request: form({ grant_type: "refresh_token", refresh_token, client_id: PKCE_APP }) });
-    const second = JSON.parse(refreshed.value.body).access_token;
-    assert.equal((await flow.run(hostA, call(second))).kind, "authorized");
-    assert.equal((await flow.run(hostA, { kind: "revoke", request: bearer(access_token) })).value.status, 200);
+    const issued = await flow.run(hostA, await flow.exchange(hostA));
+    assert.equal(issued.status, 200);
+    const { access_token, refresh_token } = JSON.parse(issued.body);
+    const served = await flow.run(hostB, flow.apiCall(access_token));
+    assert.equal(served.kind, "serve");
+    assert.equal(served.principal.account_id, ALICE.account_id);
+    assert.equal(served.principal.app, PKCE_APP);
+    const refreshed = await flow.run(hostB, tokenRequest({ grant_type: "refresh_token", refresh_token, client_id: PKCE_APP }));
+    assert.equal(refreshed.outcome, "tokens");
+    const second = JSON.parse(refreshed.body).access_token;
+    assert.equal((await flow.run(hostA, flow.apiCall(second))).kind, "serve");
+    const revoked = await flow.run(hostA, { method: "POST", path: "/2/auth/token/revoke", headers: ["authorization", `Bearer ${access_token}`] });
+    assert.equal(revoked.status, 200);
+    assert.equal(revoked.outcome, "revoked");
     for (const token of [access_token, second]) {
-      const refused = await flow.run(hostB, call(token));
-      assert.equal(refused.value.status, 401, "revocation on one host ends every token of the grant on the other");
+      const refused = await flow.run(hostB, flow.apiCall(token));
+      assert.equal(refused.kind, "reply");
+      assert.equal(refused.status, 401, "revocation on one host ends every token of the grant on the other");
     }
   });
 }
 
+const tokenRequest = (pairs) => ({ path: "/oauth2/token", ...form(pairs) });
+
 /** A PKCE offline flow for ALICE on shared fixtures, at a fixed time, with deterministic entropy. */
 function pkceFlow(now = 1_700_000_000) {
   const core = createCore(config());
-  const options = { clock: () => now, random: counterEntropy() };
-  const run = (host, input) => runSteps(core, host, input, options);
+  const entropy = counterEntropy();
+  const run = (host, request) => runRequest(core.request(request, now, entropy()), host);
   return {
     run,
-    /** Consents on `host` and returns the token-endpoint input that redeems the code. */
-    async exchangeInput(host) {
-      const consent = await run(host, { kind: "consent", query: pkceQuery(), user: ALICE, decision: "allow" });
-      const code = new URL(consent.value).searchParams.get("code");
-      return {
-        kind: "token",
-        request: form({ grant_type: "authorization_code", code, client_id: PKCE_APP, code_verifier: VERIFIER, redirect_uri: PKCE_REDIRECT }),
-      };
+    /** Consents on `host` and returns the token request that redeems the code. */
+    async exchange(host) {
+      const consent = await run(host, {
+        method: "POST",
+        path: "/oauth2/authorize",
+        headers: ["content-type", "application/x-www-form-urlencoded", "sec-fetch-site", "same-origin"],
+        body: new TextEncoder().encode(new URLSearchParams({ query: pkceQuery(), decision: "allow" }).toString()),
+        user: ALICE,
+      });
+      assert.equal(consent.status, 302, consent.body);
+      assert.equal(consent.outcome, "redirect");
+      const location = consent.headers.find(([name]) => name.toLowerCase() === "location")[1];
+      const code = new URL(location).searchParams.get("code");
+      return tokenRequest({ grant_type: "authorization_code", code, client_id: PKCE_APP, code_verifier: VERIFIER, redirect_uri: PKCE_REDIRECT });
     },
+    /** A call of the declared API endpoint with `token`. */
+    apiCall: (token) => ({ method: "POST", path: GET_ACCOUNT, headers: [["authorization", `Bearer ${token}`]] }),
   };
 }
-
-const bearer = (token) => ({ method: "POST", headers: [["authorization", `Bearer ${token}`]] });
 
 // What KV may hold, checked where it runs: token records only, written once, rolled back with a
 // failed transaction, expiring by themselves.
@@ -168,33 +210,48 @@ test("kv + durable-object: token records live in KV, codes, grants and links do 
   const host = remote(`db${++files}`, "kv");
   const now = Math.floor(Date.now() / 1000); // KV expirations are real times
   const flow = pkceFlow(now);
-  const issued = await flow.run(host, await flow.exchangeInput(host));
-  assert.equal(issued.value.status, 200);
+  const issued = await flow.run(host, await flow.exchange(host));
+  assert.equal(issued.status, 200);
   const held = await kvKeys(host.db);
   assert.deepEqual(held.map((k) => k.name.split(":")[0]).sort(), ["access", "refresh"]);
   const access = held.find((k) => k.name.startsWith("access:"));
-  assert.equal(access.expiration, now + 14_400, "an access token expires from KV when it expires");
+  assert.equal(access.expiration, now + 14_400, "an access token expires from KV when it expires (its purgeAfter)");
   assert.equal(held.find((k) => k.name.startsWith("refresh:")).expiration, null, "refresh tokens do not expire");
+  // And the records KV holds serve: the token checks out through the composition.
+  assert.equal((await flow.run(host, flow.apiCall(JSON.parse(issued.body).access_token))).kind, "serve");
+});
+
+test("kv + durable-object: a token record is read back from KV as its bytes, at version 1", async () => {
+  const host = remote(`db${++files}`, "kv");
+  assert.equal(await host.apply({ puts: [put("access:t", null, bytes(7, 0, 200)), put("link:a:b", null, bytes(1))], audit: [] }), true);
+  const found = await host.read(["access:t", "link:a:b", "refresh:none"]);
+  assert.deepEqual(stored(found.get("access:t")), { version: 1, bytes: [7, 0, 200] });
+  assert.deepEqual(stored(found.get("link:a:b")), { version: 1, bytes: [1] });
+  assert.equal(found.has("refresh:none"), false);
+  assert.deepEqual((await kvKeys(host.db)).map((k) => k.name), ["access:t"]);
 });
 
 test("kv + durable-object: a failed strong transaction takes its token records back out of KV", async () => {
   const host = remote(`db${++files}`, "kv");
-  await host.apply({ puts: [put("link:a:b", absent, link(0))], audit: [] });
-  const applied = await host.apply({ puts: [put("access:t", absent, link(1)), put("refresh:r", absent, link(1)), put("link:a:b", version(7), link(1))], audit: [] });
+  await host.apply({ puts: [put("link:a:b", null, bytes(0))], audit: [] });
+  const applied = await host.apply({ puts: [put("access:t", null, bytes(1)), put("refresh:r", null, bytes(1)), put("link:a:b", 7, bytes(1))], audit: [] });
   assert.equal(applied, false);
   assert.deepEqual(await kvKeys(host.db), []);
   assert.equal((await host.read(["access:t", "refresh:r"])).size, 0);
+  assert.deepEqual(await readOne(host, "link:a:b"), { version: 1, bytes: [0] });
 });
 
 test("kv + durable-object: a token key already present is a conflict, and nothing is written", async () => {
   const host = remote(`db${++files}`, "kv");
-  assert.equal(await host.apply({ puts: [put("access:t", absent, link(0))], audit: [] }), true);
-  assert.equal(await host.apply({ puts: [put("grant:g", absent, link(1)), put("access:t", absent, link(1))], audit: [] }), false);
+  assert.equal(await host.apply({ puts: [put("access:t", null, bytes(0))], audit: [] }), true);
+  assert.equal(await host.apply({ puts: [put("grant:g", null, bytes(1)), put("access:t", null, bytes(1))], audit: [] }), false);
   assert.equal((await host.read(["grant:g"])).size, 0);
-  assert.deepEqual((await host.read(["access:t"])).get("access:t"), { version: 1, record: link(0) });
+  assert.deepEqual(await readOne(host, "access:t"), { version: 1, bytes: [0] });
 });
 
 test("kv + durable-object: a versioned write to a token key is refused as misuse", async () => {
   const host = remote(`db${++files}`, "kv");
-  await assert.rejects(host.apply({ puts: [put("refresh:r", version(1), link(0))], audit: [] }), /write-once/);
+  await assert.rejects(host.apply({ puts: [put("refresh:r", 1, bytes(0))], audit: [] }), /write-once/);
+  await assert.rejects(host.apply({ puts: [put("access:t", 0, bytes(0))], audit: [] }), /write-once/);
+  assert.deepEqual(await kvKeys(host.db), []);
 });

@@ -2,8 +2,9 @@
 // exports map. Each `@ts-expect-error` pins a mistake the types must catch — if a declaration
 // loosens to `any`, that line stops erring and the check fails.
 import {
-  createAuthServer, createCore, checkConfig, runSteps, secretDigest, page, createPkceClient, IDLE,
-  type ConfigDocument, type Outcome, type Step, type Storage, type Principal, type ClientState,
+  createAuthServer, createCore, checkConfig, runRequest, secretDigest, entropyLength, page, createPkceClient, IDLE,
+  type ConfigDocument, type Result, type Storage, type Stored, type Put, type Transaction, type Principal, type ClientState,
+  type PlainRequest, type User, type AuditEvent,
 } from "edgegrant";
 import { memoryStorage } from "edgegrant/adapters/memory";
 import { sqliteStorage } from "edgegrant/adapters/sqlite";
@@ -16,9 +17,15 @@ const config: ConfigDocument = {
     { key: "old", name: "Old", secret_digest: secretDigest("s"), permissions: { kind: "legacy", access: "app_folder" } },
   ],
   api_endpoints: { "/2/users/get_current_account": "account_info.read" },
+  pages: {
+    consent: '<h1 {{page_data}}>{{app_name}}</h1><form method="post"><input type="hidden" name="query" value="{{query}}"><button name="decision" value="allow">Allow</button></form>',
+    sign_in: '<a {{page_data}} href="/signin?return_to={{return_to}}">Sign in</a>',
+  },
 };
 // @ts-expect-error: permissions must say which kind
 const wrongApp: ConfigDocument = { apps: [{ key: "x", name: "X", permissions: { scopes: [] } }] };
+// @ts-expect-error: pages are templates of the core's pages, not hooks
+const pageHook: ConfigDocument = { apps: [], pages: { consent: (query: string) => query } };
 
 const check = checkConfig(config);
 if (check.tag === "invalid") console.error(check.content.toUpperCase());
@@ -39,54 +46,96 @@ const server = createAuthServer({
 const response: Promise<Response> = server.fetch(new Request("http://localhost/oauth2/token"));
 // @ts-expect-error: unlinking is done by a user or a team admin, nobody else
 server.unlink("app", "dbid:a", "admin");
+createAuthServer({
+  config,
+  storage,
+  hooks: {
+    // @ts-expect-error: the core renders the pages from config.pages; there is no page hook
+    consentPage: () => page(200, "Allow?", "<p>…</p>"),
+  },
+});
 
-const core = createCore(config);
-const step: Step = core.handle({ kind: "revoke", request: { method: "POST", headers: [] } }, 1_700_000_000n, new Uint8Array(112), {});
-switch (step.step) {
-  case "need_records":
-    step.keys.map((key) => key.length);
-    break;
-  case "commit":
-    step.transaction.puts.map((put) => (put.expect.expect === "version" ? put.expect.version : 0));
-    break;
-  case "respond":
-    describe(step.outcome);
-    break;
+/** A node:http-style host: plain values in, a reply to send or an API call to serve out. */
+async function nodeHost(req: { method: string; url: string; rawHeaders: string[] }, body: Uint8Array, user: User | null) {
+  const result: Result = await server.handle({ method: req.method, url: req.url, headers: req.rawHeaders, body, user });
+  if (result.kind === "serve") return serveApi(result.principal);
+  // @ts-expect-error: a reply has no principal; only an authorized call does
+  result.principal;
+  const headers: Record<string, string> = Object.fromEntries(result.headers);
+  if (result.outcome === "refused") console.warn(result.refusal?.toUpperCase(), result.status);
+  return { status: result.status, headers, body: result.body };
 }
-// @ts-expect-error: there is no "delete" input
-core.handle({ kind: "delete" }, 0, new Uint8Array(112), {});
+function serveApi(principal: Principal) {
+  const expiry: string = principal.expires_at === null ? "never" : new Date(principal.expires_at * 1000).toISOString();
+  return { status: 200, headers: {}, body: JSON.stringify({ account_id: principal.account_id, scopes: principal.scopes.join(" "), expiry }) };
+}
+const pairs = { method: "GET", path: "/oauth2/authorize", query: "client_id=app", headers: [["cookie", "s=1"]] } satisfies PlainRequest;
+// @ts-expect-error: a body is bytes, not a string
+server.handle({ method: "POST", path: "/oauth2/token", headers: [], body: "grant_type=refresh_token" });
 
-function describe(outcome: Outcome): string {
-  switch (outcome.kind) {
-    case "http":
-      return `${outcome.value.status} ${outcome.value.body}`;
-    case "redirect":
-      return outcome.value;
-    case "consent":
-      return outcome.value.scopes.join(" ");
-    case "display_code":
-      return outcome.value.code;
-    case "error_page":
-      return outcome.value.description;
-    case "authorized":
-      return outcome.value.uid;
-    case "unlinked":
-      return "unlinked";
+// Lower down: the core and the one loop that runs its requests.
+const core = createCore(config);
+async function lowerDown(now: number): Promise<number> {
+  const entropy = crypto.getRandomValues(new Uint8Array(entropyLength()));
+  const audit: AuditEvent[] = [];
+  const result = await runRequest(core.request({ ...pairs, user: { account_id: "dbid:a", uid: "1" } }, now, entropy), storage, { onAudit: (event) => audit.push(event) });
+  switch (result.kind) {
+    case "reply":
+      return result.status;
+    case "serve":
+      return result.principal.scopes.length;
   }
 }
+// @ts-expect-error: a request of the core names its path
+core.request({ method: "GET", headers: [] }, 0, new Uint8Array(112));
+// @ts-expect-error: unlinking is done by a user or a team admin, nobody else
+core.unlink("app", "dbid:a", "admin", 0, new Uint8Array(112));
+const required: string | undefined = core.requiredScope("/2/users/get_current_account");
+
+/** A host's own adapter: records are the core's opaque bytes, under versions from 1. */
+function mapStorage(): Storage {
+  const records = new Map<string, Stored>();
+  return {
+    async read(keys) {
+      const found = new Map<string, Stored>();
+      for (const key of keys) {
+        const entry = records.get(key);
+        if (entry) found.set(key, entry);
+      }
+      return found;
+    },
+    async apply({ puts }: Transaction) {
+      const holds = (put: Put) => (put.expect === null ? !records.has(put.key) : records.get(put.key)?.version === put.expect);
+      if (!puts.every(holds)) return false;
+      for (const put of puts) records.set(put.key, { version: (put.expect ?? 0) + 1, bytes: put.bytes.slice() });
+      return true;
+    },
+  };
+}
+const jsonStorage: Storage = {
+  // @ts-expect-error: records are bytes now, not JSON values
+  read: async (keys: string[]) => new Map(keys.map((key) => [key, { version: 1, record: { type: "link" } }])),
+  apply: async () => true,
+};
+// @ts-expect-error: a put may expect absence (null): its version is not always a number
+const nextVersion = (put: Put): number => put.expect + 1;
 
 async function adapters(db: unknown, doStorage: unknown, kv: KvNamespace) {
-  const sqlite = sqliteStorage(db);
+  const sqlite = sqliteStorage(db, { table: "edgegrant_store" });
   const strong = durableObjectStorage(doStorage);
   const split = kvTokenStorage(kv, strong, { prefix: "tenant/" });
   // @ts-expect-error: the strong store must be able to purge, KV cannot do it for it
   kvTokenStorage(kv, { read: strong.read, apply: strong.apply });
-  const outcome: Outcome = await runSteps(core, split, { kind: "unlink", app: "app", account_id: "dbid:a", by: "user" });
+  const unlinked: Result = await runRequest(core.unlink("app", "dbid:a", "user", 1_700_000_000, new Uint8Array(entropyLength())), split);
   const purged: number = await split.purge(1_700_000_000);
+  const found: Map<string, Stored> = await sqlite.read(["link:app:dbid:a"]);
+  const first: Uint8Array | undefined = found.get("link:app:dbid:a")?.bytes;
   sqlite.close();
   // @ts-expect-error: apply takes a transaction, not a list of puts
   await strong.apply([]);
-  return [outcome, purged, page(200, "t", "<p>ok</p>"), response];
+  // @ts-expect-error: a put carries bytes, not a record object
+  await strong.apply({ puts: [{ key: "link:a:b", expect: null, bytes: { type: "link" }, purgeAfter: null }], audit: [] });
+  return [unlinked, purged, first, page(200, "t", "<p>ok</p>"), response];
 }
 async function client(): Promise<string> {
   const pkce = createPkceClient({
@@ -114,4 +163,4 @@ async function client(): Promise<string> {
 declare function location(url: string): void;
 // @ts-expect-error: access is online or offline, the legacy type is the server's business
 createPkceClient({ client_id: "a", authorize_url: "", token_url: "", revoke_url: "", access_type: "legacy" });
-export { wrongApp, adapters, client };
+export { wrongApp, pageHook, adapters, client, nodeHost, lowerDown, mapStorage, jsonStorage, nextVersion, required };
