@@ -23,8 +23,10 @@ function requestText(input) {
   const headers = (input.headers ?? []).map(([name, value]) => `${name}: ${value}`);
   let first;
   if (input.kind === "http" && input.path === "/oauth2/authorize" && input.method === "GET") first = `authorize ${input.user ?? "none"}`;
-  else if (input.kind === "http" && PATHS[input.path]) first = PATHS[input.path];
-  else if (input.kind === "http" && input.path.startsWith("/2/")) first = `api ${input.path}`;
+  else if (input.kind === "http" && input.method === "POST" && PATHS[input.path]) first = PATHS[input.path];
+  else if (input.kind === "http" && input.method === "POST" && input.path.startsWith("/2/")) first = `api ${input.path}`;
+  // Any other method or path: the core routes it (404, 405) itself.
+  else if (input.kind === "http") first = `http ${input.method} ${input.path}${input.user ? ` ${input.user}` : ""}`;
   else if (input.kind === "consent" || input.kind === "deny") first = `consent ${input.kind === "deny" ? "deny" : "allow"} ${input.user ?? "alice"}`;
   else if (input.kind === "unlink") first = `unlink ${input.app} ${input.user ?? "alice"}`;
   else return null;

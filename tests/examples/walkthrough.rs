@@ -1,21 +1,40 @@
 //! A walk through the whole service in one process, printing every step the core asks of its
-//! host: authorize → consent → PKCE code exchange → API call → refresh → revoke → 401.
+//! host: authorize → consent → PKCE code exchange → API call → refresh → revoke → 401, then a
+//! replayed code and a re-authorization that completes without a consent page.
 //!
 //! Run: `cargo run -p edgegrant-tests --example walkthrough`
 
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use edgegrant::*;
 use edgegrant_tests::*;
 
+/// How a request ended, as the host sees it.
+enum Ended {
+    /// Send this reply.
+    Reply(Reply),
+    /// Serve the API call for this principal.
+    Serve(Principal),
+}
+
+impl Ended {
+    fn reply(self) -> Reply {
+        match self {
+            Ended::Reply(reply) => reply,
+            Ended::Serve(principal) => panic!("expected a reply, got a call for {principal:?}"),
+        }
+    }
+}
+
 /// The host side of the contract: a clock, an RNG, a store, and the step loop.
 struct Host {
-    config: Config,
+    config: Arc<Config>,
     store: Store,
 }
 
 impl Host {
-    fn serve(&mut self, title: &str, input: Input) -> Outcome {
+    fn serve(&mut self, title: &str, input: Input) -> Ended {
         println!("\n=== {title}");
         // Time and entropy are read once per request, at the edge, and passed in.
         let now = UnixTime(
@@ -25,73 +44,95 @@ impl Host {
         );
         let mut bytes = [0u8; ENTROPY_LEN];
         getrandom::fill(&mut bytes).expect("the OS random source");
-        let entropy = Entropy::new(bytes);
-        let mut records = Records::new();
-        for _ in 0..8 {
-            match handle(&self.config, &input, now, &entropy, &records)
-                .expect("host follows the contract")
-            {
-                Step::NeedRecords { keys } => {
+        let mut request =
+            edgegrant::Request::new(self.config.clone(), input, now, Entropy::new(bytes));
+        loop {
+            match request.poll() {
+                Step::Read(keys) => {
+                    let keys = keys.to_vec();
                     println!(
-                        "  core: NeedRecords {:?}",
+                        "  core: Read {:?}",
                         keys.iter().map(ToString::to_string).collect::<Vec<_>>()
                     );
-                    for key in keys {
-                        records.insert(key.clone(), self.store.get(&key).cloned());
+                    for key in &keys {
+                        request
+                            .supply(key, self.store.get(key))
+                            .expect("the host supplies what was asked");
                     }
                 }
-                Step::Commit {
-                    transaction,
-                    outcome,
-                } => {
+                Step::Write(transaction) => {
                     for put in &transaction.puts {
-                        println!("  core: Commit put {} (expect {:?})", put.key, put.expect);
+                        println!(
+                            "  core: Write {} (expect {:?}, purge after {:?})",
+                            put.key, put.expect, put.purge_after
+                        );
                     }
-                    match self.store.apply(&transaction) {
+                    let audit = transaction.audit.clone();
+                    match self.store.apply(transaction) {
                         Ok(()) => {
-                            for event in &transaction.audit {
+                            for event in &audit {
                                 println!(
                                     "  audit: {}",
                                     serde_json::to_string(event).unwrap_or_default()
                                 );
                             }
-                            return show(outcome);
+                            request.committed().expect("a transaction was pending");
                         }
                         Err(conflict) => {
-                            println!("  host: conflict on {}, starting over", conflict.0);
-                            records = Records::new();
+                            println!("  host: conflict on {}, the core reads again", conflict.0);
+                            request.conflicted().expect("a transaction was pending");
                         }
                     }
                 }
-                Step::Respond { outcome } => return show(outcome),
+                Step::Respond(reply) => {
+                    show(reply);
+                    return Ended::Reply(reply.clone());
+                }
+                Step::Serve(principal) => {
+                    println!(
+                        "  → serve the call for {} ({}), scopes [{}]",
+                        principal.account_id, principal.app, principal.scopes
+                    );
+                    return Ended::Serve(principal.clone());
+                }
             }
         }
-        panic!("no answer")
     }
 }
 
-fn show(outcome: Outcome) -> Outcome {
-    match &outcome {
-        Outcome::Http(r) => println!("  → HTTP {} {}", r.status, r.body),
+fn show(reply: &Reply) {
+    let response = &reply.response;
+    match &reply.outcome {
         Outcome::Redirect(location) => println!("  → 302 Location: {location}"),
         Outcome::Consent(p) => println!(
-            "  → consent page: {} asks for [{}] ({:?}), already granted: {}",
-            p.app_name, p.scopes, p.access_type, p.already_granted
+            "  → {} consent page: {} asks for [{}] ({:?})",
+            response.status, p.app_name, p.scopes, p.access_type
         ),
-        other => println!("  → {other:?}"),
+        Outcome::Refused(refusal) => println!(
+            "  → {} refused ({refusal:?}): {}",
+            response.status, response.body
+        ),
+        outcome => println!("  → {} {outcome:?}: {}", response.status, response.body),
     }
-    outcome
 }
 
 fn token_request(form: &[(&str, &str)]) -> Input {
-    Input::Token {
+    Input::Http {
         request: form_request(form),
+        user: None,
+    }
+}
+
+fn bearer(path: &str, token: &str) -> Input {
+    Input::Http {
+        request: bearer_request(path, token),
+        user: None,
     }
 }
 
 fn main() {
     let mut host = Host {
-        config: fixture_config(),
+        config: Arc::new(fixture_config()),
         store: Store::default(),
     };
     let user = alice();
@@ -102,21 +143,22 @@ fn main() {
     );
     println!("code_verifier = {VERIFIER}\ncode_challenge (S256) = {CHALLENGE}");
 
-    host.serve(
-        "GET /oauth2/authorize?…",
-        Input::Authorize {
-            query: query.clone(),
-            user: Some(user.clone()),
-        },
-    );
-    let Outcome::Redirect(location) = host.serve(
-        "user clicks Allow",
-        Input::Consent {
-            query,
-            user: user.clone(),
-            decision: Decision::Allow,
-        },
-    ) else {
+    let authorize = || Input::Http {
+        request: HttpRequest::new("GET", "/oauth2/authorize", &query),
+        user: Some(user.clone()),
+    };
+    host.serve("GET /oauth2/authorize?…", authorize());
+    let Outcome::Redirect(location) = host
+        .serve(
+            "user clicks Allow (POST /oauth2/authorize)",
+            Input::Http {
+                request: consent_form(&query, Decision::Allow),
+                user: Some(user.clone()),
+            },
+        )
+        .reply()
+        .outcome
+    else {
         panic!("expected a redirect")
     };
     let code = redirect_param(&location, "code").expect("code");
@@ -127,10 +169,15 @@ fn main() {
         ("code_verifier", VERIFIER),
         ("redirect_uri", PKCE_REDIRECT),
     ];
-    let tokens = json(&http(host.serve(
-        "POST /oauth2/token (authorization_code)",
-        token_request(&exchange),
-    )));
+    let tokens = json(
+        &host
+            .serve(
+                "POST /oauth2/token (authorization_code)",
+                token_request(&exchange),
+            )
+            .reply()
+            .response,
+    );
     let access = tokens["access_token"]
         .as_str()
         .unwrap_or_default()
@@ -141,39 +188,37 @@ fn main() {
         .to_owned();
     host.serve(
         "POST /2/users/get_current_account",
-        Input::ApiCall {
-            endpoint: GET_ACCOUNT.into(),
-            request: bearer_request(&access),
-        },
+        bearer(GET_ACCOUNT, &access),
     );
-    let refreshed = json(&http(host.serve(
-        "POST /oauth2/token (refresh_token)",
-        token_request(&[
-            ("grant_type", "refresh_token"),
-            ("refresh_token", &refresh),
-            ("client_id", PKCE_APP),
-        ]),
-    )));
+    let refreshed = json(
+        &host
+            .serve(
+                "POST /oauth2/token (refresh_token)",
+                token_request(&[
+                    ("grant_type", "refresh_token"),
+                    ("refresh_token", &refresh),
+                    ("client_id", PKCE_APP),
+                ]),
+            )
+            .reply()
+            .response,
+    );
     let access2 = refreshed["access_token"]
         .as_str()
         .unwrap_or_default()
         .to_owned();
-    host.serve(
-        "POST /2/auth/token/revoke",
-        Input::Revoke {
-            request: bearer_request(&access2),
-        },
-    );
+    host.serve("POST /2/auth/token/revoke", bearer(REVOKE, &access2));
     host.serve(
         "POST /2/users/get_current_account (after revoke)",
-        Input::ApiCall {
-            endpoint: GET_ACCOUNT.into(),
-            request: bearer_request(&access),
-        },
+        bearer(GET_ACCOUNT, &access),
     );
     host.serve(
         "POST /oauth2/token (the same code again)",
         token_request(&exchange),
+    );
+    host.serve(
+        "GET /oauth2/authorize?… again (already granted: no consent page)",
+        authorize(),
     );
     println!(
         "\nThe store holds {} records, every secret only as a SHA-256 digest.",

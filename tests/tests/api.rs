@@ -6,30 +6,41 @@ use edgegrant::*;
 use edgegrant_tests::*;
 
 fn api_request(headers: &[(&str, &str)]) -> HttpRequest {
-    HttpRequest {
-        query: String::new(),
-        method: "POST".into(),
-        headers: headers
-            .iter()
-            .map(|(n, v)| ((*n).into(), (*v).into()))
-            .collect(),
-        body: Vec::new(),
-    }
+    let mut request = HttpRequest::new("POST", GET_ACCOUNT, "");
+    request.headers = headers
+        .iter()
+        .map(|(n, v)| ((*n).into(), (*v).into()))
+        .collect();
+    request
 }
 
-fn call(sim: &mut Sim, request: HttpRequest) -> Outcome {
-    sim.run(Input::ApiCall {
-        endpoint: GET_ACCOUNT.into(),
-        request,
-    })
+fn call(sim: &mut Sim, request: HttpRequest) -> Answer {
+    sim.http(request, None)
+}
+
+/// A refresh by a public client (`client_id` alone), answered.
+fn refresh_answer(sim: &mut Sim, refresh_token: &str, client_id: &str) -> Answer {
+    sim.token_answer(form_request(&[
+        ("grant_type", "refresh_token"),
+        ("refresh_token", refresh_token),
+        ("client_id", client_id),
+    ]))
 }
 
 fn access_of(body: &serde_json::Value) -> String {
     body["access_token"].as_str().unwrap().to_owned()
 }
 
-fn assert_refused(outcome: Outcome, status: u16, tag: &str, challenge_error: Option<&str>) {
-    let response = http(outcome);
+/// A refused bearer request: its status, `.tag`, challenge, and the reason.
+fn assert_refused(
+    answer: Answer,
+    status: u16,
+    tag: &str,
+    challenge_error: Option<&str>,
+    refusal: Refusal,
+) {
+    assert_eq!(answer.refusal(), Some(&refusal), "{answer:?}");
+    let response = http(answer);
     assert_eq!(response.status, status, "{}", response.body);
     assert_eq!(api_tag(&response), tag);
     assert_eq!(json(&response)["error_summary"], format!("{tag}/.."));
@@ -49,7 +60,7 @@ fn assert_refused(outcome: Outcome, status: u16, tag: &str, challenge_error: Opt
 fn a_valid_bearer_token_yields_the_principal() {
     let mut sim = Sim::new(fixture_config());
     let token = access_of(&sim.pkce_offline_tokens(&alice()));
-    let Outcome::Authorized(principal) = sim.api(GET_ACCOUNT, &token) else {
+    let Answer::Serve(principal) = sim.api(GET_ACCOUNT, &token) else {
         panic!("expected the principal")
     };
     assert_eq!(principal.app.as_str(), PKCE_APP);
@@ -72,11 +83,8 @@ fn rfc6750_header_forms() {
         format!("BEARER   {token}"),
         format!(" Bearer {token} "),
     ] {
-        let outcome = call(&mut sim, api_request(&[("Authorization", &form)]));
-        assert!(
-            matches!(outcome, Outcome::Authorized(_)),
-            "{form:?}: {outcome:?}"
-        );
+        let answer = call(&mut sim, api_request(&[("Authorization", &form)]));
+        assert!(matches!(answer, Answer::Serve(_)), "{form:?}: {answer:?}");
     }
     // No credentials: 401 and a challenge without an error code (RFC 6750 §3.1).
     assert_refused(
@@ -84,6 +92,7 @@ fn rfc6750_header_forms() {
         401,
         "invalid_access_token",
         None,
+        Refusal::BearerMissing,
     );
     assert_refused(
         call(
@@ -93,6 +102,7 @@ fn rfc6750_header_forms() {
         401,
         "invalid_access_token",
         None,
+        Refusal::BearerMissing,
     );
     // Malformed: 400 invalid_request.
     for bad in [
@@ -107,6 +117,7 @@ fn rfc6750_header_forms() {
             400,
             "invalid_access_token",
             Some("invalid_request"),
+            Refusal::MalformedBearer,
         );
     }
     let twice = format!("Bearer {token}");
@@ -118,13 +129,15 @@ fn rfc6750_header_forms() {
         400,
         "invalid_access_token",
         Some("invalid_request"),
+        Refusal::MalformedBearer,
     );
     // Well-formed but unknown: 401 invalid_token.
     assert_refused(
-        call(&mut sim, bearer_request("sl.unknown-token")),
+        call(&mut sim, bearer_request(GET_ACCOUNT, "sl.unknown-token")),
         401,
         "invalid_access_token",
         Some("invalid_token"),
+        Refusal::UnknownAccessToken,
     );
     let huge = format!("Bearer {}", "a".repeat(20_000));
     assert_refused(
@@ -132,6 +145,7 @@ fn rfc6750_header_forms() {
         400,
         "invalid_access_token",
         Some("invalid_request"),
+        Refusal::TooLarge,
     );
 }
 
@@ -140,14 +154,17 @@ fn access_token_expiry_boundary_is_exact() {
     let mut sim = Sim::new(fixture_config());
     let token = access_of(&sim.pkce_offline_tokens(&alice()));
     sim.advance(14_399);
-    assert!(matches!(
-        sim.api(GET_ACCOUNT, &token),
-        Outcome::Authorized(_)
-    ));
+    assert!(matches!(sim.api(GET_ACCOUNT, &token), Answer::Serve(_)));
     for _ in ["at expires_at", "one second later"] {
         sim.advance(1);
-        let outcome = sim.api(GET_ACCOUNT, &token);
-        assert_refused(outcome, 401, "expired_access_token", Some("invalid_token"));
+        let answer = sim.api(GET_ACCOUNT, &token);
+        assert_refused(
+            answer,
+            401,
+            "expired_access_token",
+            Some("invalid_token"),
+            Refusal::AccessTokenExpired,
+        );
     }
 }
 
@@ -155,11 +172,15 @@ fn access_token_expiry_boundary_is_exact() {
 fn the_required_scope_of_each_endpoint_is_enforced() {
     let mut sim = Sim::new(fixture_config());
     let token = access_of(&sim.pkce_offline_tokens(&alice()));
-    assert!(matches!(
-        sim.api(LIST_FOLDER, &token),
-        Outcome::Authorized(_)
-    ));
-    let response = http(sim.api(UPLOAD, &token));
+    assert!(matches!(sim.api(LIST_FOLDER, &token), Answer::Serve(_)));
+    let answer = sim.api(UPLOAD, &token);
+    assert_eq!(
+        answer.refusal(),
+        Some(&Refusal::MissingScope(
+            Scope::new("files.content.write").unwrap()
+        ))
+    );
+    let response = http(answer);
     assert_eq!(response.status, 403);
     assert_eq!(api_tag(&response), "missing_scope");
     assert_eq!(
@@ -178,17 +199,23 @@ fn the_required_scope_of_each_endpoint_is_enforced() {
 }
 
 #[test]
-fn an_undeclared_endpoint_is_host_misuse() {
-    let config = fixture_config();
-    let input = Input::ApiCall {
-        endpoint: "/2/not/declared".into(),
-        request: bearer_request("sl.x"),
-    };
-    let result = handle(&config, &input, T0, &entropy(1), &Records::new());
-    assert_eq!(
-        result,
-        Err(Misuse::UnknownEndpoint("/2/not/declared".into()))
-    );
+fn an_undeclared_endpoint_is_not_found() {
+    let mut sim = Sim::new(fixture_config());
+    let token = access_of(&sim.pkce_offline_tokens(&alice()));
+    let records = sim.store.len();
+    for path in ["/2/not/declared", "/2/users/get_current_account/", "/", ""] {
+        let answer = sim.http(bearer_request(path, &token), None);
+        assert_eq!(answer.refusal(), Some(&Refusal::NotFound), "{path:?}");
+        assert_eq!(answer.response().status, 404, "{path:?}");
+        assert_eq!(
+            answer.response().header("WWW-Authenticate"),
+            None,
+            "{path:?}: no challenge, the path has no endpoint"
+        );
+    }
+    assert_eq!(sim.store.len(), records, "nothing written");
+    // The neighbour: the declared endpoint with the same token.
+    assert!(matches!(sim.api(GET_ACCOUNT, &token), Answer::Serve(_)));
 }
 
 #[test]
@@ -202,7 +229,9 @@ fn revoke_ends_the_token_its_refresh_token_and_every_token_minted_from_it() {
     // Another grant of the same user and app stays untouched.
     let other = access_of(&sim.pkce_offline_tokens(&alice()));
 
-    let response = sim.revoke(&minted_a);
+    let revoked = sim.revoke_answer(&minted_a);
+    assert_eq!(revoked.outcome(), &Outcome::Revoked);
+    let response = http(revoked);
     assert_eq!(response.status, 200);
     assert_eq!(response.body, "null");
     assert_eq!(response.header("Content-Type"), Some("application/json"));
@@ -212,17 +241,19 @@ fn revoke_ends_the_token_its_refresh_token_and_every_token_minted_from_it() {
             401,
             "invalid_access_token",
             Some("invalid_token"),
+            Refusal::AccessTokenRevoked,
         );
     }
-    let refused = sim.refresh(&refresh, PKCE_APP, None);
+    let refused = refresh_answer(&mut sim, &refresh, PKCE_APP);
+    assert_eq!(refused.refusal(), Some(&Refusal::RefreshTokenRevoked));
+    let refused = http(refused);
     assert_eq!(refused.status, 400);
     assert_eq!(oauth_error(&refused), "invalid_grant");
-    assert!(matches!(
-        sim.api(GET_ACCOUNT, &other),
-        Outcome::Authorized(_)
-    ));
+    assert!(matches!(sim.api(GET_ACCOUNT, &other), Answer::Serve(_)));
     // Revoking again: the token is no longer valid.
-    assert_eq!(sim.revoke(&minted_a).status, 401);
+    let again = sim.revoke_answer(&minted_a);
+    assert_eq!(again.refusal(), Some(&Refusal::AccessTokenRevoked));
+    assert_eq!(http(again).status, 401);
     assert!(sim
         .audit
         .iter()
@@ -235,12 +266,17 @@ fn revoke_of_an_online_token_and_of_a_bad_token() {
     let code = sim.code_for(&conf_query("online", "s"), &alice());
     let token = access_of(&json(&sim.exchange_confidential(&code)));
     assert_eq!(sim.revoke(&token).status, 200);
-    assert_eq!(http(sim.api(GET_ACCOUNT, &token)).status, 401);
-    let r = http(sim.run(Input::Revoke {
-        request: api_request(&[]),
-    }));
-    assert_eq!(r.status, 401);
-    assert_eq!(sim.revoke("sl.never-issued").status, 401);
+    let after = sim.api(GET_ACCOUNT, &token);
+    assert_eq!(after.refusal(), Some(&Refusal::AccessTokenRevoked));
+    assert_eq!(http(after).status, 401);
+    let mut no_token = api_request(&[]);
+    no_token.path = REVOKE.into();
+    let r = sim.http(no_token, None);
+    assert_eq!(r.refusal(), Some(&Refusal::BearerMissing));
+    assert_eq!(http(r).status, 401);
+    let never = sim.revoke_answer("sl.never-issued");
+    assert_eq!(never.refusal(), Some(&Refusal::UnknownAccessToken));
+    assert_eq!(http(never).status, 401);
 }
 
 #[test]
@@ -254,40 +290,49 @@ fn unlink_by_the_user_ends_every_token_of_that_app_and_user_only() {
     // A code issued but not yet exchanged when the user unlinks.
     let pending = sim.code_for(&pkce_offline_query("s"), &alice());
 
-    assert_eq!(
-        sim.unlink(PKCE_APP, &alice(), Unlinker::User),
-        Outcome::Unlinked
-    );
+    // Before the unlink, Alice had granted the app: authorizing again completes at once.
+    assert!(matches!(
+        sim.authorize(&pkce_offline_query("s"), Some(&alice()))
+            .outcome(),
+        Outcome::Redirect(_)
+    ));
+    let unlinked = sim.unlink(PKCE_APP, &alice(), Unlinker::User);
+    assert_eq!(unlinked.outcome(), &Outcome::Unlinked);
+    assert_eq!(unlinked.response().status, 200);
     for tokens in [&alice_pkce, &alice_pkce_2] {
-        assert_eq!(http(sim.api(GET_ACCOUNT, &access_of(tokens))).status, 401);
+        let refused = sim.api(GET_ACCOUNT, &access_of(tokens));
+        assert_eq!(refused.refusal(), Some(&Refusal::AccessTokenUnlinked));
+        assert_eq!(http(refused).status, 401);
         let refresh = tokens["refresh_token"].as_str().unwrap();
-        assert_eq!(
-            oauth_error(&sim.refresh(refresh, PKCE_APP, None)),
-            "invalid_grant"
-        );
+        let refused = refresh_answer(&mut sim, refresh, PKCE_APP);
+        assert_eq!(refused.refusal(), Some(&Refusal::RefreshTokenUnlinked));
+        assert_eq!(oauth_error(&http(refused)), "invalid_grant");
     }
-    assert_eq!(
-        oauth_error(&sim.exchange_pkce(&pending, VERIFIER)),
-        "invalid_grant"
-    );
+    let refused = sim.token_answer(form_request(&pkce_exchange(&pending, VERIFIER)));
+    assert_eq!(refused.refusal(), Some(&Refusal::CodeUnlinked));
+    assert_eq!(oauth_error(&http(refused)), "invalid_grant");
     // Bob's tokens, and Alice's tokens for another app, are untouched.
     assert!(matches!(
         sim.api(GET_ACCOUNT, &access_of(&bob_pkce)),
-        Outcome::Authorized(_)
+        Answer::Serve(_)
     ));
     assert!(matches!(
         sim.api(GET_ACCOUNT, &access_of(&alice_conf)),
-        Outcome::Authorized(_)
+        Answer::Serve(_)
     ));
     // Re-authorizing afterwards asks again and yields working tokens.
-    let Outcome::Consent(prompt) = sim.authorize(&pkce_offline_query("s"), Some(&alice())) else {
-        panic!()
+    let Outcome::Consent(prompt) = sim
+        .authorize(&pkce_offline_query("s"), Some(&alice()))
+        .outcome()
+        .clone()
+    else {
+        panic!("an unlink forgets the consent")
     };
-    assert!(!prompt.already_granted);
+    assert_eq!(prompt.app.as_str(), PKCE_APP);
     let fresh = sim.pkce_offline_tokens(&alice());
     assert!(matches!(
         sim.api(GET_ACCOUNT, &access_of(&fresh)),
-        Outcome::Authorized(_)
+        Answer::Serve(_)
     ));
     assert!(sim.audit.iter().any(|e| matches!(
         e,
@@ -315,17 +360,24 @@ fn unlink_by_a_team_admin_ends_a_team_apps_tokens() {
     ];
     let tokens = json(&sim.token(&form, Some((TEAM_APP, TEAM_SECRET))));
     let token = access_of(&tokens);
-    assert!(matches!(sim.api(TEAM_INFO, &token), Outcome::Authorized(_)));
+    assert!(matches!(sim.api(TEAM_INFO, &token), Answer::Serve(_)));
     assert_eq!(
-        sim.unlink(TEAM_APP, &alice(), Unlinker::TeamAdmin),
-        Outcome::Unlinked
+        sim.unlink(TEAM_APP, &alice(), Unlinker::TeamAdmin)
+            .outcome(),
+        &Outcome::Unlinked
     );
-    assert_eq!(http(sim.api(TEAM_INFO, &token)).status, 401);
+    let refused = sim.api(TEAM_INFO, &token);
+    assert_eq!(refused.refusal(), Some(&Refusal::AccessTokenUnlinked));
+    assert_eq!(http(refused).status, 401);
     let refresh = tokens["refresh_token"].as_str().unwrap();
-    assert_eq!(
-        oauth_error(&sim.refresh(refresh, TEAM_APP, Some(TEAM_SECRET))),
-        "invalid_grant"
-    );
+    let refused = sim.token_answer(form_request(&[
+        ("grant_type", "refresh_token"),
+        ("refresh_token", refresh),
+        ("client_id", TEAM_APP),
+        ("client_secret", TEAM_SECRET),
+    ]));
+    assert_eq!(refused.refusal(), Some(&Refusal::RefreshTokenUnlinked));
+    assert_eq!(oauth_error(&http(refused)), "invalid_grant");
     assert!(sim.audit.iter().any(|e| matches!(
         e,
         AuditEvent::Unlinked {
@@ -350,17 +402,18 @@ fn keys_read_after_unlink(grants: usize, refreshes: usize) -> (usize, usize) {
     }
     sim.unlink(PKCE_APP, &alice(), Unlinker::User);
     let last = tokens.last().unwrap().clone();
-    let input = Input::ApiCall {
-        endpoint: GET_ACCOUNT.into(),
-        request: bearer_request(&last),
+    let input = Input::Http {
+        request: bearer_request(GET_ACCOUNT, &last),
+        user: None,
     };
-    let mut request = Request::new(input, sim.now, entropy(9));
+    let mut request = edgegrant_tests::Request::new(&sim.config, input, sim.now, entropy(9));
     let mut keys = 0;
     loop {
-        match request.step(&sim.config, &mut sim.store).unwrap() {
+        match request.step(&mut sim.store).unwrap() {
             Progress::Loaded(k) => keys += k.len(),
-            Progress::Done { outcome, .. } => {
-                assert_eq!(http(outcome).status, 401);
+            Progress::Done { answer, .. } => {
+                assert_eq!(answer.refusal(), Some(&Refusal::AccessTokenUnlinked));
+                assert_eq!(http(answer).status, 401);
                 break;
             }
             Progress::Conflicted(_) => unreachable!(),

@@ -36,7 +36,16 @@ fn legacy_tokens_at(now: u64) -> (Sim, serde_json::Value) {
 }
 
 fn is_authorized(sim: &mut Sim, endpoint: &str, token: &str) -> bool {
-    matches!(sim.api(endpoint, token), Outcome::Authorized(_))
+    matches!(sim.api(endpoint, token), Answer::Serve(_))
+}
+
+/// Why an API call with `token` is refused (`None`: it is served).
+fn api_refusal(sim: &mut Sim, endpoint: &str, token: &str) -> Option<Refusal> {
+    sim.api(endpoint, token).refusal().cloned()
+}
+
+fn missing(scope: &str) -> Option<Refusal> {
+    Some(Refusal::MissingScope(Scope::new(scope).unwrap()))
 }
 
 #[test]
@@ -47,7 +56,7 @@ fn before_the_cutoff_a_long_lived_default_gets_a_non_expiring_token() {
     let token = body["access_token"].as_str().unwrap().to_owned();
     sim.advance(5 * 365 * 24 * 3600);
     assert!(is_authorized(&mut sim, GET_ACCOUNT, &token));
-    let Outcome::Authorized(principal) = sim.api(GET_ACCOUNT, &token) else {
+    let Answer::Serve(principal) = sim.api(GET_ACCOUNT, &token) else {
         panic!()
     };
     assert_eq!(principal.expires_at, None);
@@ -63,6 +72,10 @@ fn from_the_cutoff_on_every_new_token_is_short_lived() {
         assert!(is_authorized(&mut sim, GET_ACCOUNT, &token));
         sim.advance(1);
         assert!(!is_authorized(&mut sim, GET_ACCOUNT, &token));
+        assert_eq!(
+            api_refusal(&mut sim, GET_ACCOUNT, &token),
+            Some(Refusal::AccessTokenExpired)
+        );
     }
 }
 
@@ -98,7 +111,8 @@ fn legacy_implicit_before_the_cutoff_is_long_lived_too() {
         ("response_type", "token"),
         ("redirect_uri", LEGACY_REDIRECT),
     ]);
-    let Outcome::Redirect(location) = sim.consent(&q, &alice(), Decision::Allow) else {
+    let Outcome::Redirect(location) = sim.consent(&q, &alice(), Decision::Allow).outcome().clone()
+    else {
         panic!()
     };
     assert_eq!(fragment_param(&location, "expires_in"), None);
@@ -133,6 +147,10 @@ fn legacy_tokens_carry_the_scopes_of_their_access_type() {
     );
     let token = body["access_token"].as_str().unwrap();
     assert!(is_authorized(&mut sim, TEAM_INFO, token));
+    assert_eq!(
+        api_refusal(&mut sim, GET_ACCOUNT, token),
+        missing("account_info.read")
+    );
     assert_eq!(http(sim.api(GET_ACCOUNT, token)).status, 403);
 }
 
@@ -182,18 +200,20 @@ fn migration_does_not_affect_existing_tokens() {
         .unwrap()
         .migrated_to_scopes()
         .unwrap();
-    sim.config = sim.config.with_app(migrated.clone()).unwrap();
+    let config = sim.config.with_app(migrated.clone()).unwrap();
+    sim.reconfigure(config);
     let narrowed = App {
         permissions: Permissions::Scoped {
             scopes: ScopeSet::parse("account_info.read").unwrap(),
         },
         ..migrated
     };
-    sim.config = sim.config.with_app(narrowed).unwrap();
+    let config = sim.config.with_app(narrowed).unwrap();
+    sim.reconfigure(config);
 
     // The old token keeps exactly its scopes.
     assert!(is_authorized(&mut sim, UPLOAD, &old));
-    let Outcome::Authorized(principal) = sim.api(GET_ACCOUNT, &old) else {
+    let Answer::Serve(principal) = sim.api(GET_ACCOUNT, &old) else {
         panic!()
     };
     assert_eq!(principal.scopes.to_string(), USER_SCOPES.join(" "));
@@ -201,21 +221,22 @@ fn migration_does_not_affect_existing_tokens() {
     let code = sim.code_for(&legacy_code_query(), &bob());
     let new = json(&exchange_legacy(&mut sim, &code));
     assert_eq!(new["scope"], "account_info.read");
-    assert_eq!(
-        http(sim.api(UPLOAD, new["access_token"].as_str().unwrap())).status,
-        403
-    );
+    let refused = sim.api(UPLOAD, new["access_token"].as_str().unwrap());
+    assert_eq!(refused.refusal(), missing("files.content.write").as_ref());
+    assert_eq!(http(refused).status, 403);
     let q = query(&[
         ("client_id", LEGACY_APP),
         ("response_type", "code"),
         ("redirect_uri", LEGACY_REDIRECT),
         ("scope", "files.content.write"),
     ]);
-    let Outcome::Redirect(location) = sim.authorize(&q, Some(&alice())) else {
-        panic!()
-    };
+    let refused = sim.authorize(&q, Some(&alice()));
+    assert_eq!(refused.refusal(), Some(&Refusal::ScopeNotEnabled));
+    assert_eq!(refused.response().status, 302);
+    let location = refused.response().header("Location").unwrap();
+    assert!(location.starts_with(LEGACY_REDIRECT), "{location}");
     assert_eq!(
-        redirect_param(&location, "error").as_deref(),
+        redirect_param(location, "error").as_deref(),
         Some("invalid_scope")
     );
 }
@@ -234,7 +255,9 @@ fn a_missing_required_scope_is_insufficient_scope() {
         .as_str()
         .unwrap()
         .to_owned();
-    let response = http(sim.api(GET_ACCOUNT, &token));
+    let answer = sim.api(GET_ACCOUNT, &token);
+    assert_eq!(answer.refusal(), missing("account_info.read").as_ref());
+    let response = http(answer);
     assert_eq!(response.status, 403);
     assert!(response
         .header("WWW-Authenticate")
@@ -301,11 +324,16 @@ fn a_configured_code_ttl_is_exact() {
         let mut sim = Sim::new(Config::new(doc).unwrap());
         let code = sim.code_for(&conf_query("online", "s"), &alice());
         sim.advance(after);
-        assert_eq!(
-            sim.exchange_confidential(&code).status == 200,
-            works,
-            "at +{after}"
-        );
+        let answer = sim.token_answer(form_request(&[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("client_id", CONF_APP),
+            ("client_secret", CONF_SECRET),
+            ("redirect_uri", CONF_REDIRECT),
+        ]));
+        assert_eq!(answer.response().status == 200, works, "at +{after}");
+        let expected = (!works).then_some(Refusal::CodeExpired);
+        assert_eq!(answer.refusal(), expected.as_ref(), "at +{after}");
     }
 }
 
@@ -321,6 +349,10 @@ fn a_configured_access_token_ttl_is_exact() {
     assert!(is_authorized(&mut sim, GET_ACCOUNT, &token));
     sim.advance(1);
     assert!(!is_authorized(&mut sim, GET_ACCOUNT, &token));
+    assert_eq!(
+        api_refusal(&mut sim, GET_ACCOUNT, &token),
+        Some(Refusal::AccessTokenExpired)
+    );
 }
 
 #[test]

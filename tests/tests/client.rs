@@ -35,6 +35,8 @@ struct World {
     state: ClientState,
     client_now: UnixTime,
     seed: u8,
+    /// How many consent pages the user was shown.
+    consent_pages: usize,
 }
 
 impl World {
@@ -49,6 +51,7 @@ impl World {
             state: ClientState::Idle,
             client_now: T0,
             seed: 0,
+            consent_pages: 0,
         }
     }
 
@@ -71,19 +74,15 @@ impl World {
 
     /// Carries a `Send` step to the server and returns what it answered.
     fn deliver(&mut self, request: &ClientRequest) -> HttpResponse {
-        let http_request = HttpRequest {
-            method: request.method.clone(),
-            headers: request.headers.clone(),
-            body: request.body.clone().into_bytes(),
-            query: String::new(),
-        };
-        match request.url.as_str() {
-            TOKEN => self.sim.token_request(http_request),
-            REVOKE => http(self.sim.run(Input::Revoke {
-                request: http_request,
-            })),
+        let path = match request.url.as_str() {
+            TOKEN => "/oauth2/token",
+            REVOKE => "/2/auth/token/revoke",
             other => panic!("the client sent a request to {other}"),
-        }
+        };
+        let mut http_request = HttpRequest::new(&request.method, path, "");
+        http_request.headers = request.headers.clone();
+        http_request.body = request.body.clone().into_bytes();
+        http(self.sim.http(http_request, None))
     }
 
     /// Sends a `Send` step and feeds the answer back.
@@ -95,17 +94,27 @@ impl World {
         self.feed(ClientInput::Response { response })
     }
 
-    /// Plays the browser: the authorization URL, the user's decision, the redirect back.
-    fn browse(&mut self, url: &str, decision: Decision) -> Outcome {
+    /// Plays the browser: the authorization URL, the user's decision on the consent page if
+    /// one is shown (a re-authorization of what the user granted completes without one), the
+    /// page or the redirect back.
+    fn browse(&mut self, url: &str, decision: Decision) -> Answer {
         let query = url
             .strip_prefix(AUTHORIZE)
             .and_then(|rest| rest.strip_prefix('?'))
             .expect("the authorization endpoint");
-        assert!(matches!(
-            self.sim.authorize(query, Some(&alice())),
-            Outcome::Consent(_)
-        ));
-        self.sim.consent(query, &alice(), decision)
+        let answer = self.sim.authorize(query, Some(&alice()));
+        match answer.outcome() {
+            Outcome::Consent(prompt) => {
+                assert_eq!(prompt.app.as_str(), PKCE_APP);
+                self.consent_pages += 1;
+                self.sim.consent(query, &alice(), decision)
+            }
+            Outcome::Redirect(_) | Outcome::DisplayCode { .. } => {
+                assert_eq!(decision, Decision::Allow, "no page to deny on");
+                answer
+            }
+            _ => panic!("{answer:?}"),
+        }
     }
 
     /// Begin → consent → redirect → exchange: the client ends authorized.
@@ -113,9 +122,7 @@ impl World {
         let ClientStep::Navigate { url } = self.feed(ClientInput::Begin) else {
             panic!("Begin must navigate")
         };
-        let Outcome::Redirect(location) = self.browse(&url, Decision::Allow) else {
-            panic!("expected a redirect")
-        };
+        let location = location(&self.browse(&url, Decision::Allow));
         let exchange = self.feed(ClientInput::Redirected { url: location });
         match self.round_trip(exchange) {
             ClientStep::Authorized { session } => session,
@@ -140,7 +147,7 @@ impl World {
     }
 
     /// Calls `get_current_account` with the header, on the server.
-    fn call(&mut self, authorization: &str) -> Outcome {
+    fn call(&mut self, authorization: &str) -> Answer {
         let token = authorization.strip_prefix("Bearer ").unwrap();
         self.sim.api(GET_ACCOUNT, token)
     }
@@ -151,6 +158,28 @@ impl World {
             other => panic!("not authorized: {other:?}"),
         }
     }
+}
+
+/// Where the browser is sent: the `Location` of a 302 (with a code, or with an error).
+fn location(answer: &Answer) -> String {
+    let response = answer.response();
+    assert_eq!(response.status, 302, "{answer:?}");
+    let location = response.header("Location").expect("Location").to_owned();
+    match answer.outcome() {
+        Outcome::Redirect(to) => assert_eq!(to, &location),
+        Outcome::Refused(_) => {}
+        other => panic!("{other:?}"),
+    }
+    location
+}
+
+/// The public app's refresh with `refresh_token`, answered.
+fn refused_refresh(sim: &mut Sim, refresh_token: &str) -> Answer {
+    sim.token_answer(form_request(&[
+        ("grant_type", "refresh_token"),
+        ("refresh_token", refresh_token),
+        ("client_id", PKCE_APP),
+    ]))
 }
 
 fn refresh_reason(step: &ClientStep) -> &str {
@@ -176,7 +205,7 @@ fn offline_access_refreshes_exactly_when_due_and_revokes_everything() {
     world.advance(ACCESS_TTL - MARGIN - 1);
     let header = world.prepare_call().unwrap();
     assert_eq!(header, format!("Bearer {}", first.expose()));
-    assert!(matches!(world.call(&header), Outcome::Authorized(_)));
+    assert!(matches!(world.call(&header), Answer::Serve(_)));
 
     // At the due instant the client refreshes before calling, and the new token works.
     world.advance(1);
@@ -191,7 +220,7 @@ fn offline_access_refreshes_exactly_when_due_and_revokes_everything() {
     ));
     let header = world.prepare_call().unwrap();
     assert_ne!(header, format!("Bearer {}", first.expose()));
-    assert!(matches!(world.call(&header), Outcome::Authorized(_)));
+    assert!(matches!(world.call(&header), Answer::Serve(_)));
     let refreshed = world.session().clone();
     assert_eq!(
         refreshed.expires_at,
@@ -207,9 +236,12 @@ fn offline_access_refreshes_exactly_when_due_and_revokes_everything() {
     assert_eq!(world.round_trip(revoke), ClientStep::SignedOut);
     assert_eq!(world.state, ClientState::Idle);
     let refresh = refreshed.refresh_token.unwrap();
-    let refused = world.sim.refresh(refresh.expose(), PKCE_APP, None);
-    assert_eq!(oauth_error(&refused), "invalid_grant");
-    assert_eq!(http(world.call(&header)).status, 401);
+    let refused = refused_refresh(&mut world.sim, refresh.expose());
+    assert_eq!(refused.refusal(), Some(&Refusal::RefreshTokenRevoked));
+    assert_eq!(oauth_error(refused.response()), "invalid_grant");
+    let call = world.call(&header);
+    assert_eq!(call.refusal(), Some(&Refusal::AccessTokenRevoked));
+    assert_eq!(http(call).status, 401);
 }
 
 #[test]
@@ -221,19 +253,24 @@ fn online_access_ends_at_expiry_and_the_user_authorizes_again() {
     // Inside the margin an online token is still attached: it works until expires_at.
     world.advance(ACCESS_TTL - 1);
     let header = world.prepare_call().unwrap();
-    assert!(matches!(world.call(&header), Outcome::Authorized(_)));
+    assert!(matches!(world.call(&header), Answer::Serve(_)));
 
     // At expires_at client and server agree: the token is over.
     world.advance(1);
     let step = world.feed(ClientInput::Call);
     assert!(refresh_reason(&step).contains("online"));
     assert_eq!(world.state, ClientState::Idle);
-    assert_eq!(http(world.call(&header)).status, 401);
+    let call = world.call(&header);
+    assert_eq!(call.refusal(), Some(&Refusal::AccessTokenExpired));
+    assert_eq!(http(call).status, 401);
 
-    // A new authorization (the user already consented) gives a working token again.
+    // A new authorization (the user already consented) gives a working token again, and
+    // completes without a consent page.
+    assert_eq!(world.consent_pages, 1);
     world.sign_in();
+    assert_eq!(world.consent_pages, 1, "re-authorization shows no page");
     let header = world.prepare_call().unwrap();
-    assert!(matches!(world.call(&header), Outcome::Authorized(_)));
+    assert!(matches!(world.call(&header), Answer::Serve(_)));
 }
 
 #[test]
@@ -244,14 +281,16 @@ fn a_401_refreshes_offline_once_and_sends_online_clients_back() {
     world.sim.advance(ACCESS_TTL + 60);
     world.client_now = world.client_now.plus(Seconds(ACCESS_TTL - MARGIN - 1));
     let header = world.prepare_call().unwrap();
-    assert_eq!(http(world.call(&header)).status, 401);
+    let call = world.call(&header);
+    assert_eq!(call.refusal(), Some(&Refusal::AccessTokenExpired));
+    assert_eq!(http(call).status, 401);
     let refresh = world.feed(ClientInput::Unauthorized);
     assert!(matches!(
         world.round_trip(refresh),
         ClientStep::Authorized { .. }
     ));
     let header = world.prepare_call().unwrap();
-    assert!(matches!(world.call(&header), Outcome::Authorized(_)));
+    assert!(matches!(world.call(&header), Answer::Serve(_)));
     // Refused again right after a refresh forced by a 401: no refresh loop, authorize again.
     let step = world.feed(ClientInput::Unauthorized);
     assert!(refresh_reason(&step).contains("freshly refreshed"));
@@ -261,7 +300,9 @@ fn a_401_refreshes_offline_once_and_sends_online_clients_back() {
     world.sign_in();
     world.sim.unlink(PKCE_APP, &alice(), Unlinker::User);
     let header = world.prepare_call().unwrap();
-    assert_eq!(http(world.call(&header)).status, 401);
+    let call = world.call(&header);
+    assert_eq!(call.refusal(), Some(&Refusal::AccessTokenUnlinked));
+    assert_eq!(http(call).status, 401);
     let refresh = world.feed(ClientInput::Unauthorized);
     let step = world.round_trip(refresh);
     assert!(refresh_reason(&step).contains("invalid_grant"));
@@ -291,8 +332,9 @@ fn revoking_with_an_expired_access_token_refreshes_first_so_nothing_outlives_sig
     };
     assert_eq!(request.url, REVOKE);
     assert_eq!(world.round_trip(revoke), ClientStep::SignedOut);
-    let refused = world.sim.refresh(refresh.expose(), PKCE_APP, None);
-    assert_eq!(oauth_error(&refused), "invalid_grant");
+    let refused = refused_refresh(&mut world.sim, refresh.expose());
+    assert_eq!(refused.refusal(), Some(&Refusal::RefreshTokenRevoked));
+    assert_eq!(oauth_error(refused.response()), "invalid_grant");
 }
 
 #[test]
@@ -302,9 +344,9 @@ fn the_redirect_must_carry_the_state_sent_and_come_to_the_redirect_uri() {
         panic!()
     };
     let in_progress = world.state.clone();
-    let Outcome::Redirect(genuine) = world.browse(&url, Decision::Allow) else {
-        panic!()
-    };
+    let genuine = world.browse(&url, Decision::Allow);
+    assert!(matches!(genuine.outcome(), Outcome::Redirect(_)));
+    let genuine = location(&genuine);
 
     // A forged redirect (an attacker's code, CSRF) changes nothing.
     let forged = format!("{PKCE_REDIRECT}?code=attacker-code&state=guessed");
@@ -354,10 +396,11 @@ fn a_denial_is_surfaced_as_access_denied() {
     let ClientStep::Navigate { url } = world.feed(ClientInput::Begin) else {
         panic!()
     };
-    let Outcome::Redirect(location) = world.browse(&url, Decision::Deny) else {
-        panic!()
-    };
-    match world.feed(ClientInput::Redirected { url: location }) {
+    let denied = world.browse(&url, Decision::Deny);
+    assert_eq!(denied.refusal(), Some(&Refusal::AccessDenied));
+    match world.feed(ClientInput::Redirected {
+        url: location(&denied),
+    }) {
         ClientStep::Failed {
             error: ClientError::AuthorizationRefused { error, .. },
         } => assert_eq!(error, "access_denied"),
@@ -373,7 +416,8 @@ fn without_a_redirect_uri_the_user_types_in_the_displayed_code() {
         panic!()
     };
     assert!(!url.contains("redirect_uri"));
-    let Outcome::DisplayCode { code, .. } = world.browse(&url, Decision::Allow) else {
+    let Outcome::DisplayCode { code, .. } = world.browse(&url, Decision::Allow).outcome().clone()
+    else {
         panic!("the server displays the code")
     };
     let exchange = world.feed(ClientInput::CodeEntered {

@@ -59,14 +59,13 @@ fn a_retried_exchange_never_yields_a_second_set_of_tokens() {
 #[test]
 fn a_retried_consent_issues_codes_only_for_what_was_asked() {
     let sim = Sim::new(fixture_config());
-    let consent = Input::Consent {
-        query: pkce_offline_query("s"),
-        user: alice(),
-        decision: Decision::Allow,
+    let consent = Input::Http {
+        request: consent_form(&pkce_offline_query("s"), Decision::Allow),
+        user: Some(alice()),
     };
     crash_points("consent", &sim, consent, &mut |s| {
         assert_eq!(s.answers[0].len(), 1);
-        assert!(matches!(s.answers[0][0], Outcome::Redirect(_)));
+        assert!(matches!(s.answers[0][0].outcome(), Outcome::Redirect(_)));
         // Each attempt that committed issued one code; none issued tokens.
         assert!(commits(s, |e| matches!(e, AuditEvent::CodeIssued { .. })) >= 1);
         assert_eq!(
@@ -94,11 +93,13 @@ fn a_retried_refresh_answers_one_live_access_token() {
 fn a_retried_revocation_leaves_the_grant_revoked() {
     let (sim, access, _) = signed_in();
     crash_points("revocation", &sim, revoke_input(&access), &mut |s| {
-        let Outcome::Http(answer) = &s.answers[0][0] else {
-            panic!("the revoke endpoint answers HTTP")
-        };
+        let answer = &s.answers[0][0];
         // The retry of a revocation that committed finds the token already dead.
-        assert!(matches!(answer.status, 200 | 401), "{}", answer.status);
+        match answer.response().status {
+            200 => assert_eq!(answer.outcome(), &Outcome::Revoked),
+            401 => assert_eq!(answer.refusal(), Some(&Refusal::AccessTokenRevoked)),
+            other => panic!("status {other}: {answer:?}"),
+        }
         assert_eq!(
             commits(s, |e| matches!(e, AuditEvent::GrantRevoked { .. })),
             1
@@ -111,11 +112,14 @@ fn a_retried_revocation_leaves_the_grant_revoked() {
 fn a_retried_unlink_leaves_every_token_dead() {
     let (sim, access, refresh) = signed_in();
     crash_points("unlink", &sim, unlink_input(&alice()), &mut |s| {
-        assert!(matches!(s.answers[0][0], Outcome::Unlinked));
+        assert_eq!(s.answers[0][0].outcome(), &Outcome::Unlinked);
         assert!(commits(s, |e| matches!(e, AuditEvent::Unlinked { .. })) >= 1);
         assert!(!validates(&sim.config, &s.store, sim.now, &access));
-        let mut after = Sim::new(sim.config.clone());
+        let mut after = Sim::new(Config::clone(&sim.config));
         after.store = s.store.clone();
-        assert_eq!(http(after.run(refresh_input(&refresh))).status, 400);
+        let refused = after.run(refresh_input(&refresh));
+        assert_eq!(refused.response().status, 400);
+        assert_eq!(oauth_error(refused.response()), "invalid_grant");
+        assert_eq!(refused.refusal(), Some(&Refusal::RefreshTokenUnlinked));
     });
 }

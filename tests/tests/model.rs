@@ -23,22 +23,27 @@
 //!   revoke endpoint or by an unlink of the user or a team admin; a refresh token stays active
 //!   when used, works only for its own app and secret, ends with revocation or unlink, and never
 //!   expires by time.
-//! - Endpoints 1–5: authorization (re-authorization is reported as `already_granted`), code
-//!   exchange (secret in the body or as HTTP Basic, `code_verifier`, the `redirect_uri`
-//!   consistency rule), refresh, API calls with their Required Scope, revoke (the whole grant:
-//!   the token, its refresh token and every access token refreshed from it).
+//! - Endpoints 1–5: authorization (a signed-in user's re-authorization of what they granted
+//!   completes at once with a code, any other request shows the consent page, no user the
+//!   sign-in page), code exchange (secret in the body or as HTTP Basic, `code_verifier`, the
+//!   `redirect_uri` consistency rule), refresh, API calls with their Required Scope, revoke (the
+//!   whole grant: the token, its refresh token and every access token refreshed from it).
 //! - "Authentication" 1, 3–6, and "Credentials and artifacts": codes, access tokens and refresh
 //!   tokens are not interchangeable, and a credential changed by one character is worthless.
-//! - "Errors" 1–4: 401 for an invalid, expired or revoked token (403 for a missing scope); a
-//!   wrong app or secret fails a refresh; reuse, expiry or `redirect_uri` inconsistency never
-//!   yields tokens.
+//! - "Errors" 1–4: 401 for an invalid, expired or revoked token (403 for a missing scope), each
+//!   with its exact reason ([`Refusal`]); a wrong app or secret fails a refresh; reuse, expiry
+//!   or `redirect_uri` inconsistency never yields tokens.
 //! - The calling contract (crate docs): no input, however hostile, panics the core or makes it
-//!   answer `Err(Misuse)`, and a refused request writes nothing.
+//!   answer `Err(Misuse)`, and a refused request writes nothing (garbage writes only when it
+//!   happens to be a well-formed re-authorization of what the user granted).
 //!
 //! The simulated store never purges, so a redeemed code can be reused (and revoke its grant) at
 //! any later time.
 
+use std::sync::Arc;
+
 use edgegrant::*;
+use edgegrant_tests::explorer::http_input;
 use edgegrant_tests::*;
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -570,14 +575,47 @@ fn refresh_request(token: &str, app: AppId, how: RefreshHow) -> HttpRequest {
     form_request(&pairs)
 }
 
-/// A refusal: an error status, never a success, and (checked by the callers) nothing written.
-fn assert_refused(response: &HttpResponse, what: &str) {
+/// A refusal: an error status, never a success, a reason, and (checked by the callers)
+/// nothing written.
+fn assert_refused(answer: &Answer, what: &str) {
+    let response = answer.response();
     assert!(
         matches!(response.status, 400 | 401),
         "{what}: expected a 400 or 401 refusal, got {} {}",
         response.status,
         response.body
     );
+    assert!(answer.refusal().is_some(), "{what}: {answer:?}");
+}
+
+/// The `data-<name>` attribute of a page.
+fn page_data(body: &str, name: &str) -> Option<String> {
+    let start = body.find(&format!(" data-{name}=\""))? + name.len() + 8;
+    let end = body[start..].find('"')?;
+    Some(body[start..start + end].to_owned())
+}
+
+/// The error code of an error page (400, HTML, no redirect).
+fn page_error(answer: &Answer, what: &str) -> String {
+    let response = answer.response();
+    assert_eq!(response.status, 400, "{what}: {answer:?}");
+    assert_eq!(response.header("Location"), None, "{what}");
+    assert_eq!(page_data(&response.body, "page").as_deref(), Some("error"));
+    page_data(&response.body, "error").unwrap_or_else(|| panic!("{what}: {}", response.body))
+}
+
+/// The `Location` of a 302.
+fn location(answer: &Answer, what: &str) -> String {
+    let response = answer.response();
+    assert_eq!(response.status, 302, "{what}: {answer:?}");
+    response
+        .header("Location")
+        .unwrap_or_else(|| panic!("{what}: no Location"))
+        .to_owned()
+}
+
+fn authorize_request(query: &str) -> HttpRequest {
+    HttpRequest::new("GET", "/oauth2/authorize", query)
 }
 
 /// Invariant 5 (and `expires_in`) on any 200 token response.
@@ -591,7 +629,7 @@ fn check_bearer_fields(body: &Value) {
 // ---- the interpreter ----------------------------------------------------------------------------
 
 struct World {
-    config: Config,
+    config: Arc<Config>,
     store: Store,
     seed: u64,
     users: [User; USERS],
@@ -601,7 +639,7 @@ struct World {
 impl World {
     fn new() -> Self {
         World {
-            config: fixture_config(),
+            config: Arc::new(fixture_config()),
             store: Store::default(),
             seed: 0,
             users: [alice(), bob()],
@@ -612,19 +650,33 @@ impl World {
         }
     }
 
-    /// Runs `input` to its outcome on the real store or on `scratch`, with fresh entropy.
-    /// Returns the outcome and whether a transaction was applied. Invariant 4: `Err` fails.
-    fn exec(&mut self, input: &Input, scratch: Option<&mut Store>) -> (Outcome, bool) {
+    /// Runs `input` to its answer on the real store or on `scratch`, with fresh entropy.
+    /// Returns the answer and whether a transaction was applied. Invariant 4: `Err` fails.
+    fn exec(&mut self, input: &Input, scratch: Option<&mut Store>) -> (Answer, bool) {
+        let (answer, committed, _) = self.exec_audited(input, scratch);
+        (answer, committed)
+    }
+
+    /// [`Self::exec`], with the audit events of the applied transaction.
+    fn exec_audited(
+        &mut self,
+        input: &Input,
+        scratch: Option<&mut Store>,
+    ) -> (Answer, bool, Vec<AuditEvent>) {
         self.seed += 1;
         let store = match scratch {
             Some(store) => store,
             None => &mut self.store,
         };
-        let mut request = Request::new(input.clone(), UnixTime(self.model.now), entropy(self.seed));
-        match request.run(&self.config, store, 16) {
+        let now = UnixTime(self.model.now);
+        let mut request =
+            edgegrant_tests::Request::new(&self.config, input.clone(), now, entropy(self.seed));
+        match request.run(store, 16) {
             Ok(Progress::Done {
-                outcome, committed, ..
-            }) => (outcome, committed),
+                answer,
+                committed,
+                audit,
+            }) => (answer, committed, audit),
             Ok(progress) => panic!("{input:?} did not finish: {progress:?}"),
             Err(misuse) => panic!("the core answered Err({misuse}) to {input:?}"),
         }
@@ -702,76 +754,142 @@ impl World {
         access: Access,
         redirect: bool,
     ) {
-        let input = Input::Authorize {
-            query: authorization_query(app, access, redirect),
+        let query = authorization_query(app, access, redirect);
+        let input = Input::Http {
+            request: authorize_request(&query),
             user: signed_in.then(|| self.users[user].clone()),
         };
-        let (outcome, committed) = self.exec(&input, None);
-        assert!(!committed, "authorize must not write");
-        let Outcome::Consent(prompt) = outcome else {
-            panic!("authorize {app:?}: expected the consent page, got {outcome:?}");
+        let (answer, committed, audit) = self.exec_audited(&input, None);
+        let what = format!(
+            "authorize {app:?} {access:?} (redirect: {redirect}) for user {user} (signed in: {signed_in})"
+        );
+        if !signed_in {
+            assert!(!committed, "{what}: the sign-in page must not write");
+            assert_eq!(
+                answer.outcome(),
+                &Outcome::SignIn {
+                    return_to: format!("/oauth2/authorize?{query}")
+                },
+                "{what}"
+            );
+            return;
+        }
+        let granted = self.model.consented[app.index()][user]
+            && (access != Access::Offline || self.model.consented_offline[app.index()][user]);
+        if granted {
+            // Re-authorization: it completes at once, as the consent page's Allow would.
+            self.issued(
+                app, user, access, redirect, &answer, committed, &audit, &what,
+            );
+            return;
+        }
+        assert!(!committed, "{what}: the consent page must not write");
+        let Outcome::Consent(prompt) = answer.outcome() else {
+            panic!("{what}: expected the consent page, got {answer:?}");
         };
         assert_eq!(prompt.app, app.app_key());
         assert_eq!(prompt.access_type, access.token_access_type());
+        assert_eq!(prompt.scopes.to_string(), app.scopes().join(" "));
         assert_eq!(
             prompt.redirect_uri.as_ref().map(RedirectUri::as_str),
             redirect.then_some(app.redirect())
         );
-        let granted = signed_in
-            && self.model.consented[app.index()][user]
-            && (access != Access::Offline || self.model.consented_offline[app.index()][user]);
+        assert_eq!(answer.response().status, 200, "{what}");
         assert_eq!(
-            prompt.already_granted, granted,
-            "already_granted for {app:?} and user {user} (signed in: {signed_in})"
+            page_data(&answer.response().body, "page").as_deref(),
+            Some("consent"),
+            "{what}"
         );
     }
 
     fn consent(&mut self, app: AppId, user: usize, access: Access, redirect: bool, allow: bool) {
-        let input = Input::Consent {
-            query: authorization_query(app, access, redirect),
-            user: self.users[user].clone(),
-            decision: if allow {
-                Decision::Allow
-            } else {
-                Decision::Deny
-            },
+        let decision = if allow {
+            Decision::Allow
+        } else {
+            Decision::Deny
         };
-        let (outcome, committed) = self.exec(&input, None);
+        let input = Input::Http {
+            request: consent_form(&authorization_query(app, access, redirect), decision),
+            user: Some(self.users[user].clone()),
+        };
+        let (answer, committed, audit) = self.exec_audited(&input, None);
+        let what = format!(
+            "consent {decision:?} to {app:?} {access:?} (redirect: {redirect}) by user {user}"
+        );
         if !allow {
-            assert!(!committed, "a denial must not write");
-            match outcome {
-                Outcome::Redirect(location) if redirect => {
-                    assert!(
-                        location.starts_with(&format!("{}?", app.redirect())),
-                        "{location}"
-                    );
-                    assert_eq!(
-                        redirect_param(&location, "error").as_deref(),
-                        Some("access_denied")
-                    );
-                    assert_eq!(redirect_param(&location, "code"), None, "{location}");
-                    assert_eq!(redirect_param(&location, "state").as_deref(), Some(STATE));
-                }
-                Outcome::ErrorPage(page) if !redirect => assert_eq!(page.error, "access_denied"),
-                other => panic!("denied consent (redirect: {redirect}): got {other:?}"),
+            assert!(!committed, "{what}: a denial must not write");
+            assert_eq!(
+                answer.refusal(),
+                Some(&Refusal::AccessDenied),
+                "{what}: {answer:?}"
+            );
+            if redirect {
+                let location = location(&answer, &what);
+                assert!(
+                    location.starts_with(&format!("{}?", app.redirect())),
+                    "{location}"
+                );
+                assert_eq!(
+                    redirect_param(&location, "error").as_deref(),
+                    Some("access_denied")
+                );
+                assert_eq!(redirect_param(&location, "code"), None, "{location}");
+                assert_eq!(redirect_param(&location, "state").as_deref(), Some(STATE));
+            } else {
+                assert_eq!(page_error(&answer, &what), "access_denied");
             }
             return;
         }
-        assert!(committed, "consent must store the code");
-        let code = match outcome {
+        self.issued(
+            app, user, access, redirect, &answer, committed, &audit, &what,
+        );
+    }
+
+    /// A code was issued (the consent's Allow, or a re-authorization): the answer carries it,
+    /// the write stored it, the audit says so; the model records it and the consent.
+    #[allow(clippy::too_many_arguments)]
+    fn issued(
+        &mut self,
+        app: AppId,
+        user: usize,
+        access: Access,
+        redirect: bool,
+        answer: &Answer,
+        committed: bool,
+        audit: &[AuditEvent],
+        what: &str,
+    ) {
+        assert!(committed, "{what}: the code must be stored");
+        let [AuditEvent::CodeIssued {
+            app: audited_app,
+            account_id,
+            scopes,
+            access_type,
+            ..
+        }] = audit
+        else {
+            panic!("{what}: audit {audit:?}")
+        };
+        assert_eq!(audited_app, &app.app_key(), "{what}");
+        assert_eq!(account_id, &self.users[user].account_id, "{what}");
+        assert_eq!(scopes.to_string(), app.scopes().join(" "), "{what}");
+        assert_eq!(*access_type, access.token_access_type(), "{what}");
+        let code = match answer.outcome() {
             Outcome::Redirect(location) if redirect => {
                 assert!(
                     location.starts_with(&format!("{}?", app.redirect())),
                     "{location}"
                 );
-                assert_eq!(redirect_param(&location, "state").as_deref(), Some(STATE));
-                redirect_param(&location, "code").unwrap_or_else(|| panic!("no code: {location}"))
+                assert_eq!(answer.response().status, 302, "{what}");
+                assert_eq!(redirect_param(location, "state").as_deref(), Some(STATE));
+                redirect_param(location, "code").unwrap_or_else(|| panic!("no code: {location}"))
             }
             Outcome::DisplayCode { app: shown, code } if !redirect => {
-                assert_eq!(shown, app.app_key());
+                assert_eq!(shown, &app.app_key());
+                assert_eq!(answer.response().status, 200, "{what}");
                 code.expose().to_owned()
             }
-            other => panic!("consent (redirect: {redirect}): expected a code, got {other:?}"),
+            _ => panic!("{what}: expected a code, got {answer:?}"),
         };
         let model = &mut self.model;
         model.codes.push(CodeEntry {
@@ -815,12 +933,13 @@ impl World {
     fn exchange(&mut self, c: usize, how: ExchangeHow, scratch: Option<&mut Store>) {
         let real = scratch.is_none();
         let code = &self.model.codes[c];
-        let input = Input::Token {
-            request: exchange_request(&code.code, code.app, code.redirect, how),
-        };
-        let (outcome, committed) = self.exec(&input, scratch);
-        let response = http(outcome);
+        let input = http_input(exchange_request(&code.code, code.app, code.redirect, how));
+        let (answer, committed) = self.exec(&input, scratch);
+        let response = answer.response().clone();
         let body = (response.status == 200).then(|| json(&response));
+        if body.is_some() {
+            assert_eq!(answer.outcome(), &Outcome::Tokens);
+        }
         if let Some(body) = &body {
             self.check_exchange_body(c, body);
             if real {
@@ -843,6 +962,7 @@ impl World {
                 // Reuse by the right client: refused, and the grant it produced ends.
                 assert_eq!(response.status, 400, "{what}: {}", response.body);
                 assert_eq!(oauth_error(&response), "invalid_grant", "{what}");
+                assert_eq!(answer.refusal(), Some(&Refusal::CodeReused), "{what}");
                 assert_eq!(
                     committed, !self.model.grants[g].revoked,
                     "{what}: revocation write"
@@ -859,7 +979,7 @@ impl World {
                 }
             }
             _ => {
-                assert_refused(&response, &what);
+                assert_refused(&answer, &what);
                 assert!(!committed, "{what}: a refusal must not write");
             }
         }
@@ -895,11 +1015,9 @@ impl World {
         let grant = &self.model.grants[g];
         let (app, user) = (grant.app, grant.user);
         let token = grant.refresh.clone().expect("an offline grant");
-        let input = Input::Token {
-            request: refresh_request(&token, app, how),
-        };
-        let (outcome, committed) = self.exec(&input, scratch);
-        let response = http(outcome);
+        let input = http_input(refresh_request(&token, app, how));
+        let (answer, committed) = self.exec(&input, scratch);
+        let response = answer.response().clone();
         let what = format!(
             "refresh {how:?} of grant {g} {:?} at {}",
             self.model.grants[g], self.model.now
@@ -911,6 +1029,7 @@ impl World {
         }
         if how.authenticates(app) && self.model.grant_live(g) {
             assert_eq!(response.status, 200, "{what}: {}", response.body);
+            assert_eq!(answer.outcome(), &Outcome::Tokens, "{what}");
             assert!(committed, "{what}: the new token must be stored");
             if real {
                 let token = json(&response)["access_token"].as_str().unwrap().to_owned();
@@ -923,18 +1042,28 @@ impl World {
                 });
             }
         } else {
-            assert_refused(&response, &what);
+            assert_refused(&answer, &what);
             assert!(!committed, "{what}: a refusal must not write");
+        }
+    }
+
+    /// Why a bearer check refuses token `t`, which the model has dead: the core checks its
+    /// expiry first, then its grant's revocation, then the link's epoch.
+    fn bearer_refusal(&self, t: usize) -> Refusal {
+        let grant = &self.model.grants[self.model.tokens[t].grant];
+        if self.model.token_expired(t) {
+            Refusal::AccessTokenExpired
+        } else if grant.revoked {
+            Refusal::AccessTokenRevoked
+        } else {
+            Refusal::AccessTokenUnlinked
         }
     }
 
     /// Invariant 2: an API call with token `t` is authorized exactly when the model has it live.
     fn api(&mut self, t: usize, endpoint: Endpoint) {
-        let input = Input::ApiCall {
-            endpoint: endpoint.path().into(),
-            request: bearer_request(&self.model.tokens[t].token),
-        };
-        let (outcome, committed) = self.exec(&input, None);
+        let input = http_input(bearer_request(endpoint.path(), &self.model.tokens[t].token));
+        let (answer, committed) = self.exec(&input, None);
         assert!(!committed, "an API call must not write");
         let model = &self.model;
         let entry = &model.tokens[t];
@@ -946,8 +1075,8 @@ impl World {
             model.now,
             model.epoch(grant.app, grant.user)
         );
-        match outcome {
-            Outcome::Authorized(principal) => {
+        match answer {
+            Answer::Serve(principal) => {
                 assert!(live, "{what}: authorized, but the model has the token dead");
                 assert!(has_scope, "{what}: authorized without the Required Scope");
                 let user = &self.users[grant.user];
@@ -960,33 +1089,39 @@ impl World {
                     "{what}"
                 );
             }
-            Outcome::Http(response) if live => {
+            Answer::Reply(reply) if live => {
+                let response = &reply.response;
                 assert!(
                     !has_scope,
                     "{what}: refused a live token: {}",
                     response.body
                 );
                 assert_eq!(response.status, 403, "{what}: {}", response.body);
+                let required = Scope::new(endpoint.required_scope()).unwrap();
+                assert_eq!(
+                    reply.refusal(),
+                    Some(&Refusal::MissingScope(required)),
+                    "{what}"
+                );
             }
-            Outcome::Http(response) => {
+            Answer::Reply(reply) => {
+                let response = &reply.response;
                 assert_eq!(response.status, 401, "{what}: {}", response.body);
                 let tag = if model.token_expired(t) {
                     "expired_access_token"
                 } else {
                     "invalid_access_token"
                 };
-                assert_eq!(api_tag(&response), tag, "{what}");
+                assert_eq!(api_tag(response), tag, "{what}");
+                assert_eq!(reply.refusal(), Some(&self.bearer_refusal(t)), "{what}");
             }
-            other => panic!("{what}: got {other:?}"),
         }
     }
 
     fn revoke(&mut self, t: usize) {
-        let input = Input::Revoke {
-            request: bearer_request(&self.model.tokens[t].token),
-        };
-        let (outcome, committed) = self.exec(&input, None);
-        let response = http(outcome);
+        let input = http_input(bearer_request(REVOKE, &self.model.tokens[t].token));
+        let (answer, committed) = self.exec(&input, None);
+        let response = answer.response();
         let live = self.model.token_live(t);
         let what = format!(
             "revoke with token {t} {:?} at {}",
@@ -995,11 +1130,13 @@ impl World {
         if live {
             assert_eq!(response.status, 200, "{what}: {}", response.body);
             assert_eq!(response.body, "null", "{what}");
+            assert_eq!(answer.outcome(), &Outcome::Revoked, "{what}");
             assert!(committed, "{what}: the revocation must be stored");
             let g = self.model.tokens[t].grant;
             self.model.grants[g].revoked = true;
         } else {
             assert_eq!(response.status, 401, "{what}: {}", response.body);
+            assert_eq!(answer.refusal(), Some(&self.bearer_refusal(t)), "{what}");
             assert!(!committed, "{what}: a refusal must not write");
         }
     }
@@ -1010,8 +1147,9 @@ impl World {
             account_id: self.users[user].account_id.clone(),
             by,
         };
-        let (outcome, committed) = self.exec(&input, None);
-        assert_eq!(outcome, Outcome::Unlinked);
+        let (answer, committed) = self.exec(&input, None);
+        assert_eq!(answer.outcome(), &Outcome::Unlinked);
+        assert_eq!(answer.response().status, 200);
         let (a, model) = (app.index(), &mut self.model);
         assert_eq!(
             committed, model.linked[a][user],
@@ -1022,45 +1160,63 @@ impl World {
         model.consented_offline[a][user] = false;
     }
 
-    /// Garbage never authorizes, never yields tokens or codes, and never writes.
+    /// Garbage never authorizes, never yields tokens, never writes, and yields a code only when
+    /// it happens to be a well-formed re-authorization of what the signed-in user granted.
     fn garbage(&mut self, garbage: &Garbage) {
         let what = format!("{garbage:?}");
-        let (outcome, committed) = match garbage {
+        let (answer, committed) = match garbage {
             Garbage::Authorize { query, user } => {
-                let input = Input::Authorize {
-                    query: query.clone(),
+                let input = Input::Http {
+                    request: authorize_request(query),
                     user: user.map(|u| self.users[u].clone()),
                 };
-                let (outcome, committed) = self.exec(&input, None);
-                match &outcome {
-                    Outcome::Consent(_) | Outcome::ErrorPage(_) => {}
-                    Outcome::Redirect(location) => {
-                        assert!(
-                            redirect_param(location, "error").is_some(),
+                let (answer, committed, audit) = self.exec_audited(&input, None);
+                let mut reauthorized = false;
+                match answer.outcome() {
+                    Outcome::SignIn { return_to } => {
+                        assert!(user.is_none(), "{what}: a signed-in user");
+                        assert_eq!(return_to, &format!("/oauth2/authorize?{query}"));
+                    }
+                    Outcome::Consent(_) => assert!(user.is_some(), "{what}: no user"),
+                    Outcome::Refused(_) if answer.response().status == 302 => {
+                        let location = location(&answer, &what);
+                        let error = redirect_param(&location, "error")
+                            .or_else(|| fragment_param(&location, "error"));
+                        assert!(error.is_some(), "{what}: {location}");
+                        assert_eq!(
+                            redirect_param(&location, "code"),
+                            None,
                             "{what}: {location}"
                         );
-                        assert_eq!(redirect_param(location, "code"), None, "{what}: {location}");
                     }
-                    other => panic!("{what}: got {other:?}"),
+                    Outcome::Refused(_) => {
+                        page_error(&answer, &what);
+                    }
+                    Outcome::Redirect(_) | Outcome::DisplayCode { .. } => {
+                        self.garbage_reauthorization(&answer, &audit, *user, &what);
+                        reauthorized = true;
+                    }
+                    _ => panic!("{what}: got {answer:?}"),
                 }
-                (outcome, committed)
+                assert_eq!(committed, reauthorized, "{what}: {answer:?}");
+                return;
             }
             Garbage::Consent {
                 query,
                 user,
                 decision,
             } => {
-                let input = Input::Consent {
-                    query: query.clone(),
-                    user: self.users[*user].clone(),
-                    decision: *decision,
+                let input = Input::Http {
+                    request: consent_form(query, *decision),
+                    user: Some(self.users[*user].clone()),
                 };
-                let (outcome, committed) = self.exec(&input, None);
+                let (answer, committed) = self.exec(&input, None);
                 assert!(
-                    matches!(outcome, Outcome::ErrorPage(_)),
-                    "{what}: got {outcome:?}"
+                    matches!(answer.outcome(), Outcome::Refused(_)),
+                    "{what}: got {answer:?}"
                 );
-                (outcome, committed)
+                page_error(&answer, &what);
+                (answer, committed)
             }
             Garbage::TokenRaw {
                 method,
@@ -1068,12 +1224,8 @@ impl World {
                 authorization,
                 body,
             } => {
-                let mut request = HttpRequest {
-                    method: method.clone(),
-                    headers: Vec::new(),
-                    body: body.clone(),
-                    query: String::new(),
-                };
+                let mut request = HttpRequest::new(method, "/oauth2/token", "");
+                request.body = body.clone();
                 request.headers.extend(
                     content_type
                         .iter()
@@ -1084,15 +1236,16 @@ impl World {
                         .iter()
                         .map(|a| ("Authorization".into(), a.clone())),
                 );
-                let (outcome, committed) = self.exec(&Input::Token { request }, None);
-                let response = http(outcome.clone());
+                let (answer, committed) = self.exec(&http_input(request), None);
+                let response = answer.response();
                 assert!(
                     matches!(response.status, 400 | 401 | 405),
                     "{what}: got {} {}",
                     response.status,
                     response.body
                 );
-                (outcome, committed)
+                assert!(answer.refusal().is_some(), "{what}: {answer:?}");
+                (answer, committed)
             }
             Garbage::TokenForm { pairs, basic } => {
                 let pairs: Vec<(&str, &str)> = pairs
@@ -1103,13 +1256,26 @@ impl World {
                 if *basic {
                     request = with_authorization(request, AppId::Conf.basic());
                 }
-                let (outcome, committed) = self.exec(&Input::Token { request }, None);
-                assert_refused(&http(outcome.clone()), &what);
-                (outcome, committed)
+                let (answer, committed) = self.exec(&http_input(request), None);
+                assert_refused(&answer, &what);
+                (answer, committed)
             }
             Garbage::Bearer { header, revoke } => {
-                let request = with_authorization(HttpRequest::default(), header.clone());
-                self.present_bearer(request, *revoke, &what)
+                let request = with_authorization(HttpRequest::new("POST", "", ""), header.clone());
+                let (answer, committed) = self.present_bearer(request, *revoke, &what);
+                assert!(
+                    matches!(
+                        answer.refusal(),
+                        Some(
+                            Refusal::BearerMissing
+                                | Refusal::MalformedBearer
+                                | Refusal::UnknownAccessToken
+                                | Refusal::TooLarge
+                        )
+                    ),
+                    "{what}: {answer:?}"
+                );
+                (answer, committed)
             }
             Garbage::Mutated {
                 pick: index,
@@ -1148,50 +1314,106 @@ impl World {
                 };
                 let header = format!("Bearer {}", self.model.tokens[t].token);
                 let request =
-                    with_authorization(bearer_request(&self.model.tokens[t].token), header);
-                self.present_bearer(request, *revoke, &what)
+                    with_authorization(bearer_request("", &self.model.tokens[t].token), header);
+                let (answer, committed) = self.present_bearer(request, *revoke, &what);
+                assert_eq!(answer.refusal(), Some(&Refusal::MalformedBearer), "{what}");
+                (answer, committed)
             }
         };
-        assert!(
-            !committed,
-            "{what}: garbage must not write, got {outcome:?}"
-        );
+        assert!(!committed, "{what}: garbage must not write, got {answer:?}");
     }
 
-    /// Sends a request carrying a bearer credential that must not be accepted.
+    /// A garbage authorization request that was well-formed, by a signed-in user who had
+    /// granted what it asks: re-authorized at once, exactly as the model allows.
+    fn garbage_reauthorization(
+        &self,
+        answer: &Answer,
+        audit: &[AuditEvent],
+        user: Option<usize>,
+        what: &str,
+    ) {
+        let [AuditEvent::CodeIssued {
+            app,
+            account_id,
+            scopes,
+            access_type,
+            ..
+        }] = audit
+        else {
+            panic!("{what}: a code without its audit: {audit:?}")
+        };
+        let app = [AppId::Pkce, AppId::Conf]
+            .into_iter()
+            .find(|a| a.app_key() == *app)
+            .unwrap_or_else(|| panic!("{what}: re-authorized {app}, never consented to"));
+        let user = user.unwrap_or_else(|| panic!("{what}: re-authorized without a user"));
+        assert_eq!(account_id, &self.users[user].account_id, "{what}");
+        assert!(
+            self.model.consented[app.index()][user],
+            "{what}: re-authorized without consent"
+        );
+        assert!(
+            *access_type != TokenAccessType::Offline
+                || self.model.consented_offline[app.index()][user],
+            "{what}: offline access re-authorized after online consent only"
+        );
+        assert!(
+            scopes.iter().all(|s| app.scopes().contains(&s.as_str())),
+            "{what}: {scopes}"
+        );
+        match answer.outcome() {
+            Outcome::Redirect(location) => {
+                assert!(location.starts_with(app.redirect()), "{what}: {location}");
+                assert_eq!(redirect_param(location, "error"), None, "{what}");
+                assert!(redirect_param(location, "code").is_some(), "{what}");
+            }
+            Outcome::DisplayCode { app: shown, .. } => assert_eq!(shown, &app.app_key()),
+            _ => panic!("{what}: {answer:?}"),
+        }
+    }
+
+    /// Sends a request carrying a bearer credential that must not be accepted, to the account
+    /// endpoint or the revoke endpoint.
     fn present_bearer(
         &mut self,
-        request: HttpRequest,
+        mut request: HttpRequest,
         revoke: bool,
         what: &str,
-    ) -> (Outcome, bool) {
-        let input = if revoke {
-            Input::Revoke { request }
-        } else {
-            Input::ApiCall {
-                endpoint: GET_ACCOUNT.into(),
-                request,
-            }
-        };
-        let (outcome, committed) = self.exec(&input, None);
-        match &outcome {
-            Outcome::Http(response) => assert_refused(response, what),
-            other => panic!("{what}: got {other:?}"),
-        }
-        (outcome, committed)
+    ) -> (Answer, bool) {
+        request.path = if revoke { REVOKE } else { GET_ACCOUNT }.to_owned();
+        let (answer, committed) = self.exec(&http_input(request), None);
+        assert_refused(&answer, what);
+        (answer, committed)
     }
 
-    /// Presents `credential` at `target`, with the target's real client credentials.
-    fn present(&mut self, credential: &str, target: Target, what: &str) -> (Outcome, bool) {
-        let request = match target {
-            Target::Api => return self.present_bearer(bearer_request(credential), false, what),
-            Target::Revoke => return self.present_bearer(bearer_request(credential), true, what),
-            Target::Code(app) => exchange_request(credential, app, true, ExchangeHow::Correct),
-            Target::Refresh(app) => refresh_request(credential, app, RefreshHow::Correct),
+    /// Presents `credential` at `target`, with the target's real client credentials: it is no
+    /// credential of the kind the target takes.
+    fn present(&mut self, credential: &str, target: Target, what: &str) -> (Answer, bool) {
+        let (request, unknown) = match target {
+            Target::Api | Target::Revoke => {
+                let revoke = target == Target::Revoke;
+                let (answer, committed) =
+                    self.present_bearer(bearer_request("", credential), revoke, what);
+                assert_eq!(
+                    answer.refusal(),
+                    Some(&Refusal::UnknownAccessToken),
+                    "{what}"
+                );
+                return (answer, committed);
+            }
+            Target::Code(app) => (
+                exchange_request(credential, app, true, ExchangeHow::Correct),
+                Refusal::UnknownCode,
+            ),
+            Target::Refresh(app) => (
+                refresh_request(credential, app, RefreshHow::Correct),
+                Refusal::UnknownRefreshToken,
+            ),
         };
-        let (outcome, committed) = self.exec(&Input::Token { request }, None);
-        assert_refused(&http(outcome.clone()), what);
-        (outcome, committed)
+        let (answer, committed) = self.exec(&http_input(request), None);
+        assert_refused(&answer, what);
+        assert_eq!(answer.refusal(), Some(&unknown), "{what}");
+        (answer, committed)
     }
 
     /// After every operation, invariant 2 for every credential issued so far: every access token

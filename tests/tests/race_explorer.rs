@@ -40,7 +40,7 @@ fn tokens_of(schedule: &Schedule, actors: &[usize]) -> Vec<(String, Option<Strin
 fn refused_after(schedule: &Schedule, actor: usize, ended: Option<usize>) {
     let authorized = schedule.answers[actor]
         .iter()
-        .any(|outcome| matches!(outcome, Outcome::Authorized(_)));
+        .any(|answer| matches!(answer, Answer::Serve(_)));
     if let (Some(ended), Some(read)) = (ended, schedule.last_read_of(actor)) {
         assert!(
             !(authorized && read > ended),
@@ -59,11 +59,22 @@ fn all_dead(sim: &Sim, schedule: &Schedule, tokens: &[(String, Option<String>)])
             schedule.trace
         );
         if let Some(refresh) = refresh {
-            let mut after = Sim::new(sim.config.clone());
+            let mut after = Sim::new(Config::clone(&sim.config));
             after.store = schedule.store.clone();
             after.now = sim.now;
-            let refused = http(after.run(refresh_input(refresh)));
-            assert_eq!(refused.status, 400, "{}", refused.body);
+            let refused = after.run(refresh_input(refresh));
+            let response = refused.response();
+            assert_eq!(response.status, 400, "{}", response.body);
+            assert_eq!(oauth_error(response), "invalid_grant");
+            // Ended by a revocation (the revoke endpoint, a code reuse) or by an unlink.
+            assert!(
+                matches!(
+                    refused.refusal(),
+                    Some(Refusal::RefreshTokenRevoked | Refusal::RefreshTokenUnlinked)
+                ),
+                "{refused:?}: {:?}",
+                schedule.trace
+            );
         }
     }
 }
@@ -72,7 +83,7 @@ fn grants(schedule: &Schedule) -> usize {
     schedule
         .store
         .iter()
-        .filter(|(_, v)| matches!(v.record, Record::Grant(_)))
+        .filter(|(_, v)| matches!(v.record(), Ok(Record::Grant(_))))
         .count()
 }
 
@@ -126,7 +137,7 @@ fn a_replayed_code_ends_the_tokens_of_its_exchange_for_every_racing_request() {
     // Alice holds tokens of her own; Bob's code is exchanged once, then replayed.
     let (mut sim, alice_access, _) = signed_in();
     let code = sim.code_for(&pkce_offline_query("r"), &bob());
-    let first = http(sim.run(exchange_input(&code)));
+    let first = sim.run(exchange_input(&code)).response().clone();
     assert_eq!(first.status, 200);
     let body = json(&first);
     let bob_access = body["access_token"].as_str().expect("access").to_owned();
@@ -248,10 +259,9 @@ fn racing_refreshes_all_succeed_with_distinct_live_tokens() {
 #[test]
 fn consent_racing_unlink_never_revives_old_tokens() {
     let (sim, old_access, old_refresh) = signed_in();
-    let consent = Input::Consent {
-        query: pkce_offline_query("s"),
-        user: alice(),
-        decision: Decision::Allow,
+    let consent = Input::Http {
+        request: consent_form(&pkce_offline_query("s"), Decision::Allow),
+        user: Some(alice()),
     };
     let inputs = vec![consent, unlink_input(&alice())];
     let mut saw_conflict = false;
@@ -259,7 +269,7 @@ fn consent_racing_unlink_never_revives_old_tokens() {
         all_dead(&sim, s, &[(old_access.clone(), Some(old_refresh.clone()))]);
         saw_conflict |= s.trace.iter().any(|e| matches!(e, Event::Conflict { .. }));
         // The code the user received works exactly when its consent committed after the unlink.
-        let Some(Outcome::Redirect(location)) = s.answers[0].last() else {
+        let Some(Outcome::Redirect(location)) = s.answers[0].last().map(Answer::outcome) else {
             panic!("consent redirects: {:?}", s.answers[0])
         };
         let code = redirect_param(location, "code").expect("a code");
@@ -272,7 +282,7 @@ fn consent_racing_unlink_never_revives_old_tokens() {
                 _ => None,
             })
             .expect("commits");
-        let mut after = Sim::new(sim.config.clone());
+        let mut after = Sim::new(Config::clone(&sim.config));
         after.store = s.store.clone();
         let exchanged = after.exchange_pkce(&code, VERIFIER).status;
         // With a crash, an earlier attempt's code may be the last commit; only the delivered

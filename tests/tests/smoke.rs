@@ -6,10 +6,16 @@ use edgegrant_tests::*;
 fn pkce_offline_flow_end_to_end() {
     let mut sim = Sim::new(fixture_config());
     let q = pkce_offline_query("st8");
-    let Outcome::Consent(prompt) = sim.authorize(&q, Some(&alice())) else {
-        panic!()
+    // A first authorization asks for consent.
+    let page = sim.authorize(&q, Some(&alice()));
+    let Outcome::Consent(prompt) = page.outcome() else {
+        panic!("{page:?}")
     };
-    assert!(!prompt.already_granted);
+    assert_eq!(prompt.app.as_str(), PKCE_APP);
+    assert_eq!(prompt.access_type, TokenAccessType::Offline);
+    assert_eq!(page.response().status, 200);
+    assert!(page.response().body.contains("data-page=\"consent\""));
+    assert!(sim.store.is_empty(), "the consent page writes nothing");
     let code = sim.code_for(&q, &alice());
     let resp = sim.exchange_pkce(&code, VERIFIER);
     assert_eq!(resp.status, 200, "{}", resp.body);
@@ -19,7 +25,7 @@ fn pkce_offline_flow_end_to_end() {
     assert_eq!(body["expires_in"], 14400);
     assert_eq!(body["token_type"], "bearer");
     let refresh = body["refresh_token"].as_str().unwrap().to_owned();
-    let Outcome::Authorized(p) = sim.api(GET_ACCOUNT, access) else {
+    let Answer::Serve(p) = sim.api(GET_ACCOUNT, access) else {
         panic!()
     };
     assert_eq!(p.account_id, alice().account_id);
@@ -27,12 +33,22 @@ fn pkce_offline_flow_end_to_end() {
     assert_eq!(r.status, 200, "{}", r.body);
     let new_access = json(&r)["access_token"].as_str().unwrap().to_owned();
     assert!(json(&r).get("refresh_token").is_none());
-    assert_eq!(sim.revoke(&new_access).status, 200);
-    let denied = http(sim.api(GET_ACCOUNT, access));
-    assert_eq!(denied.status, 401);
-    let Outcome::Consent(prompt) = sim.authorize(&q, Some(&alice())) else {
-        panic!()
+    let revoked = sim.revoke_answer(&new_access);
+    assert_eq!(revoked.response().status, 200);
+    assert_eq!(revoked.outcome(), &Outcome::Revoked);
+    let denied = sim.api(GET_ACCOUNT, access);
+    assert_eq!(denied.response().status, 401);
+    assert_eq!(denied.refusal(), Some(&Refusal::AccessTokenRevoked));
+    // Authorizing again: the user already granted these scopes and offline access, so the
+    // request completes at once with a fresh code, and no consent page.
+    let again = sim.authorize(&q, Some(&alice()));
+    let Outcome::Redirect(location) = again.outcome() else {
+        panic!("re-authorization completes at once: {again:?}")
     };
-    assert!(prompt.already_granted);
+    assert_eq!(again.response().status, 302);
+    assert_eq!(again.response().header("Location"), Some(location.as_str()));
+    let code = redirect_param(location, "code").expect("a code");
+    assert_eq!(redirect_param(location, "state").as_deref(), Some("st8"));
+    assert_eq!(sim.exchange_pkce(&code, VERIFIER).status, 200);
     println!("{:#?}", sim.audit);
 }

@@ -20,19 +20,71 @@ fn conf_refresh_token(sim: &mut Sim) -> String {
     body["refresh_token"].as_str().unwrap().to_owned()
 }
 
-fn assert_oauth_error(response: &HttpResponse, status: u16, error: &str) {
+/// `POST /oauth2/token` with a form body and optional Basic credentials, answered.
+fn post_token(sim: &mut Sim, form: &[(&str, &str)], basic: Option<(&str, &str)>) -> Answer {
+    let mut request = form_request(form);
+    if let Some((id, secret)) = basic {
+        request
+            .headers
+            .push(("Authorization".to_owned(), basic_header(id, secret)));
+    }
+    sim.token_answer(request)
+}
+
+/// The confidential fixture app's exchange (secret in the body), answered.
+fn exchange_confidential(sim: &mut Sim, code: &str) -> Answer {
+    post_token(
+        sim,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("client_id", CONF_APP),
+            ("client_secret", CONF_SECRET),
+            ("redirect_uri", CONF_REDIRECT),
+        ],
+        None,
+    )
+}
+
+/// The public fixture app's PKCE exchange, answered.
+fn exchange_pkce(sim: &mut Sim, code: &str, verifier: &str) -> Answer {
+    post_token(sim, &pkce_exchange(code, verifier), None)
+}
+
+/// A refresh with `client_id` alone or with a secret, answered.
+fn refresh_answer(
+    sim: &mut Sim,
+    refresh_token: &str,
+    client_id: &str,
+    secret: Option<&str>,
+) -> Answer {
+    let mut form = vec![
+        ("grant_type", "refresh_token"),
+        ("refresh_token", refresh_token),
+        ("client_id", client_id),
+    ];
+    form.extend(secret.map(|s| ("client_secret", s)));
+    post_token(sim, &form, None)
+}
+
+/// An RFC 6749 §5.2 error response, refused for exactly this reason.
+fn assert_oauth_error(answer: &Answer, status: u16, error: &str, refusal: Refusal) {
+    let response = answer.response();
     assert_eq!(response.status, status, "{}", response.body);
     assert_eq!(oauth_error(response), error, "{}", response.body);
     assert_eq!(response.header("Content-Type"), Some("application/json"));
     assert_eq!(response.header("Cache-Control"), Some("no-store"));
+    assert_eq!(answer.refusal(), Some(&refusal), "{}", response.body);
 }
 
-/// 200 when the request must work, `invalid_grant` otherwise.
-fn assert_granted_iff(response: &HttpResponse, works: bool) {
+/// 200 when the request must work, `invalid_grant` for this reason otherwise.
+fn assert_granted_iff(answer: &Answer, works: bool, refusal: Refusal) {
     if works {
+        let response = answer.response();
         assert_eq!(response.status, 200, "{}", response.body);
+        assert_eq!(answer.outcome(), &Outcome::Tokens);
     } else {
-        assert_oauth_error(response, 400, "invalid_grant");
+        assert_oauth_error(answer, 400, "invalid_grant", refusal);
     }
 }
 
@@ -125,7 +177,13 @@ fn secrets_are_stored_and_audited_only_as_digests() {
     let stored: String = sim
         .store
         .iter()
-        .map(|(k, v)| format!("{k} {}", serde_json::to_string(v).unwrap()))
+        .map(|(k, v)| {
+            format!(
+                "{k} {} {:?}",
+                String::from_utf8_lossy(&v.bytes),
+                v.record().unwrap()
+            )
+        })
         .collect();
     let audit = serde_json::to_string(&sim.audit).unwrap();
     assert!(sim.audit.len() >= 4, "{audit}");
@@ -166,26 +224,29 @@ fn basic_credentials_are_form_urldecoded() {
     use base64::Engine as _;
     let raw = base64::engine::general_purpose::STANDARD.encode(format!("{CONF_APP}:{secret}"));
     let code = conf_code(&mut sim, "online");
-    let request = HttpRequest {
-        method: "POST".into(),
-        headers: vec![
-            (
-                "content-type".into(),
-                "application/x-www-form-urlencoded; charset=UTF-8".into(),
-            ),
-            ("authorization".into(), format!("Basic {raw}")),
-        ],
-        body: form_body(&[
-            ("grant_type", "authorization_code"),
-            ("code", &code),
-            ("redirect_uri", CONF_REDIRECT),
-        ])
-        .into_bytes(),
-        query: String::new(),
-    };
-    let refused = sim.token_request(request);
-    assert_oauth_error(&refused, 401, "invalid_client");
+    let mut request = HttpRequest::new("POST", "/oauth2/token", "");
+    request.headers = vec![
+        (
+            "content-type".into(),
+            "application/x-www-form-urlencoded; charset=UTF-8".into(),
+        ),
+        ("authorization".into(), format!("Basic {raw}")),
+    ];
+    request.body = form_body(&[
+        ("grant_type", "authorization_code"),
+        ("code", &code),
+        ("redirect_uri", CONF_REDIRECT),
+    ])
+    .into_bytes();
+    let refused = sim.token_answer(request);
+    assert_oauth_error(
+        &refused,
+        401,
+        "invalid_client",
+        Refusal::ClientAuthenticationFailed,
+    );
     assert!(refused
+        .response()
         .header("WWW-Authenticate")
         .unwrap()
         .starts_with("Basic"));
@@ -205,55 +266,65 @@ fn client_authentication_failures_are_invalid_client() {
         v.extend_from_slice(extra);
         v
     };
+    let failed = Refusal::ClientAuthenticationFailed;
     // Wrong secret in the body: 401, no Basic challenge.
-    let r = sim.token(
+    let r = post_token(
+        &mut sim,
         &with(&[("client_id", CONF_APP), ("client_secret", "nope")]),
         None,
     );
-    assert_oauth_error(&r, 401, "invalid_client");
-    assert_eq!(r.header("WWW-Authenticate"), None);
+    assert_oauth_error(&r, 401, "invalid_client", failed.clone());
+    assert_eq!(r.response().header("WWW-Authenticate"), None);
     // Wrong secret over Basic: 401 with the Basic challenge.
-    let r = sim.token(&base, Some((CONF_APP, "nope")));
-    assert_oauth_error(&r, 401, "invalid_client");
-    assert!(r.header("WWW-Authenticate").unwrap().starts_with("Basic"));
+    let r = post_token(&mut sim, &base, Some((CONF_APP, "nope")));
+    assert_oauth_error(&r, 401, "invalid_client", failed.clone());
+    assert!(r
+        .response()
+        .header("WWW-Authenticate")
+        .unwrap()
+        .starts_with("Basic"));
     // Unknown app.
-    let r = sim.token(
+    let r = post_token(
+        &mut sim,
         &with(&[("client_id", "nobody"), ("client_secret", "x")]),
         None,
     );
-    assert_oauth_error(&r, 401, "invalid_client");
+    assert_oauth_error(&r, 401, "invalid_client", failed.clone());
     // No credentials at all.
-    let r = sim.token(&base, None);
-    assert_oauth_error(&r, 401, "invalid_client");
+    let r = post_token(&mut sim, &base, None);
+    assert_oauth_error(
+        &r,
+        401,
+        "invalid_client",
+        Refusal::ClientAuthenticationMissing,
+    );
     // A confidential app with client_id alone and no code_verifier.
-    let r = sim.token(&with(&[("client_id", CONF_APP)]), None);
-    assert_oauth_error(&r, 401, "invalid_client");
+    let r = post_token(&mut sim, &with(&[("client_id", CONF_APP)]), None);
+    assert_oauth_error(&r, 401, "invalid_client", Refusal::ProofMissing);
     // A public app presenting a secret.
-    let r = sim.token(
+    let r = post_token(
+        &mut sim,
         &with(&[("client_id", PKCE_APP), ("client_secret", "guess")]),
         None,
     );
-    assert_oauth_error(&r, 401, "invalid_client");
+    assert_oauth_error(&r, 401, "invalid_client", failed);
     // Malformed Basic.
-    let mut request = HttpRequest {
-        method: "POST".into(),
-        headers: vec![
-            (
-                "Content-Type".into(),
-                "application/x-www-form-urlencoded".into(),
-            ),
-            ("Authorization".into(), "Basic !!!not-base64".into()),
-        ],
-        body: form_body(&base).into_bytes(),
-        query: String::new(),
-    };
-    let r = sim.token_request(request.clone());
-    assert_oauth_error(&r, 401, "invalid_client");
-    assert!(r.header("WWW-Authenticate").is_some());
+    let mut request = form_request(&base);
+    request
+        .headers
+        .push(("Authorization".into(), "Basic !!!not-base64".into()));
+    let r = sim.token_answer(request.clone());
+    assert_oauth_error(&r, 401, "invalid_client", Refusal::MalformedBasic);
+    assert!(r.response().header("WWW-Authenticate").is_some());
     // Basic and a body secret together: two methods.
     request.headers[1].1 = basic_header(CONF_APP, CONF_SECRET);
     request.body = form_body(&with(&[("client_secret", CONF_SECRET)])).into_bytes();
-    assert_oauth_error(&sim.token_request(request), 400, "invalid_request");
+    assert_oauth_error(
+        &sim.token_answer(request),
+        400,
+        "invalid_request",
+        Refusal::MultipleClientAuthentications,
+    );
     // The neighbour that must succeed: the right secret in the body.
     let ok = sim.token(
         &with(&[("client_id", CONF_APP), ("client_secret", CONF_SECRET)]),
@@ -271,95 +342,116 @@ fn malformed_requests_get_rfc6749_errors() {
         v.extend_from_slice(pairs);
         v
     };
-    assert_oauth_error(&sim.token(&form(&[]), None), 400, "invalid_request");
-    assert_oauth_error(
-        &sim.token(&form(&[("grant_type", "")]), None),
-        400,
+    let refused = |sim: &mut Sim, pairs: &[(&str, &str)], error: &str, refusal: Refusal| {
+        assert_oauth_error(&post_token(sim, pairs, None), 400, error, refusal);
+    };
+    refused(
+        &mut sim,
+        &form(&[]),
         "invalid_request",
+        Refusal::GrantTypeMissing,
     );
-    assert_oauth_error(
-        &sim.token(&form(&[("grant_type", "password")]), None),
-        400,
+    refused(
+        &mut sim,
+        &form(&[("grant_type", "")]),
+        "invalid_request",
+        Refusal::GrantTypeMissing,
+    );
+    refused(
+        &mut sim,
+        &form(&[("grant_type", "password")]),
         "unsupported_grant_type",
+        Refusal::UnsupportedGrantType,
     );
-    assert_oauth_error(
-        &sim.token(&form(&[("grant_type", "authorization_code")]), None),
-        400,
+    refused(
+        &mut sim,
+        &form(&[("grant_type", "authorization_code")]),
         "invalid_request",
+        Refusal::CodeMissing,
     );
-    assert_oauth_error(
-        &sim.token(
-            &form(&[
-                ("grant_type", "authorization_code"),
-                ("grant_type", "authorization_code"),
-            ]),
-            None,
-        ),
-        400,
+    refused(
+        &mut sim,
+        &form(&[
+            ("grant_type", "authorization_code"),
+            ("grant_type", "authorization_code"),
+        ]),
         "invalid_request",
+        Refusal::Repeated("grant_type"),
     );
-    assert_oauth_error(
-        &sim.token(&form(&[("grant_type", "refresh_token")]), None),
-        400,
+    refused(
+        &mut sim,
+        &form(&[("grant_type", "refresh_token")]),
         "invalid_request",
+        Refusal::RefreshTokenMissing,
     );
     // Repeated credentials.
     let mut repeated = form(&[("grant_type", "refresh_token"), ("refresh_token", "x")]);
     repeated.push(("client_id", CONF_APP));
-    assert_oauth_error(&sim.token(&repeated, None), 400, "invalid_request");
+    refused(
+        &mut sim,
+        &repeated,
+        "invalid_request",
+        Refusal::Repeated("client_id"),
+    );
 
     let body = form_body(&form(&[
         ("grant_type", "refresh_token"),
         ("refresh_token", "x"),
     ]));
-    let request = |method: &str, content_type: &str, body: Vec<u8>| HttpRequest {
-        method: method.into(),
-        headers: vec![("Content-Type".into(), content_type.into())],
-        body,
-        query: String::new(),
+    let request = |method: &str, content_type: &str, body: Vec<u8>| {
+        let mut request = HttpRequest::new(method, "/oauth2/token", "");
+        request.headers = vec![("Content-Type".into(), content_type.into())];
+        request.body = body;
+        request
     };
-    let r = sim.token_request(request(
+    let r = sim.token_answer(request(
         "GET",
         "application/x-www-form-urlencoded",
         body.clone().into_bytes(),
     ));
+    assert_eq!(r.refusal(), Some(&Refusal::MethodNotAllowed));
+    let r = r.response();
     assert_eq!(r.status, 405);
     assert_eq!(r.header("Allow"), Some("POST"));
-    assert_eq!(oauth_error(&r), "invalid_request");
+    assert_eq!(oauth_error(r), "invalid_request");
     assert_oauth_error(
-        &sim.token_request(request(
+        &sim.token_answer(request(
             "POST",
             "application/json",
             body.clone().into_bytes(),
         )),
         400,
         "invalid_request",
+        Refusal::NotAForm,
     );
     let huge = format!("{body}&pad={}", "a".repeat(20_000)).into_bytes();
     assert_oauth_error(
-        &sim.token_request(request("POST", "application/x-www-form-urlencoded", huge)),
+        &sim.token_answer(request("POST", "application/x-www-form-urlencoded", huge)),
         400,
         "invalid_request",
+        Refusal::TooLarge,
     );
     let garbage = vec![0xff, 0xfe, b'&', b'=', b'%', b'z', 0x00];
     assert_oauth_error(
-        &sim.token_request(request(
+        &sim.token_answer(request(
             "POST",
             "application/x-www-form-urlencoded",
             garbage,
         )),
         400,
         "invalid_request",
+        Refusal::GrantTypeMissing,
     );
     // The neighbour: a well-formed refresh with an unknown token is a grant error, not a request error.
     assert_oauth_error(
-        &sim.token_request(request(
+        &sim.token_answer(request(
             "POST",
             "application/x-www-form-urlencoded",
             body.into_bytes(),
         )),
         400,
         "invalid_grant",
+        Refusal::UnknownRefreshToken,
     );
 }
 
@@ -367,13 +459,15 @@ fn malformed_requests_get_rfc6749_errors() {
 fn code_must_be_known_unexpired_and_issued_to_this_app() {
     let mut sim = sim();
     assert_oauth_error(
-        &sim.exchange_confidential("no-such-code"),
+        &exchange_confidential(&mut sim, "no-such-code"),
         400,
         "invalid_grant",
+        Refusal::UnknownCode,
     );
     // A code of the public app presented by the confidential app.
     let code = sim.code_for(&pkce_offline_query("s"), &alice());
-    let r = sim.token(
+    let r = post_token(
+        &mut sim,
         &[
             ("grant_type", "authorization_code"),
             ("code", &code),
@@ -384,7 +478,7 @@ fn code_must_be_known_unexpired_and_issued_to_this_app() {
         ],
         None,
     );
-    assert_oauth_error(&r, 400, "invalid_grant");
+    assert_oauth_error(&r, 400, "invalid_grant", Refusal::CodeOfAnotherApp);
     // ...and that failed attempt did not consume it.
     assert_eq!(sim.exchange_pkce(&code, VERIFIER).status, 200);
 }
@@ -395,7 +489,11 @@ fn code_expiry_boundary_is_exact() {
         let mut sim = sim();
         let code = conf_code(&mut sim, "online");
         sim.advance(after);
-        assert_granted_iff(&sim.exchange_confidential(&code), works);
+        assert_granted_iff(
+            &exchange_confidential(&mut sim, &code),
+            works,
+            Refusal::CodeExpired,
+        );
     }
 }
 
@@ -416,7 +514,11 @@ fn redirect_uri_must_repeat_exactly() {
             ("client_secret", CONF_SECRET),
         ];
         form.extend(sent.map(|s| ("redirect_uri", s)));
-        assert_granted_iff(&sim.token(&form, None), works);
+        assert_granted_iff(
+            &post_token(&mut sim, &form, None),
+            works,
+            Refusal::RedirectUriMismatch,
+        );
     }
 }
 
@@ -426,14 +528,25 @@ fn pkce_verifier_must_match_and_must_not_be_sent_without_a_challenge() {
     // Wrong verifier (well-formed) → invalid_grant; the right one still works after.
     let code = sim.code_for(&pkce_offline_query("s"), &alice());
     let wrong = "A".repeat(43);
-    assert_oauth_error(&sim.exchange_pkce(&code, &wrong), 400, "invalid_grant");
+    assert_oauth_error(
+        &exchange_pkce(&mut sim, &code, &wrong),
+        400,
+        "invalid_grant",
+        Refusal::VerifierMismatch,
+    );
     // Malformed verifier (too short) → invalid_request.
-    assert_oauth_error(&sim.exchange_pkce(&code, "short"), 400, "invalid_request");
+    assert_oauth_error(
+        &exchange_pkce(&mut sim, &code, "short"),
+        400,
+        "invalid_request",
+        Refusal::MalformedVerifier,
+    );
     assert_eq!(sim.exchange_pkce(&code, VERIFIER).status, 200);
 
     // A verifier for a code issued without a challenge is a downgrade: refused.
     let code = conf_code(&mut sim, "online");
-    let r = sim.token(
+    let r = post_token(
+        &mut sim,
         &[
             ("grant_type", "authorization_code"),
             ("code", &code),
@@ -444,7 +557,7 @@ fn pkce_verifier_must_match_and_must_not_be_sent_without_a_challenge() {
         ],
         None,
     );
-    assert_oauth_error(&r, 400, "invalid_grant");
+    assert_oauth_error(&r, 400, "invalid_grant", Refusal::VerifierWithoutChallenge);
 
     // A confidential app's PKCE code: with the secret but no verifier → invalid_grant.
     let q = query(&[
@@ -455,7 +568,12 @@ fn pkce_verifier_must_match_and_must_not_be_sent_without_a_challenge() {
         ("code_challenge_method", "S256"),
     ]);
     let code = sim.code_for(&q, &alice());
-    assert_oauth_error(&sim.exchange_confidential(&code), 400, "invalid_grant");
+    assert_oauth_error(
+        &exchange_confidential(&mut sim, &code),
+        400,
+        "invalid_grant",
+        Refusal::VerifierMissing,
+    );
     // A public client naming itself over Basic with an empty password still needs PKCE.
     let pkce_code = sim.code_for(&pkce_offline_query("s"), &alice());
     let over_basic = |code: &str, verifier: Option<&str>| {
@@ -470,9 +588,10 @@ fn pkce_verifier_must_match_and_must_not_be_sent_without_a_challenge() {
     let pairs = over_basic(&pkce_code, None);
     let pairs: Vec<_> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
     assert_oauth_error(
-        &sim.token(&pairs, Some((PKCE_APP, ""))),
+        &post_token(&mut sim, &pairs, Some((PKCE_APP, ""))),
         401,
         "invalid_client",
+        Refusal::ProofMissing,
     );
     let pairs = over_basic(&pkce_code, Some(VERIFIER));
     let pairs: Vec<_> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
@@ -500,23 +619,32 @@ fn a_second_exchange_fails_and_revokes_what_the_first_issued() {
     let refresh = first["refresh_token"].as_str().unwrap().to_owned();
     let minted = json(&sim.refresh(&refresh, PKCE_APP, None));
     let minted = minted["access_token"].as_str().unwrap().to_owned();
-    assert!(matches!(
-        sim.api(GET_ACCOUNT, &access),
-        Outcome::Authorized(_)
-    ));
+    assert!(matches!(sim.api(GET_ACCOUNT, &access), Answer::Serve(_)));
 
-    let second = sim.exchange_pkce(&code, VERIFIER);
-    assert_oauth_error(&second, 400, "invalid_grant");
+    let second = exchange_pkce(&mut sim, &code, VERIFIER);
+    assert_oauth_error(&second, 400, "invalid_grant", Refusal::CodeReused);
     assert!(sim
         .audit
         .iter()
         .any(|e| matches!(e, AuditEvent::CodeReused { .. })));
     for token in [&access, &minted] {
-        let r = http(sim.api(GET_ACCOUNT, token));
+        let r = sim.api(GET_ACCOUNT, token);
+        assert_eq!(r.refusal(), Some(&Refusal::AccessTokenRevoked));
+        let r = http(r);
         assert_eq!(r.status, 401);
         assert_eq!(api_tag(&r), "invalid_access_token");
     }
-    assert_oauth_error(&sim.refresh(&refresh, PKCE_APP, None), 400, "invalid_grant");
+    assert_oauth_error(
+        &refresh_answer(&mut sim, &refresh, PKCE_APP, None),
+        400,
+        "invalid_grant",
+        Refusal::RefreshTokenRevoked,
+    );
+    // A third presentation refuses again; there is nothing left to revoke.
+    let third = exchange_pkce(&mut sim, &code, VERIFIER);
+    assert_oauth_error(&third, 400, "invalid_grant", Refusal::CodeReused);
+    let reused = |e: &AuditEvent| matches!(e, AuditEvent::CodeReused { .. });
+    assert_eq!(sim.audit.iter().filter(|e| reused(e)).count(), 1);
 }
 
 #[test]
@@ -527,11 +655,13 @@ fn a_reuse_attempt_without_the_verifier_revokes_nothing() {
     let access = first["access_token"].as_str().unwrap().to_owned();
     // Someone who saw the code but not the verifier, or another app, cannot end the user's grant.
     assert_oauth_error(
-        &sim.exchange_pkce(&code, &"B".repeat(43)),
+        &exchange_pkce(&mut sim, &code, &"B".repeat(43)),
         400,
         "invalid_grant",
+        Refusal::VerifierMismatch,
     );
-    let r = sim.token(
+    let r = post_token(
+        &mut sim,
         &[
             ("grant_type", "authorization_code"),
             ("code", &code),
@@ -542,11 +672,8 @@ fn a_reuse_attempt_without_the_verifier_revokes_nothing() {
         ],
         None,
     );
-    assert_oauth_error(&r, 400, "invalid_grant");
-    assert!(matches!(
-        sim.api(GET_ACCOUNT, &access),
-        Outcome::Authorized(_)
-    ));
+    assert_oauth_error(&r, 400, "invalid_grant", Refusal::CodeOfAnotherApp);
+    assert!(matches!(sim.api(GET_ACCOUNT, &access), Answer::Serve(_)));
     assert!(!sim
         .audit
         .iter()
@@ -572,13 +699,11 @@ fn refresh_returns_a_new_short_lived_token_and_no_refresh_token() {
     // The refreshed token expires exactly 14 400 s later.
     let token = body["access_token"].as_str().unwrap().to_owned();
     sim.advance(14_399);
-    assert!(matches!(
-        sim.api(GET_ACCOUNT, &token),
-        Outcome::Authorized(_)
-    ));
+    assert!(matches!(sim.api(GET_ACCOUNT, &token), Answer::Serve(_)));
     sim.advance(1);
-    let expired = http(sim.api(GET_ACCOUNT, &token));
-    assert_eq!(api_tag(&expired), "expired_access_token");
+    let expired = sim.api(GET_ACCOUNT, &token);
+    assert_eq!(expired.refusal(), Some(&Refusal::AccessTokenExpired));
+    assert_eq!(api_tag(&http(expired)), "expired_access_token");
 }
 
 #[test]
@@ -596,10 +721,7 @@ fn refresh_tokens_are_reusable_and_never_expire_by_time() {
     let later = sim.refresh(&refresh, PKCE_APP, None);
     assert_eq!(later.status, 200, "{}", later.body);
     let token = json(&later)["access_token"].as_str().unwrap().to_owned();
-    assert!(matches!(
-        sim.api(GET_ACCOUNT, &token),
-        Outcome::Authorized(_)
-    ));
+    assert!(matches!(sim.api(GET_ACCOUNT, &token), Answer::Serve(_)));
 }
 
 #[test]
@@ -608,21 +730,24 @@ fn refresh_is_bound_to_the_app_and_its_authentication() {
     let refresh = conf_refresh_token(&mut sim);
     // Another app's valid key and secret.
     assert_oauth_error(
-        &sim.refresh(&refresh, TEAM_APP, Some(TEAM_SECRET)),
+        &refresh_answer(&mut sim, &refresh, TEAM_APP, Some(TEAM_SECRET)),
         400,
         "invalid_grant",
+        Refusal::RefreshTokenOfAnotherApp,
     );
     // The right app with a wrong secret.
     assert_oauth_error(
-        &sim.refresh(&refresh, CONF_APP, Some("wrong")),
+        &refresh_answer(&mut sim, &refresh, CONF_APP, Some("wrong")),
         401,
         "invalid_client",
+        Refusal::ClientAuthenticationFailed,
     );
     // A token issued without PKCE cannot refresh with client_id alone.
     assert_oauth_error(
-        &sim.refresh(&refresh, CONF_APP, None),
+        &refresh_answer(&mut sim, &refresh, CONF_APP, None),
         401,
         "invalid_client",
+        Refusal::SecretRequired,
     );
     // Over Basic it works.
     let r = sim.token(
@@ -636,9 +761,10 @@ fn refresh_is_bound_to_the_app_and_its_authentication() {
         .unwrap()
         .to_owned();
     assert_oauth_error(
-        &sim.refresh(&pkce_refresh, CONF_APP, None),
+        &refresh_answer(&mut sim, &pkce_refresh, CONF_APP, None),
         400,
         "invalid_grant",
+        Refusal::RefreshTokenOfAnotherApp,
     );
     assert_eq!(sim.refresh(&pkce_refresh, PKCE_APP, None).status, 200);
 }
@@ -659,24 +785,28 @@ fn refresh_may_narrow_but_not_widen_scopes() {
     let r = sim.token(&narrow("files.content.read"), None);
     assert_eq!(r.status, 200, "{}", r.body);
     let token = json(&r)["access_token"].as_str().unwrap().to_owned();
-    let refused = http(sim.api(GET_ACCOUNT, &token));
-    assert_eq!(refused.status, 403);
+    let refused = sim.api(GET_ACCOUNT, &token);
+    assert_eq!(
+        refused.refusal(),
+        Some(&Refusal::MissingScope(
+            Scope::new("account_info.read").unwrap()
+        ))
+    );
+    assert_eq!(http(refused).status, 403);
     assert_oauth_error(
-        &sim.token(&narrow("files.metadata.read"), None),
+        &post_token(&mut sim, &narrow("files.metadata.read"), None),
         400,
         "invalid_scope",
+        Refusal::ScopeWidened,
     );
 }
 
 /// What the official Dropbox SDKs send: every parameter in the URL query, an empty body, and a
 /// `Content-Type` that does not matter (the JavaScript SDK's refresh says `application/json`).
 fn query_request(pairs: &[(&str, &str)], content_type: &str) -> HttpRequest {
-    HttpRequest {
-        method: "POST".into(),
-        headers: vec![("Content-Type".into(), content_type.into())],
-        body: Vec::new(),
-        query: form_body(pairs),
-    }
+    let mut request = HttpRequest::new("POST", "/oauth2/token", &form_body(pairs));
+    request.headers = vec![("Content-Type".into(), content_type.into())];
+    request
 }
 
 #[test]
@@ -712,8 +842,8 @@ fn parameters_in_the_query_are_read_when_the_body_is_empty_and_the_policy_allows
     ));
     assert_eq!(r.status, 200, "{}", r.body);
     // The rules do not loosen: a used code is still invalid_grant.
-    let r = sim.token_request(query_request(&exchange, ""));
-    assert_oauth_error(&r, 400, "invalid_grant");
+    let r = sim.token_answer(query_request(&exchange, ""));
+    assert_oauth_error(&r, 400, "invalid_grant", Refusal::CodeReused);
 }
 
 #[test]
@@ -722,7 +852,12 @@ fn parameters_split_between_query_and_body_or_refused_by_policy_are_invalid_requ
     let code = sim.code_for(&pkce_offline_query("q"), &alice());
     let mut split = form_request(&[("grant_type", "authorization_code"), ("code", &code)]);
     split.query = form_body(&[("client_id", PKCE_APP), ("code_verifier", VERIFIER)]);
-    assert_oauth_error(&sim.token_request(split), 400, "invalid_request");
+    assert_oauth_error(
+        &sim.token_answer(split),
+        400,
+        "invalid_request",
+        Refusal::ParametersSplit,
+    );
 
     let mut document = fixture_document();
     document.policy.token_parameters_in_query = false;
@@ -732,7 +867,12 @@ fn parameters_split_between_query_and_body_or_refused_by_policy_are_invalid_requ
         &pkce_exchange(&code, VERIFIER),
         "application/x-www-form-urlencoded",
     );
-    assert_oauth_error(&strict.token_request(exchange), 400, "invalid_request");
+    assert_oauth_error(
+        &strict.token_answer(exchange),
+        400,
+        "invalid_request",
+        Refusal::ParametersInQuery,
+    );
     // Nothing was spent: the same code still works through the body.
     assert_eq!(strict.exchange_pkce(&code, VERIFIER).status, 200);
 }
@@ -771,9 +911,10 @@ fn a_confidential_apps_pkce_grant_refreshes_without_its_secret_and_no_other_does
     let tokens = sim.exchange_confidential(&code);
     let refresh = json(&tokens)["refresh_token"].as_str().unwrap().to_owned();
     assert_oauth_error(
-        &sim.refresh(&refresh, CONF_APP, None),
+        &refresh_answer(&mut sim, &refresh, CONF_APP, None),
         401,
         "invalid_client",
+        Refusal::SecretRequired,
     );
     assert_eq!(
         sim.refresh(&refresh, CONF_APP, Some(CONF_SECRET)).status,

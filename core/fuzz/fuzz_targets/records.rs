@@ -1,23 +1,31 @@
-//! The whole `handle` over arbitrary stored records: the first line of the input changes the
+//! The whole host loop over arbitrary stored records: the first line of the input changes the
 //! seeded store (`perturb <n> <n> …`: which record, which field, what value), the rest is a
-//! request (see the crate docs). No panic, no 5xx; a corrupt store may only be reported as a
-//! record of the wrong type.
+//! request (see the crate docs). No panic, no 5xx; a corrupt store may only be reported as
+//! stored bytes that are not a record of the key's type (`Misuse::BadRecord`).
 #![no_main]
-use edgegrant::{Misuse, RecordKey, Versioned};
+use edgegrant::{Expect, Misuse, Put, Record, RecordKey, Transaction};
 use edgegrant_fuzz::{parse_request, seeded, serve};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
 
-/// Applies one change, chosen by three numbers, to the store's records (through their JSON, so
-/// that only changes the record types admit are made).
+/// The variants of [`Record`], as serde names them (externally tagged: `{"Code": {…}}`).
+const VARIANTS: [&str; 5] = ["Code", "AccessToken", "RefreshToken", "Grant", "Link"];
+
+/// Applies one change, chosen by three numbers, to the store's records (through their serde
+/// form, `{"version": …, "record": {"<Variant>": {…}}}`, so that most changes stay records that
+/// decode; the others become bytes that are no record).
 fn perturb(records: &mut [(RecordKey, Value)], which: u8, field: u8, value: u8) {
-    let Some((_, versioned)) = records.get_mut(which as usize % records.len().max(1)) else {
+    let Some((_, stored)) = records.get_mut(which as usize % records.len().max(1)) else {
         return;
     };
     let small = i64::from(value) - 128;
     let now = edgegrant_tests::T0.0 as i64;
+    let grant = json!(format!("grant{value:0>20}"));
     let (path, new): (&str, Value) = match field % 10 {
-        0 => ("version", json!(u64::from(value))),
+        0 => {
+            stored["version"] = json!(u64::from(value));
+            return;
+        }
         1 => ("expires_at", json!(now + small)),
         2 => (
             "revoked_at",
@@ -31,20 +39,42 @@ fn perturb(records: &mut [(RecordKey, Value)], which: u8, field: u8, value: u8) 
         4 => ("epoch", json!(u64::from(value % 4))),
         5 => (
             "state",
-            json!(if value % 2 == 0 { "issued" } else { "redeemed" }),
+            if value % 2 == 0 {
+                json!("Issued")
+            } else {
+                json!({ "Redeemed": { "grant": grant } })
+            },
         ),
-        6 => ("grant", json!(format!("grant{value:0>20}"))),
+        6 => ("grant", grant),
         7 => ("scopes", json!([])),
         8 => ("offline", json!(value % 2 == 0)),
-        _ => (
-            "type",
-            json!(["code", "access_token", "refresh_token", "grant", "link"][value as usize % 5]),
-        ),
+        _ => {
+            // Another record type under the same key, with the same fields.
+            let Some((_, fields)) = stored["record"]
+                .as_object_mut()
+                .and_then(|record| record.iter_mut().next())
+            else {
+                return;
+            };
+            let fields = fields.take();
+            stored["record"] = json!({ VARIANTS[value as usize % VARIANTS.len()]: fields });
+            return;
+        }
     };
-    if path == "version" {
-        versioned[path] = new;
-    } else if let Some(record) = versioned.get_mut("record") {
-        record[path] = new;
+    let Some((_, fields)) = stored["record"]
+        .as_object_mut()
+        .and_then(|record| record.iter_mut().next())
+    else {
+        return;
+    };
+    match (path, fields.get_mut("state")) {
+        // A redeemed code names its grant inside its state.
+        ("grant", Some(Value::Object(state))) => {
+            if let Some(redeemed) = state.get_mut("Redeemed") {
+                redeemed["grant"] = new;
+            }
+        }
+        _ => fields[path] = new,
     }
 }
 
@@ -64,7 +94,13 @@ fuzz_target!(|data: &[u8]| {
     let mut records: Vec<(RecordKey, Value)> = seeded
         .store
         .iter()
-        .filter_map(|(key, v)| Some((key.clone(), serde_json::to_value(v).ok()?)))
+        .filter_map(|(key, stored)| {
+            let record = serde_json::to_value(stored.record().ok()?).ok()?;
+            Some((
+                key.clone(),
+                json!({ "version": stored.version, "record": record }),
+            ))
+        })
         .collect();
     for change in numbers.chunks(3) {
         if let [which, field, value] = change {
@@ -73,17 +109,33 @@ fuzz_target!(|data: &[u8]| {
     }
     let mut store = edgegrant_tests::Store::default();
     for (key, value) in records {
-        // A change the record type does not admit is a store no serde host could have read.
-        let Ok(versioned) = serde_json::from_value::<Versioned>(value) else {
-            continue;
-        };
-        store.put_raw(key, versioned);
+        let version = value["version"].as_u64().unwrap_or_default();
+        match serde_json::from_value::<Record>(value["record"].clone()) {
+            // A record, perhaps of another type than its key names, at any version.
+            Ok(record) => store.put_raw(key, version, &record),
+            // A change the record type does not admit: bytes that are no record at all, as a
+            // host that never reads its records may well hold.
+            Err(_) => {
+                let bytes = serde_json::to_vec(&value["record"]).unwrap_or_default();
+                let put = Put {
+                    key,
+                    expect: Expect::Absent,
+                    bytes,
+                    purge_after: None,
+                };
+                let written = store.apply(&Transaction {
+                    puts: vec![put],
+                    audit: Vec::new(),
+                });
+                assert!(written.is_ok(), "every key is written once");
+            }
+        }
     }
     let Some(input) = parse_request(request, seeded) else {
         return;
     };
     match serve(&seeded.config, &mut store, seeded.now, input, false) {
-        Ok(_) | Err(Misuse::WrongRecordType(_)) => {}
+        Ok(_) | Err(Misuse::BadRecord(_)) => {}
         Err(misuse) => panic!("host misuse from a well-behaved host: {misuse}"),
     }
 });

@@ -1,6 +1,6 @@
-//! The request parsers (query, form body, headers, Basic and Bearer credentials) through the whole
-//! `handle`, on a store holding live codes and tokens: no panic, no 5xx, no host misuse, and the
-//! store stays consistent.
+//! The request parsers (routing, query, form body, headers, Basic and Bearer credentials, the
+//! consent form's origin check) through the whole host loop, on a store holding live codes and
+//! tokens: no panic, no 5xx, no host misuse, and the store stays consistent.
 #![no_main]
 use edgegrant_fuzz::{parse_request, seeded, serve};
 use libfuzzer_sys::fuzz_target;

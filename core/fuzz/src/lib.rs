@@ -6,16 +6,22 @@
 //!
 //! ```text
 //! token                         first line: authorize [user] | consent allow|deny [user] |
-//! <query string>                            token | revoke | api <path> | unlink <app> <user>
+//! <query string>                            token | revoke | api <path> | unlink <app> <user> |
+//! Name: value                               http <method> <path> [user]
 //! Name: value                   header lines, up to an empty line
 //!
 //! <body bytes>
 //! ```
 //!
-//! `${code}`, `${access}` and `${refresh}` are replaced by a live code (conf-app, offline) and
-//! the public app's live tokens before the request is parsed.
+//! `authorize` is `GET /oauth2/authorize?<query>`; `consent` is the consent page's form for the
+//! query, posted from this origin (header lines, if any, replace the form's own headers, so
+//! that the origin check is fuzzed too); `token`, `revoke` and `api` are POSTs to
+//! `/oauth2/token`, `/2/auth/token/revoke` and the path (declared or not: the core routes);
+//! `http` is any method to any path, with the body as it is. `${code}`, `${access}` and
+//! `${refresh}` are replaced by a live code (conf-app, offline) and the public app's live
+//! tokens before the request is parsed.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use edgegrant::*;
 use edgegrant_tests::explorer::check_store;
@@ -24,7 +30,7 @@ use edgegrant_tests::*;
 /// The store after a real flow, and the secrets it holds.
 pub struct Seeded {
     /// The configuration (the tests' fixture).
-    pub config: Config,
+    pub config: Arc<Config>,
     /// Codes, tokens, grants and links of alice and bob.
     pub store: Store,
     /// The time the flow ran at.
@@ -71,47 +77,50 @@ pub fn parse_request(data: &[u8], seeded: &Seeded) -> Option<Input> {
         .replace("${code}", &seeded.code)
         .replace("${access}", &seeded.access)
         .replace("${refresh}", &seeded.refresh);
-    let (head, body) = text.split_once("\n\n").unwrap_or((&text, ""));
-    let mut lines = head.split('\n');
-    let first: Vec<&str> = lines.next()?.split(' ').collect();
-    let query = lines.next().unwrap_or_default().to_owned();
-    let headers = lines
+    // The first two lines, then the header lines up to an empty line. (The query line may be
+    // empty: the headers must not end there.)
+    let (first, rest) = text.split_once('\n').unwrap_or((&text, ""));
+    let first: Vec<&str> = first.split(' ').collect();
+    let (query, rest) = rest.split_once('\n').unwrap_or((rest, ""));
+    let query = query.to_owned();
+    let (head, body) = rest.split_once("\n\n").unwrap_or((rest, ""));
+    let headers: Vec<(String, String)> = head
+        .split('\n')
         .filter_map(|line| line.split_once(": "))
         .map(|(name, value)| (name.to_owned(), value.to_owned()))
         .collect();
-    let request = |method: &str| HttpRequest {
-        method: method.to_owned(),
-        headers,
-        body: body.as_bytes().to_vec(),
-        query: query.clone(),
+    let request = |method: &str, path: &str| {
+        let mut request = HttpRequest::new(method, path, &query);
+        request.headers = headers.clone();
+        request.body = body.as_bytes().to_vec();
+        request
     };
+    let http = |request, user| Input::Http { request, user };
     Some(match first.as_slice() {
-        ["authorize", rest @ ..] => Input::Authorize {
-            query,
-            user: user(rest.first().copied()),
-        },
-        ["consent", decision, rest @ ..] => Input::Consent {
-            query,
-            user: user(rest.first().copied()).unwrap_or_else(alice),
-            decision: if *decision == "deny" {
+        ["authorize", rest @ ..] => http(
+            request("GET", "/oauth2/authorize"),
+            user(rest.first().copied()),
+        ),
+        ["consent", decision, rest @ ..] => {
+            let decision = if *decision == "deny" {
                 Decision::Deny
             } else {
                 Decision::Allow
-            },
-        },
-        ["token"] => Input::Token {
-            request: request("POST"),
-        },
-        ["revoke"] => Input::Revoke {
-            request: request("POST"),
-        },
-        // The host only routes declared endpoints to the core; others are its own 404.
-        ["api", path] => {
-            seeded.config.required_scope(path)?;
-            Input::ApiCall {
-                endpoint: (*path).to_owned(),
-                request: request("POST"),
+            };
+            let mut form = consent_form(&query, decision);
+            if !headers.is_empty() {
+                form.headers = headers.clone();
             }
+            http(
+                form,
+                Some(user(rest.first().copied()).unwrap_or_else(alice)),
+            )
+        }
+        ["token"] => http(request("POST", "/oauth2/token"), None),
+        ["revoke"] => http(request("POST", REVOKE), None),
+        ["api", path] => http(request("POST", path), None),
+        ["http", method, path, rest @ ..] => {
+            http(request(method, path), user(rest.first().copied()))
         }
         ["unlink", app, name] => Input::Unlink {
             app: AppKey::new(*app).ok()?,
@@ -122,31 +131,36 @@ pub fn parse_request(data: &[u8], seeded: &Seeded) -> Option<Input> {
     })
 }
 
-/// Runs `input` through the host loop on `store`. Every answer must be a 2xx, 3xx or 4xx (never a
-/// 5xx), the loop must end, and a consistent store must stay consistent. `Err` only for a
-/// record of the wrong type under its key (a corrupt store, which the host is told about).
+/// Runs `input` through the host loop on `store`. Every reply must be a 2xx, 3xx or 4xx (never a
+/// 5xx), the loop must end, and a consistent store must stay consistent. `Err` only for stored
+/// bytes that are not a record of the key's type (a corrupt store, which the host is told
+/// about).
 pub fn serve(
-    config: &Config,
+    config: &Arc<Config>,
     store: &mut Store,
     now: UnixTime,
     input: Input,
     consistent: bool,
-) -> Result<Outcome, Misuse> {
-    let mut request = Request::new(input, now, entropy(7));
-    let outcome = match request.run(config, store, 32)? {
-        Progress::Done { outcome, .. } => outcome,
-        other => panic!("the request did not finish: {other:?}"),
+) -> Result<Answer, Misuse> {
+    let mut request = edgegrant_tests::Request::new(config, input, now, entropy(7));
+    let answer = loop {
+        if let Progress::Done { answer, .. } = request.step(store)? {
+            break answer;
+        }
+        assert!(request.steps < 32, "the request did not finish");
     };
-    if let Outcome::Http(response) = &outcome {
+    if let Answer::Reply(reply) = &answer {
+        let response = &reply.response;
         assert!(
             (200..500).contains(&response.status),
-            "status {}: {}",
+            "status {} ({:?}): {}",
             response.status,
+            reply.outcome,
             response.body
         );
     }
     if consistent {
         check_store(store);
     }
-    Ok(outcome)
+    Ok(answer)
 }
