@@ -68,8 +68,8 @@ export type Result =
       status: number;
       headers: [string, string][];
       body: string;
-      /** What happened: "tokens", "redirect", "consent", "display_code", "sign_in", "revoked", "unlinked", "refused". */
-      outcome: string;
+      /** What happened. */
+      outcome: "tokens" | "redirect" | "consent" | "display_code" | "sign_in" | "revoked" | "unlinked" | "refused";
       /** Why it was refused ("code_expired", "missing_scope", …), or null. */
       refusal: string | null;
     }

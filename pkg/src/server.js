@@ -217,11 +217,11 @@ export function createAuthServer(options) {
 
   async function serve(request) {
     const url = new URL(request.url);
-    const headers = [];
-    for (const [name, value] of request.headers) headers.push(name, value);
-    // The core compares a consent form's Origin with the Host it was sent to; a Fetch Request
-    // carries its host in its URL.
-    if (!request.headers.has("host")) headers.push("host", url.host);
+    // The core compares a consent form's Origin with the Host it was sent to: for a Fetch
+    // Request that is its URL's (a Host header, where a runtime keeps one, can differ behind a
+    // proxy or a test harness).
+    const headers = ["host", url.host];
+    for (const [name, value] of request.headers) if (name !== "host") headers.push(name, value);
     const body = request.body ? await readBody(request, limit) : NO_BODY;
     const user = (await currentUser(request)) ?? null;
     const result = await handle({ method: request.method, path: url.pathname, query: url.search.slice(1), headers, body, user });

@@ -292,7 +292,8 @@ fn redirect_of(location: &str) -> Redirect {
 
 /// The attributes of the page's `data-page` element, as `lib.mjs`'s `pageOf` reads them.
 fn page_of(html: &str) -> Option<Value> {
-    let tag_pattern = regex::Regex::new(r#"<[a-z][a-z0-9]*\s[^>]*\bdata-page="[^"]*"[^>]*>"#).ok()?;
+    let tag_pattern =
+        regex::Regex::new(r#"<[a-z][a-z0-9]*\s[^>]*\bdata-page="[^"]*"[^>]*>"#).ok()?;
     let attribute = regex::Regex::new(r#"\bdata-([a-z-]+)="([^"]*)""#).ok()?;
     let tag = tag_pattern.find(html)?.as_str();
     let mut page = Map::new();

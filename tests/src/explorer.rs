@@ -1,7 +1,7 @@
 //! The race explorer: every interleaving of the steps of a few concurrent requests over one
 //! store, optionally with a host crash at any point of any request followed by a retry.
 //!
-//! A step is what a host does atomically: one call to `handle` and the batched read or the
+//! A step is what a host does atomically: one poll of the request and the batched read or the
 //! conditional commit it asks for. With crashes enabled, delivering the answer is a step too, so
 //! that "committed but not answered" is a state a crash can hit; a crash throws away the
 //! request's loaded records and its answer, and the same input starts again with fresh entropy
@@ -90,7 +90,7 @@ impl Schedule {
 
 #[derive(Clone)]
 enum Slot {
-    Running(Request),
+    Running(Box<Request>),
     Answering(Answer),
     Answered,
 }
@@ -118,7 +118,7 @@ pub fn explore(
     let state = State {
         store: store.clone(),
         slots: (0..inputs.len())
-            .map(|actor| Slot::Running(start(config, inputs, actor, 0, now)))
+            .map(|actor| Slot::Running(Box::new(start(config, inputs, actor, 0, now))))
             .collect(),
         attempts: vec![0; inputs.len()],
         answers: vec![Vec::new(); inputs.len()],
@@ -217,8 +217,13 @@ fn walk(
             crashed.crashes_left -= 1;
             crashed.attempts[actor] += 1;
             crashed.trace.push(Event::Crash { actor });
-            crashed.slots[actor] =
-                Slot::Running(start(config, inputs, actor, crashed.attempts[actor], now));
+            crashed.slots[actor] = Slot::Running(Box::new(start(
+                config,
+                inputs,
+                actor,
+                crashed.attempts[actor],
+                now,
+            )));
             walk(config, inputs, now, answers_are_steps, crashed, visit);
         }
     }
@@ -233,7 +238,9 @@ pub fn check_store(store: &Store) {
         other => panic!("grant {id} is missing or not a grant: {other:?}"),
     };
     for (key, stored) in store.iter() {
-        let record = stored.record().unwrap_or_else(|_| panic!("{key}: not a record"));
+        let record = stored
+            .record()
+            .unwrap_or_else(|_| panic!("{key}: not a record"));
         assert!(stored.version >= 1, "{key}: version {}", stored.version);
         match &record {
             Record::AccessToken(token) => {
@@ -318,11 +325,11 @@ pub fn signed_in() -> (crate::Sim, String, String) {
 /// The PKCE app's code exchange.
 pub fn exchange_input(code: &str) -> Input {
     http_input(form_request(&[
-            ("grant_type", "authorization_code"),
-            ("code", code),
-            ("client_id", PKCE_APP),
-            ("code_verifier", VERIFIER),
-            ("redirect_uri", PKCE_REDIRECT),
+        ("grant_type", "authorization_code"),
+        ("code", code),
+        ("client_id", PKCE_APP),
+        ("code_verifier", VERIFIER),
+        ("redirect_uri", PKCE_REDIRECT),
     ]))
 }
 

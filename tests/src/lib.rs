@@ -207,7 +207,8 @@ impl Request {
         }
     }
 
-    /// Steps until done (at most `limit` steps, to catch a loop).
+    /// Steps until done. Panics after `limit` steps: a request that does not finish is a bug
+    /// of the core, not a misuse by the host.
     pub fn run(&mut self, store: &mut Store, limit: usize) -> Result<Progress, Misuse> {
         for _ in 0..limit {
             let progress = self.step(store)?;
@@ -215,7 +216,7 @@ impl Request {
                 return Ok(progress);
             }
         }
-        Err(Misuse::NoTransaction)
+        panic!("the request did not finish within {limit} steps")
     }
 }
 

@@ -9,7 +9,8 @@
 //
 // Order of writes: the token records go to KV first, then the strong transaction. If that
 // transaction fails, the KV records are deleted again; a crash in between leaves records that
-// nothing points at and nobody holds the secret of, which KV expires with their purge time.
+// nothing points at and nobody holds the secret of: access-token records expire from KV with
+// their purge time, refresh-token records (which never expire) stay, harmless and unreachable.
 
 /** Keys whose records may live in KV. */
 const KV_HELD = /^(access|refresh):/;
@@ -54,9 +55,10 @@ export function kvTokenStorage(kv, strong, { prefix = "" } = {}) {
       const unwrite = () => Promise.all(written.map((key) => kv.delete(key)));
       try {
         await Promise.all(
-          tokenPuts.map(async ({ key, bytes, purgeAfter }) => {
-            await kv.put(kvKey(key), bytes, expiration(purgeAfter));
+          tokenPuts.map(({ key, bytes, purgeAfter }) => {
+            // Noted before the put: a put still in flight when another fails is taken back too.
             written.push(kvKey(key));
+            return kv.put(kvKey(key), bytes, expiration(purgeAfter));
           }),
         );
         const applied = strongPuts.length === 0 || (await strong.apply({ puts: strongPuts, audit }));
