@@ -12,6 +12,7 @@
 import { Buffer } from "node:buffer";
 import { createHmac, scryptSync, timingSafeEqual } from "node:crypto";
 import { checkConfig, createAuthServer, escapeHtml, page, pageData } from "../../pkg/src/index.js";
+import PAGES from "./pages.json" with { type: "json" };
 
 const STYLE = `<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#1e1919}
 h1{font-size:1.4rem}button,input{font:inherit;padding:.5rem 1rem;border-radius:.4rem;border:1px solid #bbb}
@@ -135,28 +136,12 @@ export function signInRoutes(config, { title = "host" } = {}) {
   };
 }
 
-const HEAD = `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">${STYLE}`;
-
 /**
  * The pages of the flow, as templates the core fills in (the variables: crate docs of
  * `edgegrant`, module pages). The core decides which page, its status and headers; these say
- * how they look.
+ * how they look. One file for the three hosts (the native one includes it too).
  */
-export const PAGES = {
-  consent: `${HEAD}<title>Authorize {{app_name}}</title></head><body><h1 {{page_data}}>{{app_name}} would like to access your account</h1>
-<p>Signed in as <b>{{account_id}}</b>.</p>
-<p>It asks for:</p><ul>{{#scopes}}<li><code>{{.}}</code></li>{{/scopes}}</ul>
-<p>{{#offline}}It may keep access while you are away (offline access).{{/offline}}{{^offline}}Its access ends within hours unless you authorize it again.{{/offline}}</p>
-<form method="post" action="/oauth2/authorize"><input type="hidden" name="query" value="{{query}}">
-<button class="allow" name="decision" value="allow">Allow</button> <button name="decision" value="deny">Deny</button></form></body></html>`,
-  code: `${HEAD}<title>Your code</title></head><body><h1 {{page_data}}>Enter this code in the app</h1><p><code id="code">{{code}}</code></p><p>It works once, within ten minutes.</p></body></html>`,
-  error: `${HEAD}<title>Authorization error</title></head><body><h1 {{page_data}}>Something is wrong with this request</h1><p><b>{{error}}</b>: {{description}}</p></body></html>`,
-  sign_in: `${HEAD}<title>Sign in</title></head><body><h1 {{page_data}}>Sign in</h1>
-<form method="post" action="/signin"><input type="hidden" name="return_to" value="{{return_to}}">
-<p><input name="username" placeholder="username" autocomplete="username" required></p>
-<p><input name="password" type="password" placeholder="password" autocomplete="current-password" required></p>
-<p><button class="allow">Sign in</button></p></form></body></html>`,
-};
+export { PAGES };
 
 /**
  * The authorization server (createAuthServer) with this host's parts: the session cookie names
