@@ -200,7 +200,7 @@ export async function startNodeHost(configPath) {
     records() {
       const db = new Database(database, { readonly: true, fileMustExist: true });
       try {
-        return { ...countRecords(db, "edgegrant_records", "key"), bytes: fileBytes(database) };
+        return { ...countRecords(db, "edgegrant_store", "key"), bytes: fileBytes(database) };
       } finally {
         db.close();
       }

@@ -1,9 +1,9 @@
 // An in-memory stand-in for a Workers KV namespace, shared by both subjects of the workerd
 // benchmark so that storage costs the same for both and the libraries are what is measured.
-// It has the surface the two use: get(key, type | { type }) for "text" and "json", put(key,
-// string, { expiration | expirationTtl, metadata }), delete(key) and list({ prefix, limit,
-// cursor }) in key order. Values are kept as text and parsed on every read, as KV hands out
-// fresh values; expired entries read as absent. Keys are also indexed by their ":"-separated
+// It has the surface the two use: get(key, type | { type }) for "text", "json" and
+// "arrayBuffer", put(key, string | bytes, { expiration | expirationTtl, metadata }), delete(key)
+// and list({ prefix, limit, cursor }) in key order. Text values are parsed on every read and
+// bytes copied, as KV hands out fresh values; expired entries read as absent. Keys are also indexed by their ":"-separated
 // segments, so a list visits only the keys under its prefix (KV's key space is sorted) and the
 // peer's per-authorization list of a user's grants never scans the whole namespace.
 export function memoryKv() {
@@ -38,13 +38,17 @@ export function memoryKv() {
       const type = (typeof options === "string" ? options : options?.type) ?? "text";
       const entry = entries.get(key);
       if (!live(entry)) return null;
+      if (type === "arrayBuffer") return typeof entry.value === "string" ? new TextEncoder().encode(entry.value).buffer : entry.value.slice().buffer;
+      if (typeof entry.value !== "string") throw new Error(`memoryKv: ${key} holds bytes, read it as arrayBuffer`);
       if (type === "json") return JSON.parse(entry.value);
       if (type === "text") return entry.value;
       throw new Error(`memoryKv: get type ${type} is not supported`);
     },
 
     async put(key, value, { expiration, expirationTtl, metadata } = {}) {
-      if (typeof value !== "string") throw new Error("memoryKv: only string values are supported");
+      if (value instanceof ArrayBuffer) value = new Uint8Array(value.slice(0));
+      else if (ArrayBuffer.isView(value)) value = new Uint8Array(value.buffer.slice(value.byteOffset, value.byteOffset + value.byteLength));
+      else if (typeof value !== "string") throw new Error("memoryKv: values are strings or bytes");
       const at = expiration ?? (expirationTtl !== undefined ? now() + expirationTtl : null);
       entries.set(key, { value, expiration: at, metadata: metadata ?? null });
       parent(key, true).keys.add(key);
