@@ -56,7 +56,7 @@ impl Entropy {
 
     /// 128 bits for a grant id.
     pub(crate) fn grant_id(&self) -> GrantId {
-        GrantId(URL_SAFE_NO_PAD.encode(self.span::<16>(64)))
+        GrantId(URL_SAFE_NO_PAD.encode(self.span::<16>(64)).into())
     }
 }
 
@@ -131,6 +131,11 @@ macro_rules! credential {
             /// The SHA-256 digest under which it is stored.
             pub fn digest(&self) -> $digest {
                 $digest(sha256(self.0.as_bytes()))
+            }
+
+            /// The digest of a credential as presented, without keeping the credential.
+            pub fn digest_of(presented: &str) -> $digest {
+                $digest(sha256(presented.as_bytes()))
             }
         }
 

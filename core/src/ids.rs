@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
+use std::sync::Arc;
 
 /// Why a string was refused as an identifier.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -19,9 +20,11 @@ pub struct InvalidId {
 macro_rules! validated_string {
     ($(#[$doc:meta])* $name:ident, $kind:literal, $check:expr) => {
         $(#[$doc])*
+        // Shared text: an id is copied into keys, principals and records many times per request,
+        // and a clone is a reference count, not an allocation.
         #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
         #[serde(try_from = "String", into = "String")]
-        pub struct $name(String);
+        pub struct $name(Arc<str>);
 
         impl $name {
             /// Validates `value` and wraps it.
@@ -29,7 +32,7 @@ macro_rules! validated_string {
                 let value = value.into();
                 let check: fn(&str) -> Result<(), &'static str> = $check;
                 check(&value).map_err(|reason| InvalidId { kind: $kind, reason })?;
-                Ok(Self(value))
+                Ok(Self(value.into()))
             }
 
             /// The identifier as text.
@@ -47,7 +50,7 @@ macro_rules! validated_string {
 
         impl From<$name> for String {
             fn from(value: $name) -> String {
-                value.0
+                value.0.as_ref().to_owned()
             }
         }
 
@@ -166,7 +169,7 @@ fn visible_ascii(v: &str) -> Result<(), &'static str> {
 /// revocation ends. Opaque, random, not a credential (knowing it grants nothing).
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Debug)]
 #[serde(transparent)]
-pub struct GrantId(pub(crate) String);
+pub struct GrantId(pub(crate) Arc<str>);
 
 impl GrantId {
     /// The id as text.

@@ -245,7 +245,7 @@ impl FromStr for RecordKey {
                 && rest
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
-            .then(|| RecordKey::Grant(GrantId(rest.to_owned()))),
+            .then(|| RecordKey::Grant(GrantId(rest.into()))),
             "link" => rest.split_once(':').and_then(|(app, account)| {
                 Some(RecordKey::Link(
                     AppKey::new(app).ok()?,

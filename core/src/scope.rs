@@ -1,9 +1,9 @@
 //! Scopes: dotted `<area>.<permission>` strings, sets of them, and the legacy access types that
 //! map onto them.
 
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use serde::{Deserialize, Deserializer, Serialize};
 use std::fmt;
+use std::sync::Arc;
 
 use crate::ids::InvalidId;
 
@@ -12,7 +12,7 @@ use crate::ids::InvalidId;
 /// Two or more dot-separated segments of `a–z 0–9 _`, at most 64 characters.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct Scope(String);
+pub struct Scope(Arc<str>);
 
 impl Scope {
     /// Parses one scope.
@@ -32,15 +32,19 @@ impl Scope {
         if value.is_empty() || value.len() > 64 {
             return Err(invalid("must be 1-64 characters"));
         }
-        let segment_ok = |s: &str| {
-            !s.is_empty()
-                && s.bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-        };
-        if value.split('.').count() < 2 || !value.split('.').all(segment_ok) {
+        // One pass: segments of a-z 0-9 _, none empty, at least two.
+        let (mut segments, mut segment_len) = (1, 0);
+        for b in value.bytes() {
+            match b {
+                b'.' if segment_len > 0 => (segments, segment_len) = (segments + 1, 0),
+                b'a'..=b'z' | b'0'..=b'9' | b'_' => segment_len += 1,
+                _ => return Err(invalid("must be <area>.<permission> in a-z 0-9 _")),
+            }
+        }
+        if segments < 2 || segment_len == 0 {
             return Err(invalid("must be <area>.<permission> in a-z 0-9 _"));
         }
-        Ok(Scope(value))
+        Ok(Scope(value.into()))
     }
 
     /// The scope as text.
@@ -58,7 +62,7 @@ impl TryFrom<String> for Scope {
 
 impl From<Scope> for String {
     fn from(value: Scope) -> String {
-        value.0
+        value.0.as_ref().to_owned()
     }
 }
 
@@ -75,9 +79,18 @@ impl fmt::Debug for Scope {
 }
 
 /// A set of scopes, kept sorted so its text form is canonical.
-#[derive(Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+///
+/// A sorted vector, not a tree: sets hold a handful of scopes, are read far more often than
+/// built, and decode with one allocation.
+#[derive(Clone, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(transparent)]
-pub struct ScopeSet(BTreeSet<Scope>);
+pub struct ScopeSet(Vec<Scope>);
+
+impl<'de> Deserialize<'de> for ScopeSet {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Vec::<Scope>::deserialize(d).map(ScopeSet::from_scopes)
+    }
+}
 
 impl ScopeSet {
     /// Parses the space-separated form of RFC 6749 §3.3 (runs of spaces are tolerated).
@@ -90,38 +103,41 @@ impl ScopeSet {
     /// assert!(ScopeSet::parse("  ").is_err());
     /// ```
     pub fn parse(text: &str) -> Result<Self, InvalidId> {
-        let set = text
+        let scopes = text
             .split(' ')
             .filter(|s| !s.is_empty())
             .map(Scope::new)
-            .collect::<Result<BTreeSet<_>, _>>()?;
-        if set.is_empty() {
+            .collect::<Result<Vec<_>, _>>()?;
+        if scopes.is_empty() {
             return Err(InvalidId {
                 kind: "scope",
                 reason: "no scope named",
             });
         }
-        Ok(ScopeSet(set))
+        Ok(ScopeSet::from_scopes(scopes))
     }
 
-    /// Builds a set from scopes already validated.
+    /// Builds a set from scopes already validated (sorted and deduplicated here).
     pub fn from_scopes(scopes: impl IntoIterator<Item = Scope>) -> Self {
-        ScopeSet(scopes.into_iter().collect())
+        let mut scopes: Vec<Scope> = scopes.into_iter().collect();
+        scopes.sort_unstable();
+        scopes.dedup();
+        ScopeSet(scopes)
     }
 
     /// Whether `scope` is in the set.
     pub fn contains(&self, scope: &Scope) -> bool {
-        self.0.contains(scope)
+        self.0.binary_search(scope).is_ok()
     }
 
     /// Whether every scope of `self` is in `other`.
     pub fn is_subset(&self, other: &ScopeSet) -> bool {
-        self.0.is_subset(&other.0)
+        self.0.iter().all(|scope| other.contains(scope))
     }
 
     /// The union of both sets.
     pub fn union(&self, other: &ScopeSet) -> ScopeSet {
-        ScopeSet(self.0.union(&other.0).cloned().collect())
+        ScopeSet::from_scopes(self.0.iter().chain(&other.0).cloned())
     }
 
     /// Whether the set is empty.

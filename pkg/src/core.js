@@ -44,13 +44,18 @@ function unixTime(now) {
   throw new Error(`edgegrant: invalid time ${String(now)}: expected a non-negative safe integer or bigint`);
 }
 
-/** Headers as names and values alternately, from node:http's rawHeaders, [name, value] pairs or a Headers object. */
-function flatHeaders(headers) {
-  if (headers === undefined || headers === null) return [];
-  if (Array.isArray(headers)) return Array.isArray(headers[0]) ? headers.flat() : headers;
+/**
+ * Headers as one string, names and values alternately joined by NUL (which HTTP forbids in
+ * both), from node:http's rawHeaders, [name, value] pairs or a Headers object: one string
+ * crosses into wasm instead of one per header.
+ */
+function joinedHeaders(headers) {
+  if (headers === undefined || headers === null) return "";
+  if (typeof headers === "string") return headers;
+  if (Array.isArray(headers)) return (Array.isArray(headers[0]) ? headers.flat() : headers).join("\0");
   const flat = [];
   for (const [name, value] of headers) flat.push(name, value);
-  return flat;
+  return flat.join("\0");
 }
 
 /**
@@ -64,11 +69,11 @@ export function createCore(config) {
   return {
     /**
      * Starts an HTTP request: `{ method, path, query, headers, body, user }` (`headers` as
-     * rawHeaders, pairs or Headers; `body` a Uint8Array; `user` `{ account_id, uid }` or null),
+     * rawHeaders, pairs, Headers or already NUL-joined; `body` a Uint8Array; `user` `{ account_id, uid }` or null),
      * at `now` (Unix seconds) with fresh `entropy`.
      */
     request({ method, path, query = "", headers, body, user }, now, entropy) {
-      return core.request(method, path, query, flatHeaders(headers), body ?? NO_BODY, user?.account_id, user?.uid, now, entropy);
+      return core.request(method, path, query, joinedHeaders(headers), body ?? NO_BODY, user?.account_id, user?.uid, now, entropy);
     },
     /** Starts an unlink of `app` for `accountId`, by "user" or "team_admin". */
     unlink: (app, accountId, by, now, entropy) => core.unlink(app, accountId, by, now, entropy),

@@ -37,12 +37,15 @@ export interface Transaction {
   audit: AuditEvent[];
 }
 
-/** Two verbs: read many keys in one batch, apply a transaction all-or-nothing. */
+/**
+ * Two verbs: read many keys in one batch, apply a transaction all-or-nothing. Either may answer
+ * at once or through a promise; the driver awaits only promises.
+ */
 export interface Storage {
   /** What is stored under `keys`; absent keys are left out of the map. Do not change what it returns. */
-  read(keys: string[]): Promise<Map<string, Stored>>;
-  /** Applies every put if every `expect` holds, else nothing; resolves `false` on a conflict. */
-  apply(transaction: Transaction): Promise<boolean>;
+  read(keys: string[]): Map<string, Stored> | Promise<Map<string, Stored>>;
+  /** Applies every put if every `expect` holds, else nothing; `false` on a conflict. */
+  apply(transaction: Transaction): boolean | Promise<boolean>;
 }
 
 /** A store that can also delete the records whose purge time has passed. */

@@ -52,12 +52,16 @@ function drawEntropy() {
   return entropy;
 }
 
-/** Pairs from names and values alternately. */
-function pairs(flat) {
+/** Pairs from names and values alternately, joined by NUL. */
+function pairs(joined) {
+  const flat = joined.split("\0");
   const out = [];
   for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i], flat[i + 1]]);
   return out;
 }
+
+/** What a store or a hook returned, awaited only when it is a promise: an in-memory store or a synchronous hook costs no turn of the event loop. */
+const settled = (value) => (typeof value?.then === "function" ? value : undefined);
 
 /** The pending write as the storage adapters take it. */
 function transactionOf(request) {
@@ -78,15 +82,18 @@ export async function runRequest(request, storage, { onAudit } = {}) {
     for (let round = 0; round < 32; round++) {
       const step = request.poll();
       if (step === READ) {
-        const keys = request.keys();
-        const found = await storage.read(keys);
+        const keys = request.keys().split("\0");
+        let found = storage.read(keys);
+        if (settled(found)) found = await found;
         for (let i = 0; i < keys.length; i++) {
           const stored = found.get(keys[i]);
           request.supply(i, stored?.version, stored?.bytes);
         }
       } else if (step === WRITE) {
         const transaction = transactionOf(request);
-        if (await storage.apply(transaction)) {
+        let applied = storage.apply(transaction);
+        if (settled(applied)) applied = await applied;
+        if (applied) {
           request.committed();
           if (onAudit) for (const event of transaction.audit) onAudit(event);
         } else {
@@ -223,8 +230,9 @@ export function createAuthServer(options) {
     const headers = ["host", url.host];
     for (const [name, value] of request.headers) if (name !== "host") headers.push(name, value);
     const body = request.body ? await readBody(request, limit) : NO_BODY;
-    const user = (await currentUser(request)) ?? null;
-    const result = await handle({ method: request.method, path: url.pathname, query: url.search.slice(1), headers, body, user });
+    let user = currentUser(request);
+    if (settled(user)) user = await user;
+    const result = await handle({ method: request.method, path: url.pathname, query: url.search.slice(1), headers, body, user: user ?? null });
     if (result.kind === "serve") {
       const handler = api[url.pathname];
       return handler ? handler(result.principal, request) : new Response("null", { status: 404, headers: { "Content-Type": "application/json" } });

@@ -147,31 +147,32 @@ impl Core {
         })
     }
 
-    /// Starts an HTTP request: `headers` holds names and values alternately (as node:http's
-    /// `rawHeaders`), `body` its bytes (up to one byte past `max_input_bytes` is enough); the
-    /// signed-in user, if any, as `accountId` and `uid`; `now` in Unix seconds; fresh entropy.
+    /// Starts an HTTP request: `headers` holds names and values alternately, joined by NUL
+    /// (`rawHeaders.join("\0")`: one string crosses, not one per header; HTTP forbids NUL in
+    /// names and values, and Node and Fetch refuse it), `body` its bytes (up to one byte past
+    /// `max_input_bytes` is enough); the signed-in user, if any, as `accountId` and `uid`;
+    /// `now` in Unix seconds; fresh entropy.
     #[allow(clippy::too_many_arguments)]
     pub fn request(
         &self,
         method: &str,
         path: &str,
         query: &str,
-        headers: Vec<String>,
+        headers: &str,
         body: Vec<u8>,
         #[wasm_bindgen(js_name = accountId)] account_id: Option<String>,
         uid: Option<String>,
         now: f64,
         entropy: &[u8],
     ) -> Result<Request, JsError> {
-        let mut pairs = Vec::with_capacity(headers.len() / 2);
-        let mut names_and_values = headers.into_iter();
+        let mut pairs = Vec::new();
+        let mut names_and_values = headers.split('\0');
         while let (Some(name), Some(value)) = (names_and_values.next(), names_and_values.next()) {
-            pairs.push((name, value));
+            pairs.push((name.to_owned(), value.to_owned()));
         }
         let user = match (account_id, uid) {
             (Some(account_id), Some(uid)) => Some(User {
-                account_id: AccountId::new(account_id)
-                    .map_err(|e| JsError::new(&e.to_string()))?,
+                account_id: AccountId::new(account_id).map_err(|e| JsError::new(&e.to_string()))?,
                 uid: Uid::new(uid).map_err(|e| JsError::new(&e.to_string()))?,
             }),
             _ => None,
@@ -199,7 +200,11 @@ impl Core {
         let by = match by {
             "user" => Unlinker::User,
             "team_admin" => Unlinker::TeamAdmin,
-            other => return Err(JsError::new(&format!("unlink: by must be user or team_admin, got {other}"))),
+            other => {
+                return Err(JsError::new(&format!(
+                    "unlink: by must be user or team_admin, got {other}"
+                )))
+            }
         };
         let input = Input::Unlink {
             app: AppKey::new(app).map_err(|e| JsError::new(&e.to_string()))?,
@@ -264,9 +269,16 @@ impl Request {
         }
     }
 
-    /// The keys to read, in one batch.
-    pub fn keys(&mut self) -> Vec<String> {
-        self.read_keys().iter().map(|k| k.to_string()).collect()
+    /// The keys to read, in one batch, joined by NUL (keys never hold one).
+    pub fn keys(&mut self) -> String {
+        let mut joined = String::new();
+        for (i, key) in self.read_keys().iter().enumerate() {
+            if i > 0 {
+                joined.push('\0');
+            }
+            joined.push_str(&key.to_string());
+        }
+        joined
     }
 
     /// What the store holds under the `index`th key: its version and bytes, or nothing.
@@ -332,7 +344,8 @@ impl Request {
     /// When the host may delete the record of put `index` (Unix seconds), or `undefined`.
     #[wasm_bindgen(js_name = putPurgeAfter)]
     pub fn put_purge_after(&mut self, index: usize) -> Option<f64> {
-        self.put(index, |p| p.purge_after.map(|t| t.0 as f64)).flatten()
+        self.put(index, |p| p.purge_after.map(|t| t.0 as f64))
+            .flatten()
     }
 
     /// The transaction's audit events, as a JSON array (emit them once it applied).
@@ -365,15 +378,20 @@ impl Request {
         self.reply().map_or(0, |r| r.response.status)
     }
 
-    /// The response's headers, names and values alternately.
-    pub fn headers(&mut self) -> Vec<String> {
-        self.reply().map_or_else(Vec::new, |r| {
-            r.response
-                .headers
-                .iter()
-                .flat_map(|(n, v)| [n.clone(), v.clone()])
-                .collect()
-        })
+    /// The response's headers, names and values alternately, joined by NUL.
+    pub fn headers(&mut self) -> String {
+        let mut joined = String::new();
+        if let Some(reply) = self.reply() {
+            for (i, (name, value)) in reply.response.headers.iter().enumerate() {
+                if i > 0 {
+                    joined.push('\0');
+                }
+                joined.push_str(name);
+                joined.push('\0');
+                joined.push_str(value);
+            }
+        }
+        joined
     }
 
     /// The response's body.
@@ -384,9 +402,7 @@ impl Request {
 
     /// What happened: `tokens`, `redirect`, `consent`, `refused`, … (`Outcome::name`).
     pub fn outcome(&mut self) -> String {
-        self.reply()
-            .map_or("", |r| r.outcome.name())
-            .to_owned()
+        self.reply().map_or("", |r| r.outcome.name()).to_owned()
     }
 
     /// Why the request was refused (`Refusal::name`: `code_expired`, `missing_scope`, …).

@@ -5,7 +5,7 @@
 //! token record, then its grant and link in one batch: three records however many tokens exist.
 
 use crate::config::Config;
-use crate::credentials::AccessTokenDigest;
+use crate::credentials::{AccessToken, AccessTokenDigest};
 use crate::ctx::{replace, Ctx, Decision, Ending, Flow, Loaded, Via};
 use crate::machines::access_token;
 use crate::machines::grant::{self, Standing};
@@ -46,7 +46,7 @@ pub(crate) fn parse(
     }
     match bearer_token(request) {
         Ok(token) => Ok(Parsed {
-            token: token.digest(),
+            token: AccessToken::digest_of(token),
             purpose,
         }),
         Err(BearerError::Missing) => refuse(Refusal::BearerMissing),

@@ -97,7 +97,7 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
                 None => return Err(client.refuse(Refusal::MalformedVerifier)),
             },
         };
-        let code = AuthorizationCode::presented(code).digest();
+        let code = AuthorizationCode::digest_of(code);
         Ok(Parsed::Exchange {
             client,
             code,
@@ -109,7 +109,7 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
             return Err(client.refuse(Refusal::RefreshTokenMissing));
         };
         let scope = read("scope")?.map(|s| ScopeSet::parse(s).map_err(|_| ()));
-        let token = RefreshToken::presented(token).digest();
+        let token = RefreshToken::digest_of(token);
         Ok(Parsed::Refresh {
             client,
             token,

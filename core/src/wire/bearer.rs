@@ -1,7 +1,6 @@
 //! `Authorization: Bearer <token>` (RFC 6750 §2.1).
 
 use super::http::HttpRequest;
-use crate::credentials::AccessToken;
 
 /// Why no bearer token could be read.
 pub(crate) enum BearerError {
@@ -13,7 +12,7 @@ pub(crate) enum BearerError {
 
 /// The bearer token of `request`. The scheme is case-insensitive; one or more spaces separate
 /// it from the token, which must be a `b64token`.
-pub(crate) fn bearer_token(request: &HttpRequest) -> Result<AccessToken, BearerError> {
+pub(crate) fn bearer_token(request: &HttpRequest) -> Result<&str, BearerError> {
     let mut headers = request.header_values("authorization");
     let header = headers.next().ok_or(BearerError::Missing)?;
     if headers.next().is_some() {
@@ -28,7 +27,7 @@ pub(crate) fn bearer_token(request: &HttpRequest) -> Result<AccessToken, BearerE
         return Err(BearerError::Missing);
     }
     if is_b64token(token) {
-        Ok(AccessToken::presented(token))
+        Ok(token)
     } else {
         Err(BearerError::Malformed)
     }

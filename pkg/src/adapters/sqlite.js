@@ -36,7 +36,8 @@ export function sqliteStorage(db, { table = "edgegrant_store" } = {}) {
     return true;
   });
   return {
-    async read(keys) {
+    // Synchronous, as better-sqlite3 is: the driver awaits only promises.
+    read(keys) {
       const found = new Map();
       for (const key of keys) {
         const row = select.get(key);
@@ -44,7 +45,7 @@ export function sqliteStorage(db, { table = "edgegrant_store" } = {}) {
       }
       return found;
     },
-    async apply({ puts }) {
+    apply({ puts }) {
       return applyAll.immediate(puts);
     },
     /** Deletes the records whose purge time is at or before `now`; returns how many. */
