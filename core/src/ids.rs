@@ -22,9 +22,25 @@ macro_rules! validated_string {
         $(#[$doc])*
         // Shared text: an id is copied into keys, principals and records many times per request,
         // and a clone is a reference count, not an allocation.
-        #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-        #[serde(try_from = "String", into = "String")]
+        #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub struct $name(Arc<str>);
+
+        impl Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(&self.0)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = crate::ids::text(d)?;
+                let check: fn(&str) -> Result<(), &'static str> = $check;
+                check(&text).map_err(|reason| {
+                    serde::de::Error::custom(InvalidId { kind: $kind, reason })
+                })?;
+                Ok(Self(Arc::from(text.as_ref())))
+            }
+        }
 
         impl $name {
             /// Validates `value` and wraps it.
@@ -66,6 +82,30 @@ macro_rules! validated_string {
             }
         }
     };
+}
+
+/// A string as the format holds it: borrowed from the input when it can be (postcard always),
+/// so that an id is allocated once, as its shared text.
+pub(crate) fn text<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<std::borrow::Cow<'de, str>, D::Error> {
+    struct Text;
+    impl<'de> serde::de::Visitor<'de> for Text {
+        type Value = std::borrow::Cow<'de, str>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a string")
+        }
+        fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok(std::borrow::Cow::Borrowed(v))
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(std::borrow::Cow::Owned(v.to_owned()))
+        }
+        fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+            Ok(std::borrow::Cow::Owned(v))
+        }
+    }
+    d.deserialize_str(Text)
 }
 
 // Lets `BTreeMap<AppKey, _>` be searched by `&str` (the derived order is the string order).

@@ -17,9 +17,10 @@ use crate::time::UnixTime;
 #[derive(Clone, Debug)]
 enum State {
     Reading(Vec<RecordKey>),
-    Writing(Transaction, Ending),
-    Replying(Reply),
-    Serving(Principal),
+    // Boxed: the request is moved around by its host; keep it small.
+    Writing(Box<(Transaction, Ending)>),
+    Replying(Box<Reply>),
+    Serving(Box<Principal>),
 }
 
 /// A request in progress. See the [crate documentation](crate) for the calling contract.
@@ -64,7 +65,7 @@ impl Request {
         }
         match &self.state {
             State::Reading(keys) => Step::Read(keys),
-            State::Writing(transaction, _) => Step::Write(transaction),
+            State::Writing(write) => Step::Write(&write.0),
             State::Replying(reply) => Step::Respond(reply),
             State::Serving(principal) => Step::Serve(principal),
         }
@@ -93,8 +94,8 @@ impl Request {
     /// The transaction of the last [`Step::Write`] applied. Emit its audit events.
     pub fn committed(&mut self) -> Result<(), Misuse> {
         match std::mem::replace(&mut self.state, State::Reading(Vec::new())) {
-            State::Writing(_, ending) => {
-                self.finish(ending);
+            State::Writing(write) => {
+                self.finish(write.1);
                 Ok(())
             }
             other => {
@@ -142,7 +143,7 @@ impl Request {
         match self.route.decide(&ctx) {
             Err(Need(keys)) => self.state = State::Reading(keys),
             Ok(Decision::Commit(transaction, ending)) => {
-                self.state = State::Writing(transaction, ending)
+                self.state = State::Writing(Box::new((transaction, ending)))
             }
             Ok(Decision::End(ending)) => self.finish(ending),
         }
@@ -150,8 +151,8 @@ impl Request {
 
     fn finish(&mut self, ending: Ending) {
         self.state = match render(ending, &self.config) {
-            Finished::Reply(reply) => State::Replying(reply),
-            Finished::Serve(principal) => State::Serving(principal),
+            Finished::Reply(reply) => State::Replying(Box::new(reply)),
+            Finished::Serve(principal) => State::Serving(Box::new(principal)),
         };
     }
 }

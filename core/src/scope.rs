@@ -10,9 +10,22 @@ use crate::ids::InvalidId;
 /// One scope, such as `account_info.read` or `files.content.write`.
 ///
 /// Two or more dot-separated segments of `a–z 0–9 _`, at most 64 characters.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Scope(Arc<str>);
+
+impl Serialize for Scope {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Scope {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = crate::ids::text(d)?;
+        Scope::check(&text).map_err(serde::de::Error::custom)?;
+        Ok(Scope(Arc::from(text.as_ref())))
+    }
+}
 
 impl Scope {
     /// Parses one scope.
@@ -25,6 +38,11 @@ impl Scope {
     /// ```
     pub fn new(value: impl Into<String>) -> Result<Self, InvalidId> {
         let value = value.into();
+        Scope::check(&value)?;
+        Ok(Scope(value.into()))
+    }
+
+    fn check(value: &str) -> Result<(), InvalidId> {
         let invalid = |reason| InvalidId {
             kind: "scope",
             reason,
@@ -44,25 +62,12 @@ impl Scope {
         if segments < 2 || segment_len == 0 {
             return Err(invalid("must be <area>.<permission> in a-z 0-9 _"));
         }
-        Ok(Scope(value.into()))
+        Ok(())
     }
 
     /// The scope as text.
     pub fn as_str(&self) -> &str {
         &self.0
-    }
-}
-
-impl TryFrom<String> for Scope {
-    type Error = InvalidId;
-    fn try_from(value: String) -> Result<Self, InvalidId> {
-        Scope::new(value)
-    }
-}
-
-impl From<Scope> for String {
-    fn from(value: Scope) -> String {
-        value.0.as_ref().to_owned()
     }
 }
 

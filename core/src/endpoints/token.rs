@@ -121,7 +121,7 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
 /// The request's parameters: the form body (RFC 6749 §4.1.3, §6), or — for clients such as the
 /// official Dropbox SDKs, which send an empty body — the URL query, if the policy allows. Never
 /// both: a request that splits its parameters cannot say which copy counts.
-fn parameters(config: &Config, request: &HttpRequest) -> Result<Params, Ending> {
+fn parameters<'r>(config: &Config, request: &'r HttpRequest) -> Result<Params<'r>, Ending> {
     let in_query = !request.query.is_empty();
     if request.body.is_empty() && in_query {
         if !config.policy().token_parameters_in_query {

@@ -1,20 +1,23 @@
 //! `application/x-www-form-urlencoded` parameters: query strings and token-request bodies.
 
-/// Parsed name/value pairs, in order, repeats kept so they can be refused.
-pub(crate) struct Params {
-    pairs: Vec<(String, String)>,
+use std::borrow::Cow;
+
+/// Parsed name/value pairs, in order, repeats kept so they can be refused. Borrowed from the
+/// input where nothing needed decoding.
+pub(crate) struct Params<'a> {
+    pairs: Vec<(Cow<'a, str>, Cow<'a, str>)>,
 }
 
 /// A parameter that must appear at most once appeared more often (RFC 6749 §3.1, §3.2).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Repeated(pub &'static str);
 
-impl Params {
+impl<'a> Params<'a> {
     /// Decodes `+` and percent escapes (invalid UTF-8 becomes U+FFFD, so it can never match a
     /// credential or a registered value).
-    pub fn parse(input: &[u8]) -> Params {
+    pub fn parse(input: &'a [u8]) -> Params<'a> {
         Params {
-            pairs: form_urlencoded::parse(input).into_owned().collect(),
+            pairs: form_urlencoded::parse(input).collect(),
         }
     }
 
@@ -26,7 +29,7 @@ impl Params {
         if found.next().is_some() {
             return Err(Repeated(name));
         }
-        Ok(first.map(|(_, v)| v.as_str()).filter(|v| !v.is_empty()))
+        Ok(first.map(|(_, v)| v.as_ref()).filter(|v| !v.is_empty()))
     }
 }
 

@@ -9,16 +9,21 @@
 
 /// Escapes text for HTML content and quoted attribute values.
 pub fn escape(text: &str, out: &mut String) {
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
+    let mut rest = text;
+    // Copies the runs between special characters whole.
+    while let Some(at) = rest.find(['&', '<', '>', '"', '\'']) {
+        let (run, special) = rest.split_at(at);
+        out.push_str(run);
+        out.push_str(match special.as_bytes().first() {
+            Some(b'&') => "&amp;",
+            Some(b'<') => "&lt;",
+            Some(b'>') => "&gt;",
+            Some(b'"') => "&quot;",
+            _ => "&#39;",
+        });
+        rest = special.get(1..).unwrap_or_default();
     }
+    out.push_str(rest);
 }
 
 /// A value a template can show.
