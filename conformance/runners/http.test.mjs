@@ -1,16 +1,20 @@
-// Runner 3: every vector against the two live hosts on loopback, in test mode
-// (examples/host/test-mode.mjs): the Node host (node:http, SQLite) and the Worker host
-// (wrangler dev: workerd, one Durable Object). A vector opens with /__test__/reset (its
+// Runner 3: every vector against the three live hosts on loopback, in test mode
+// (examples/host/test-mode.mjs): the Node host (node:http, SQLite), the Worker host
+// (wrangler dev: workerd, one Durable Object) and the native host (examples/native: the Rust
+// crate alone, axum and SQLite; built here with cargo). A vector opens with /__test__/reset (its
 // configuration and users, empty storage); each step sets the clock and the entropy
 // (/__test__/clock), sends its input over real HTTP, and collects the audit events
 // (/__test__/audit). Requests go out through node:http exactly as the step gives them: header
 // lines in order, repeats as separate lines, the body's raw bytes, no redirect followed.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import http from "node:http";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
 import { entropyLength } from "../../pkg/src/node.js";
 import { startServer } from "../../examples/node/server.mjs";
 import { startWorker } from "../../examples/worker/dev.mjs";
@@ -19,6 +23,9 @@ import { consentForm, loadCorpus, observeHttp, requestParts, runVector, textByte
 // A hung host fails its vector fast instead of the whole run: each request, and each vector.
 const REQUEST_TIMEOUT_MS = 15_000;
 const VECTOR_TIMEOUT_MS = 60_000;
+// Building the native host from a clean target directory takes minutes on two cores.
+const BUILD_TIMEOUT_MS = 20 * 60_000;
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
 const corpus = loadCorpus(); // first: a corpus that does not load starts no host
 
@@ -42,13 +49,74 @@ const workerStarting = settle(startWorker({ configPath, port: 0, persistTo: join
 const plainWorkerStarting = settle(startWorker({ configPath, port: 0, persistTo: join(dir, "plain-worker-state") }));
 let nodeHost;
 let plainNodeHost;
+let nativeHost;
+let plainNativeHost;
 
-// Runs whether the tests passed or not: no host, wrangler or workerd outlives the file.
+// Runs whether the tests passed or not: no host, wrangler, workerd or native process outlives the file.
 after(async () => {
   const workers = await Promise.all([workerStarting, plainWorkerStarting].map((p) => p.catch(() => undefined)));
-  await Promise.all([nodeHost?.close(), plainNodeHost?.close(), ...workers.map((w) => w?.close())]);
+  await Promise.all([nodeHost?.close(), plainNodeHost?.close(), nativeHost?.close(), plainNativeHost?.close(), ...workers.map((w) => w?.close())]);
   rmSync(dir, { recursive: true, force: true });
 });
+
+/**
+ * Builds the native host (`cargo build`, a no-op when it is up to date) once, after the other
+ * hosts' suites (not beside them: two cores). Resolves the path of its binary, as cargo reports
+ * it (so CARGO_TARGET_DIR is honoured).
+ */
+let nativeBuild;
+function nativeBinary() {
+  nativeBuild ??= new Promise((resolve, reject) => {
+    const cargo = spawn("cargo", ["build", "-p", "edgegrant-native-host", "--bin", "edgegrant-native", "--message-format=json-render-diagnostics"], {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    let executable;
+    createInterface({ input: cargo.stdout }).on("line", (line) => {
+      if (!line.startsWith("{")) return;
+      const message = JSON.parse(line);
+      if (message.reason === "compiler-artifact" && message.target?.name === "edgegrant-native" && message.executable) executable = message.executable;
+    });
+    cargo.on("error", reject);
+    cargo.on("close", (code) => {
+      if (code === 0 && executable) resolve(executable);
+      else reject(new Error(`cargo build -p edgegrant-native-host failed (exit ${code})`));
+    });
+  });
+  return nativeBuild;
+}
+
+/**
+ * Starts the native host on the runner's configuration, on a free port: resolves `{ url, close }`
+ * once it prints its listening line. Its stdout (one audit line per event) is read to the end,
+ * so the pipe never fills; its stderr is the runner's.
+ */
+async function startNative({ testMode }) {
+  const binary = await nativeBinary();
+  const child = spawn(binary, [configPath, "--port", "0", ...(testMode ? ["--test-mode"] : [])], { stdio: ["ignore", "pipe", "inherit"] });
+  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal)));
+  const close = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+    await exited;
+  };
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => close().then(() => reject(new Error("the native host printed no listening line within 30 s"))), 30_000);
+    child.once("error", (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    exited.then((status) => {
+      clearTimeout(timer);
+      reject(new Error(`the native host exited (${status}) before it listened`));
+    });
+    createInterface({ input: child.stdout }).on("line", (line) => {
+      const listening = /^edgegrant native host listening on (http:\/\/\S+)$/.exec(line);
+      if (!listening) return;
+      clearTimeout(timer);
+      resolve({ url: listening[1], close });
+    });
+  });
+}
 
 /**
  * One HTTP/1.1 exchange: `headers` are pairs sent as given (Host comes first, as a client sends
@@ -159,10 +227,13 @@ function corpusSuite(name, start) {
     let host;
     let started;
     const layer = httpLayer(() => host.url);
-    before(async () => {
-      host = await start();
-      started = performance.now();
-    });
+    before(
+      async () => {
+        host = await start();
+        started = performance.now();
+      },
+      { timeout: BUILD_TIMEOUT_MS },
+    );
     after(() => {
       layer.agent.destroy();
       const skipped = corpus.filter(({ vector }) => unsupportedReason(vector, name)).length;
@@ -180,6 +251,10 @@ corpusSuite("http-node", async () => {
   return nodeHost;
 });
 corpusSuite("http-worker", () => workerStarting);
+corpusSuite("http-native", async () => {
+  nativeHost = await startNative({ testMode: true });
+  return nativeHost;
+});
 
 /** Without test mode, /__test__/ is like any unknown path: the same 404. */
 async function assertNoTestEndpoints(url) {
@@ -206,5 +281,9 @@ describe("test mode is off unless asked for", () => {
   });
   test("Worker host started without testMode: /__test__/* is 404", { timeout: VECTOR_TIMEOUT_MS }, async () => {
     await assertNoTestEndpoints((await plainWorkerStarting).url);
+  });
+  test("native host started without --test-mode: /__test__/* is 404", { timeout: BUILD_TIMEOUT_MS }, async () => {
+    plainNativeHost = await startNative({ testMode: false });
+    await assertNoTestEndpoints(plainNativeHost.url);
   });
 });

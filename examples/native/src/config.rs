@@ -1,0 +1,226 @@
+//! The host's configuration file, in the format of the Node host (examples/node/README.md), and
+//! the users and core configuration that test mode swaps in.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use edgegrant::{AccountId, Config, ConfigDocument, PageTemplates, Uid, User};
+use serde_json::{Map, Value};
+
+/// The page templates of the flow, shared by the three hosts (the JS hosts import the same file).
+const PAGES_JSON: &str = include_str!("../../host/pages.json");
+
+/// Where the host listens when the file says nothing.
+const DEFAULT_HOST: &str = "127.0.0.1";
+const DEFAULT_PORT: u16 = 8787;
+
+/// One user who can sign in.
+#[derive(Clone, Debug)]
+pub struct Account {
+    /// The sign-in name.
+    pub username: String,
+    /// `scrypt$<salt hex>$<hash hex>`, or anything else for a user who cannot sign in.
+    pub password_scrypt: String,
+    /// The user as the core knows them.
+    pub user: User,
+    /// The display name, if any.
+    pub name: Option<String>,
+    /// The e-mail address, if any.
+    pub email: Option<String>,
+    /// The country code, if any.
+    pub country: Option<String>,
+}
+
+/// The users, indexed both ways.
+#[derive(Debug, Default)]
+pub struct Accounts {
+    by_name: HashMap<String, Arc<Account>>,
+    by_account_id: HashMap<String, Arc<Account>>,
+}
+
+impl Accounts {
+    /// Indexes `accounts`; of two with one name or account id the later wins, as in the JS hosts.
+    pub fn new(accounts: Vec<Account>) -> Accounts {
+        let mut index = Accounts::default();
+        for account in accounts.into_iter().map(Arc::new) {
+            index
+                .by_name
+                .insert(account.username.clone(), account.clone());
+            index
+                .by_account_id
+                .insert(account.user.account_id.as_str().to_owned(), account);
+        }
+        index
+    }
+
+    /// The user who signs in as `username`.
+    pub fn named(&self, username: &str) -> Option<&Arc<Account>> {
+        self.by_name.get(username)
+    }
+
+    /// The user with this account id.
+    pub fn with_account_id(&self, account_id: &str) -> Option<&Arc<Account>> {
+        self.by_account_id.get(account_id)
+    }
+}
+
+/// The checked configuration file.
+#[derive(Debug)]
+pub struct HostConfig {
+    /// The address to listen on (`listen.host`).
+    pub host: String,
+    /// The port to listen on (`listen.port`).
+    pub port: u16,
+    /// The SQLite file, resolved against the configuration file's folder.
+    pub database: PathBuf,
+    /// Signs the session cookies.
+    pub session_secret: String,
+    /// Who can sign in.
+    pub accounts: Vec<Account>,
+    /// The core's configuration, with the shared page templates.
+    pub core: Config,
+}
+
+/// Reads and checks the configuration file at `path`; the error says what is wrong.
+pub fn load(path: &Path) -> Result<HostConfig, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read configuration {}: {e}", path.display()))?;
+    let doc: Value = serde_json::from_str(&text)
+        .map_err(|e| format!("cannot read configuration {}: {e}", path.display()))?;
+    parse(&doc, path).map_err(|e| format!("invalid configuration {}: {e}", path.display()))
+}
+
+fn parse(doc: &Value, path: &Path) -> Result<HostConfig, String> {
+    let doc = doc.as_object().ok_or("not a JSON object")?;
+    let accounts = accounts(doc.get("users"))?;
+    let session_secret = match doc.get("session_secret") {
+        // Counted in characters, like the JS hosts' check.
+        Some(Value::String(secret)) if secret.chars().count() >= 32 => secret.clone(),
+        _ => return Err("session_secret must be at least 32 characters".into()),
+    };
+    let listen = match doc.get("listen") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(listen)) => listen.clone(),
+        Some(_) => return Err("listen must be an object {host, port}".into()),
+    };
+    let host = match listen.get("host") {
+        None | Some(Value::Null) => DEFAULT_HOST.to_owned(),
+        Some(Value::String(host)) => host.clone(),
+        Some(_) => return Err("listen.host must be a string".into()),
+    };
+    let port = match listen.get("port") {
+        None | Some(Value::Null) => DEFAULT_PORT,
+        Some(port) => port
+            .as_u64()
+            .and_then(|p| u16::try_from(p).ok())
+            .ok_or("listen.port must be a port number")?,
+    };
+    let database = match doc.get("database") {
+        None | Some(Value::Null) => "edgegrant.sqlite",
+        Some(Value::String(file)) => file.as_str(),
+        Some(_) => return Err("database must be a file name".into()),
+    };
+    let folder = path.parent().unwrap_or(Path::new("."));
+    Ok(HostConfig {
+        host,
+        port,
+        database: folder.join(database),
+        session_secret,
+        accounts,
+        core: core_config(doc)?,
+    })
+}
+
+/// The users of the file: `username`, `password_scrypt`, `account_id`, `uid` (a string or a
+/// number), and optionally `name`, `email`, `country`.
+fn accounts(users: Option<&Value>) -> Result<Vec<Account>, String> {
+    let users = match users {
+        Some(Value::Array(users)) if !users.is_empty() => users,
+        _ => return Err("users must be a non-empty list".into()),
+    };
+    let text = |user: &Map<String, Value>, field: &str| match user.get(field) {
+        Some(Value::String(value)) => Some(value.clone()),
+        _ => None,
+    };
+    users
+        .iter()
+        .map(|user| {
+            let user = user.as_object().ok_or("every user must be an object")?;
+            let (Some(username), Some(password_scrypt), Some(account_id)) = (
+                text(user, "username"),
+                text(user, "password_scrypt"),
+                text(user, "account_id"),
+            ) else {
+                return Err("every user needs username, password_scrypt and account_id".into());
+            };
+            let uid = match user.get("uid") {
+                Some(Value::String(uid)) => uid.clone(),
+                Some(Value::Number(uid)) => uid.to_string(),
+                _ => return Err(format!("user {username} needs a uid")),
+            };
+            Ok(Account {
+                user: User {
+                    account_id: AccountId::new(account_id)
+                        .map_err(|e| format!("user {username}: {e}"))?,
+                    uid: Uid::new(uid).map_err(|e| format!("user {username}: {e}"))?,
+                },
+                username,
+                password_scrypt,
+                name: text(user, "name"),
+                email: text(user, "email"),
+                country: text(user, "country"),
+            })
+        })
+        .collect()
+}
+
+/// The core's configuration from a document's `apps` (absent: none), `policy` and
+/// `api_endpoints`, with the shared page templates; other fields are the host's.
+pub fn core_config(doc: &Map<String, Value>) -> Result<Config, String> {
+    let mut core = Map::new();
+    core.insert(
+        "apps".into(),
+        doc.get("apps").cloned().unwrap_or(Value::Array(Vec::new())),
+    );
+    for field in ["policy", "api_endpoints"] {
+        if let Some(value) = doc.get(field) {
+            core.insert(field.into(), value.clone());
+        }
+    }
+    let mut document: ConfigDocument =
+        serde_json::from_value(Value::Object(core)).map_err(|e| e.to_string())?;
+    document.pages = pages();
+    Config::new(document).map_err(|e| e.to_string())
+}
+
+/// The shared page templates. The file is part of the build, so a broken one fails the tests,
+/// never a user: it falls back to the core's plain pages rather than stopping the host.
+fn pages() -> PageTemplates {
+    serde_json::from_str(PAGES_JSON).unwrap_or_else(|e| {
+        eprintln!("examples/host/pages.json is not page templates ({e}): using the core's pages");
+        PageTemplates::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sample_configuration_loads() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../node/config.sample.json");
+        let config = load(&path).expect("the sample loads");
+        assert_eq!(config.port, 8787);
+        assert!(config.database.ends_with("node/edgegrant.sqlite"));
+        assert_eq!(config.accounts.len(), 2);
+        assert_eq!(config.core.apps().count(), 2);
+    }
+
+    #[test]
+    fn the_shared_pages_parse() {
+        let pages: PageTemplates = serde_json::from_str(PAGES_JSON).expect("pages.json parses");
+        assert!(pages.consent.is_some() && pages.code.is_some());
+        assert!(pages.error.is_some() && pages.sign_in.is_some());
+    }
+}

@@ -1,0 +1,417 @@
+//! HTTP: every request comes in here. The host's own pages (`/`, `/signin`) and, in test mode,
+//! `/__test__/` are answered here; everything else goes to the core as it arrived, and its
+//! reply goes out as it is.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::header::COOKIE;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use axum::response::Response;
+use edgegrant::{HttpRequest, HttpResponse, Input, Principal};
+use http_body_util::BodyExt;
+use serde_json::{json, Value};
+
+use crate::config::Account;
+use crate::host::{App, Fault, Finish, Site};
+use crate::session::{password_matches, spend_password_check};
+use crate::test_mode;
+
+/// How much of a sign-in form is read (the JS hosts' bound).
+const SIGN_IN_FORM_BYTES: usize = 4096;
+
+/// How long the rest of an oversized body is read and dropped before the answer goes out
+/// anyway. Reading it keeps the connection: an answer over unread bytes makes the kernel reset
+/// it, and the client may lose the answer.
+const DRAIN_TIME: Duration = Duration::from_secs(10);
+
+/// The headers the core puts on the flow's pages, for the host's own pages too.
+const PAGE_HEADERS: [(&str, &str); 5] = [
+    ("Content-Type", "text/html; charset=utf-8"),
+    ("Cache-Control", "no-store"),
+    ("X-Frame-Options", "DENY"),
+    ("Content-Security-Policy", "frame-ancestors 'none'"),
+    ("Referrer-Policy", "no-referrer"),
+];
+
+/// The look of the host's pages (examples/host/app.mjs).
+const STYLE: &str = concat!(
+    "<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#1e1919}\n",
+    "h1{font-size:1.4rem}button,input{font:inherit;padding:.5rem 1rem;border-radius:.4rem;border:1px solid #bbb}\n",
+    "button.allow{background:#0061fe;color:#fff;border-color:#0061fe}ul{padding-left:1.2rem}code{font-size:1.1rem;word-break:break-all;background:#f4f4f4;padding:.4rem}</style>",
+);
+
+/// The one handler: every method, every path.
+pub async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let path = parts.uri.path();
+    if app.test.is_some() {
+        if let Some(name) = path.strip_prefix(test_mode::PREFIX) {
+            return test_mode::handle(&app, &parts.method, name, body).await;
+        }
+    }
+    let site = app.site();
+    match path {
+        "/signin" if parts.method == Method::GET => {
+            drain(body).await;
+            let return_to = query_value(parts.uri.query().unwrap_or(""), "return_to");
+            sign_in_page(local_path(return_to.as_deref()), None)
+        }
+        "/signin" if parts.method == Method::POST => sign_in(site, body).await,
+        "/" => {
+            drain(body).await;
+            home(&site, app.title)
+        }
+        _ => {
+            let limit = site.config.policy().max_input_bytes;
+            // One byte past the limit is enough for the core to refuse the body.
+            let body = read_body(body, limit.saturating_add(1)).await;
+            let user = site
+                .sessions
+                .account_id(
+                    parts
+                        .headers
+                        .get_all(COOKIE)
+                        .iter()
+                        .filter_map(|v| v.to_str().ok()),
+                )
+                .and_then(|id| site.accounts.with_account_id(&id).map(|a| a.user.clone()));
+            let request = HttpRequest {
+                method: parts.method.as_str().to_owned(),
+                path: path.to_owned(),
+                query: parts.uri.query().unwrap_or("").to_owned(),
+                headers: header_pairs(&parts.headers),
+                body,
+            };
+            serve(app, site, Input::Http { request, user }).await
+        }
+    }
+}
+
+/// Runs a request of the core and answers: its reply, or the API handler's.
+async fn serve(app: Arc<App>, site: Arc<Site>, input: Input) -> Response {
+    let path = match &input {
+        Input::Http { request, .. } => request.path.clone(),
+        Input::Unlink { .. } => String::new(),
+    };
+    match run(app, site.clone(), input).await {
+        Ok(Finish::Reply(reply)) => respond(reply.response),
+        Ok(Finish::Serve(principal)) => api(&site, &path, &principal),
+        Err(fault) => fault_response(&fault),
+    }
+}
+
+/// Runs a request of the core to its end, on a blocking thread (SQLite blocks).
+pub async fn run(app: Arc<App>, site: Arc<Site>, input: Input) -> Result<Finish, Fault> {
+    let (now, entropy) = app.moment()?;
+    let request = edgegrant::Request::new(site.config.clone(), input, now, entropy);
+    tokio::task::spawn_blocking(move || app.drive(&site.store, request))
+        .await
+        .unwrap_or(Err(Fault::Unfinished))
+}
+
+/// Every header as a pair, in the order received per name. Names come lowercased from hyper
+/// (HTTP/1.1 names are case-insensitive, and so is the core). Values that are not UTF-8 are
+/// read as Latin-1, byte for byte, as node:http reads them.
+fn header_pairs(headers: &HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .map(|(name, value)| {
+            let value = match value.to_str() {
+                Ok(text) => text.to_owned(),
+                Err(_) => value.as_bytes().iter().map(|&b| char::from(b)).collect(),
+            };
+            (name.as_str().to_owned(), value)
+        })
+        .collect()
+}
+
+/// The body, up to `keep` bytes; the rest is read and dropped. A body that breaks off counts as
+/// ended: the core answers for what arrived.
+pub async fn read_body(mut body: Body, keep: usize) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    while bytes.len() < keep {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Some(data) = frame.data_ref() {
+                    let room = keep - bytes.len();
+                    bytes.extend_from_slice(&data[..data.len().min(room)]);
+                }
+            }
+            Some(Err(_)) | None => return bytes,
+        }
+    }
+    drain(body).await;
+    bytes
+}
+
+/// Reads what is left of a body and drops it, for [`DRAIN_TIME`] at most.
+pub async fn drain(mut body: Body) {
+    let _ = tokio::time::timeout(DRAIN_TIME, async {
+        while let Some(Ok(_)) = body.frame().await {}
+    })
+    .await;
+}
+
+/// The core's response, as it is.
+fn respond(response: HttpResponse) -> Response {
+    let status = StatusCode::from_u16(response.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let headers: Vec<(&str, &str)> = response
+        .headers
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    build(status, &headers, response.body)
+}
+
+/// A response with these headers (in order) and body.
+pub fn build(status: StatusCode, headers: &[(&str, &str)], body: String) -> Response {
+    let mut response = Response::new(if body.is_empty() {
+        Body::empty()
+    } else {
+        Body::from(body)
+    });
+    *response.status_mut() = status;
+    for (name, value) in headers {
+        match (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_bytes(value.as_bytes()),
+        ) {
+            (Ok(name), Ok(value)) => {
+                response.headers_mut().append(name, value);
+            }
+            _ => eprintln!("dropped a header that HTTP cannot carry: {name}"),
+        }
+    }
+    response
+}
+
+/// A JSON answer.
+pub fn json_response(status: StatusCode, value: &Value, extra: &[(&str, &str)]) -> Response {
+    let mut headers = vec![("Content-Type", "application/json")];
+    headers.extend_from_slice(extra);
+    build(status, &headers, value.to_string())
+}
+
+/// The answer to a fault of the host: logged, and a 5xx that says only that.
+pub fn fault_response(fault: &Fault) -> Response {
+    eprintln!("host fault: {fault}");
+    match fault {
+        // Storage down or overloaded: worth a retry.
+        Fault::Store(_) => json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({ "error": "temporarily_unavailable", "error_description": "storage is unavailable, retry" }),
+            &[("Retry-After", "1"), ("Cache-Control", "no-store")],
+        ),
+        _ => json_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &json!({ "error": "server_error", "error_description": "the host failed" }),
+            &[("Cache-Control", "no-store")],
+        ),
+    }
+}
+
+/// The API handlers: `/2/users/get_current_account`; any other declared endpoint has none.
+fn api(site: &Site, path: &str, principal: &Principal) -> Response {
+    if path != "/2/users/get_current_account" {
+        return json_response(StatusCode::NOT_FOUND, &Value::Null, &[]);
+    }
+    let account = site.accounts.with_account_id(principal.account_id.as_str());
+    json_response(
+        StatusCode::OK,
+        &account_json(principal, account.map(|a| &**a)),
+        &[],
+    )
+}
+
+/// The account in the reference service's `get_current_account` shape (app.mjs `account()`).
+fn account_json(principal: &Principal, account: Option<&Account>) -> Value {
+    let (username, name, email, country) = match account {
+        Some(a) => (
+            a.username.as_str(),
+            a.name.as_deref(),
+            a.email.clone(),
+            a.country.as_deref(),
+        ),
+        None => ("unknown", None, None, None),
+    };
+    let display_name = name.unwrap_or(username);
+    let (given, surname) = display_name.split_once(' ').unwrap_or((display_name, ""));
+    let initial = |text: &str| text.chars().next().map(String::from).unwrap_or_default();
+    let uid = principal.uid.as_str();
+    json!({
+        "account_id": principal.account_id.as_str(),
+        "name": {
+            "given_name": given,
+            "surname": surname,
+            "familiar_name": given,
+            "display_name": display_name,
+            "abbreviated_name": initial(given) + &initial(surname),
+        },
+        "email": email.unwrap_or_else(|| format!("{username}@example.com")),
+        "email_verified": true,
+        "disabled": false,
+        "country": country.unwrap_or("US"),
+        "locale": "en",
+        "is_paired": false,
+        "account_type": { ".tag": "basic" },
+        "root_info": { ".tag": "user", "root_namespace_id": uid, "home_namespace_id": uid },
+    })
+}
+
+/// Escapes text for HTML content and attribute values.
+fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A page of the host, with the flow's page headers.
+fn page(status: StatusCode, title: &str, body_html: &str) -> Response {
+    let html = format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>{}</title></head><body>{body_html}</body></html>",
+        escape_html(title)
+    );
+    build(status, &PAGE_HEADERS, html)
+}
+
+fn home(site: &Site, title: &str) -> Response {
+    page(
+        StatusCode::OK,
+        "edgegrant",
+        &format!(
+            "{STYLE}<h1>edgegrant {}</h1><p>Authorization server for {} app(s).</p>",
+            escape_html(title),
+            site.config.apps().count()
+        ),
+    )
+}
+
+fn sign_in_page(return_to: &str, error: Option<&str>) -> Response {
+    let status = if error.is_some() {
+        StatusCode::UNAUTHORIZED
+    } else {
+        StatusCode::OK
+    };
+    let error = error.map_or(String::new(), |e| {
+        format!("<p style=\"color:#c00\">{}</p>", escape_html(e))
+    });
+    page(
+        status,
+        "Sign in",
+        &format!(
+            "{STYLE}<h1 data-page=\"sign_in\">Sign in</h1>{error}
+    <form method=\"post\" action=\"/signin\"><input type=\"hidden\" name=\"return_to\" value=\"{}\">
+    <p><input name=\"username\" placeholder=\"username\" autocomplete=\"username\" required></p>
+    <p><input name=\"password\" type=\"password\" placeholder=\"password\" autocomplete=\"current-password\" required></p>
+    <p><button class=\"allow\">Sign in</button></p></form>",
+            escape_html(return_to)
+        ),
+    )
+}
+
+/// `POST /signin`: the form's username and password; on success back to `return_to` with the
+/// session cookie.
+async fn sign_in(site: Arc<Site>, body: Body) -> Response {
+    let form = read_body(body, SIGN_IN_FORM_BYTES).await;
+    let field = |name: &str| {
+        form_urlencoded::parse(&form)
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.into_owned())
+    };
+    let return_to = local_path(field("return_to").as_deref()).to_owned();
+    let username = field("username").unwrap_or_default();
+    let password = field("password").unwrap_or_default();
+    let account = site.accounts.named(&username).cloned();
+    // scrypt is slow on purpose: off the async threads.
+    let signed_in = tokio::task::spawn_blocking(move || match account {
+        Some(account) if password_matches(&account.password_scrypt, &password) => Some(account),
+        Some(_) => None,
+        None => {
+            spend_password_check(&password);
+            None
+        }
+    })
+    .await
+    .ok()
+    .flatten();
+    match signed_in {
+        Some(account) => {
+            let cookie = site.sessions.cookie(account.user.account_id.as_str());
+            build(
+                StatusCode::SEE_OTHER,
+                &[("Location", &return_to), ("Set-Cookie", &cookie)],
+                String::new(),
+            )
+        }
+        None => sign_in_page(&return_to, Some("Wrong username or password.")),
+    }
+}
+
+/// The first value of `name` in a query string.
+fn query_value(query: &str, name: &str) -> Option<String> {
+    form_urlencoded::parse(query.as_bytes())
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+/// A safe place to go after signing in: a path on this host, never another origin. Control
+/// characters are refused too: the path goes into a `Location` header.
+fn local_path(target: Option<&str>) -> &str {
+    match target {
+        Some(t)
+            if t.starts_with('/')
+                && !t.starts_with("//")
+                && !t.contains('\\')
+                && !t.chars().any(char::is_control) =>
+        {
+            t
+        }
+        _ => "/",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_local_paths_are_followed() {
+        assert_eq!(
+            local_path(Some("/oauth2/authorize?x=1")),
+            "/oauth2/authorize?x=1"
+        );
+        assert_eq!(local_path(Some("//evil.example/")), "/");
+        assert_eq!(local_path(Some("/\\evil.example")), "/");
+        assert_eq!(local_path(Some("https://evil.example/")), "/");
+        assert_eq!(local_path(Some("/a\r\nSet-Cookie: x")), "/");
+        assert_eq!(local_path(None), "/");
+    }
+
+    #[test]
+    fn the_account_has_the_js_hosts_shape() {
+        let principal = Principal {
+            app: edgegrant::AppKey::new("app").unwrap(),
+            account_id: edgegrant::AccountId::new("dbid:x").unwrap(),
+            uid: edgegrant::Uid::new("7").unwrap(),
+            scopes: edgegrant::ScopeSet::parse("account_info.read").unwrap(),
+            expires_at: None,
+        };
+        let value = account_json(&principal, None);
+        assert_eq!(value["name"]["display_name"], "unknown");
+        assert_eq!(value["name"]["abbreviated_name"], "u");
+        assert_eq!(value["email"], "unknown@example.com");
+        assert_eq!(value["root_info"]["home_namespace_id"], "7");
+    }
+}
