@@ -1,21 +1,19 @@
-// The edgegrant subject of both side-by-side benchmarks: the npm package driven through its own
-// interface, real Fetch `Request`s into `server.fetch`. The caller passes the package entry it
-// loads in its runtime (Node's or the Workers') and the storage, so this one module runs in Node
-// and inside workerd. Each flow throws unless it got the success response.
+// The edgegrant subjects of the side-by-side benchmarks: the npm package driven through its own
+// entries. `edgegrantSubject` sends real Fetch `Request`s into `server.fetch` (Node and workerd);
+// `edgegrantPlainSubject` calls the plain-value entry `server.handle` with what node:http hands a
+// host (the request target, rawHeaders-style headers, the body's bytes, the signed-in user) and
+// answers an authorized API call itself, as such a host does. The caller passes the package entry
+// it loads in its runtime (Node's or the Workers') and the storage, so this one module runs in
+// Node and inside workerd. Each flow throws unless it got its success response.
 import { APP, GET_ACCOUNT, authorizationQuery, ORIGIN, REDIRECT, SCOPES, SECRET, VERIFIER, expect } from "./shared.mjs";
 
-const tokenRequest = (pairs) =>
-  new Request(`${ORIGIN}/oauth2/token`, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams(pairs),
-  });
+const HOST = new URL(ORIGIN).host;
+const FORM = "application/x-www-form-urlencoded";
+const encoder = new TextEncoder();
 
-/** `{ name, flows: { exchange, refresh, bearer } }` over `storage`, with the package's `createAuthServer` and `secretDigest`. */
-export async function edgegrantSubject({ createAuthServer, secretDigest }, storage) {
-  let user = null; // the signed-in user of the current iteration
-  let users = 0;
-  const server = createAuthServer({
+/** The server both entries drive: the bench app, one API endpoint, `storage`; `user()` is the signed-in user. */
+function benchServer({ createAuthServer, secretDigest }, storage, user) {
+  return createAuthServer({
     apps: [
       {
         key: APP,
@@ -28,17 +26,39 @@ export async function edgegrantSubject({ createAuthServer, secretDigest }, stora
     apiEndpoints: { [GET_ACCOUNT]: "account_info.read" },
     storage,
     hooks: {
-      currentUser: async () => user,
-      api: { [GET_ACCOUNT]: async (principal) => Response.json({ account_id: principal.account_id }) },
+      currentUser: () => user(),
+      api: { [GET_ACCOUNT]: (principal) => Response.json({ account_id: principal.account_id }) },
     },
   });
+}
+
+/** A fresh user for each first-time authorization. */
+function users() {
+  let count = 0;
+  let current = null;
+  return {
+    next() {
+      count++;
+      current = { account_id: `dbid:bench-user-${count}`, uid: String(count) };
+      return { state: `s${count}`, query: authorizationQuery(APP, `s${count}`, { token_access_type: "offline" }) };
+    },
+    current: () => current,
+  };
+}
+
+const tokenForm = (pairs) => new URLSearchParams({ ...pairs, client_id: APP, client_secret: SECRET });
+const exchangeForm = (code) => tokenForm({ grant_type: "authorization_code", code, code_verifier: VERIFIER, redirect_uri: REDIRECT });
+const refreshForm = (refreshToken) => tokenForm({ grant_type: "refresh_token", refresh_token: refreshToken });
+
+/** `{ name, flows: { exchange, refresh, bearer } }` through `server.fetch`, over `storage`, with the package's `createAuthServer` and `secretDigest`. */
+export async function edgegrantSubject(pkg, storage, { name = "edgegrant" } = {}) {
+  const user = users();
+  const server = benchServer(pkg, storage, user.current);
+  const tokenRequest = (form) => new Request(`${ORIGIN}/oauth2/token`, { method: "POST", headers: { "content-type": FORM }, body: form });
 
   /** First-time authorization of a fresh user: consent page, consent, code exchange. */
   async function authorizeAndExchange() {
-    users++;
-    user = { account_id: `dbid:bench-user-${users}`, uid: String(users) };
-    const state = `s${users}`;
-    const query = authorizationQuery(APP, state, { token_access_type: "offline" });
+    const { state, query } = user.next();
 
     const page = await server.fetch(new Request(`${ORIGIN}/oauth2/authorize?${query}`));
     expect(page.status === 200 && (await page.text()).includes('data-page="consent"'), "edgegrant consent page", page);
@@ -46,7 +66,7 @@ export async function edgegrantSubject({ createAuthServer, secretDigest }, stora
     const consent = await server.fetch(
       new Request(`${ORIGIN}/oauth2/authorize`, {
         method: "POST",
-        headers: { "content-type": "application/x-www-form-urlencoded", "sec-fetch-site": "same-origin" },
+        headers: { "content-type": FORM, "sec-fetch-site": "same-origin" },
         body: new URLSearchParams({ query, decision: "allow" }),
       }),
     );
@@ -54,9 +74,7 @@ export async function edgegrantSubject({ createAuthServer, secretDigest }, stora
     const code = location?.searchParams.get("code");
     expect(code && location.searchParams.get("state") === state, "edgegrant consent", consent);
 
-    const response = await server.fetch(
-      tokenRequest({ grant_type: "authorization_code", code, client_id: APP, client_secret: SECRET, code_verifier: VERIFIER, redirect_uri: REDIRECT }),
-    );
+    const response = await server.fetch(tokenRequest(exchangeForm(code)));
     const tokens = response.status === 200 ? await response.json() : {};
     expect(tokens.access_token && tokens.refresh_token, "edgegrant code exchange", response);
     return tokens;
@@ -65,16 +83,14 @@ export async function edgegrantSubject({ createAuthServer, secretDigest }, stora
   const setup = await authorizeAndExchange();
 
   return {
-    name: "edgegrant",
+    name,
     flows: {
       async exchange() {
         await authorizeAndExchange();
       },
       // edgegrant's refresh tokens are reusable: the same one every time, a new access token back.
       async refresh() {
-        const response = await server.fetch(
-          tokenRequest({ grant_type: "refresh_token", refresh_token: setup.refresh_token, client_id: APP, client_secret: SECRET }),
-        );
+        const response = await server.fetch(tokenRequest(refreshForm(setup.refresh_token)));
         const body = response.status === 200 ? await response.json() : {};
         expect(body.access_token && body.token_type === "bearer", "edgegrant refresh", response);
       },
@@ -82,6 +98,68 @@ export async function edgegrantSubject({ createAuthServer, secretDigest }, stora
         const response = await server.fetch(new Request(`${ORIGIN}${GET_ACCOUNT}`, { headers: { authorization: `Bearer ${setup.access_token}` } }));
         const body = response.status === 200 ? await response.json() : {};
         expect(body.account_id === "dbid:bench-user-1", "edgegrant bearer call", response);
+      },
+    },
+  };
+}
+
+/** A header of a reply (pairs), by lower-case name. */
+const header = (reply, name) => reply.headers.find(([key]) => key.toLowerCase() === name)?.[1];
+
+/**
+ * `{ name, flows: { exchange, refresh, bearer } }` through the plain-value entry `server.handle`:
+ * each request as node:http has it (`req.url`, `req.rawHeaders`, the body's bytes), the signed-in
+ * user passed along; a reply is read as sent (status, headers, body text), and an authorized API
+ * call is answered by the host with a small JSON string, as the Fetch subject's api hook does.
+ */
+export async function edgegrantPlainSubject(pkg, storage, { name = "edgegrant (handle)" } = {}) {
+  const user = users();
+  const server = benchServer(pkg, storage, user.current);
+  // A url-encoded POST as it arrives: the client's encoding, the bytes on the wire.
+  const post = (url, form, extra = []) => {
+    const body = encoder.encode(form.toString());
+    return { method: "POST", url, headers: ["host", HOST, "content-type", FORM, "content-length", String(body.length), ...extra], body };
+  };
+
+  async function authorizeAndExchange() {
+    const { state, query } = user.next();
+
+    const page = await server.handle({ method: "GET", url: `/oauth2/authorize?${query}`, headers: ["host", HOST], user: user.current() });
+    expect(page.kind === "reply" && page.status === 200 && page.body.includes('data-page="consent"'), "edgegrant (handle) consent page", page);
+
+    const consent = await server.handle({
+      ...post("/oauth2/authorize", new URLSearchParams({ query, decision: "allow" }), ["sec-fetch-site", "same-origin"]),
+      user: user.current(),
+    });
+    const location = consent.kind === "reply" && consent.status === 302 ? new URL(header(consent, "location")) : null;
+    const code = location?.searchParams.get("code");
+    expect(code && location.searchParams.get("state") === state, "edgegrant (handle) consent", consent);
+
+    const reply = await server.handle(post("/oauth2/token", exchangeForm(code)));
+    const tokens = reply.kind === "reply" && reply.status === 200 ? JSON.parse(reply.body) : {};
+    expect(tokens.access_token && tokens.refresh_token, "edgegrant (handle) code exchange", reply);
+    return tokens;
+  }
+
+  const setup = await authorizeAndExchange();
+  const bearer = { method: "GET", url: GET_ACCOUNT, headers: ["host", HOST, "authorization", `Bearer ${setup.access_token}`] };
+
+  return {
+    name,
+    flows: {
+      async exchange() {
+        await authorizeAndExchange();
+      },
+      async refresh() {
+        const reply = await server.handle(post("/oauth2/token", refreshForm(setup.refresh_token)));
+        const body = reply.kind === "reply" && reply.status === 200 ? JSON.parse(reply.body) : {};
+        expect(body.access_token && body.token_type === "bearer", "edgegrant (handle) refresh", reply);
+      },
+      async bearer() {
+        const result = await server.handle(bearer);
+        // The host answers the authorized call; the client reads the JSON.
+        const sent = result.kind === "serve" ? JSON.stringify({ account_id: result.principal.account_id }) : "{}";
+        expect(JSON.parse(sent).account_id === "dbid:bench-user-1", "edgegrant (handle) bearer call", result);
       },
     },
   };

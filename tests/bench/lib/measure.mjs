@@ -2,8 +2,9 @@
 // Plain JavaScript with the clock passed in, so the same loop runs in Node and inside workerd.
 //
 // A subject is `{ name, flows: { [flow]: async () => void } }`; each flow function performs one
-// whole operation and throws unless it saw the peer's success response, so a broken flow can
-// never pass for a fast one. Subjects run in alternating order, round by round, so drift of the
+// whole operation and throws unless it saw its success response, so a broken flow can never pass
+// for a fast one. A subject may have only some of the flows (a floor that has only a bearer
+// call); it is measured on those. Subjects run in alternating order, round by round, so drift of the
 // machine (frequency, GC, a noisy neighbour) falls on every subject alike.
 
 /**
@@ -11,13 +12,14 @@
  * The subject order alternates every round (A B, B A, …). `clock()` returns milliseconds.
  * With `perOp`, every operation is timed on its own (for latency percentiles); without it, only
  * each batch is (for clocks too coarse for one operation, as in workerd).
- * Returns `{ [flow]: { [subject]: { ops, ms, latencies } } }`.
+ * Returns `{ [flow]: { [subject]: { ops, ms, latencies } } }`, a subject only under its flows.
  */
 export async function compare({ subjects, flows, rounds = 10, batch = 200, warmup = 50, clock, perOp = true }) {
   const results = {};
   for (const flow of flows) {
     results[flow] = {};
     for (const subject of subjects) {
+      if (!subject.flows[flow]) continue;
       for (let i = 0; i < warmup; i++) await subject.flows[flow]();
       results[flow][subject.name] = { ops: 0, ms: 0, latencies: [] };
     }
@@ -27,6 +29,7 @@ export async function compare({ subjects, flows, rounds = 10, batch = 200, warmu
     for (const flow of flows) {
       for (const subject of order) {
         const run = subject.flows[flow];
+        if (!run) continue;
         const sample = results[flow][subject.name];
         const start = clock();
         if (perOp) {

@@ -10,8 +10,9 @@ export const GET_ACCOUNT = "/2/users/get_current_account";
 export const VERIFIER = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
 export const CHALLENGE = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
 
+/** Throws unless `ok`; `response` (a Response, or a result of the plain-value entry) says what came instead. */
 export function expect(ok, what, response) {
-  if (!ok) throw new Error(`${what}: unexpected response ${response?.status}`);
+  if (!ok) throw new Error(`${what}: unexpected response ${response?.status ?? response?.kind}${response?.refusal ? ` (${response.refusal})` : ""}`);
 }
 
 /** The authorization request every subject's client sends: PKCE S256, the bench scopes. */

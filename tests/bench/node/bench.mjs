@@ -1,51 +1,97 @@
-// The Node side-by-side benchmark: edgegrant (wasm core, Fetch driver, memory storage) against
-// @node-oauth/oauth2-server 5.3.0 (in-memory model), in one process, alternating round by round
-// (tests/bench/lib/measure.mjs). Used by tests/bench/run.mjs; run on its own with
-// `node tests/bench/node/bench.mjs [--quick]` for a table and the JSON.
+// The Node side-by-side benchmark: edgegrant (wasm core, memory storage) against
+// @node-oauth/oauth2-server 5.3.0 (in-memory model) and against the floor of the Fetch API, in one
+// process, every subject alternating round by round (tests/bench/lib/measure.mjs). Three
+// comparisons:
+// - fetch: edgegrant's Fetch driver (`server.fetch`) vs the peer behind a Fetch shim that does
+//   what a framework does (parse the URL and the form, run the peer, answer Response.json);
+// - floor: edgegrant's bearer check through `server.fetch` vs an empty Fetch handler on the same
+//   Request (the cost of the Fetch API itself);
+// - plain: edgegrant's plain-value entry (`server.handle`, node:http-style values) vs the peer
+//   driven directly through its own Request/Response classes; neither builds Fetch objects.
+// Used by tests/bench/run.mjs; run on its own with `node tests/bench/node/bench.mjs [--quick]`
+// for a table and the JSON.
 import { fileURLToPath } from "node:url";
 import { compare, summarize } from "../lib/measure.mjs";
-import { edgegrantSubject } from "./subjects/edgegrant.mjs";
-import { oauth2ServerSubject } from "./subjects/oauth2-server.mjs";
+import { edgegrantPlainSubject, edgegrantSubject } from "./subjects/edgegrant.mjs";
+import { fetchFloorSubject } from "./subjects/fetch-floor.mjs";
+import { oauth2ServerFetchSubject, oauth2ServerSubject } from "./subjects/oauth2-server.mjs";
 
-const FLOWS = ["exchange", "refresh", "bearer"];
+export const FLOWS = ["exchange", "refresh", "bearer"];
+export const PEER = "@node-oauth/oauth2-server 5.3.0";
 
-export const FAIRNESS = [
-  "Both run in one Node process on in-memory storage, alternating subject order every round, each flow warmed up first.",
-  "Interfaces: edgegrant is driven through its package interface, Fetch Request in and Response out of server.fetch; the peer through its own Request/Response classes, with the query and url-encoded body parsed into the plain objects it takes and its JSON token response serialized and parsed back, as a framework and a client would.",
-  "Storage: edgegrant stores SHA-256 digests of codes and tokens, never plaintext, and its memory adapter keeps records as JSON text, parsed on every read and serialized on every write (so no caller can alter a stored record); the peer's model (ours, after its documented examples) keeps plaintext tokens and codes in Maps and hands out the stored objects; client secrets: edgegrant compares SHA-256 digests, the model compares plaintext.",
-  "Exchange: a fresh user every iteration, so edgegrant runs its first-time consent, GET /oauth2/authorize renders the consent page and the consent POST writes the code with a consent record (link), then the token request marks the code used and writes grant, access and refresh records; the peer's authorize has no consent step (an application renders its own page and records consent itself), so it does authorize plus token only; both use PKCE S256 with a client secret and token_access_type=offline / a refresh token.",
-  "Refresh: edgegrant's refresh tokens are reusable, so every iteration presents the same one and gets only a new access token; the peer rotates by default (alwaysIssueNewRefreshToken), revoking the presented refresh token and issuing a new one that the next iteration uses.",
-  "Bearer: edgegrant checks the token (digest lookup, its grant and link) and the Required Scope, then calls the api hook that builds Response.json; the peer runs authenticate with scope account_info.read (model lookup, expiry, verifyScope), then builds the same Response.json.",
-  "Token generation: edgegrant draws its entropy with crypto.getRandomValues (synchronous) once per request and derives tokens in wasm; the peer uses its default generator, crypto.randomBytes(32) through a callback (libuv thread pool), hex-encoded, once per code and token.",
-  "The loop runs one operation at a time, so ops/s is 1 / latency. The peer's default generator makes a libuv thread-pool round trip per code and token (three per exchange, two per refresh, none per bearer check), which dominates its exchange and refresh times and varies with how fast the pool thread wakes; a model with synchronous generateAuthorizationCode/generateAccessToken/generateRefreshToken runs those flows several times faster, and under concurrent load part of the wait would overlap other requests.",
-  "Every flow checks the status and the expected fields of the success response and throws otherwise.",
+/** The subjects, by role; each name is how the results name it. */
+export const SUBJECTS = {
+  edgegrantFetch: "edgegrant (server.fetch)",
+  peerFetch: "@node-oauth/oauth2-server (Fetch shim)",
+  fetchFloor: "empty Fetch handler",
+  edgegrantPlain: "edgegrant (server.handle)",
+  peerDirect: "@node-oauth/oauth2-server (direct)",
+};
+
+/**
+ * The comparisons: `ratio` is ours ops/s ÷ theirs ops/s for each flow both have (> 1: edgegrant
+ * is faster); for the floor, its inverse is edgegrant's time as a multiple of the floor's.
+ */
+export const COMPARISONS = [
+  { id: "fetch", title: "Fetch driver vs the peer behind a Fetch shim", ours: SUBJECTS.edgegrantFetch, theirs: SUBJECTS.peerFetch, flows: FLOWS },
+  { id: "floor", title: "Fetch driver vs an empty Fetch handler", ours: SUBJECTS.edgegrantFetch, theirs: SUBJECTS.fetchFloor, flows: ["bearer"] },
+  { id: "plain", title: "plain-value entry vs the peer driven directly", ours: SUBJECTS.edgegrantPlain, theirs: SUBJECTS.peerDirect, flows: FLOWS },
 ];
 
-/** Runs the comparison; `{}` is the full run (about 20–25 s on a 2-core machine). */
-export async function benchNode({ rounds = 30, batch = 1000, warmup = 500 } = {}) {
-  const edgegrant = await edgegrantSubject();
-  const peer = await oauth2ServerSubject();
-  const results = await compare({ subjects: [edgegrant, peer], flows: FLOWS, rounds, batch, warmup, clock: () => performance.now() });
-  const flows = {};
-  for (const flow of FLOWS) {
-    const ours = summarize(results[flow][edgegrant.name]);
-    const theirs = summarize(results[flow][peer.name]);
-    flows[flow] = { edgegrant: ours, peer: theirs, ratio: ours.opsPerSecond / theirs.opsPerSecond };
+export const FAIRNESS = [
+  "All five subjects run in one Node process on in-memory storage, each with its own server and store, alternating subject order every round (forward, then reversed), each flow warmed up first.",
+  "Interfaces, Fetch: edgegrant gets Fetch Requests in server.fetch and answers Responses; the peer gets the same Requests in a Fetch shim that does what a framework does — new URL(request.url), the headers copied into an object, a POST's form read with request.text() and parsed with URLSearchParams (plus the Content-Length that node:http would have carried and the peer's type check asks for), its Request/Response classes, the answer sent as Response.json (a redirect as it is). The empty Fetch handler is async (request) => Response.json({ account_id }) on the same Request as the bearer flow. In every case the flow builds the Request and reads the JSON back.",
+  "Interfaces, plain values: edgegrant's server.handle gets what node:http hands a host — the request target, rawHeaders-style headers, the body's bytes, the signed-in user — and resolves a reply (status, headers, body text) or, for an authorized API call, the principal, which the host answers with JSON.stringify({ account_id }); the peer gets its own Request built from a headers object, the parsed query and the url-encoded body (bytes decoded, then parsed), its token response serialized with JSON.stringify, and its authenticated token answered with the same JSON.stringify. In both the client encodes the form to bytes and parses the JSON it gets; no Fetch objects.",
+  "Storage: edgegrant stores SHA-256 digests of codes and tokens, never plaintext; its memory adapter keeps the core's opaque record bytes (a copy on every write, so no caller can alter a stored record) and answers synchronously, so the driver awaits no promise for it; the peer's model (ours, after its documented examples) keeps plaintext tokens and codes in Maps, answers through promises and hands out the stored objects; client secrets: edgegrant compares SHA-256 digests, the model compares plaintext.",
+  "Exchange: a fresh user every iteration, so edgegrant runs its first-time consent: GET /oauth2/authorize renders the consent page, the consent POST (Sec-Fetch-Site: same-origin) writes the code with a consent record (link), then the token request marks the code used and writes grant, access and refresh records; the peer's authorize has no consent step (an application renders its own page and records consent itself), so it does authorize plus token only; both use PKCE S256 with a client secret in the body and ask for a refresh token.",
+  "Refresh: edgegrant's refresh tokens are reusable, so every iteration presents the same one and gets only a new access token; the peer rotates by default (alwaysIssueNewRefreshToken), revoking the presented refresh token and issuing a new one that the next iteration uses.",
+  "Bearer: edgegrant hashes the token, reads its record, grant and link, and checks the Required Scope; through server.fetch its api hook then builds Response.json, through server.handle the host answers the principal; the peer runs authenticate with scope account_info.read (one Map lookup of the plaintext token, expiry, verifyScope), then answers the same JSON the same way.",
+  "Token generation: edgegrant draws its entropy with crypto.getRandomValues (synchronous, pooled across 64 requests) and derives tokens in wasm; the peer uses its default generator, crypto.randomBytes(32) through a callback (libuv thread pool), hex-encoded, once per code and token.",
+  "The loop runs one operation at a time, so ops/s is 1 / latency. The peer's default generator makes a libuv thread-pool round trip per code and token (three per exchange, two per refresh, none per bearer check), which weighs on its exchange and refresh times and varies with how fast the pool thread wakes; a model with synchronous generateAuthorizationCode/generateAccessToken/generateRefreshToken runs those flows faster, and under concurrent load part of the wait would overlap other requests.",
+  "Every flow checks the status and the expected fields of its success response and throws otherwise.",
+];
+
+/** Runs every subject alternating and the comparisons; `{}` is the full run (about a minute on a 2-core machine). */
+export async function benchNode({ rounds = 20, batch = 1000, warmup = 500 } = {}) {
+  const subjects = [
+    await edgegrantSubject({ name: SUBJECTS.edgegrantFetch }),
+    await oauth2ServerFetchSubject({ name: SUBJECTS.peerFetch }),
+    fetchFloorSubject({ name: SUBJECTS.fetchFloor }),
+    await edgegrantPlainSubject({ name: SUBJECTS.edgegrantPlain }),
+    await oauth2ServerSubject({ name: SUBJECTS.peerDirect }),
+  ];
+  const results = await compare({ subjects, flows: FLOWS, rounds, batch, warmup, clock: () => performance.now() });
+  const summaries = {}; // subject name → flow → summary
+  for (const subject of subjects) {
+    summaries[subject.name] = {};
+    for (const flow of FLOWS) if (results[flow][subject.name]) summaries[subject.name][flow] = summarize(results[flow][subject.name]);
   }
-  return { runtime: `node ${process.version}`, peer: "@node-oauth/oauth2-server 5.3.0", flows, fairness: FAIRNESS };
+  const comparisons = COMPARISONS.map(({ id, title, ours, theirs, flows }) => ({
+    id,
+    title,
+    ours,
+    theirs,
+    flows: Object.fromEntries(flows.map((flow) => [flow, { ratio: summaries[ours][flow].opsPerSecond / summaries[theirs][flow].opsPerSecond }])),
+  }));
+  return { runtime: `node ${process.version}`, peer: PEER, subjects: summaries, comparisons, fairness: FAIRNESS };
 }
 
 function table(result) {
   const pad = (text, width) => String(text).padStart(width);
-  const lines = [`${result.runtime}, edgegrant vs ${result.peer} (latency in µs)`, ""];
-  lines.push(`${"flow".padEnd(9)}${"subject".padEnd(28)}${pad("ops/s", 9)}${pad("p50", 8)}${pad("p90", 8)}${pad("p99", 8)}${pad("ratio", 8)}`);
-  for (const [flow, { edgegrant, peer, ratio }] of Object.entries(result.flows)) {
-    const rows = [[flow, "edgegrant", edgegrant, `${ratio.toFixed(2)}×`], ["", result.peer, peer, ""]];
-    for (const [label, name, s, r] of rows) {
-      lines.push(
-        `${label.padEnd(9)}${name.padEnd(28)}${pad(Math.round(s.opsPerSecond), 9)}${pad(s.p50.toFixed(0), 8)}${pad(s.p90.toFixed(0), 8)}${pad(s.p99.toFixed(0), 8)}${pad(r, 8)}`,
-      );
+  const lines = [`${result.runtime}, edgegrant vs ${result.peer} and the Fetch API's floor (latency in µs)`, ""];
+  lines.push(`${"flow".padEnd(9)}${"subject".padEnd(42)}${pad("ops/s", 9)}${pad("p50", 8)}${pad("p90", 8)}${pad("p99", 8)}`);
+  for (const flow of FLOWS) {
+    let label = flow;
+    for (const [name, flows] of Object.entries(result.subjects)) {
+      const s = flows[flow];
+      if (!s) continue;
+      lines.push(`${label.padEnd(9)}${name.padEnd(42)}${pad(Math.round(s.opsPerSecond), 9)}${pad(s.p50.toFixed(0), 8)}${pad(s.p90.toFixed(0), 8)}${pad(s.p99.toFixed(0), 8)}`);
+      label = "";
     }
+  }
+  lines.push("", "ratios (edgegrant ops/s ÷ the other's):");
+  for (const { title, flows } of result.comparisons) {
+    lines.push(`  ${title}: ${Object.entries(flows).map(([flow, { ratio }]) => `${flow} ${ratio.toFixed(2)}×`).join(", ")}`);
   }
   return lines.concat("", ...result.fairness.map((f) => `- ${f}`)).join("\n");
 }

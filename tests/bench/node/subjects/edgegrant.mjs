@@ -1,7 +1,9 @@
-// The edgegrant side of the Node benchmark: the shared subject (../../lib/edgegrant-subject.mjs)
-// on the package's Node entry, over its in-memory storage adapter.
+// The edgegrant side of the Node benchmark: the shared subjects (../../lib/edgegrant-subject.mjs)
+// on the package's Node entry, each over its own in-memory storage adapter — one through the
+// Fetch driver (`server.fetch`), one through the plain-value entry (`server.handle`).
 import * as edgegrant from "../../../../pkg/src/node.js";
 import { memoryStorage } from "../../../../pkg/src/adapters/memory.js";
-import { edgegrantSubject as subject } from "../../lib/edgegrant-subject.mjs";
+import { edgegrantPlainSubject as plain, edgegrantSubject as subject } from "../../lib/edgegrant-subject.mjs";
 
-export const edgegrantSubject = () => subject(edgegrant, memoryStorage());
+export const edgegrantSubject = (options) => subject(edgegrant, memoryStorage(), options);
+export const edgegrantPlainSubject = (options) => plain(edgegrant, memoryStorage(), options);
