@@ -20,7 +20,7 @@ const consentForm = (query = pkceQuery(), decision = "allow") => ({
   user: ALICE,
 });
 const header = (request, name) => {
-  const flat = request.headers();
+  const flat = request.headers().split("\0");
   for (let i = 0; i < flat.length; i += 2) if (flat[i].toLowerCase() === name) return flat[i + 1];
   return undefined;
 };
@@ -29,7 +29,7 @@ test("read, write and respond cross as plain values", () => {
   const core = createCore(config());
   const request = core.request(consentForm(), NOW, entropy());
   assert.equal(request.poll(), READ);
-  assert.deepEqual(request.keys(), [`link:pkce-app:${ALICE.account_id}`]);
+  assert.equal(request.keys(), `link:pkce-app:${ALICE.account_id}`, "the keys, NUL-joined");
   request.supply(0, undefined, undefined);
   assert.equal(request.poll(), WRITE);
   assert.equal(request.putCount(), 2);
@@ -60,7 +60,7 @@ test("read, write and respond cross as plain values", () => {
 test("every outcome comes with a complete response and its name", () => {
   const core = createCore(config());
   const finish = (request, loaded = () => undefined) => {
-    while (request.poll() === READ) request.keys().forEach((key, i) => request.supply(i, ...(loaded(key) ?? [])));
+    while (request.poll() === READ) request.keys().split("\0").forEach((key, i) => request.supply(i, ...(loaded(key) ?? [])));
     if (request.poll() === WRITE) request.committed();
     return request;
   };
@@ -96,7 +96,7 @@ test("an authorized call crosses as its principal", async () => {
   const run = (request) => {
     for (;;) {
       const step = request.poll();
-      if (step === READ) request.keys().forEach((key, i) => request.supply(i, store.get(key)?.version, store.get(key)?.bytes));
+      if (step === READ) request.keys().split("\0").forEach((key, i) => request.supply(i, store.get(key)?.version, store.get(key)?.bytes));
       else if (step === WRITE) {
         for (let i = 0; i < request.putCount(); i++) store.set(request.putKey(i), { version: (request.putExpect(i) ?? 0) + 1, bytes: request.putBytes(i) });
         request.committed();

@@ -126,8 +126,10 @@ for (const [name, open] of Object.entries(adapters)) {
 
   test(`${name}: two hosts racing on one code — exactly one gets tokens`, async () => {
     let conflicts = 0;
+    // Two hosts are two processes or isolates, whose steps interleave; in one thread a store
+    // that answers at once would let each request run to its end first, so each read yields.
     const counting = (storage) => ({
-      read: (keys) => storage.read(keys),
+      read: async (keys) => storage.read(keys),
       apply: async (tx) => (await storage.apply(tx)) || (conflicts++, false),
     });
     for (let trial = 0; trial < 20; trial++) {
