@@ -5,9 +5,6 @@
 // bytes, records, time and entropy between the core and the host.
 import { createCore, entropyLength } from "./core.js";
 
-const READ = 0;
-const WRITE = 1;
-const RESPOND = 2;
 const NO_BODY = new Uint8Array(0);
 
 /** Escapes text for HTML content and attribute values (for the host's own pages). */
@@ -80,16 +77,18 @@ function transactionOf(request) {
 export async function runRequest(request, storage, { onAudit } = {}) {
   try {
     for (let round = 0; round < 32; round++) {
-      const step = request.poll();
-      if (step === READ) {
-        const keys = request.keys().split("\0");
+      // One crossing per step: the step's kind and its first values (see Request.step).
+      const step = request.step().split("\0");
+      const kind = step[0];
+      if (kind === "r") {
+        const keys = step.slice(1);
         let found = storage.read(keys);
         if (settled(found)) found = await found;
         for (let i = 0; i < keys.length; i++) {
           const stored = found.get(keys[i]);
           request.supply(i, stored?.version, stored?.bytes);
         }
-      } else if (step === WRITE) {
+      } else if (kind === "w") {
         const transaction = transactionOf(request);
         let applied = storage.apply(transaction);
         if (settled(applied)) applied = await applied;
@@ -99,7 +98,7 @@ export async function runRequest(request, storage, { onAudit } = {}) {
         } else {
           request.conflicted(); // another request won: the core reads again and decides anew
         }
-      } else if (step === RESPOND) {
+      } else if (kind === "p") {
         return {
           kind: "reply",
           status: request.status(),
@@ -109,16 +108,9 @@ export async function runRequest(request, storage, { onAudit } = {}) {
           refusal: request.refusal() ?? null,
         };
       } else {
-        const expiresAt = request.principalExpiresAt();
         return {
           kind: "serve",
-          principal: {
-            app: request.principalApp(),
-            account_id: request.principalAccountId(),
-            uid: request.principalUid(),
-            scopes: request.principalScopes().split(" "),
-            expires_at: expiresAt ?? null,
-          },
+          principal: { app: step[1], account_id: step[2], uid: step[3], scopes: step[4].split(" "), expires_at: step[5] === "" ? null : Number(step[5]) },
         };
       }
     }

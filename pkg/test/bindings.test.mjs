@@ -30,6 +30,7 @@ test("read, write and respond cross as plain values", () => {
   const request = core.request(consentForm(), NOW, entropy());
   assert.equal(request.poll(), READ);
   assert.equal(request.keys(), `link:pkce-app:${ALICE.account_id}`, "the keys, NUL-joined");
+  assert.equal(request.step(), `r\0link:pkce-app:${ALICE.account_id}`, "step: the kind and the keys in one crossing");
   request.supply(0, undefined, undefined);
   assert.equal(request.poll(), WRITE);
   assert.equal(request.putCount(), 2);
@@ -111,6 +112,7 @@ test("an authorized call crosses as its principal", async () => {
   const { access_token } = JSON.parse(tokens.body());
   const call = run(core.request({ method: "POST", path: GET_ACCOUNT, headers: ["authorization", `Bearer ${access_token}`] }, NOW + 1, entropy()));
   assert.equal(call.poll(), SERVE);
+  assert.equal(call.step(), ["s", "pkce-app", ALICE.account_id, ALICE.uid, "account_info.read files.metadata.read", String(NOW + 14_400)].join("\0"));
   assert.deepEqual(
     [call.principalApp(), call.principalAccountId(), call.principalUid(), call.principalScopes(), call.principalExpiresAt()],
     ["pkce-app", ALICE.account_id, ALICE.uid, "account_info.read files.metadata.read", NOW + 14_400],
