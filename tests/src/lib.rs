@@ -331,13 +331,22 @@ impl Sim {
 
     /// `POST /oauth2/token` with a form body and optional Basic credentials.
     pub fn token(&mut self, form: &[(&str, &str)], basic: Option<(&str, &str)>) -> HttpResponse {
+        self.token_form_answer(form, basic).response().clone()
+    }
+
+    /// `POST /oauth2/token` with a form body and optional Basic credentials, answered.
+    pub fn token_form_answer(
+        &mut self,
+        form: &[(&str, &str)],
+        basic: Option<(&str, &str)>,
+    ) -> Answer {
         let mut request = form_request(form);
         if let Some((id, secret)) = basic {
             request
                 .headers
                 .push(("Authorization".to_owned(), basic_header(id, secret)));
         }
-        self.token_request(request)
+        self.token_answer(request)
     }
 
     /// `POST /oauth2/token` with a hand-built request (its path is set here).
@@ -377,13 +386,25 @@ impl Sim {
         client_id: &str,
         secret: Option<&str>,
     ) -> HttpResponse {
+        self.refresh_answer(refresh_token, client_id, secret)
+            .response()
+            .clone()
+    }
+
+    /// Refreshes as [`Sim::refresh`], answered.
+    pub fn refresh_answer(
+        &mut self,
+        refresh_token: &str,
+        client_id: &str,
+        secret: Option<&str>,
+    ) -> Answer {
         let mut form = vec![
             ("grant_type", "refresh_token"),
             ("refresh_token", refresh_token),
             ("client_id", client_id),
         ];
         form.extend(secret.map(|s| ("client_secret", s)));
-        self.token(&form, None)
+        self.token_form_answer(&form, None)
     }
 
     /// An API call to `endpoint` with `Authorization: Bearer <token>`.

@@ -20,21 +20,9 @@ fn conf_refresh_token(sim: &mut Sim) -> String {
     body["refresh_token"].as_str().unwrap().to_owned()
 }
 
-/// `POST /oauth2/token` with a form body and optional Basic credentials, answered.
-fn post_token(sim: &mut Sim, form: &[(&str, &str)], basic: Option<(&str, &str)>) -> Answer {
-    let mut request = form_request(form);
-    if let Some((id, secret)) = basic {
-        request
-            .headers
-            .push(("Authorization".to_owned(), basic_header(id, secret)));
-    }
-    sim.token_answer(request)
-}
-
 /// The confidential fixture app's exchange (secret in the body), answered.
 fn exchange_confidential(sim: &mut Sim, code: &str) -> Answer {
-    post_token(
-        sim,
+    sim.token_form_answer(
         &[
             ("grant_type", "authorization_code"),
             ("code", code),
@@ -48,23 +36,7 @@ fn exchange_confidential(sim: &mut Sim, code: &str) -> Answer {
 
 /// The public fixture app's PKCE exchange, answered.
 fn exchange_pkce(sim: &mut Sim, code: &str, verifier: &str) -> Answer {
-    post_token(sim, &pkce_exchange(code, verifier), None)
-}
-
-/// A refresh with `client_id` alone or with a secret, answered.
-fn refresh_answer(
-    sim: &mut Sim,
-    refresh_token: &str,
-    client_id: &str,
-    secret: Option<&str>,
-) -> Answer {
-    let mut form = vec![
-        ("grant_type", "refresh_token"),
-        ("refresh_token", refresh_token),
-        ("client_id", client_id),
-    ];
-    form.extend(secret.map(|s| ("client_secret", s)));
-    post_token(sim, &form, None)
+    sim.token_form_answer(&pkce_exchange(code, verifier), None)
 }
 
 /// An RFC 6749 §5.2 error response, refused for exactly this reason.
@@ -268,15 +240,14 @@ fn client_authentication_failures_are_invalid_client() {
     };
     let failed = Refusal::ClientAuthenticationFailed;
     // Wrong secret in the body: 401, no Basic challenge.
-    let r = post_token(
-        &mut sim,
+    let r = sim.token_form_answer(
         &with(&[("client_id", CONF_APP), ("client_secret", "nope")]),
         None,
     );
     assert_oauth_error(&r, 401, "invalid_client", failed.clone());
     assert_eq!(r.response().header("WWW-Authenticate"), None);
     // Wrong secret over Basic: 401 with the Basic challenge.
-    let r = post_token(&mut sim, &base, Some((CONF_APP, "nope")));
+    let r = sim.token_form_answer(&base, Some((CONF_APP, "nope")));
     assert_oauth_error(&r, 401, "invalid_client", failed.clone());
     assert!(r
         .response()
@@ -284,14 +255,13 @@ fn client_authentication_failures_are_invalid_client() {
         .unwrap()
         .starts_with("Basic"));
     // Unknown app.
-    let r = post_token(
-        &mut sim,
+    let r = sim.token_form_answer(
         &with(&[("client_id", "nobody"), ("client_secret", "x")]),
         None,
     );
     assert_oauth_error(&r, 401, "invalid_client", failed.clone());
     // No credentials at all.
-    let r = post_token(&mut sim, &base, None);
+    let r = sim.token_form_answer(&base, None);
     assert_oauth_error(
         &r,
         401,
@@ -299,11 +269,10 @@ fn client_authentication_failures_are_invalid_client() {
         Refusal::ClientAuthenticationMissing,
     );
     // A confidential app with client_id alone and no code_verifier.
-    let r = post_token(&mut sim, &with(&[("client_id", CONF_APP)]), None);
+    let r = sim.token_form_answer(&with(&[("client_id", CONF_APP)]), None);
     assert_oauth_error(&r, 401, "invalid_client", Refusal::ProofMissing);
     // A public app presenting a secret.
-    let r = post_token(
-        &mut sim,
+    let r = sim.token_form_answer(
         &with(&[("client_id", PKCE_APP), ("client_secret", "guess")]),
         None,
     );
@@ -343,7 +312,7 @@ fn malformed_requests_get_rfc6749_errors() {
         v
     };
     let refused = |sim: &mut Sim, pairs: &[(&str, &str)], error: &str, refusal: Refusal| {
-        assert_oauth_error(&post_token(sim, pairs, None), 400, error, refusal);
+        assert_oauth_error(&sim.token_form_answer(pairs, None), 400, error, refusal);
     };
     refused(
         &mut sim,
@@ -466,8 +435,7 @@ fn code_must_be_known_unexpired_and_issued_to_this_app() {
     );
     // A code of the public app presented by the confidential app.
     let code = sim.code_for(&pkce_offline_query("s"), &alice());
-    let r = post_token(
-        &mut sim,
+    let r = sim.token_form_answer(
         &[
             ("grant_type", "authorization_code"),
             ("code", &code),
@@ -515,7 +483,7 @@ fn redirect_uri_must_repeat_exactly() {
         ];
         form.extend(sent.map(|s| ("redirect_uri", s)));
         assert_granted_iff(
-            &post_token(&mut sim, &form, None),
+            &sim.token_form_answer(&form, None),
             works,
             Refusal::RedirectUriMismatch,
         );
@@ -545,8 +513,7 @@ fn pkce_verifier_must_match_and_must_not_be_sent_without_a_challenge() {
 
     // A verifier for a code issued without a challenge is a downgrade: refused.
     let code = conf_code(&mut sim, "online");
-    let r = post_token(
-        &mut sim,
+    let r = sim.token_form_answer(
         &[
             ("grant_type", "authorization_code"),
             ("code", &code),
@@ -588,7 +555,7 @@ fn pkce_verifier_must_match_and_must_not_be_sent_without_a_challenge() {
     let pairs = over_basic(&pkce_code, None);
     let pairs: Vec<_> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
     assert_oauth_error(
-        &post_token(&mut sim, &pairs, Some((PKCE_APP, ""))),
+        &sim.token_form_answer(&pairs, Some((PKCE_APP, ""))),
         401,
         "invalid_client",
         Refusal::ProofMissing,
@@ -635,7 +602,7 @@ fn a_second_exchange_fails_and_revokes_what_the_first_issued() {
         assert_eq!(api_tag(&r), "invalid_access_token");
     }
     assert_oauth_error(
-        &refresh_answer(&mut sim, &refresh, PKCE_APP, None),
+        &sim.refresh_answer(&refresh, PKCE_APP, None),
         400,
         "invalid_grant",
         Refusal::RefreshTokenRevoked,
@@ -660,8 +627,7 @@ fn a_reuse_attempt_without_the_verifier_revokes_nothing() {
         "invalid_grant",
         Refusal::VerifierMismatch,
     );
-    let r = post_token(
-        &mut sim,
+    let r = sim.token_form_answer(
         &[
             ("grant_type", "authorization_code"),
             ("code", &code),
@@ -730,21 +696,21 @@ fn refresh_is_bound_to_the_app_and_its_authentication() {
     let refresh = conf_refresh_token(&mut sim);
     // Another app's valid key and secret.
     assert_oauth_error(
-        &refresh_answer(&mut sim, &refresh, TEAM_APP, Some(TEAM_SECRET)),
+        &sim.refresh_answer(&refresh, TEAM_APP, Some(TEAM_SECRET)),
         400,
         "invalid_grant",
         Refusal::RefreshTokenOfAnotherApp,
     );
     // The right app with a wrong secret.
     assert_oauth_error(
-        &refresh_answer(&mut sim, &refresh, CONF_APP, Some("wrong")),
+        &sim.refresh_answer(&refresh, CONF_APP, Some("wrong")),
         401,
         "invalid_client",
         Refusal::ClientAuthenticationFailed,
     );
     // A token issued without PKCE cannot refresh with client_id alone.
     assert_oauth_error(
-        &refresh_answer(&mut sim, &refresh, CONF_APP, None),
+        &sim.refresh_answer(&refresh, CONF_APP, None),
         401,
         "invalid_client",
         Refusal::SecretRequired,
@@ -761,7 +727,7 @@ fn refresh_is_bound_to_the_app_and_its_authentication() {
         .unwrap()
         .to_owned();
     assert_oauth_error(
-        &refresh_answer(&mut sim, &pkce_refresh, CONF_APP, None),
+        &sim.refresh_answer(&pkce_refresh, CONF_APP, None),
         400,
         "invalid_grant",
         Refusal::RefreshTokenOfAnotherApp,
@@ -794,7 +760,7 @@ fn refresh_may_narrow_but_not_widen_scopes() {
     );
     assert_eq!(http(refused).status, 403);
     assert_oauth_error(
-        &post_token(&mut sim, &narrow("files.metadata.read"), None),
+        &sim.token_form_answer(&narrow("files.metadata.read"), None),
         400,
         "invalid_scope",
         Refusal::ScopeWidened,
@@ -911,7 +877,7 @@ fn a_confidential_apps_pkce_grant_refreshes_without_its_secret_and_no_other_does
     let tokens = sim.exchange_confidential(&code);
     let refresh = json(&tokens)["refresh_token"].as_str().unwrap().to_owned();
     assert_oauth_error(
-        &refresh_answer(&mut sim, &refresh, CONF_APP, None),
+        &sim.refresh_answer(&refresh, CONF_APP, None),
         401,
         "invalid_client",
         Refusal::SecretRequired,
