@@ -367,16 +367,7 @@ impl Sim {
 
     /// Exchanges a code of the confidential fixture app (secret in the body).
     pub fn exchange_confidential(&mut self, code: &str) -> HttpResponse {
-        self.token(
-            &[
-                ("grant_type", "authorization_code"),
-                ("code", code),
-                ("client_id", CONF_APP),
-                ("client_secret", CONF_SECRET),
-                ("redirect_uri", CONF_REDIRECT),
-            ],
-            None,
-        )
+        self.token(&conf_exchange(code), None)
     }
 
     /// Refreshes with `refresh_token` as `client_id` alone (PKCE) or with a secret.
@@ -622,6 +613,17 @@ pub fn pkce_exchange<'a>(code: &'a str, verifier: &'a str) -> [(&'static str, &'
         ("client_id", PKCE_APP),
         ("code_verifier", verifier),
         ("redirect_uri", PKCE_REDIRECT),
+    ]
+}
+
+/// The parameters of the confidential fixture app's code exchange (secret in the body).
+pub fn conf_exchange(code: &str) -> [(&'static str, &str); 5] {
+    [
+        ("grant_type", "authorization_code"),
+        ("code", code),
+        ("client_id", CONF_APP),
+        ("client_secret", CONF_SECRET),
+        ("redirect_uri", CONF_REDIRECT),
     ]
 }
 

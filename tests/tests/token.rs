@@ -22,16 +22,7 @@ fn conf_refresh_token(sim: &mut Sim) -> String {
 
 /// The confidential fixture app's exchange (secret in the body), answered.
 fn exchange_confidential(sim: &mut Sim, code: &str) -> Answer {
-    sim.token_form_answer(
-        &[
-            ("grant_type", "authorization_code"),
-            ("code", code),
-            ("client_id", CONF_APP),
-            ("client_secret", CONF_SECRET),
-            ("redirect_uri", CONF_REDIRECT),
-        ],
-        None,
-    )
+    sim.token_form_answer(&conf_exchange(code), None)
 }
 
 /// The public fixture app's PKCE exchange, answered.
