@@ -60,7 +60,10 @@ export function sessions(secret) {
       return `session=${value}.${sign(value)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=86400`;
     },
     accountId(request) {
-      const header = request.headers.get("cookie");
+      return this.accountIdOf(request.headers.get("cookie"));
+    },
+    /** The signed-in account of a `Cookie` header's value, or null. */
+    accountIdOf(header) {
       if (!header) return null;
       const cookie = header.split(/;\s*/).find((c) => c.startsWith("session="));
       const [value, mac] = (cookie?.slice("session=".length) ?? "").split(".");
@@ -169,9 +172,59 @@ export function authServer(config, { storage, onAudit, clock, random }) {
   });
 }
 
-/** Both parts in one handler, for a host that runs them in one place (the Node host). */
+/** The value of header `name` in node:http's `rawHeaders` (the first, if repeated). */
+function rawHeader(rawHeaders, name) {
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i].toLowerCase() === name) return rawHeaders[i + 1];
+  return null;
+}
+
+/** The body of a node:http request, kept up to `limit + 1` bytes (enough for the core to refuse more) and read to its end. */
+async function nodeBody(req, limit) {
+  const chunks = [];
+  let kept = 0;
+  for await (const chunk of req) {
+    if (kept <= limit) {
+      chunks.push(chunk);
+      kept += chunk.length;
+    }
+  }
+  const body = Buffer.concat(chunks);
+  return body.subarray(0, Math.min(body.length, limit + 1));
+}
+
+/**
+ * The core's routes on node:http without Fetch objects: the request's plain values into the
+ * server's `handle`, its reply written out as it is, the account API answered as JSON text.
+ */
+function nodeRoutes(config, auth) {
+  const session = sessions(config.session_secret);
+  const usersByAccount = new Map(config.users.map((u) => [u.account_id, u]));
+  const limit = auth.core.maxInputBytes();
+  return async function serveNode(req, res) {
+    const body = await nodeBody(req, limit);
+    const known = usersByAccount.get(session.accountIdOf(rawHeader(req.rawHeaders, "cookie")));
+    const user = known ? { account_id: known.account_id, uid: String(known.uid) } : null;
+    const result = await auth.handle({ method: req.method, url: req.url, headers: req.rawHeaders, body, user });
+    if (result.kind === "reply") {
+      res.writeHead(result.status, result.headers.flat());
+      res.end(result.body);
+      return;
+    }
+    const path = req.url.split("?")[0];
+    const found = path === "/2/users/get_current_account";
+    const answer = found ? account(usersByAccount.get(result.principal.account_id) ?? { account_id: result.principal.account_id, uid: result.principal.uid, username: "unknown" }) : null;
+    res.writeHead(found ? 200 : 404, { "Content-Type": "application/json" });
+    res.end(JSON.stringify(answer));
+  };
+}
+
+/**
+ * Both parts in one place, for a host that runs them together (the Node host): `fetch` for the
+ * host's own pages (and anything else, on the Fetch API), `serveNode(req, res)` for the core's
+ * routes straight from node:http.
+ */
 export function createApp(config, { storage, onAudit, title, clock, random }) {
   const pages = signInRoutes(config, { title });
   const auth = authServer(config, { storage, onAudit, clock, random });
-  return { fetch: async (request) => (await pages(request)) ?? auth.fetch(request), unlink: auth.unlink };
+  return { fetch: async (request) => (await pages(request)) ?? auth.fetch(request), serveNode: nodeRoutes(config, auth), unlink: auth.unlink };
 }

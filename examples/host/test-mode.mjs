@@ -40,8 +40,8 @@ function bytesOfHex(hex) {
  * parseConfig), served until the first reset. `storage`: its storage. `emptyStorage()`: resolves
  * storage with no records, for a reset. `serve(config, { storage, clock, random, onAudit })`:
  * the host's server (`fetch(request)`, `unlink(app, accountId, by)`). `onAudit`: the host's own
- * audit log, still called for every event. Returns `{ fetch(request) }`: /__test__/ here, the
- * rest to the server.
+ * audit log, still called for every event. Returns `{ fetch(request), serveNode(req, res) }`:
+ * /__test__/ here, the rest to the server (its `serveNode` where it has one).
  */
 export function withTestMode({ config, storage, emptyStorage, serve, onAudit }) {
   // Until /__test__/clock says otherwise: the system clock and fresh random bytes.
@@ -117,6 +117,8 @@ export function withTestMode({ config, storage, emptyStorage, serve, onAudit }) 
   };
 
   return {
+    /** node:http only, for a server that has it (the Node host): the current server's core routes. */
+    serveNode: (req, res) => server.serveNode(req, res),
     async fetch(request) {
       const url = new URL(request.url);
       if (!url.pathname.startsWith(PREFIX)) return server.fetch(request);

@@ -47,8 +47,16 @@ export async function startServer(configPath, { port, host, testMode = false, on
 
   // Request line and headers up to 64 KiB (node:http's default is 16 KiB): the core holds them to
   // max_input_bytes (16 KiB by default) itself, and a query of exactly that size must still pass.
+  // The host's own pages (sign-in, home) and test mode go through the Fetch API; the core's
+  // routes take node:http's values as they are (the package's plain-value entry, no Fetch
+  // objects on the hot path).
+  const hostRoute = (url) => url === "/" || url === "/signin" || url.startsWith("/signin?") || url.startsWith("/__test__/");
   const server = http.createServer({ maxHeaderSize: 64 * 1024 }, async (req, res) => {
     try {
+      if (!hostRoute(req.url)) {
+        await app.serveNode(req, res);
+        return;
+      }
       const headers = new Headers();
       for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i], req.rawHeaders[i + 1]);
       const hasBody = req.method !== "GET" && req.method !== "HEAD";
