@@ -7,10 +7,11 @@ import { createCore, checkConfig, entropyLength } from "../src/node.js";
 import { ALICE, CONF_APP, CONF_REDIRECT, GET_ACCOUNT, config, form, pkceQuery } from "./fixtures.mjs";
 
 const NOW = 1_700_000_000;
-const READ = 0;
-const WRITE = 1;
-const RESPOND = 2;
-const SERVE = 3;
+/** A request's next step, split: its kind ("r" read, "w" write, "p" reply, "s" serve) and its values. */
+const next = (request) => {
+  const [kind, ...values] = request.step().split("\0");
+  return { kind, values };
+};
 const entropy = () => new Uint8Array(entropyLength()).fill(7);
 const consentForm = (query = pkceQuery(), decision = "allow") => ({
   method: "POST",
@@ -28,11 +29,9 @@ const header = (request, name) => {
 test("read, write and respond cross as plain values", () => {
   const core = createCore(config());
   const request = core.request(consentForm(), NOW, entropy());
-  assert.equal(request.poll(), READ);
-  assert.equal(request.keys(), `link:pkce-app:${ALICE.account_id}`, "the keys, NUL-joined");
-  assert.equal(request.step(), `r\0link:pkce-app:${ALICE.account_id}`, "step: the kind and the keys in one crossing");
+  assert.equal(request.step(), `r\0link:pkce-app:${ALICE.account_id}`, "the kind and the keys, NUL-joined, in one crossing");
   request.supply(0, undefined, undefined);
-  assert.equal(request.poll(), WRITE);
+  assert.equal(request.step(), "w");
   assert.equal(request.putCount(), 2);
   assert.match(request.putKey(0), /^code:[A-Za-z0-9_-]{43}$/);
   assert.equal(request.putExpect(0), undefined, "a new code's key must be absent");
@@ -41,7 +40,7 @@ test("read, write and respond cross as plain values", () => {
   assert.equal(request.putPurgeAfter(1), undefined, "a link is never purged");
   assert.equal(JSON.parse(request.audit())[0].event, "code_issued");
   request.committed();
-  assert.equal(request.poll(), RESPOND);
+  assert.equal(request.step(), "p");
   assert.equal(request.status(), 302);
   assert.match(header(request, "location"), /^http:\/\/127\.0\.0\.1:8765\/cb\?code=[A-Za-z0-9_-]{43}&state=xyz$/);
   assert.equal(header(request, "cache-control"), "no-store");
@@ -50,7 +49,7 @@ test("read, write and respond cross as plain values", () => {
   request.free();
 
   const refused = core.request({ path: "/oauth2/token", ...form({ grant_type: "password" }) }, NOW, entropy());
-  assert.equal(refused.poll(), RESPOND);
+  assert.equal(refused.step(), "p");
   assert.equal(refused.status(), 400);
   assert.equal(JSON.parse(refused.body()).error, "unsupported_grant_type");
   assert.equal(refused.outcome(), "refused");
@@ -61,8 +60,8 @@ test("read, write and respond cross as plain values", () => {
 test("every outcome comes with a complete response and its name", () => {
   const core = createCore(config());
   const finish = (request, loaded = () => undefined) => {
-    while (request.poll() === READ) request.keys().split("\0").forEach((key, i) => request.supply(i, ...(loaded(key) ?? [])));
-    if (request.poll() === WRITE) request.committed();
+    for (let step = next(request); step.kind === "r"; step = next(request)) step.values.forEach((key, i) => request.supply(i, ...(loaded(key) ?? [])));
+    if (next(request).kind === "w") request.committed();
     return request;
   };
   const signIn = finish(core.request({ method: "GET", path: "/oauth2/authorize", query: pkceQuery() }, NOW, entropy()));
@@ -96,9 +95,9 @@ test("an authorized call crosses as its principal", async () => {
   const store = new Map();
   const run = (request) => {
     for (;;) {
-      const step = request.poll();
-      if (step === READ) request.keys().split("\0").forEach((key, i) => request.supply(i, store.get(key)?.version, store.get(key)?.bytes));
-      else if (step === WRITE) {
+      const step = next(request);
+      if (step.kind === "r") step.values.forEach((key, i) => request.supply(i, store.get(key)?.version, store.get(key)?.bytes));
+      else if (step.kind === "w") {
         for (let i = 0; i < request.putCount(); i++) store.set(request.putKey(i), { version: (request.putExpect(i) ?? 0) + 1, bytes: request.putBytes(i) });
         request.committed();
       } else return request;
@@ -111,12 +110,7 @@ test("an authorized call crosses as its principal", async () => {
   assert.equal(tokens.outcome(), "tokens");
   const { access_token } = JSON.parse(tokens.body());
   const call = run(core.request({ method: "POST", path: GET_ACCOUNT, headers: ["authorization", `Bearer ${access_token}`] }, NOW + 1, entropy()));
-  assert.equal(call.poll(), SERVE);
   assert.equal(call.step(), ["s", "pkce-app", ALICE.account_id, ALICE.uid, "account_info.read files.metadata.read", String(NOW + 14_400)].join("\0"));
-  assert.deepEqual(
-    [call.principalApp(), call.principalAccountId(), call.principalUid(), call.principalScopes(), call.principalExpiresAt()],
-    ["pkce-app", ALICE.account_id, ALICE.uid, "account_info.read files.metadata.read", NOW + 14_400],
-  );
   for (const r of [redirect, tokens, call]) r.free();
 });
 
@@ -125,12 +119,12 @@ test("times and versions are safe integers: exact, or refused — never rounded"
   assert.throws(() => core.request(consentForm(), 2 ** 60, entropy()), /safe integer/);
   assert.throws(() => core.request(consentForm(), 1.5, entropy()), /safe integer/);
   const request = core.request(consentForm(), NOW, entropy());
-  request.poll();
+  request.step();
   // The largest safe version round-trips; one beyond it is refused.
   const stored = createLinkBytes(core);
   assert.throws(() => request.supply(0, 2 ** 60, stored), /safe integer/);
   request.supply(0, Number.MAX_SAFE_INTEGER, stored);
-  assert.equal(request.poll(), WRITE);
+  assert.equal(request.step(), "w");
   const link = [...Array(request.putCount()).keys()].find((i) => request.putKey(i).startsWith("link:"));
   assert.equal(request.putExpect(link), Number.MAX_SAFE_INTEGER);
   request.free();
@@ -139,9 +133,9 @@ test("times and versions are safe integers: exact, or refused — never rounded"
 /** The bytes of a link record, as the core writes it. */
 function createLinkBytes(core) {
   const request = core.request(consentForm(), NOW, entropy());
-  request.poll();
+  request.step();
   request.supply(0, undefined, undefined);
-  request.poll();
+  request.step();
   const link = [...Array(request.putCount()).keys()].find((i) => request.putKey(i).startsWith("link:"));
   const bytes = request.putBytes(link);
   request.free();
@@ -152,7 +146,7 @@ test("host misuse throws a real Error", () => {
   const core = createCore(config());
   const started = () => {
     const request = core.request(consentForm(), NOW, entropy());
-    request.poll();
+    request.step();
     return request;
   };
   const misuse = [

@@ -237,9 +237,8 @@ impl Core {
     }
 }
 
-/// One request in progress (see `edgegrant::Request`). `poll` says what to do next — 0 read,
-/// 1 write, 2 respond, 3 serve — and the getters of that step give its values. Free it once
-/// done.
+/// One request in progress (see `edgegrant::Request`). `step` says what to do next, with that
+/// step's first values; the getters of a write or a reply give the rest. Free it once done.
 #[wasm_bindgen]
 pub struct Request {
     inner: edgegrant::Request,
@@ -251,23 +250,11 @@ fn misuse(error: impl std::fmt::Display) -> JsError {
 
 #[wasm_bindgen]
 impl Request {
-    /// What the host does next: 0 read (`keys`, then `supply` each), 1 write (`put*`,
-    /// `audit`, then `committed` or `conflicted`), 2 respond (`status`, `headers`, `body`,
-    /// `outcome`, `refusal`), 3 serve (`principal*`).
-    pub fn poll(&mut self) -> u8 {
-        match self.inner.poll() {
-            Step::Read(_) => 0,
-            Step::Write(_) => 1,
-            Step::Respond(_) => 2,
-            Step::Serve(_) => 3,
-        }
-    }
-
-    /// `poll` and the step's first values in one crossing, as one NUL-separated string: `r`
-    /// and the keys to read; `w` (a write: read it with the `put*` getters); `p` (a reply:
-    /// `status`, `headers`, `body`, …); `s`, then the principal's app, account id, uid,
-    /// space-separated scopes and expiry (empty for none). The hot path of a host crosses
-    /// once per step instead of once per value.
+    /// What the host does next, with the step's first values, in one crossing: a
+    /// NUL-separated string of `r` and the keys to read (then `supply` each); `w` (a write:
+    /// the `put*` getters and `audit`, then `committed` or `conflicted`); `p` (a reply:
+    /// `status`, `headers`, `body`, `outcome`, `refusal`); or `s` and the authorized call's
+    /// principal: app, account id, uid, space-separated scopes and expiry (empty for none).
     pub fn step(&mut self) -> String {
         let mut out = String::new();
         match self.inner.poll() {
@@ -306,18 +293,6 @@ impl Request {
             Step::Read(keys) => keys,
             _ => &[],
         }
-    }
-
-    /// The keys to read, in one batch, joined by NUL (keys never hold one).
-    pub fn keys(&mut self) -> String {
-        let mut joined = String::new();
-        for (i, key) in self.read_keys().iter().enumerate() {
-            if i > 0 {
-                joined.push('\0');
-            }
-            joined.push_str(&key.to_string());
-        }
-        joined
     }
 
     /// What the store holds under the `index`th key: its version and bytes, or nothing.
@@ -450,48 +425,5 @@ impl Request {
             Some(Outcome::Refused(refusal)) => Some(refusal.name().to_owned()),
             _ => None,
         }
-    }
-
-    fn principal(&mut self) -> Option<&edgegrant::Principal> {
-        match self.inner.poll() {
-            Step::Serve(principal) => Some(principal),
-            _ => None,
-        }
-    }
-
-    /// The authorized call's app.
-    #[wasm_bindgen(js_name = principalApp)]
-    pub fn principal_app(&mut self) -> String {
-        self.principal()
-            .map_or_else(String::new, |p| p.app.to_string())
-    }
-
-    /// The authorized call's account.
-    #[wasm_bindgen(js_name = principalAccountId)]
-    pub fn principal_account_id(&mut self) -> String {
-        self.principal()
-            .map_or_else(String::new, |p| p.account_id.to_string())
-    }
-
-    /// The authorized call's uid.
-    #[wasm_bindgen(js_name = principalUid)]
-    pub fn principal_uid(&mut self) -> String {
-        self.principal()
-            .map_or_else(String::new, |p| p.uid.to_string())
-    }
-
-    /// The scopes the token carries, space-separated.
-    #[wasm_bindgen(js_name = principalScopes)]
-    pub fn principal_scopes(&mut self) -> String {
-        self.principal()
-            .map_or_else(String::new, |p| p.scopes.to_string())
-    }
-
-    /// When the token expires (Unix seconds), or `undefined` for a long-lived one.
-    #[wasm_bindgen(js_name = principalExpiresAt)]
-    pub fn principal_expires_at(&mut self) -> Option<f64> {
-        self.principal()
-            .and_then(|p| p.expires_at)
-            .map(|t| t.0 as f64)
     }
 }
