@@ -18,6 +18,11 @@ impl UnixTime {
     pub fn plus(self, span: Seconds) -> UnixTime {
         UnixTime(self.0.saturating_add(span.0))
     }
+
+    /// The seconds from `now` until this instant (zero once it has passed).
+    pub fn seconds_from(self, now: UnixTime) -> Seconds {
+        Seconds(self.0.saturating_sub(now.0))
+    }
 }
 
 /// A span of whole seconds (lifetimes, `expires_in`).

@@ -412,6 +412,7 @@ fn issue_implicit(
         puts,
     } = issue_grant(
         ctx,
+        ctx.entropy.grant_id(),
         GrantTerms {
             app: &request.app,
             user,

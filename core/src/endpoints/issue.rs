@@ -19,13 +19,14 @@ pub(crate) struct IssuedGrant {
     pub puts: Vec<Put>,
 }
 
-/// Issues a grant: an access token, and a refresh token for offline access.
+/// Issues grant `grant_id` (drawn from the request's entropy by the caller, which may need it
+/// first): an access token, and a refresh token for offline access.
 pub(crate) fn issue_grant(
     ctx: &Ctx<'_>,
+    grant_id: GrantId,
     terms: GrantTerms<'_>,
     access_type: TokenAccessType,
 ) -> IssuedGrant {
-    let grant_id = ctx.entropy.grant_id();
     let grant = grant::new(terms);
     let expires_at = access_token::expires_at(access_type, ctx.now, ctx.config.policy());
     let access_token = AccessToken::mint(ctx.entropy);
@@ -61,7 +62,7 @@ pub(crate) fn issue_grant(
     });
     IssuedGrant {
         grant_id,
-        expires_in: expires_at.map(|at| Seconds(at.0.saturating_sub(ctx.now.0))),
+        expires_in: expires_at.map(|at| at.seconds_from(ctx.now)),
         grant,
         access_token,
         refresh_token,

@@ -5,7 +5,9 @@
 //! time) and hashes the presented code or refresh token, once; deciding loads the records.
 
 use crate::config::Config;
-use crate::credentials::{AuthorizationCode, CodeDigest, RefreshToken, RefreshTokenDigest};
+use crate::credentials::{
+    AccessToken, AuthorizationCode, CodeDigest, RefreshToken, RefreshTokenDigest,
+};
 use crate::ctx::{create, replace, Ctx, Decision, Ending, Flow, TokenBody, Via};
 use crate::endpoints::issue::issue_grant;
 use crate::ids::{AppKey, GrantId, User};
@@ -241,6 +243,7 @@ fn exchange_code(
     };
     let issued = issue_grant(
         ctx,
+        grant_id,
         GrantTerms {
             app: &record.app,
             user: &user,
@@ -253,7 +256,7 @@ fn exchange_code(
     let audit = AuditEvent::TokensIssued {
         app: record.app.clone(),
         account_id: record.account_id.clone(),
-        grant: grant_id,
+        grant: issued.grant_id,
         refresh_token: issued.refresh_token.is_some(),
         access_expires_at: issued.expires_in.map(|s| ctx.now.plus(s)),
     };
@@ -351,7 +354,7 @@ fn refresh(
     };
     let expires_at =
         access_token::expires_at(TokenAccessType::Offline, ctx.now, ctx.config.policy());
-    let access = crate::credentials::AccessToken::mint(ctx.entropy);
+    let access = AccessToken::mint(ctx.entropy);
     let access_record = access_token::mint(&record.grant, grant, scopes, expires_at);
     let audit = AuditEvent::AccessTokenRefreshed {
         app: record.app.clone(),
@@ -370,7 +373,7 @@ fn refresh(
         },
         Ending::Tokens(Box::new(TokenBody {
             access_token: access,
-            expires_in: expires_at.map(|at| crate::time::Seconds(at.0.saturating_sub(ctx.now.0))),
+            expires_in: expires_at.map(|at| at.seconds_from(ctx.now)),
             refresh_token: None,
             exchange: None,
         })),
