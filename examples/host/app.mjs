@@ -59,9 +59,6 @@ export function sessions(secret) {
       const value = Buffer.from(accountId).toString("base64url");
       return `session=${value}.${sign(value)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=86400`;
     },
-    accountId(request) {
-      return this.accountIdOf(request.headers.get("cookie"));
-    },
     /** The signed-in account of a `Cookie` header's value, or null. */
     accountIdOf(header) {
       if (!header) return null;
@@ -146,13 +143,28 @@ export function signInRoutes(config, { title = "host" } = {}) {
  */
 export { PAGES };
 
+/** The one API endpoint with an operation behind it. */
+const ACCOUNT_API = "/2/users/get_current_account";
+
+/** The configured users: who a `Cookie` header signs in, and the account an API call acts for. */
+function accounts(config) {
+  const session = sessions(config.session_secret);
+  const byAccount = new Map(config.users.map((u) => [u.account_id, u]));
+  return {
+    signedIn(cookieHeader) {
+      const user = byAccount.get(session.accountIdOf(cookieHeader));
+      return user ? { account_id: user.account_id, uid: String(user.uid) } : null;
+    },
+    account: (principal) => account(byAccount.get(principal.account_id) ?? { account_id: principal.account_id, uid: principal.uid, username: "unknown" }),
+  };
+}
+
 /**
  * The authorization server (createAuthServer) with this host's parts: the session cookie names
  * the user, the page templates above, and the account API.
  */
 export function authServer(config, { storage, onAudit, clock, random }) {
-  const session = sessions(config.session_secret);
-  const usersByAccount = new Map(config.users.map((u) => [u.account_id, u]));
+  const people = accounts(config);
   return createAuthServer({
     config: { ...config.core, pages: PAGES },
     storage,
@@ -160,14 +172,8 @@ export function authServer(config, { storage, onAudit, clock, random }) {
     clock, // both undefined (the system clock and random source) unless in test mode (test-mode.mjs)
     random,
     hooks: {
-      currentUser: (request) => {
-        const user = usersByAccount.get(session.accountId(request));
-        return user ? { account_id: user.account_id, uid: String(user.uid) } : null;
-      },
-      api: {
-        "/2/users/get_current_account": (principal) =>
-          Response.json(account(usersByAccount.get(principal.account_id) ?? { account_id: principal.account_id, uid: principal.uid, username: "unknown" })),
-      },
+      currentUser: (request) => people.signedIn(request.headers.get("cookie")),
+      api: { [ACCOUNT_API]: (principal) => Response.json(people.account(principal)) },
     },
   });
 }
@@ -197,22 +203,19 @@ async function nodeBody(req, limit) {
  * server's `handle`, its reply written out as it is, the account API answered as JSON text.
  */
 function nodeRoutes(config, auth) {
-  const session = sessions(config.session_secret);
-  const usersByAccount = new Map(config.users.map((u) => [u.account_id, u]));
+  const people = accounts(config);
   const limit = auth.core.maxInputBytes();
   return async function serveNode(req, res) {
     const body = await nodeBody(req, limit);
-    const known = usersByAccount.get(session.accountIdOf(rawHeader(req.rawHeaders, "cookie")));
-    const user = known ? { account_id: known.account_id, uid: String(known.uid) } : null;
+    const user = people.signedIn(rawHeader(req.rawHeaders, "cookie"));
     const result = await auth.handle({ method: req.method, url: req.url, headers: req.rawHeaders, body, user });
     if (result.kind === "reply") {
       res.writeHead(result.status, result.headers.flat());
       res.end(result.body);
       return;
     }
-    const path = req.url.split("?")[0];
-    const found = path === "/2/users/get_current_account";
-    const answer = found ? account(usersByAccount.get(result.principal.account_id) ?? { account_id: result.principal.account_id, uid: result.principal.uid, username: "unknown" }) : null;
+    const found = req.url.split("?")[0] === ACCOUNT_API;
+    const answer = found ? people.account(result.principal) : null;
     res.writeHead(found ? 200 : 404, { "Content-Type": "application/json" });
     res.end(JSON.stringify(answer));
   };
