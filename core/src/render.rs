@@ -334,8 +334,7 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Finished {
                 query,
                 user,
             } = *page;
-            let scopes: Vec<&str> = prompt.scopes.iter().map(|s| s.as_str()).collect();
-            let joined = scopes.join(" ");
+            let scopes: Vec<&str> = prompt.scopes.iter().collect();
             let access = match prompt.access_type {
                 TokenAccessType::Online => "online",
                 TokenAccessType::Offline => "offline",
@@ -345,7 +344,7 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Finished {
                 "consent",
                 &[
                     ("app", prompt.app.as_str()),
-                    ("scopes", &joined),
+                    ("scopes", prompt.scopes.as_str()),
                     ("access-type", access),
                 ],
             );

@@ -1,6 +1,8 @@
 //! Scopes: dotted `<area>.<permission>` strings, sets of them, and the legacy access types that
 //! map onto them.
 
+use serde::de::{SeqAccess, Visitor};
+use serde::ser::SerializeSeq;
 use serde::{Deserialize, Deserializer, Serialize};
 use std::fmt;
 use std::sync::Arc;
@@ -83,17 +85,63 @@ impl fmt::Debug for Scope {
     }
 }
 
-/// A set of scopes, kept sorted so its text form is canonical.
+/// A set of scopes, held as its canonical text: sorted, deduplicated, separated by one space.
 ///
-/// A sorted vector, not a tree: sets hold a handful of scopes, are read far more often than
-/// built, and decode with one allocation.
-#[derive(Clone, Default, PartialEq, Eq, Hash, Serialize)]
-#[serde(transparent)]
-pub struct ScopeSet(Vec<Scope>);
+/// One shared string, not a collection of scopes: sets hold a handful of scopes and are read
+/// (checked, copied into records, written out) far more often than built, and a record's set
+/// decodes with one allocation whatever its size. Stored and serialized as a list of scopes.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+pub struct ScopeSet(Arc<str>);
+
+impl Serialize for ScopeSet {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // With its length first: postcard writes it before the elements.
+        let mut seq = s.serialize_seq(Some(self.iter().count()))?;
+        for name in self.iter() {
+            seq.serialize_element(name)?;
+        }
+        seq.end()
+    }
+}
 
 impl<'de> Deserialize<'de> for ScopeSet {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Vec::<Scope>::deserialize(d).map(ScopeSet::from_scopes)
+        /// One scope's text, borrowed from the input where the format allows.
+        struct Name<'de>(std::borrow::Cow<'de, str>);
+        impl<'de> Deserialize<'de> for Name<'de> {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                crate::ids::text(d).map(Name)
+            }
+        }
+        struct Names;
+        impl<'de> Visitor<'de> for Names {
+            type Value = ScopeSet;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list of scopes")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ScopeSet, A::Error> {
+                // Stored sets are canonical already: join them as they come, and sort only
+                // when they were not.
+                // Room for typical names up front: growing the text costs more than decoding.
+                let mut text = String::with_capacity(seq.size_hint().unwrap_or(1).min(64) * 24);
+                let (mut canonical, mut last) = (true, 0);
+                while let Some(Name(name)) = seq.next_element()? {
+                    Scope::check(&name).map_err(serde::de::Error::custom)?;
+                    if !text.is_empty() {
+                        canonical &= text[last..] < *name;
+                        text.push(' ');
+                    }
+                    last = text.len();
+                    text.push_str(&name);
+                }
+                Ok(if canonical {
+                    ScopeSet(text.into())
+                } else {
+                    ScopeSet::from_names(text.split(' '))
+                })
+            }
+        }
+        d.deserialize_seq(Names)
     }
 }
 
@@ -108,41 +156,51 @@ impl ScopeSet {
     /// assert!(ScopeSet::parse("  ").is_err());
     /// ```
     pub fn parse(text: &str) -> Result<Self, InvalidId> {
-        let scopes = text
-            .split(' ')
-            .filter(|s| !s.is_empty())
-            .map(Scope::new)
-            .collect::<Result<Vec<_>, _>>()?;
-        if scopes.is_empty() {
+        let names = text.split(' ').filter(|s| !s.is_empty());
+        for name in names.clone() {
+            Scope::check(name)?;
+        }
+        let set = ScopeSet::from_names(names);
+        if set.is_empty() {
             return Err(InvalidId {
                 kind: "scope",
                 reason: "no scope named",
             });
         }
-        Ok(ScopeSet::from_scopes(scopes))
+        Ok(set)
     }
 
     /// Builds a set from scopes already validated (sorted and deduplicated here).
     pub fn from_scopes(scopes: impl IntoIterator<Item = Scope>) -> Self {
-        let mut scopes: Vec<Scope> = scopes.into_iter().collect();
-        scopes.sort_unstable();
-        scopes.dedup();
-        ScopeSet(scopes)
+        let scopes: Vec<Scope> = scopes.into_iter().collect();
+        ScopeSet::from_names(scopes.iter().map(Scope::as_str))
+    }
+
+    /// Sorts, deduplicates and joins names already checked.
+    fn from_names<'a>(names: impl Iterator<Item = &'a str>) -> Self {
+        let mut names: Vec<&str> = names.collect();
+        names.sort_unstable();
+        names.dedup();
+        ScopeSet(names.join(" ").into())
     }
 
     /// Whether `scope` is in the set.
     pub fn contains(&self, scope: &Scope) -> bool {
-        self.0.binary_search(scope).is_ok()
+        self.iter().any(|name| name == scope.as_str())
     }
 
     /// Whether every scope of `self` is in `other`.
     pub fn is_subset(&self, other: &ScopeSet) -> bool {
-        self.0.iter().all(|scope| other.contains(scope))
+        self.iter()
+            .all(|name| other.iter().any(|theirs| theirs == name))
     }
 
     /// The union of both sets.
     pub fn union(&self, other: &ScopeSet) -> ScopeSet {
-        ScopeSet::from_scopes(self.0.iter().chain(&other.0).cloned())
+        if self.is_subset(other) {
+            return other.clone();
+        }
+        ScopeSet::from_names(self.iter().chain(other.iter()))
     }
 
     /// Whether the set is empty.
@@ -151,20 +209,19 @@ impl ScopeSet {
     }
 
     /// The scopes in canonical (sorted) order.
-    pub fn iter(&self) -> impl Iterator<Item = &Scope> {
-        self.0.iter()
+    pub fn iter(&self) -> impl Iterator<Item = &str> + Clone {
+        self.0.split(' ').filter(|name| !name.is_empty())
+    }
+
+    /// The canonical text: sorted scopes separated by one space (RFC 6749 §3.3).
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
 }
 
 impl fmt::Display for ScopeSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, scope) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(" ")?;
-            }
-            f.write_str(scope.as_str())?;
-        }
-        Ok(())
+        f.write_str(&self.0)
     }
 }
 

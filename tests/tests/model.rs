@@ -1358,7 +1358,7 @@ impl World {
             "{what}: offline access re-authorized after online consent only"
         );
         assert!(
-            scopes.iter().all(|s| app.scopes().contains(&s.as_str())),
+            scopes.iter().all(|s| app.scopes().contains(&s)),
             "{what}: {scopes}"
         );
         match answer.outcome() {
