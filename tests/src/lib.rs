@@ -10,7 +10,7 @@
 //! assert_eq!(tokens.status, 200);
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 pub mod conformance;
@@ -26,10 +26,11 @@ use sha2::{Digest, Sha256};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Conflict(pub RecordKey);
 
-/// An in-memory store with versioned records and atomic conditional transactions.
+/// An in-memory store with versioned records and atomic conditional transactions: a hash map,
+/// as a lean host keeps one (the order of [`Store::iter`] is unspecified).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Store {
-    records: BTreeMap<RecordKey, Stored>,
+    records: HashMap<RecordKey, Stored>,
 }
 
 impl Store {
