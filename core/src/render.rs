@@ -4,8 +4,6 @@
 
 use std::borrow::Cow;
 
-use serde_json::{json, Map, Value};
-
 use crate::config::Config;
 use crate::ctx::{ConsentPage, Ending, TokenBody, Via};
 use crate::pages::{lookup, page_data};
@@ -14,6 +12,7 @@ use crate::refusal::Refusal;
 use crate::step::{Outcome, Principal, Reply};
 use crate::wire::html::{Template, Value as Shown};
 use crate::wire::http::HttpResponse;
+use crate::wire::json::JsonObject;
 
 /// A request's end: a reply to send, or an authorized API call for the host to serve.
 pub(crate) enum Finished {
@@ -138,7 +137,7 @@ impl Refusal {
     }
 }
 
-fn json_response(status: u16, body: &Value, extra: &[(&str, &str)]) -> HttpResponse {
+fn json_response(status: u16, body: String, extra: &[(&str, &str)]) -> HttpResponse {
     let mut response = HttpResponse::new(
         status,
         &[
@@ -146,7 +145,7 @@ fn json_response(status: u16, body: &Value, extra: &[(&str, &str)]) -> HttpRespo
             ("Cache-Control", "no-store"),
             ("Pragma", "no-cache"),
         ],
-        body.to_string(),
+        body,
     );
     for (name, value) in extra {
         response = response.with_header(name, value);
@@ -186,12 +185,16 @@ fn redirect(location: &str) -> HttpResponse {
 fn refusal_response(refusal: &Refusal, via: &Via, config: &Config) -> HttpResponse {
     let code = refusal.error_code();
     let description = refusal.description();
+    let error_body = |description: &str| {
+        JsonObject::new()
+            .string("error", code)
+            .string("error_description", description)
+            .finish()
+    };
     match via {
-        _ if *refusal == Refusal::Contention => json_response(
-            503,
-            &json!({ "error": code, "error_description": description }),
-            &[("Retry-After", "1")],
-        ),
+        _ if *refusal == Refusal::Contention => {
+            json_response(503, error_body(&description), &[("Retry-After", "1")])
+        }
         Via::Plain => match refusal {
             Refusal::MethodNotAllowed => {
                 HttpResponse::new(405, &[("Allow", "GET, POST")], String::new())
@@ -218,20 +221,18 @@ fn refusal_response(refusal: &Refusal, via: &Via, config: &Config) -> HttpRespon
             redirect(&reply.location(&[("error", code), ("error_description", &description)]))
         }
         Via::Token { basic } => {
-            let body = json!({ "error": code, "error_description": description });
+            let body = error_body(&description);
             match refusal {
                 Refusal::MethodNotAllowed => json_response(
                     405,
-                    &json!({ "error": code, "error_description": "the token endpoint accepts POST only" }),
+                    error_body("the token endpoint accepts POST only"),
                     &[("Allow", "POST")],
                 ),
-                _ if code == "invalid_client" && *basic => json_response(
-                    401,
-                    &body,
-                    &[("WWW-Authenticate", "Basic realm=\"oauth2\"")],
-                ),
-                _ if code == "invalid_client" => json_response(401, &body, &[]),
-                _ => json_response(400, &body, &[]),
+                _ if code == "invalid_client" && *basic => {
+                    json_response(401, body, &[("WWW-Authenticate", "Basic realm=\"oauth2\"")])
+                }
+                _ if code == "invalid_client" => json_response(401, body, &[]),
+                _ => json_response(400, body, &[]),
             }
         }
         Via::Bearer => bearer_refusal(refusal),
@@ -280,31 +281,38 @@ fn bearer_refusal(refusal: &Refusal) -> HttpResponse {
             "invalid_access_token",
         ),
     };
-    let mut error = Map::new();
-    error.insert(".tag".into(), tag.into());
+    let mut error = JsonObject::new().string(".tag", tag);
     if let Refusal::MissingScope(scope) = refusal {
-        error.insert("required_scope".into(), scope.as_str().into());
+        error = error.string("required_scope", scope.as_str());
     }
-    let body = json!({ "error_summary": format!("{tag}/.."), "error": error });
-    json_response(status, &body, &[("WWW-Authenticate", &challenge)])
+    let body = JsonObject::new()
+        .object("error", error)
+        .string("error_summary", &format!("{tag}/.."))
+        .finish();
+    json_response(status, body, &[("WWW-Authenticate", &challenge)])
 }
 
-fn token_body(body: &TokenBody) -> Value {
-    let mut map = Map::new();
-    map.insert("access_token".into(), body.access_token.expose().into());
+/// RFC 6749 §5.1, with the reference service's extra fields after an exchange (keys in
+/// alphabetical order).
+fn token_body(body: &TokenBody) -> String {
+    let mut json = JsonObject::new().string("access_token", body.access_token.expose());
+    if let Some((_, account_id, _)) = &body.exchange {
+        json = json.string("account_id", account_id.as_str());
+    }
     if let Some(expires_in) = body.expires_in {
-        map.insert("expires_in".into(), expires_in.0.into());
+        json = json.number("expires_in", expires_in.0);
     }
-    map.insert("token_type".into(), "bearer".into());
     if let Some(refresh) = &body.refresh_token {
-        map.insert("refresh_token".into(), refresh.expose().into());
+        json = json.string("refresh_token", refresh.expose());
     }
-    if let Some((scope, account_id, uid)) = &body.exchange {
-        map.insert("scope".into(), scope.to_string().into());
-        map.insert("account_id".into(), account_id.as_str().into());
-        map.insert("uid".into(), uid.as_str().into());
+    if let Some((scope, _, _)) = &body.exchange {
+        json = json.string("scope", scope.as_str());
     }
-    Value::Object(map)
+    json = json.string("token_type", "bearer");
+    if let Some((_, _, uid)) = &body.exchange {
+        json = json.string("uid", uid.as_str());
+    }
+    json.finish()
 }
 
 /// Writes `ending` out.
@@ -392,9 +400,12 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Finished {
             );
             (Outcome::DisplayCode { app, code }, response)
         }
-        Ending::Tokens(body) => (Outcome::Tokens, json_response(200, &token_body(&body), &[])),
-        Ending::Revoked => (Outcome::Revoked, json_response(200, &Value::Null, &[])),
-        Ending::Unlinked => (Outcome::Unlinked, json_response(200, &Value::Null, &[])),
+        Ending::Tokens(body) => (Outcome::Tokens, json_response(200, token_body(&body), &[])),
+        Ending::Revoked => (Outcome::Revoked, json_response(200, "null".to_owned(), &[])),
+        Ending::Unlinked => (
+            Outcome::Unlinked,
+            json_response(200, "null".to_owned(), &[]),
+        ),
     };
     Finished::Reply(Reply { outcome, response })
 }
