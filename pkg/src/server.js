@@ -33,7 +33,8 @@ const systemClock = () => Math.floor(Date.now() / 1000);
 
 // Entropy from the platform CSPRNG, drawn 64 requests' worth at a time: one getRandomValues
 // call costs about as much as a bearer check's whole core work, and its cost hardly depends on
-// the length. Each byte is handed out once, then zeroed in the pool.
+// the length. Each request gets a view of its own bytes in the pool (no copy); `withEntropy`
+// zeroes them as soon as the core has copied them in, so each byte is handed out once.
 const POOLED_REQUESTS = 64;
 let pool = new Uint8Array(0);
 let poolOffset = 0;
@@ -43,8 +44,7 @@ function drawEntropy() {
     pool = crypto.getRandomValues(new Uint8Array(length * POOLED_REQUESTS));
     poolOffset = 0;
   }
-  const entropy = pool.slice(poolOffset, poolOffset + length);
-  pool.fill(0, poolOffset, poolOffset + length);
+  const entropy = pool.subarray(poolOffset, poolOffset + length);
   poolOffset += length;
   return entropy;
 }
@@ -196,6 +196,15 @@ export function createAuthServer(options) {
   const currentUser = options.hooks?.currentUser ?? (() => null);
   const api = { ...options.hooks?.api };
   const run = (request) => runRequest(request, storage, { onAudit });
+  /** Starts a core request with fresh entropy; the pool's copy is wiped once the core holds its own. */
+  const withEntropy = (start) => {
+    const entropy = random();
+    try {
+      return start(entropy);
+    } finally {
+      if (random === drawEntropy) entropy.fill(0);
+    }
+  };
 
   /**
    * The plain-value entry: `{ method, url | path + query, headers, body, user }` — `url` as
@@ -211,7 +220,8 @@ export function createAuthServer(options) {
       path = at < 0 ? url : url.slice(0, at);
       query = at < 0 ? "" : url.slice(at + 1);
     }
-    return run(core.request({ method: input.method, path, query, headers: input.headers, body: input.body, user: input.user ?? null }, clock(), random()));
+    const now = clock();
+    return run(withEntropy((entropy) => core.request({ method: input.method, path, query, headers: input.headers, body: input.body, user: input.user ?? null }, now, entropy)));
   }
 
   async function serve(request) {
@@ -246,7 +256,8 @@ export function createAuthServer(options) {
     },
     /** The user (or a team admin) unlinks `app`: every token of that app and user ends. */
     unlink(app, accountId, by = "user") {
-      return run(core.unlink(app, accountId, by, clock(), random()));
+      const now = clock();
+      return run(withEntropy((entropy) => core.unlink(app, accountId, by, now, entropy)));
     },
   };
 }
