@@ -207,9 +207,28 @@ fn visible_ascii(v: &str) -> Result<(), &'static str> {
 
 /// Identifies one grant: what one consent produced once redeemed, the family of tokens that one
 /// revocation ends. Opaque, random, not a credential (knowing it grants nothing).
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Debug)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Debug)]
 #[serde(transparent)]
 pub struct GrantId(pub(crate) Arc<str>);
+
+impl<'de> Deserialize<'de> for GrantId {
+    /// Read as its shared text in one allocation; only what the core mints (URL-safe base64)
+    /// is a grant id, so a damaged record cannot smuggle a separator into a storage key.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = text(d)?;
+        let minted = (1..=64).contains(&text.len())
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+        if !minted {
+            return Err(serde::de::Error::custom(InvalidId {
+                kind: "grant id",
+                reason: "only URL-safe base64 is allowed",
+            }));
+        }
+        Ok(GrantId(Arc::from(text.as_ref())))
+    }
+}
 
 impl GrantId {
     /// The id as text.
