@@ -218,7 +218,7 @@ const table = [
   "",
   "Fairness, as each benchmark reports it:",
   "",
-  "- native: the bench host's store is the test harness's in-memory `Store` (a `BTreeMap` of record keys); its floor looks up the three keys a bearer check reads, taken from the core's own read steps, with the same `Store::get` the host loop calls, and it hashes the real access token.",
+  "- native: the bench host's store is the test harness's in-memory `Store` (std's `HashMap` of record keys, its default SipHash; until 2026-11-23 a `BTreeMap`, whose slower lookups made the floor 412 ns and hid part of the core's cost in it); its floor looks up the three keys a bearer check reads, taken from the core's own read steps, with the same `Store::get` the host loop calls, and it hashes the real access token. Requests arrive prebuilt (the client's work of encoding them is not timed; copying them in is). The refresh and the code exchange write into that store, which is put back as it was every 1 000 operations, untimed, with room reserved so that no timed write grows the map; the codes the exchange redeems are made beforehand, untimed (the whole flow has its own row).",
   ...[...node.fairness.map((f) => `- Node: ${f}`), ...workerd.fairness.map((f) => `- workerd: ${f}`)],
 ].join("\n");
 
