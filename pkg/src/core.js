@@ -100,10 +100,13 @@ export function secretDigest(secret) {
   return bindings.secretDigest(secret);
 }
 
+let entropyBytes = 0;
 /** How many bytes of entropy each request takes. */
 export function entropyLength() {
   ready();
-  return bindings.entropyLength();
+  // A constant of the module: asked once, not on every request.
+  if (entropyBytes === 0) entropyBytes = bindings.entropyLength();
+  return entropyBytes;
 }
 
 /** The PKCE client machine for `config`. Throws an Error if the configuration cannot work. */
