@@ -14,165 +14,15 @@
 //! `cargo bench -p edgegrant-tests --bench core`; `node tests/bench/run.mjs` reads the results
 //! (target/criterion/*/new/estimates.json) and prints the ratios.
 use std::hint::black_box;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use edgegrant::{
-    Config, Entropy, HttpRequest, Input, Outcome, RecordKey, Request, Step, User, ENTROPY_LEN,
-};
-use edgegrant_tests::{
-    alice, bearer_request, consent_form, fixture_config, form_request, pkce_exchange,
-    pkce_offline_query, user, Decision, Store, GET_ACCOUNT, PKCE_APP, REVOKE, T0, VERIFIER,
-};
+use edgegrant::{HttpRequest, Input, Outcome, RecordKey, Step};
+use edgegrant_tests::bench_host::{exchange_request, field, Host, Populated, RESTORE_EVERY};
+use edgegrant_tests::{alice, bearer_request, form_request, user, GET_ACCOUNT, PKCE_APP, REVOKE};
 use sha2::{Digest, Sha256};
 
-/// How many refreshes run between two restorations of the bench store.
-const RESTORE_EVERY: u64 = 1_000;
-
-/// A host with its store: the least a real one does around a request.
-struct Host {
-    config: Arc<Config>,
-    store: Store,
-    counter: u64,
-}
-
-impl Host {
-    fn new(config: &Arc<Config>) -> Self {
-        Host {
-            config: Arc::clone(config),
-            store: Store::default(),
-            counter: 0,
-        }
-    }
-
-    /// Fresh entropy without hashing (a counter in every 8th byte), so that the harness does
-    /// not bill its own work to the core.
-    fn entropy(&mut self) -> Entropy {
-        self.counter += 1;
-        let mut bytes = [0u8; ENTROPY_LEN];
-        for chunk in bytes.chunks_mut(8) {
-            chunk.copy_from_slice(&self.counter.to_le_bytes());
-        }
-        Entropy::new(bytes)
-    }
-
-    /// Runs `input` through the host loop until the core answers; the finished request holds
-    /// its answer (`poll` it once more to read it).
-    fn serve(&mut self, input: Input) -> Request {
-        self.serve_seeing(input, |_| {})
-    }
-
-    /// [`Host::serve`], showing `seen` the keys of every read the core asks for.
-    fn serve_seeing(&mut self, input: Input, mut seen: impl FnMut(&[RecordKey])) -> Request {
-        let entropy = self.entropy();
-        let mut request = Request::new(Arc::clone(&self.config), input, T0, entropy);
-        loop {
-            match request.poll() {
-                Step::Read(keys) => {
-                    seen(keys);
-                    // The keys borrow the request, which `supply` changes: a host copies them
-                    // out, as it does when it sends them to its store.
-                    let keys = keys.to_vec();
-                    for key in &keys {
-                        request
-                            .supply(key, self.store.get(key))
-                            .expect("the host supplies what was asked");
-                    }
-                }
-                Step::Write(transaction) => {
-                    let applied = self.store.apply(transaction).is_ok();
-                    if applied {
-                        request.committed()
-                    } else {
-                        request.conflicted()
-                    }
-                    .expect("a transaction was pending");
-                }
-                Step::Respond(_) | Step::Serve(_) => return request,
-            }
-        }
-    }
-
-    /// Runs `input` and checks that it ends in a 200 reply of this kind.
-    fn expect(&mut self, input: Input, outcome: &Outcome) -> Request {
-        let mut request = self.serve(input);
-        match request.poll() {
-            Step::Respond(reply) if reply.response.status == 200 && reply.outcome == *outcome => {}
-            other => panic!("expected a 200 {outcome:?}, got {other:?}"),
-        }
-        request
-    }
-
-    /// Authorize, consent, exchange: the code flow with PKCE and offline access, for a user who
-    /// has not consented yet. Returns the finished token request (its reply holds the tokens).
-    fn code_exchange(&mut self, query: &str, user: User) -> Request {
-        let code = self.consented_code(query, user);
-        self.exchange(&code)
-    }
-
-    /// The token request that redeems `code` with the PKCE verifier.
-    fn exchange(&mut self, code: &str) -> Request {
-        self.redeem(exchange_request(code))
-    }
-
-    /// Runs a token request that redeems a code (never inlined: profiles can tell it apart).
-    #[inline(never)]
-    fn redeem(&mut self, request: HttpRequest) -> Request {
-        self.expect(
-            Input::Http {
-                request,
-                user: None,
-            },
-            &Outcome::Tokens,
-        )
-    }
-
-    /// Authorize and consent: the code a first-time consent yields.
-    fn consented_code(&mut self, query: &str, user: User) -> String {
-        let authorize = edgegrant::HttpRequest::new("GET", "/oauth2/authorize", query);
-        let mut page = self.serve(Input::Http {
-            request: authorize,
-            user: Some(user.clone()),
-        });
-        let Step::Respond(reply) = page.poll() else {
-            panic!("no reply")
-        };
-        let Outcome::Consent(_) = reply.outcome else {
-            panic!("no consent prompt: {reply:?}")
-        };
-        let mut consent = self.serve(Input::Http {
-            request: consent_form(query, Decision::Allow),
-            user: Some(user),
-        });
-        let Step::Respond(reply) = consent.poll() else {
-            panic!("no reply")
-        };
-        let Outcome::Redirect(location) = &reply.outcome else {
-            panic!("no redirect: {reply:?}")
-        };
-        edgegrant_tests::redirect_param(location, "code").expect("a code")
-    }
-}
-
-/// The token request redeeming `code` with the PKCE verifier, as a host receives it.
-fn exchange_request(code: &str) -> HttpRequest {
-    form_request(&pkce_exchange(code, VERIFIER))
-}
-
-/// A field of the JSON token response a finished token request holds.
-fn field(request: &mut Request, name: &str) -> String {
-    let Step::Respond(reply) = request.poll() else {
-        panic!("no reply")
-    };
-    let value: serde_json::Value = serde_json::from_str(&reply.response.body).expect("JSON");
-    value[name].as_str().expect("a string field").to_owned()
-}
-
 fn benches(c: &mut Criterion) {
-    let config = Arc::new(fixture_config());
-    let query = pkce_offline_query("bench");
-
     // The reference: one SHA-256 of a token-sized input (45 bytes; the core's access tokens have
     // 46, one SHA-256 block either way).
     let token = "sl.AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_AbCd";
@@ -180,21 +30,15 @@ fn benches(c: &mut Criterion) {
         b.iter(|| Sha256::digest(black_box(token.as_bytes())))
     });
 
-    // The bench host: alice's tokens among about 10 000 real records of other users (five per
-    // first-time code exchange: consent link, code, grant, access and refresh token).
-    let mut host = Host::new(&config);
-    let mut tokens = host.code_exchange(&query, alice());
-    let access = field(&mut tokens, "access_token");
-    let refresh = field(&mut tokens, "refresh_token");
-    let mut others = 0u32;
-    while host.store.len() < 10_000 {
-        others += 1;
-        let other = user(
-            &format!("dbid:AABenchOther{others:024}"),
-            &others.to_string(),
-        );
-        host.code_exchange(&query, other);
-    }
+    // The bench host: alice's tokens among about 10 000 real records of other users.
+    let world = Populated::new();
+    let config = world.config();
+    let Populated {
+        mut host,
+        access,
+        refresh,
+        query,
+    } = world;
 
     // The keys a bearer check reads, as the core asks for them: the access-token record, then
     // its grant and link.
@@ -255,6 +99,9 @@ fn benches(c: &mut Criterion) {
         ("refresh_token", &refresh),
         ("client_id", PKCE_APP),
     ]);
+    // `Populated` reserved room for what a batch writes, so that no batch grows (rehashes) the
+    // map while it is timed: a long-lived store grows rarely, and a restored copy would
+    // otherwise grow in every batch.
     let snapshot = host.store.clone();
     c.bench_function("refresh", |b| {
         b.iter_custom(|iterations| {

@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+pub mod bench_host;
 pub mod conformance;
 pub mod explorer;
 
@@ -47,6 +48,11 @@ impl Store {
     /// Every stored record.
     pub fn iter(&self) -> impl Iterator<Item = (&RecordKey, &Stored)> {
         self.records.iter()
+    }
+
+    /// Makes room for `additional` more records, so that inserting them does not grow the map.
+    pub fn reserve(&mut self, additional: usize) {
+        self.records.reserve(additional);
     }
 
     /// How many records are stored.

@@ -1,0 +1,211 @@
+//! The bench host: the least a real host does around a request — an in-memory store, fresh
+//! entropy, the host loop of one [`Request`] — shared by the native benchmarks
+//! (`benches/core.rs`) and the profiling loop (`examples/profile_loop.rs`), so that both time
+//! and profile the same thing.
+use std::sync::Arc;
+
+use edgegrant::{
+    Config, Entropy, HttpRequest, Input, Outcome, RecordKey, Request, Step, User, ENTROPY_LEN,
+};
+
+use crate::{
+    alice, consent_form, fixture_config, form_request, pkce_exchange, pkce_offline_query, user,
+    Decision, Store, T0, VERIFIER,
+};
+
+/// How many writing operations run between two restorations of the bench store.
+pub const RESTORE_EVERY: u64 = 1_000;
+
+/// A host with its store: the least a real one does around a request.
+pub struct Host {
+    config: Arc<Config>,
+    /// What the host stores.
+    pub store: Store,
+    counter: u64,
+}
+
+impl Host {
+    /// A host of `config` with an empty store.
+    pub fn new(config: &Arc<Config>) -> Self {
+        Host {
+            config: Arc::clone(config),
+            store: Store::default(),
+            counter: 0,
+        }
+    }
+
+    /// Fresh entropy without hashing (a counter in every 8th byte), so that the harness does
+    /// not bill its own work to the core.
+    pub fn entropy(&mut self) -> Entropy {
+        self.counter += 1;
+        let mut bytes = [0u8; ENTROPY_LEN];
+        for chunk in bytes.chunks_mut(8) {
+            chunk.copy_from_slice(&self.counter.to_le_bytes());
+        }
+        Entropy::new(bytes)
+    }
+
+    /// Runs `input` through the host loop until the core answers; the finished request holds
+    /// its answer (`poll` it once more to read it).
+    pub fn serve(&mut self, input: Input) -> Request {
+        self.serve_seeing(input, |_| {})
+    }
+
+    /// [`Host::serve`], showing `seen` the keys of every read the core asks for.
+    pub fn serve_seeing(&mut self, input: Input, mut seen: impl FnMut(&[RecordKey])) -> Request {
+        let entropy = self.entropy();
+        let mut request = Request::new(Arc::clone(&self.config), input, T0, entropy);
+        loop {
+            match request.poll() {
+                Step::Read(keys) => {
+                    seen(keys);
+                    // The keys borrow the request, which `supply` changes: a host copies them
+                    // out, as it does when it sends them to its store.
+                    let keys = keys.to_vec();
+                    for key in &keys {
+                        request
+                            .supply(key, self.store.get(key))
+                            .expect("the host supplies what was asked");
+                    }
+                }
+                Step::Write(transaction) => {
+                    let applied = self.store.apply(transaction).is_ok();
+                    if applied {
+                        request.committed()
+                    } else {
+                        request.conflicted()
+                    }
+                    .expect("a transaction was pending");
+                }
+                Step::Respond(_) | Step::Serve(_) => return request,
+            }
+        }
+    }
+
+    /// Runs `input` and checks that it ends in a 200 reply of this kind.
+    pub fn expect(&mut self, input: Input, outcome: &Outcome) -> Request {
+        let mut request = self.serve(input);
+        match request.poll() {
+            Step::Respond(reply) if reply.response.status == 200 && reply.outcome == *outcome => {}
+            other => panic!("expected a 200 {outcome:?}, got {other:?}"),
+        }
+        request
+    }
+
+    /// Authorize, consent, exchange: the code flow with PKCE and offline access, for a user who
+    /// has not consented yet. Returns the finished token request (its reply holds the tokens).
+    pub fn code_exchange(&mut self, query: &str, user: User) -> Request {
+        let code = self.consented_code(query, user);
+        self.exchange(&code)
+    }
+
+    /// The token request that redeems `code` with the PKCE verifier.
+    pub fn exchange(&mut self, code: &str) -> Request {
+        self.redeem(exchange_request(code))
+    }
+
+    /// Runs a token request that redeems a code (never inlined: profiles can tell it apart).
+    #[inline(never)]
+    pub fn redeem(&mut self, request: HttpRequest) -> Request {
+        self.expect(
+            Input::Http {
+                request,
+                user: None,
+            },
+            &Outcome::Tokens,
+        )
+    }
+
+    /// Authorize and consent: the code a first-time consent yields.
+    pub fn consented_code(&mut self, query: &str, user: User) -> String {
+        let authorize = edgegrant::HttpRequest::new("GET", "/oauth2/authorize", query);
+        let mut page = self.serve(Input::Http {
+            request: authorize,
+            user: Some(user.clone()),
+        });
+        let Step::Respond(reply) = page.poll() else {
+            panic!("no reply")
+        };
+        let Outcome::Consent(_) = reply.outcome else {
+            panic!("no consent prompt: {reply:?}")
+        };
+        let mut consent = self.serve(Input::Http {
+            request: consent_form(query, Decision::Allow),
+            user: Some(user),
+        });
+        let Step::Respond(reply) = consent.poll() else {
+            panic!("no reply")
+        };
+        let Outcome::Redirect(location) = &reply.outcome else {
+            panic!("no redirect: {reply:?}")
+        };
+        crate::redirect_param(location, "code").expect("a code")
+    }
+}
+
+/// The token request redeeming `code` with the PKCE verifier, as a host receives it.
+pub fn exchange_request(code: &str) -> HttpRequest {
+    form_request(&pkce_exchange(code, VERIFIER))
+}
+
+/// A field of the JSON token response a finished token request holds.
+pub fn field(request: &mut Request, name: &str) -> String {
+    let Step::Respond(reply) = request.poll() else {
+        panic!("no reply")
+    };
+    let value: serde_json::Value = serde_json::from_str(&reply.response.body).expect("JSON");
+    value[name].as_str().expect("a string field").to_owned()
+}
+
+/// The bench host's world: alice's tokens among about 10 000 real records of other users (five
+/// per first-time code exchange: consent link, code, grant, access and refresh token), with
+/// room reserved for what a batch of [`RESTORE_EVERY`] writing operations adds.
+pub struct Populated {
+    /// The host, its store populated.
+    pub host: Host,
+    /// alice's access token.
+    pub access: String,
+    /// alice's refresh token.
+    pub refresh: String,
+    /// The authorization query of the flows (PKCE, offline access).
+    pub query: String,
+}
+
+impl Populated {
+    /// Builds it (a second or so in a release build).
+    pub fn new() -> Populated {
+        let config = Arc::new(fixture_config());
+        let query = pkce_offline_query("bench");
+        let mut host = Host::new(&config);
+        let mut tokens = host.code_exchange(&query, alice());
+        let access = field(&mut tokens, "access_token");
+        let refresh = field(&mut tokens, "refresh_token");
+        let mut others = 0u32;
+        while host.store.len() < 10_000 {
+            others += 1;
+            let other = user(
+                &format!("dbid:AABenchOther{others:024}"),
+                &others.to_string(),
+            );
+            host.code_exchange(&query, other);
+        }
+        host.store.reserve(RESTORE_EVERY as usize * 8);
+        Populated {
+            host,
+            access,
+            refresh,
+            query,
+        }
+    }
+
+    /// The configuration the host runs.
+    pub fn config(&self) -> Arc<Config> {
+        Arc::clone(&self.host.config)
+    }
+}
+
+impl Default for Populated {
+    fn default() -> Self {
+        Populated::new()
+    }
+}
