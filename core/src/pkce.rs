@@ -43,18 +43,27 @@ fn is_pkce_string(text: &str) -> bool {
 }
 
 /// A `code_verifier`: the client's secret half of PKCE.
+///
+/// Its S256 transform is computed once, when it is read: a token request decides again as its
+/// records arrive, and hashes nothing twice.
 #[derive(Clone, PartialEq, Eq)]
-pub struct CodeVerifier(String);
+pub struct CodeVerifier {
+    text: String,
+    s256: String,
+}
 
 impl CodeVerifier {
     /// Accepts a verifier of 43–128 unreserved characters.
     pub fn new(text: &str) -> Option<Self> {
-        is_pkce_string(text).then(|| CodeVerifier(text.to_owned()))
+        is_pkce_string(text).then(|| CodeVerifier {
+            text: text.to_owned(),
+            s256: s256(text),
+        })
     }
 
     /// The verifier itself.
     pub fn expose(&self) -> &str {
-        &self.0
+        &self.text
     }
 }
 
@@ -93,7 +102,7 @@ impl CodeChallenge {
     pub fn s256(verifier: &CodeVerifier) -> Self {
         CodeChallenge {
             method: ChallengeMethod::S256,
-            value: s256(verifier.expose()),
+            value: verifier.s256.clone(),
         }
     }
 
@@ -101,9 +110,9 @@ impl CodeChallenge {
     /// (RFC 7636 §4.6), compared in constant time.
     pub fn is_satisfied_by(&self, verifier: &CodeVerifier) -> bool {
         let transformed = match self.method {
-            ChallengeMethod::Plain => verifier.expose().to_owned(),
-            ChallengeMethod::S256 => s256(verifier.expose()),
+            ChallengeMethod::Plain => verifier.expose(),
+            ChallengeMethod::S256 => &verifier.s256,
         };
-        ct_str_eq(&transformed, &self.value)
+        ct_str_eq(transformed, &self.value)
     }
 }
