@@ -16,7 +16,9 @@
 //! - Entropy comes from the caller; [`random_entropy`] draws it with `getrandom`'s `wasm_js`
 //!   backend (`crypto.getRandomValues`) for hosts that want it done for them.
 
-use serde::{de::DeserializeOwned, Serialize};
+#[cfg(feature = "client")]
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 #[cfg(feature = "client")]
@@ -41,7 +43,7 @@ const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 
 /// Whether every number in the JSON text `json` is an integer a JS number holds exactly, or a
 /// fraction (never produced by the core; left to `JSON.parse`). Strings are skipped.
-fn numbers_are_exact(json: &str) -> bool {
+pub(crate) fn numbers_are_exact(json: &str) -> bool {
     let bytes = json.as_bytes();
     let mut in_string = false;
     let mut escaped = false;
@@ -81,15 +83,18 @@ fn numbers_are_exact(json: &str) -> bool {
     true
 }
 
-const UNREPRESENTABLE: &str = "a 64-bit value can't be represented exactly as a JS number";
+pub(crate) const UNREPRESENTABLE: &str =
+    "a 64-bit value can't be represented exactly as a JS number";
 
-pub(crate) fn parse<T: DeserializeOwned>(what: &str, json: &str) -> Result<T, String> {
+#[cfg(feature = "client")]
+fn parse<T: DeserializeOwned>(what: &str, json: &str) -> Result<T, String> {
     if !numbers_are_exact(json) {
         return Err(format!("invalid {what}: {UNREPRESENTABLE}"));
     }
     serde_json::from_str(json).map_err(|e| format!("invalid {what}: {e}"))
 }
 
+#[cfg(feature = "client")]
 pub(crate) fn from_json<T: DeserializeOwned>(what: &str, json: &str) -> Result<T, JsError> {
     parse(what, json).map_err(|message| JsError::new(&message))
 }
