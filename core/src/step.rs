@@ -2,6 +2,7 @@
 //! ([`Step`]), what it stores ([`Transaction`]) and what it sends ([`Reply`]).
 
 use serde::Serialize;
+use serde_json::{Map, Value};
 
 use crate::credentials::AuthorizationCode;
 use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, User};
@@ -193,8 +194,10 @@ pub enum Step<'r> {
 }
 
 /// Audit events: what changed, for the host's log. They never carry a secret.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
+///
+/// Their JSON form (`{"event": "code_issued", "app": …}`) is [`AuditEvent::to_json_value`];
+/// the serde implementation writes the same.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AuditEvent {
     /// A user consented and an authorization code was issued.
     CodeIssued {
@@ -260,6 +263,100 @@ pub enum AuditEvent {
         /// Who unlinked.
         by: Unlinker,
     },
+}
+
+impl AuditEvent {
+    /// The event's name, as its JSON form tags it (`code_issued`, `tokens_issued`, …).
+    pub fn name(&self) -> &'static str {
+        match self {
+            AuditEvent::CodeIssued { .. } => "code_issued",
+            AuditEvent::TokensIssued { .. } => "tokens_issued",
+            AuditEvent::AccessTokenRefreshed { .. } => "access_token_refreshed",
+            AuditEvent::CodeReused { .. } => "code_reused",
+            AuditEvent::GrantRevoked { .. } => "grant_revoked",
+            AuditEvent::Unlinked { .. } => "unlinked",
+        }
+    }
+
+    /// The event as a JSON object: `event` (its [`name`](AuditEvent::name)), `app`,
+    /// `account_id`, then the event's own fields; times are Unix seconds, an absent one `null`.
+    pub fn to_json_value(&self) -> Value {
+        let mut out = Map::new();
+        out.insert("event".into(), self.name().into());
+        let (app, account_id) = match self {
+            AuditEvent::CodeIssued {
+                app, account_id, ..
+            }
+            | AuditEvent::TokensIssued {
+                app, account_id, ..
+            }
+            | AuditEvent::AccessTokenRefreshed {
+                app, account_id, ..
+            }
+            | AuditEvent::CodeReused {
+                app, account_id, ..
+            }
+            | AuditEvent::GrantRevoked {
+                app, account_id, ..
+            }
+            | AuditEvent::Unlinked {
+                app, account_id, ..
+            } => (app, account_id),
+        };
+        out.insert("app".into(), app.as_str().into());
+        out.insert("account_id".into(), account_id.as_str().into());
+        match self {
+            AuditEvent::CodeIssued {
+                scopes,
+                access_type,
+                pkce,
+                expires_at,
+                ..
+            } => {
+                let access_type = match access_type {
+                    TokenAccessType::Online => "online",
+                    TokenAccessType::Offline => "offline",
+                    TokenAccessType::Legacy => "legacy",
+                };
+                out.insert("scopes".into(), scopes.iter().collect());
+                out.insert("access_type".into(), access_type.into());
+                out.insert("pkce".into(), pkce.map(ChallengeMethod::as_str).into());
+                out.insert("expires_at".into(), expires_at.0.into());
+            }
+            AuditEvent::TokensIssued {
+                grant,
+                refresh_token,
+                access_expires_at,
+                ..
+            } => {
+                out.insert("grant".into(), grant.as_str().into());
+                out.insert("refresh_token".into(), (*refresh_token).into());
+                out.insert(
+                    "access_expires_at".into(),
+                    access_expires_at.map(|t| t.0).into(),
+                );
+            }
+            AuditEvent::AccessTokenRefreshed { grant, .. }
+            | AuditEvent::CodeReused { grant, .. }
+            | AuditEvent::GrantRevoked { grant, .. } => {
+                out.insert("grant".into(), grant.as_str().into());
+            }
+            AuditEvent::Unlinked { by, .. } => {
+                let by = match by {
+                    Unlinker::User => "user",
+                    Unlinker::TeamAdmin => "team_admin",
+                };
+                out.insert("by".into(), by.into());
+            }
+        }
+        Value::Object(out)
+    }
+}
+
+impl Serialize for AuditEvent {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_json_value().serialize(s)
+    }
 }
 
 /// The host broke the calling contract. Protocol errors are never this: they are replies.

@@ -17,8 +17,7 @@
 //!   backend (`crypto.getRandomValues`) for hosts that want it done for them.
 
 #[cfg(feature = "client")]
-use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::{de::DeserializeOwned, Serialize};
 use wasm_bindgen::prelude::*;
 
 #[cfg(feature = "client")]
@@ -99,6 +98,7 @@ pub(crate) fn from_json<T: DeserializeOwned>(what: &str, json: &str) -> Result<T
     parse(what, json).map_err(|message| JsError::new(&message))
 }
 
+#[cfg(feature = "client")]
 pub(crate) fn to_json<T: Serialize>(value: &T) -> Result<String, JsError> {
     let json = serde_json::to_string(value).map_err(|e| JsError::new(&e.to_string()))?;
     if numbers_are_exact(&json) {

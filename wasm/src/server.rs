@@ -11,10 +11,10 @@ use edgegrant::{
     AccountId, AppKey, Config, ConfigDocument, Entropy, Expect, HttpRequest, Input, Outcome,
     RecordKey, Step, Stored, Uid, UnixTime, Unlinker, User, ENTROPY_LEN,
 };
-use serde::Serialize;
+use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
-use crate::{numbers_are_exact, to_json, UNREPRESENTABLE};
+use crate::{numbers_are_exact, UNREPRESENTABLE};
 
 #[wasm_bindgen(typescript_custom_section)]
 const SERVER_TYPES: &'static str = r#"
@@ -57,6 +57,17 @@ export interface ConfigDocument {
 export type ConfigCheck = { tag: "ok" } | { tag: "invalid"; content: string };
 "#;
 
+/// JSON text of `value`, written by the same code as the core's JSON replies (`Value`'s
+/// `Display`), refusing a 64-bit number a JS number cannot hold exactly.
+fn json_text(value: &Value) -> Result<String, JsError> {
+    let json = value.to_string();
+    if numbers_are_exact(&json) {
+        Ok(json)
+    } else {
+        Err(JsError::new(UNREPRESENTABLE))
+    }
+}
+
 /// The validated configuration of a document (JSON), read by the core's one conversion.
 fn config_of(document: &str) -> Result<Config, String> {
     if !numbers_are_exact(document) {
@@ -69,17 +80,11 @@ fn config_of(document: &str) -> Result<Config, String> {
 /// `{ tag: "invalid", content }`, as JSON.
 #[wasm_bindgen(js_name = checkConfig)]
 pub fn check_config(document: &str) -> Result<String, JsError> {
-    #[derive(Serialize)]
-    #[serde(tag = "tag", content = "content", rename_all = "snake_case")]
-    enum Check {
-        Ok,
-        Invalid(String),
-    }
     let check = match config_of(document) {
-        Err(message) => Check::Invalid(message),
-        Ok(_) => Check::Ok,
+        Err(message) => serde_json::json!({ "tag": "invalid", "content": message }),
+        Ok(_) => serde_json::json!({ "tag": "ok" }),
     };
-    to_json(&check)
+    json_text(&check)
 }
 
 /// The configuration (JSON) with the legacy app `app` migrated to scopes, pre-selected from its
@@ -91,7 +96,7 @@ pub fn migrate_app(document: &str, app: &str) -> Result<String, JsError> {
     let migrated = config
         .with_app_migrated(app)
         .map_err(|e| JsError::new(&e.to_string()))?;
-    to_json(&ConfigDocument::from(migrated).to_json_value())
+    json_text(&ConfigDocument::from(migrated).to_json_value())
 }
 
 /// The digest to register for an app secret (URL-safe base64 of its SHA-256).
@@ -370,7 +375,13 @@ impl Request {
     /// The transaction's audit events, as a JSON array (emit them once it applied).
     pub fn audit(&mut self) -> Result<String, JsError> {
         match self.inner.poll() {
-            Step::Write(transaction) => to_json(&transaction.audit),
+            Step::Write(transaction) => json_text(&Value::Array(
+                transaction
+                    .audit
+                    .iter()
+                    .map(|e| e.to_json_value())
+                    .collect(),
+            )),
             _ => Ok("[]".into()),
         }
     }
