@@ -57,10 +57,10 @@ export interface ConfigDocument {
 export type ConfigCheck = { tag: "ok" } | { tag: "invalid"; content: string };
 "#;
 
-/// JSON text of `value`, written by the same code as the core's JSON replies (`Value`'s
-/// `Display`), refusing a 64-bit number a JS number cannot hold exactly.
+/// JSON text of `value`, written by the same code as the core's JSON replies
+/// (`serde_json::to_string`, compact), refusing a 64-bit number a JS number cannot hold exactly.
 fn json_text(value: &Value) -> Result<String, JsError> {
-    let json = value.to_string();
+    let json = serde_json::to_string(value).map_err(|e| JsError::new(&e.to_string()))?;
     if numbers_are_exact(&json) {
         Ok(json)
     } else {
