@@ -1,6 +1,7 @@
 //! The configuration a host passes on every call: registered apps, policy switches and the
 //! Required Scope of each API endpoint. Validated once, when built.
 
+use serde::ser::SerializeMap as _;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -393,39 +394,119 @@ impl ConfigDocument {
         })
     }
 
-    /// The document's JSON value, every field written out (what [`from_json_value`] reads back).
+    /// The document's JSON value, every field written out (what [`from_json_value`] reads back):
+    /// what its `Serialize` implementation writes.
     ///
     /// [`from_json_value`]: ConfigDocument::from_json_value
     pub fn to_json_value(&self) -> Value {
-        let apps = self.apps.iter().map(app_to_json).collect();
-        let p = &self.policy;
-        let mut policy = Map::new();
-        policy.insert("code_ttl".into(), p.code_ttl.0.into());
-        policy.insert("access_token_ttl".into(), p.access_token_ttl.0.into());
-        policy.insert("require_s256".into(), p.require_s256.into());
-        policy.insert("long_lived_cutoff".into(), p.long_lived_cutoff.0.into());
-        policy.insert("max_input_bytes".into(), p.max_input_bytes.into());
-        policy.insert(
-            "token_parameters_in_query".into(),
-            p.token_parameters_in_query.into(),
-        );
-        policy.insert("max_attempts".into(), p.max_attempts.into());
-        let mut endpoints = Map::new();
-        for (path, scope) in &self.api_endpoints {
-            endpoints.insert(path.clone(), scope.as_str().into());
-        }
-        let mut doc = Map::new();
-        doc.insert("apps".into(), Value::Array(apps));
-        doc.insert("policy".into(), Value::Object(policy));
-        doc.insert("api_endpoints".into(), Value::Object(endpoints));
-        doc.insert("pages".into(), self.pages.to_json_value());
-        Value::Object(doc)
+        // Infallible: every key is a string.
+        serde_json::to_value(self).unwrap_or(Value::Null)
     }
 }
 
+/// The document's JSON form, written out field by field in declaration order (the order of
+/// the serde derives it replaces). Only strings, whole numbers, booleans and `null` are
+/// written, so a serializer's float formatting is never linked.
 impl Serialize for ConfigDocument {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.to_json_value().serialize(s)
+        let mut doc = s.serialize_map(Some(4))?;
+        doc.serialize_entry("apps", &Each(&self.apps, AppJson))?;
+        doc.serialize_entry("policy", &PolicyJson(&self.policy))?;
+        doc.serialize_entry("api_endpoints", &EndpointsJson(&self.api_endpoints))?;
+        doc.serialize_entry("pages", &self.pages)?;
+        doc.end()
+    }
+}
+
+/// A list of `T`s written through the wrapper `W`.
+struct Each<'a, T, W>(&'a [T], fn(&'a T) -> W);
+
+impl<'a, T, W: Serialize> Serialize for Each<'a, T, W> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(self.1))
+    }
+}
+
+struct AppJson<'a>(&'a App);
+
+impl Serialize for AppJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let app = self.0;
+        let mut out = s.serialize_map(Some(7))?;
+        out.serialize_entry("key", app.key.as_str())?;
+        out.serialize_entry("name", &app.name)?;
+        out.serialize_entry("secret_digest", &app.secret_digest.map(|d| d.to_base64()))?;
+        out.serialize_entry(
+            "redirect_uris",
+            &Each(&app.redirect_uris, RedirectUri::as_str),
+        )?;
+        out.serialize_entry("permissions", &PermissionsJson(&app.permissions))?;
+        let token_type = match app.default_token_type {
+            DefaultTokenType::ShortLived => "short_lived",
+            DefaultTokenType::LongLived => "long_lived",
+        };
+        out.serialize_entry("default_token_type", token_type)?;
+        out.serialize_entry("implicit_allowed", &app.implicit_allowed)?;
+        out.end()
+    }
+}
+
+struct PermissionsJson<'a>(&'a Permissions);
+
+impl Serialize for PermissionsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut out = s.serialize_map(Some(2))?;
+        match self.0 {
+            Permissions::Scoped { scopes } => {
+                out.serialize_entry("kind", "scoped")?;
+                out.serialize_entry("scopes", &ScopesJson(scopes))?;
+            }
+            Permissions::Legacy { access } => {
+                let access = match access {
+                    LegacyAccess::AppFolder => "app_folder",
+                    LegacyAccess::FullDropbox => "full_dropbox",
+                    LegacyAccess::TeamInformation => "team_information",
+                    LegacyAccess::TeamAuditing => "team_auditing",
+                };
+                out.serialize_entry("kind", "legacy")?;
+                out.serialize_entry("access", access)?;
+            }
+        }
+        out.end()
+    }
+}
+
+/// A scope set as a list of scopes.
+pub(crate) struct ScopesJson<'a>(pub &'a ScopeSet);
+
+impl Serialize for ScopesJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter())
+    }
+}
+
+struct PolicyJson<'a>(&'a Policy);
+
+impl Serialize for PolicyJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let p = self.0;
+        let mut out = s.serialize_map(Some(7))?;
+        out.serialize_entry("code_ttl", &p.code_ttl.0)?;
+        out.serialize_entry("access_token_ttl", &p.access_token_ttl.0)?;
+        out.serialize_entry("require_s256", &p.require_s256)?;
+        out.serialize_entry("long_lived_cutoff", &p.long_lived_cutoff.0)?;
+        out.serialize_entry("max_input_bytes", &(p.max_input_bytes as u64))?;
+        out.serialize_entry("token_parameters_in_query", &p.token_parameters_in_query)?;
+        out.serialize_entry("max_attempts", &u64::from(p.max_attempts))?;
+        out.end()
+    }
+}
+
+struct EndpointsJson<'a>(&'a BTreeMap<String, Scope>);
+
+impl Serialize for EndpointsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(path, scope)| (path, scope.as_str())))
     }
 }
 
@@ -535,46 +616,6 @@ fn app_from_json(value: &Value, at: &str) -> Result<App, ConfigError> {
         default_token_type,
         implicit_allowed,
     })
-}
-
-fn app_to_json(app: &App) -> Value {
-    let mut out = Map::new();
-    out.insert("key".into(), app.key.as_str().into());
-    out.insert("name".into(), app.name.as_str().into());
-    out.insert(
-        "secret_digest".into(),
-        app.secret_digest
-            .map_or(Value::Null, |d| d.to_base64().into()),
-    );
-    out.insert(
-        "redirect_uris".into(),
-        app.redirect_uris.iter().map(|u| u.as_str()).collect(),
-    );
-    let mut permissions = Map::new();
-    match &app.permissions {
-        Permissions::Scoped { scopes } => {
-            permissions.insert("kind".into(), "scoped".into());
-            permissions.insert("scopes".into(), scopes.iter().collect());
-        }
-        Permissions::Legacy { access } => {
-            let access = match access {
-                LegacyAccess::AppFolder => "app_folder",
-                LegacyAccess::FullDropbox => "full_dropbox",
-                LegacyAccess::TeamInformation => "team_information",
-                LegacyAccess::TeamAuditing => "team_auditing",
-            };
-            permissions.insert("kind".into(), "legacy".into());
-            permissions.insert("access".into(), access.into());
-        }
-    }
-    out.insert("permissions".into(), Value::Object(permissions));
-    let token_type = match app.default_token_type {
-        DefaultTokenType::ShortLived => "short_lived",
-        DefaultTokenType::LongLived => "long_lived",
-    };
-    out.insert("default_token_type".into(), token_type.into());
-    out.insert("implicit_allowed".into(), app.implicit_allowed.into());
-    Value::Object(out)
 }
 
 fn policy_from_json(value: &Value) -> Result<Policy, ConfigError> {

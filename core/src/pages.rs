@@ -16,7 +16,7 @@
 //! The consent page must post `query` and `decision` (`allow` or `deny`) to
 //! `/oauth2/authorize` from this origin.
 
-use serde_json::{Map, Value as Json};
+use serde_json::Value as Json;
 
 use crate::config::{object, string, ConfigError};
 use crate::wire::html::{escape, Template, Value};
@@ -54,19 +54,19 @@ impl PageTemplates {
         }
         Ok(pages)
     }
+}
 
-    /// The templates' JSON value (`null` for a default).
-    pub fn to_json_value(&self) -> Json {
-        let mut out = Map::new();
-        for (name, text) in [
-            ("consent", &self.consent),
-            ("code", &self.code),
-            ("error", &self.error),
-            ("sign_in", &self.sign_in),
-        ] {
-            out.insert(name.into(), text.as_deref().map_or(Json::Null, Json::from));
-        }
-        Json::Object(out)
+/// The templates' JSON form: `consent`, `code`, `error`, `sign_in`, each a string or `null`
+/// (the core's default).
+impl serde::Serialize for PageTemplates {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut out = s.serialize_map(Some(4))?;
+        out.serialize_entry("consent", &self.consent)?;
+        out.serialize_entry("code", &self.code)?;
+        out.serialize_entry("error", &self.error)?;
+        out.serialize_entry("sign_in", &self.sign_in)?;
+        out.end()
     }
 }
 

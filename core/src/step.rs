@@ -2,7 +2,9 @@
 //! ([`Step`]), what it stores ([`Transaction`]) and what it sends ([`Reply`]).
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
+
+use crate::config::ScopesJson;
 
 use crate::credentials::AuthorizationCode;
 use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, User};
@@ -280,9 +282,18 @@ impl AuditEvent {
 
     /// The event as a JSON object: `event` (its [`name`](AuditEvent::name)), `app`,
     /// `account_id`, then the event's own fields; times are Unix seconds, an absent one `null`.
+    /// What its `Serialize` implementation writes.
     pub fn to_json_value(&self) -> Value {
-        let mut out = Map::new();
-        out.insert("event".into(), self.name().into());
+        // Infallible: every key is a string.
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+/// The event's JSON form, keys in the order of the serde derive it replaces. Only strings,
+/// whole numbers, booleans and `null` are written (no float formatting is linked).
+impl Serialize for AuditEvent {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
         let (app, account_id) = match self {
             AuditEvent::CodeIssued {
                 app, account_id, ..
@@ -303,8 +314,10 @@ impl AuditEvent {
                 app, account_id, ..
             } => (app, account_id),
         };
-        out.insert("app".into(), app.as_str().into());
-        out.insert("account_id".into(), account_id.as_str().into());
+        let mut out = s.serialize_map(None)?;
+        out.serialize_entry("event", self.name())?;
+        out.serialize_entry("app", app.as_str())?;
+        out.serialize_entry("account_id", account_id.as_str())?;
         match self {
             AuditEvent::CodeIssued {
                 scopes,
@@ -318,10 +331,10 @@ impl AuditEvent {
                     TokenAccessType::Offline => "offline",
                     TokenAccessType::Legacy => "legacy",
                 };
-                out.insert("scopes".into(), scopes.iter().collect());
-                out.insert("access_type".into(), access_type.into());
-                out.insert("pkce".into(), pkce.map(ChallengeMethod::as_str).into());
-                out.insert("expires_at".into(), expires_at.0.into());
+                out.serialize_entry("scopes", &ScopesJson(scopes))?;
+                out.serialize_entry("access_type", access_type)?;
+                out.serialize_entry("pkce", &pkce.map(ChallengeMethod::as_str))?;
+                out.serialize_entry("expires_at", &expires_at.0)?;
             }
             AuditEvent::TokensIssued {
                 grant,
@@ -329,33 +342,24 @@ impl AuditEvent {
                 access_expires_at,
                 ..
             } => {
-                out.insert("grant".into(), grant.as_str().into());
-                out.insert("refresh_token".into(), (*refresh_token).into());
-                out.insert(
-                    "access_expires_at".into(),
-                    access_expires_at.map(|t| t.0).into(),
-                );
+                out.serialize_entry("grant", grant.as_str())?;
+                out.serialize_entry("refresh_token", refresh_token)?;
+                out.serialize_entry("access_expires_at", &access_expires_at.map(|t| t.0))?;
             }
             AuditEvent::AccessTokenRefreshed { grant, .. }
             | AuditEvent::CodeReused { grant, .. }
             | AuditEvent::GrantRevoked { grant, .. } => {
-                out.insert("grant".into(), grant.as_str().into());
+                out.serialize_entry("grant", grant.as_str())?;
             }
             AuditEvent::Unlinked { by, .. } => {
                 let by = match by {
                     Unlinker::User => "user",
                     Unlinker::TeamAdmin => "team_admin",
                 };
-                out.insert("by".into(), by.into());
+                out.serialize_entry("by", by)?;
             }
         }
-        Value::Object(out)
-    }
-}
-
-impl Serialize for AuditEvent {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.to_json_value().serialize(s)
+        out.end()
     }
 }
 

@@ -445,3 +445,42 @@ fn config_json_is_read_back_as_written_and_errors_name_the_field() {
         "policy: expected an object"
     );
 }
+
+#[test]
+fn audit_events_and_documents_are_written_in_declaration_order() {
+    let app = AppKey::new("app").unwrap();
+    let account_id = AccountId::new("dbid:1").unwrap();
+    let issued = AuditEvent::CodeIssued {
+        app: app.clone(),
+        account_id: account_id.clone(),
+        scopes: ScopeSet::parse("files.content.read account_info.read").unwrap(),
+        access_type: TokenAccessType::Offline,
+        pkce: None,
+        expires_at: UnixTime(600),
+    };
+    assert_eq!(
+        serde_json::to_string(&issued).unwrap(),
+        r#"{"event":"code_issued","app":"app","account_id":"dbid:1","scopes":["account_info.read","files.content.read"],"access_type":"offline","pkce":null,"expires_at":600}"#
+    );
+    let unlinked = AuditEvent::Unlinked {
+        app,
+        account_id,
+        by: Unlinker::TeamAdmin,
+    };
+    assert_eq!(
+        serde_json::to_string(&unlinked).unwrap(),
+        r#"{"event":"unlinked","app":"app","account_id":"dbid:1","by":"team_admin"}"#
+    );
+    assert_eq!(unlinked.to_json_value()["by"], "team_admin");
+
+    let text = serde_json::to_string(&fixture_document()).unwrap();
+    assert!(text.starts_with(r#"{"apps":[{"key":"#), "{text}");
+    assert!(
+        text.contains(r#""policy":{"code_ttl":600,"access_token_ttl":14400,"#),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(r#""pages":{"consent":null,"code":null,"error":null,"sign_in":null}}"#),
+        "{text}"
+    );
+}

@@ -11,7 +11,7 @@ use edgegrant::{
     AccountId, AppKey, Config, ConfigDocument, Entropy, Expect, HttpRequest, Input, Outcome,
     RecordKey, Step, Stored, Uid, UnixTime, Unlinker, User, ENTROPY_LEN,
 };
-use serde_json::Value;
+use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 use crate::{numbers_are_exact, UNREPRESENTABLE};
@@ -57,9 +57,10 @@ export interface ConfigDocument {
 export type ConfigCheck = { tag: "ok" } | { tag: "invalid"; content: string };
 "#;
 
-/// JSON text of `value`, written by the same code as the core's JSON replies
-/// (`serde_json::to_string`, compact), refusing a 64-bit number a JS number cannot hold exactly.
-fn json_text(value: &Value) -> Result<String, JsError> {
+/// JSON text of `value` (compact), refusing a 64-bit number a JS number cannot hold exactly.
+/// Only the core's own JSON forms are written here (audit events, the configuration document),
+/// which hold no floats.
+fn json_text<T: Serialize + ?Sized>(value: &T) -> Result<String, JsError> {
     let json = serde_json::to_string(value).map_err(|e| JsError::new(&e.to_string()))?;
     if numbers_are_exact(&json) {
         Ok(json)
@@ -80,9 +81,15 @@ fn config_of(document: &str) -> Result<Config, String> {
 /// `{ tag: "invalid", content }`, as JSON.
 #[wasm_bindgen(js_name = checkConfig)]
 pub fn check_config(document: &str) -> Result<String, JsError> {
+    #[derive(Serialize)]
+    #[serde(tag = "tag", content = "content", rename_all = "snake_case")]
+    enum Check {
+        Ok,
+        Invalid(String),
+    }
     let check = match config_of(document) {
-        Err(message) => serde_json::json!({ "tag": "invalid", "content": message }),
-        Ok(_) => serde_json::json!({ "tag": "ok" }),
+        Err(message) => Check::Invalid(message),
+        Ok(_) => Check::Ok,
     };
     json_text(&check)
 }
@@ -96,7 +103,7 @@ pub fn migrate_app(document: &str, app: &str) -> Result<String, JsError> {
     let migrated = config
         .with_app_migrated(app)
         .map_err(|e| JsError::new(&e.to_string()))?;
-    json_text(&ConfigDocument::from(migrated).to_json_value())
+    json_text(&ConfigDocument::from(migrated))
 }
 
 /// The digest to register for an app secret (URL-safe base64 of its SHA-256).
@@ -375,13 +382,7 @@ impl Request {
     /// The transaction's audit events, as a JSON array (emit them once it applied).
     pub fn audit(&mut self) -> Result<String, JsError> {
         match self.inner.poll() {
-            Step::Write(transaction) => json_text(&Value::Array(
-                transaction
-                    .audit
-                    .iter()
-                    .map(|e| e.to_json_value())
-                    .collect(),
-            )),
+            Step::Write(transaction) => json_text(&transaction.audit),
             _ => Ok("[]".into()),
         }
     }
