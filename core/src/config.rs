@@ -1,7 +1,9 @@
 //! The configuration a host passes on every call: registered apps, policy switches and the
 //! Required Scope of each API endpoint. Validated once, when built.
 
+use serde::ser::SerializeMap as _;
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 use crate::credentials::SecretDigest;
@@ -40,6 +42,17 @@ pub enum ConfigError {
     /// `max_attempts` is zero.
     #[error("max_attempts must be at least 1")]
     Attempts,
+    /// The document is not JSON.
+    #[error("not JSON: {0}")]
+    Json(String),
+    /// A field of the document is missing or does not hold what it must.
+    #[error("{field}: {problem}")]
+    Field {
+        /// Where the field is, as a path: `apps[0].redirect_uris[1]`.
+        field: String,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// A page template does not compile.
     #[error("the {page} page template: {reason}")]
     Template {
@@ -51,8 +64,7 @@ pub enum ConfigError {
 }
 
 /// What an app may be granted.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Permissions {
     /// A scoped app: the scopes chosen in the app console.
     Scoped {
@@ -67,8 +79,7 @@ pub enum Permissions {
 }
 
 /// The token type an app gets when `token_access_type` is omitted (SPEC.md, Begin authorization).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum DefaultTokenType {
     /// Short-lived access tokens only (`online`). The default of newly created scoped apps.
     #[default]
@@ -79,25 +90,21 @@ pub enum DefaultTokenType {
 }
 
 /// One registered app (client).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct App {
     /// The app key (`client_id`).
     pub key: AppKey,
     /// The name shown on the consent page.
     pub name: String,
     /// Digest of the app secret; `None` for a public app, which can only use PKCE.
-    #[serde(default)]
     pub secret_digest: Option<SecretDigest>,
     /// Registered redirect URIs, compared by exact string match.
-    #[serde(default)]
     pub redirect_uris: Vec<RedirectUri>,
     /// Scoped or legacy.
     pub permissions: Permissions,
     /// The token type when `token_access_type` is omitted.
-    #[serde(default)]
     pub default_token_type: DefaultTokenType,
     /// Whether the legacy implicit flow (`response_type=token`) is allowed at all.
-    #[serde(default)]
     pub implicit_allowed: bool,
 }
 
@@ -139,8 +146,7 @@ impl App {
 }
 
 /// Policy switches. Every field has the default of DESIGN.md.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Policy {
     /// Lifetime of an authorization code: 1..=600 s. Default 600.
     pub code_ttl: Seconds,
@@ -180,20 +186,21 @@ impl Default for Policy {
 }
 
 /// The configuration document as written (JSON, or built in code): what [`Config`] validates.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+///
+/// Its JSON form is read and written in one place, [`ConfigDocument::from_json_value`] and
+/// [`ConfigDocument::to_json_value`], which every host uses (its serde implementations go
+/// through them too).
+#[derive(Clone, Debug, Default)]
 pub struct ConfigDocument {
     /// Registered apps.
     pub apps: Vec<App>,
     /// Policy switches.
-    #[serde(default)]
     pub policy: Policy,
     /// The Required Scope of each API endpoint, by path (`/2/users/get_current_account` →
     /// `account_info.read`).
-    #[serde(default)]
     pub api_endpoints: BTreeMap<String, Scope>,
     /// The host's templates of the pages of the flow (consent, code, error, sign-in); the
     /// core's plain defaults stand in for any left out.
-    #[serde(default)]
     pub pages: PageTemplates,
 }
 
@@ -217,16 +224,22 @@ pub struct ConfigDocument {
 /// }).unwrap();
 /// assert!(config.app("demo-app").is_some());
 /// ```
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(try_from = "ConfigDocument", into = "ConfigDocument")]
+#[derive(Clone, Debug)]
 pub struct Config {
-    apps: BTreeMap<AppKey, App>,
+    /// Sorted by key, each key once (a sorted vector: a handful of apps, read far more often
+    /// than built, and less code than a tree).
+    apps: Vec<App>,
     policy: Policy,
     api_endpoints: BTreeMap<String, Scope>,
     pages: Pages,
 }
 
 impl Config {
+    /// Reads and validates the JSON text of a configuration document.
+    pub fn from_json(text: &str) -> Result<Self, ConfigError> {
+        Config::new(ConfigDocument::from_json(text)?)
+    }
+
     /// Validates a configuration document.
     pub fn new(doc: ConfigDocument) -> Result<Self, ConfigError> {
         let policy = doc.policy;
@@ -246,15 +259,15 @@ impl Config {
         if let Some(path) = doc.api_endpoints.keys().find(|p| !p.starts_with("/2/")) {
             return Err(ConfigError::EndpointPath(path.clone()));
         }
-        let mut apps = BTreeMap::new();
+        let mut apps: Vec<App> = Vec::with_capacity(doc.apps.len());
         for app in doc.apps {
             if app.scopes().is_empty() {
                 return Err(ConfigError::NoScopes(app.key));
             }
-            if apps.contains_key(&app.key) {
-                return Err(ConfigError::DuplicateApp(app.key));
+            match apps.binary_search_by(|a| a.key.cmp(&app.key)) {
+                Ok(_) => return Err(ConfigError::DuplicateApp(app.key)),
+                Err(at) => apps.insert(at, app),
             }
-            apps.insert(app.key.clone(), app);
         }
         Ok(Config {
             apps,
@@ -266,12 +279,16 @@ impl Config {
 
     /// The app registered under `key`.
     pub fn app(&self, key: &str) -> Option<&App> {
-        self.apps.get(key)
+        let at = self
+            .apps
+            .binary_search_by(|a| a.key.as_str().cmp(key))
+            .ok()?;
+        self.apps.get(at)
     }
 
     /// Every registered app.
     pub fn apps(&self) -> impl Iterator<Item = &App> {
-        self.apps.values()
+        self.apps.iter()
     }
 
     /// The policy switches.
@@ -320,10 +337,356 @@ impl TryFrom<ConfigDocument> for Config {
 impl From<Config> for ConfigDocument {
     fn from(config: Config) -> Self {
         ConfigDocument {
-            apps: config.apps.into_values().collect(),
+            apps: config.apps,
             policy: config.policy,
             api_endpoints: config.api_endpoints,
             pages: config.pages.source,
         }
     }
+}
+
+// The JSON form of the document, read and written explicitly: one small conversion instead of
+// serde derives, whose monomorphized deserializers were most of the wasm module. Absent fields
+// take their defaults; `null` stands for "none" only where a field is optional
+// (`secret_digest`, page templates); unknown fields are ignored.
+
+impl ConfigDocument {
+    /// Parses the JSON text of a configuration document (not yet validated: see [`Config::new`]).
+    pub fn from_json(text: &str) -> Result<Self, ConfigError> {
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| ConfigError::Json(e.to_string()))?;
+        ConfigDocument::from_json_value(&value)
+    }
+
+    /// Reads a configuration document from its JSON value: `apps`, and optionally `policy`,
+    /// `api_endpoints` and `pages`. The error names the field that is wrong.
+    pub fn from_json_value(value: &Value) -> Result<Self, ConfigError> {
+        let doc = object(value, "the configuration")?;
+        let apps = match doc.get("apps") {
+            None => return Err(problem("apps", "is missing")),
+            Some(apps) => array(apps, "apps")?
+                .iter()
+                .enumerate()
+                .map(|(i, app)| app_from_json(app, &format!("apps[{i}]")))
+                .collect::<Result<_, _>>()?,
+        };
+        let policy = match doc.get("policy") {
+            None => Policy::default(),
+            Some(policy) => policy_from_json(policy)?,
+        };
+        let mut api_endpoints = BTreeMap::new();
+        if let Some(endpoints) = doc.get("api_endpoints") {
+            for (path, scope) in object(endpoints, "api_endpoints")? {
+                let at = format!("api_endpoints[\"{path}\"]");
+                let scope = Scope::new(string(scope, &at)?).map_err(|e| invalid(&at, e))?;
+                api_endpoints.insert(path.clone(), scope);
+            }
+        }
+        let pages = match doc.get("pages") {
+            None => PageTemplates::default(),
+            Some(pages) => PageTemplates::from_json_value(pages)?,
+        };
+        Ok(ConfigDocument {
+            apps,
+            policy,
+            api_endpoints,
+            pages,
+        })
+    }
+
+    /// The document's JSON value, every field written out (what [`from_json_value`] reads back):
+    /// what its `Serialize` implementation writes.
+    ///
+    /// [`from_json_value`]: ConfigDocument::from_json_value
+    pub fn to_json_value(&self) -> Value {
+        // Infallible: every key is a string.
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+/// The document's JSON form, written out field by field in declaration order (the order of
+/// the serde derives it replaces). Only strings, whole numbers, booleans and `null` are
+/// written, so a serializer's float formatting is never linked.
+impl Serialize for ConfigDocument {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut doc = s.serialize_map(Some(4))?;
+        doc.serialize_entry("apps", &Each(&self.apps, AppJson))?;
+        doc.serialize_entry("policy", &PolicyJson(&self.policy))?;
+        doc.serialize_entry("api_endpoints", &EndpointsJson(&self.api_endpoints))?;
+        doc.serialize_entry("pages", &self.pages)?;
+        doc.end()
+    }
+}
+
+/// A list of `T`s written through the wrapper `W`.
+struct Each<'a, T, W>(&'a [T], fn(&'a T) -> W);
+
+impl<'a, T, W: Serialize> Serialize for Each<'a, T, W> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(self.1))
+    }
+}
+
+struct AppJson<'a>(&'a App);
+
+impl Serialize for AppJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let app = self.0;
+        let mut out = s.serialize_map(Some(7))?;
+        out.serialize_entry("key", app.key.as_str())?;
+        out.serialize_entry("name", &app.name)?;
+        out.serialize_entry("secret_digest", &app.secret_digest.map(|d| d.to_base64()))?;
+        out.serialize_entry(
+            "redirect_uris",
+            &Each(&app.redirect_uris, RedirectUri::as_str),
+        )?;
+        out.serialize_entry("permissions", &PermissionsJson(&app.permissions))?;
+        let token_type = match app.default_token_type {
+            DefaultTokenType::ShortLived => "short_lived",
+            DefaultTokenType::LongLived => "long_lived",
+        };
+        out.serialize_entry("default_token_type", token_type)?;
+        out.serialize_entry("implicit_allowed", &app.implicit_allowed)?;
+        out.end()
+    }
+}
+
+struct PermissionsJson<'a>(&'a Permissions);
+
+impl Serialize for PermissionsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut out = s.serialize_map(Some(2))?;
+        match self.0 {
+            Permissions::Scoped { scopes } => {
+                out.serialize_entry("kind", "scoped")?;
+                out.serialize_entry("scopes", &ScopesJson(scopes))?;
+            }
+            Permissions::Legacy { access } => {
+                let access = match access {
+                    LegacyAccess::AppFolder => "app_folder",
+                    LegacyAccess::FullDropbox => "full_dropbox",
+                    LegacyAccess::TeamInformation => "team_information",
+                    LegacyAccess::TeamAuditing => "team_auditing",
+                };
+                out.serialize_entry("kind", "legacy")?;
+                out.serialize_entry("access", access)?;
+            }
+        }
+        out.end()
+    }
+}
+
+/// A scope set as a list of scopes.
+pub(crate) struct ScopesJson<'a>(pub &'a ScopeSet);
+
+impl Serialize for ScopesJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter())
+    }
+}
+
+struct PolicyJson<'a>(&'a Policy);
+
+impl Serialize for PolicyJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let p = self.0;
+        let mut out = s.serialize_map(Some(7))?;
+        out.serialize_entry("code_ttl", &p.code_ttl.0)?;
+        out.serialize_entry("access_token_ttl", &p.access_token_ttl.0)?;
+        out.serialize_entry("require_s256", &p.require_s256)?;
+        out.serialize_entry("long_lived_cutoff", &p.long_lived_cutoff.0)?;
+        out.serialize_entry("max_input_bytes", &(p.max_input_bytes as u64))?;
+        out.serialize_entry("token_parameters_in_query", &p.token_parameters_in_query)?;
+        out.serialize_entry("max_attempts", &u64::from(p.max_attempts))?;
+        out.end()
+    }
+}
+
+struct EndpointsJson<'a>(&'a BTreeMap<String, Scope>);
+
+impl Serialize for EndpointsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(self.0.iter().map(|(path, scope)| (path, scope.as_str())))
+    }
+}
+
+impl<'de> Deserialize<'de> for ConfigDocument {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        ConfigDocument::from_json_value(&Value::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for Config {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        ConfigDocument::from(self.clone()).serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Config {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Config::new(ConfigDocument::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+fn app_from_json(value: &Value, at: &str) -> Result<App, ConfigError> {
+    let app = object(value, at)?;
+    let field = |name: &str| format!("{at}.{name}");
+    let required = |name: &str| {
+        app.get(name)
+            .ok_or_else(|| problem(&field(name), "is missing"))
+    };
+    let key = AppKey::new(string(required("key")?, &field("key"))?)
+        .map_err(|e| invalid(&field("key"), e))?;
+    let name = string(required("name")?, &field("name"))?.to_owned();
+    let secret_digest = match app.get("secret_digest") {
+        None | Some(Value::Null) => None,
+        Some(digest) => {
+            let at = field("secret_digest");
+            let digest = SecretDigest::from_base64(string(digest, &at)?)
+                .ok_or_else(|| problem(&at, "expected 32 bytes in URL-safe base64"))?;
+            Some(digest)
+        }
+    };
+    let mut redirect_uris = Vec::new();
+    if let Some(uris) = app.get("redirect_uris") {
+        for (i, uri) in array(uris, &field("redirect_uris"))?.iter().enumerate() {
+            let at = format!("{at}.redirect_uris[{i}]");
+            redirect_uris.push(RedirectUri::new(string(uri, &at)?).map_err(|e| invalid(&at, e))?);
+        }
+    }
+    let permissions = {
+        let at = field("permissions");
+        let permissions = object(required("permissions")?, &at)?;
+        let member = |name: &str| {
+            permissions
+                .get(name)
+                .ok_or_else(|| problem(&format!("{at}.{name}"), "is missing"))
+        };
+        match string(member("kind")?, &format!("{at}.kind"))? {
+            "scoped" => {
+                let at = format!("{at}.scopes");
+                let mut scopes = Vec::new();
+                for (i, scope) in array(member("scopes")?, &at)?.iter().enumerate() {
+                    let at = format!("{at}[{i}]");
+                    scopes.push(Scope::new(string(scope, &at)?).map_err(|e| invalid(&at, e))?);
+                }
+                Permissions::Scoped {
+                    scopes: ScopeSet::from_scopes(scopes),
+                }
+            }
+            "legacy" => {
+                let at = format!("{at}.access");
+                let access =
+                    match string(member("access")?, &at)? {
+                        "app_folder" => LegacyAccess::AppFolder,
+                        "full_dropbox" => LegacyAccess::FullDropbox,
+                        "team_information" => LegacyAccess::TeamInformation,
+                        "team_auditing" => LegacyAccess::TeamAuditing,
+                        _ => return Err(problem(
+                            &at,
+                            "expected app_folder, full_dropbox, team_information or team_auditing",
+                        )),
+                    };
+                Permissions::Legacy { access }
+            }
+            _ => return Err(problem(&format!("{at}.kind"), "expected scoped or legacy")),
+        }
+    };
+    let default_token_type = match app.get("default_token_type") {
+        None => DefaultTokenType::default(),
+        Some(value) => {
+            let at = field("default_token_type");
+            match string(value, &at)? {
+                "short_lived" => DefaultTokenType::ShortLived,
+                "long_lived" => DefaultTokenType::LongLived,
+                _ => return Err(problem(&at, "expected short_lived or long_lived")),
+            }
+        }
+    };
+    let implicit_allowed = match app.get("implicit_allowed") {
+        None => false,
+        Some(value) => boolean(value, &field("implicit_allowed"))?,
+    };
+    Ok(App {
+        key,
+        name,
+        secret_digest,
+        redirect_uris,
+        permissions,
+        default_token_type,
+        implicit_allowed,
+    })
+}
+
+fn policy_from_json(value: &Value) -> Result<Policy, ConfigError> {
+    let mut policy = Policy::default();
+    for (name, value) in object(value, "policy")? {
+        let at = format!("policy.{name}");
+        match name.as_str() {
+            "code_ttl" => policy.code_ttl = Seconds(whole(value, &at)?),
+            "access_token_ttl" => policy.access_token_ttl = Seconds(whole(value, &at)?),
+            "require_s256" => policy.require_s256 = boolean(value, &at)?,
+            "long_lived_cutoff" => policy.long_lived_cutoff = UnixTime(whole(value, &at)?),
+            "max_input_bytes" => {
+                policy.max_input_bytes = usize::try_from(whole(value, &at)?)
+                    .map_err(|_| problem(&at, "is too large"))?;
+            }
+            "token_parameters_in_query" => policy.token_parameters_in_query = boolean(value, &at)?,
+            "max_attempts" => {
+                policy.max_attempts =
+                    u32::try_from(whole(value, &at)?).map_err(|_| problem(&at, "is too large"))?;
+            }
+            _ => {}
+        }
+    }
+    Ok(policy)
+}
+
+pub(crate) fn problem(field: &str, problem: &str) -> ConfigError {
+    ConfigError::Field {
+        field: field.to_owned(),
+        problem: problem.to_owned(),
+    }
+}
+
+fn invalid(field: &str, error: crate::ids::InvalidId) -> ConfigError {
+    ConfigError::Field {
+        field: field.to_owned(),
+        problem: error.to_string(),
+    }
+}
+
+pub(crate) fn object<'v>(
+    value: &'v Value,
+    at: &str,
+) -> Result<&'v Map<String, Value>, ConfigError> {
+    value
+        .as_object()
+        .ok_or_else(|| problem(at, "expected an object"))
+}
+
+fn array<'v>(value: &'v Value, at: &str) -> Result<&'v [Value], ConfigError> {
+    value
+        .as_array()
+        .map(Vec::as_slice)
+        .ok_or_else(|| problem(at, "expected a list"))
+}
+
+pub(crate) fn string<'v>(value: &'v Value, at: &str) -> Result<&'v str, ConfigError> {
+    value
+        .as_str()
+        .ok_or_else(|| problem(at, "expected a string"))
+}
+
+fn boolean(value: &Value, at: &str) -> Result<bool, ConfigError> {
+    value
+        .as_bool()
+        .ok_or_else(|| problem(at, "expected true or false"))
+}
+
+/// A whole number, 0 or more.
+fn whole(value: &Value, at: &str) -> Result<u64, ConfigError> {
+    value
+        .as_u64()
+        .ok_or_else(|| problem(at, "expected a whole number, 0 or more"))
 }

@@ -4,8 +4,7 @@
 //! Their `Debug` never shows the secret; only [`expose`](AccessToken::expose) does, for the one
 //! place a secret must leave: the response to the client. Storage only ever sees digests.
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
+use base64ct::{Base64UrlUnpadded, Encoding as _};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 use std::fmt;
@@ -56,7 +55,7 @@ impl Entropy {
 
     /// 128 bits for a grant id.
     pub(crate) fn grant_id(&self) -> GrantId {
-        GrantId(URL_SAFE_NO_PAD.encode(self.span::<16>(64)).into())
+        GrantId(Base64UrlUnpadded::encode_string(&self.span::<16>(64)).into())
     }
 }
 
@@ -79,13 +78,14 @@ macro_rules! digest_type {
         impl $name {
             /// The digest in URL-safe base64 (how it appears in storage keys and records).
             pub fn to_base64(&self) -> String {
-                URL_SAFE_NO_PAD.encode(self.0)
+                Base64UrlUnpadded::encode_string(&self.0)
             }
 
             /// Parses the URL-safe base64 form.
             pub fn from_base64(text: &str) -> Option<Self> {
-                let bytes = URL_SAFE_NO_PAD.decode(text).ok()?;
-                bytes.try_into().ok().map($name)
+                let mut bytes = [0u8; 32];
+                let decoded = Base64UrlUnpadded::decode(text, &mut bytes).ok()?.len();
+                (decoded == 32).then_some($name(bytes))
             }
         }
 
@@ -187,7 +187,7 @@ credential!(
 
 impl AuthorizationCode {
     pub(crate) fn mint(entropy: &Entropy) -> Self {
-        AuthorizationCode(URL_SAFE_NO_PAD.encode(entropy.primary()))
+        AuthorizationCode(Base64UrlUnpadded::encode_string(&entropy.primary()))
     }
 }
 
@@ -199,14 +199,14 @@ impl AccessToken {
         AccessToken(format!(
             "{}{}",
             Self::PREFIX,
-            URL_SAFE_NO_PAD.encode(entropy.primary())
+            Base64UrlUnpadded::encode_string(&entropy.primary())
         ))
     }
 }
 
 impl RefreshToken {
     pub(crate) fn mint(entropy: &Entropy) -> Self {
-        RefreshToken(URL_SAFE_NO_PAD.encode(entropy.secondary()))
+        RefreshToken(Base64UrlUnpadded::encode_string(&entropy.secondary()))
     }
 }
 
@@ -226,7 +226,7 @@ impl SecretDigest {
 
 /// SHA-256 then URL-safe base64 without padding: the S256 transform of RFC 7636 §4.2.
 pub(crate) fn s256(text: &str) -> String {
-    URL_SAFE_NO_PAD.encode(sha256(text.as_bytes()))
+    Base64UrlUnpadded::encode_string(&sha256(text.as_bytes()))
 }
 
 /// Constant-time equality of two strings (lengths may differ, which is not secret here).

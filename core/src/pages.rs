@@ -16,14 +16,13 @@
 //! The consent page must post `query` and `decision` (`allow` or `deny`) to
 //! `/oauth2/authorize` from this origin.
 
-use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
 
-use crate::config::ConfigError;
+use crate::config::{object, string, ConfigError};
 use crate::wire::html::{escape, Template, Value};
 
 /// The page templates as the host writes them; `None` keeps the core's default.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PageTemplates {
     /// The consent page.
     pub consent: Option<String>,
@@ -33,6 +32,42 @@ pub struct PageTemplates {
     pub error: Option<String>,
     /// The sign-in page, shown when the authorization request has no signed-in user.
     pub sign_in: Option<String>,
+}
+
+impl PageTemplates {
+    /// Reads the templates from their JSON value: an object of `consent`, `code`, `error` and
+    /// `sign_in`, each a string (absent or `null`: the core's default).
+    pub fn from_json_value(value: &Json) -> Result<Self, ConfigError> {
+        let mut pages = PageTemplates::default();
+        for (name, value) in object(value, "pages")? {
+            let slot = match name.as_str() {
+                "consent" => &mut pages.consent,
+                "code" => &mut pages.code,
+                "error" => &mut pages.error,
+                "sign_in" => &mut pages.sign_in,
+                _ => continue,
+            };
+            *slot = match value {
+                Json::Null => None,
+                text => Some(string(text, &format!("pages.{name}"))?.to_owned()),
+            };
+        }
+        Ok(pages)
+    }
+}
+
+/// The templates' JSON form: `consent`, `code`, `error`, `sign_in`, each a string or `null`
+/// (the core's default).
+impl serde::Serialize for PageTemplates {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut out = s.serialize_map(Some(4))?;
+        out.serialize_entry("consent", &self.consent)?;
+        out.serialize_entry("code", &self.code)?;
+        out.serialize_entry("error", &self.error)?;
+        out.serialize_entry("sign_in", &self.sign_in)?;
+        out.end()
+    }
 }
 
 const CONSENT_VARIABLES: &[&str] = &[

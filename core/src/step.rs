@@ -2,6 +2,9 @@
 //! ([`Step`]), what it stores ([`Transaction`]) and what it sends ([`Reply`]).
 
 use serde::Serialize;
+use serde_json::Value;
+
+use crate::config::ScopesJson;
 
 use crate::credentials::AuthorizationCode;
 use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, User};
@@ -193,8 +196,10 @@ pub enum Step<'r> {
 }
 
 /// Audit events: what changed, for the host's log. They never carry a secret.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
+///
+/// Their JSON form (`{"event": "code_issued", "app": …}`) is [`AuditEvent::to_json_value`];
+/// the serde implementation writes the same.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AuditEvent {
     /// A user consented and an authorization code was issued.
     CodeIssued {
@@ -260,6 +265,102 @@ pub enum AuditEvent {
         /// Who unlinked.
         by: Unlinker,
     },
+}
+
+impl AuditEvent {
+    /// The event's name, as its JSON form tags it (`code_issued`, `tokens_issued`, …).
+    pub fn name(&self) -> &'static str {
+        match self {
+            AuditEvent::CodeIssued { .. } => "code_issued",
+            AuditEvent::TokensIssued { .. } => "tokens_issued",
+            AuditEvent::AccessTokenRefreshed { .. } => "access_token_refreshed",
+            AuditEvent::CodeReused { .. } => "code_reused",
+            AuditEvent::GrantRevoked { .. } => "grant_revoked",
+            AuditEvent::Unlinked { .. } => "unlinked",
+        }
+    }
+
+    /// The event as a JSON object: `event` (its [`name`](AuditEvent::name)), `app`,
+    /// `account_id`, then the event's own fields; times are Unix seconds, an absent one `null`.
+    /// What its `Serialize` implementation writes.
+    pub fn to_json_value(&self) -> Value {
+        // Infallible: every key is a string.
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+/// The event's JSON form, keys in the order of the serde derive it replaces. Only strings,
+/// whole numbers, booleans and `null` are written (no float formatting is linked).
+impl Serialize for AuditEvent {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let (app, account_id) = match self {
+            AuditEvent::CodeIssued {
+                app, account_id, ..
+            }
+            | AuditEvent::TokensIssued {
+                app, account_id, ..
+            }
+            | AuditEvent::AccessTokenRefreshed {
+                app, account_id, ..
+            }
+            | AuditEvent::CodeReused {
+                app, account_id, ..
+            }
+            | AuditEvent::GrantRevoked {
+                app, account_id, ..
+            }
+            | AuditEvent::Unlinked {
+                app, account_id, ..
+            } => (app, account_id),
+        };
+        let mut out = s.serialize_map(None)?;
+        out.serialize_entry("event", self.name())?;
+        out.serialize_entry("app", app.as_str())?;
+        out.serialize_entry("account_id", account_id.as_str())?;
+        match self {
+            AuditEvent::CodeIssued {
+                scopes,
+                access_type,
+                pkce,
+                expires_at,
+                ..
+            } => {
+                let access_type = match access_type {
+                    TokenAccessType::Online => "online",
+                    TokenAccessType::Offline => "offline",
+                    TokenAccessType::Legacy => "legacy",
+                };
+                out.serialize_entry("scopes", &ScopesJson(scopes))?;
+                out.serialize_entry("access_type", access_type)?;
+                out.serialize_entry("pkce", &pkce.map(ChallengeMethod::as_str))?;
+                out.serialize_entry("expires_at", &expires_at.0)?;
+            }
+            AuditEvent::TokensIssued {
+                grant,
+                refresh_token,
+                access_expires_at,
+                ..
+            } => {
+                out.serialize_entry("grant", grant.as_str())?;
+                out.serialize_entry("refresh_token", refresh_token)?;
+                out.serialize_entry("access_expires_at", &access_expires_at.map(|t| t.0))?;
+            }
+            AuditEvent::AccessTokenRefreshed { grant, .. }
+            | AuditEvent::CodeReused { grant, .. }
+            | AuditEvent::GrantRevoked { grant, .. } => {
+                out.serialize_entry("grant", grant.as_str())?;
+            }
+            AuditEvent::Unlinked { by, .. } => {
+                let by = match by {
+                    Unlinker::User => "user",
+                    Unlinker::TeamAdmin => "team_admin",
+                };
+                out.serialize_entry("by", by)?;
+            }
+        }
+        out.end()
+    }
 }
 
 /// The host broke the calling contract. Protocol errors are never this: they are replies.

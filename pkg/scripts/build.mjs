@@ -40,7 +40,7 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * the ground gained so far, so that a change that grows a module fails the build (see the
  * README's "Size" section for where the bytes go).
  */
-const BUDGETS = { edgegrant_wasm: 120 * 1024, edgegrant_client: 82 * 1024 };
+const BUDGETS = { edgegrant_wasm: 86 * 1024, edgegrant_client: 75 * 1024 };
 
 const modules = [
   { feature: "server", name: "edgegrant_wasm" },
@@ -60,7 +60,8 @@ for (const { feature, name } of modules) {
     join(root, "target/wasm32-unknown-unknown/wasm/edgegrant_wasm.wasm"),
   ]);
   const wasm = join(dist, `${name}_bg.wasm`);
-  run(wasmOpt, ["-Oz", "--enable-bulk-memory", "--enable-nontrapping-float-to-int", "--enable-sign-ext", "--enable-mutable-globals", "--enable-reference-types", "--enable-multivalue", wasm, "-o", wasm]);
+  // -Oz twice: the second pass still finds code to fold (half a KiB gzipped on the server).
+  run(wasmOpt, ["-Oz", "-Oz", "--enable-bulk-memory", "--enable-nontrapping-float-to-int", "--enable-sign-ext", "--enable-mutable-globals", "--enable-reference-types", "--enable-multivalue", wasm, "-o", wasm]);
   const raw = statSync(wasm).size;
   const gzipped = gzipSync(readFileSync(wasm), { level: 9 }).length;
   const budget = BUDGETS[name];

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use edgegrant::{
-    AccountId, AppKey, Config, Entropy, HttpRequest, HttpResponse, Input, Outcome, Unlinker, User,
-    ENTROPY_LEN,
+    AccountId, AppKey, Config, ConfigDocument, Entropy, HttpRequest, HttpResponse, Input, Outcome,
+    Unlinker, User, ENTROPY_LEN,
 };
 use serde_json::{json, Map, Value};
 
@@ -101,8 +101,9 @@ fn load_vector(file: &str, raw: &Value) -> Result<Vector, String> {
             base.extend(policy.clone());
         }
     }
-    let config: Config =
-        serde_json::from_value(document).map_err(|e| format!("{id}: configuration: {e}"))?;
+    let config = ConfigDocument::from_json_value(&document)
+        .and_then(Config::new)
+        .map_err(|e| format!("{id}: configuration: {e}"))?;
     let mut users = Vec::new();
     for user in field(&setup, "users")?
         .as_array()

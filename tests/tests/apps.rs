@@ -371,3 +371,116 @@ fn config_round_trips_through_json() {
     let bad_scope = text.replace("account_info.read", "Account Info");
     assert!(serde_json::from_str::<Config>(&bad_scope).is_err());
 }
+
+#[test]
+fn config_json_is_read_back_as_written_and_errors_name_the_field() {
+    let mut document = fixture_document();
+    document.policy.code_ttl = Seconds(300);
+    document.policy.max_attempts = 2;
+    document.pages.code = Some("<p {{page_data}}>{{code}}</p>".into());
+    let value = document.to_json_value();
+    let read = ConfigDocument::from_json_value(&value).unwrap();
+    assert_eq!(read.apps, document.apps);
+    assert_eq!(read.policy, document.policy);
+    assert_eq!(read.api_endpoints, document.api_endpoints);
+    assert_eq!(read.pages, document.pages);
+    assert_eq!(
+        ConfigDocument::from_json(&value.to_string()).unwrap().apps,
+        document.apps
+    );
+
+    let refused = |text: &str| Config::from_json(text).unwrap_err().to_string();
+    assert!(refused("{\"apps\": [").starts_with("not JSON: "));
+    assert_eq!(refused("[]"), "the configuration: expected an object");
+    assert_eq!(refused("{}"), "apps: is missing");
+    assert_eq!(
+        refused(r#"{"apps": [{"key": "bad key!", "name": "x"}]}"#),
+        "apps[0].key: invalid app key: only A-Z a-z 0-9 - . _ are allowed"
+    );
+    assert_eq!(
+        refused(r#"{"apps": [{"key": "a", "name": "x"}]}"#),
+        "apps[0].permissions: is missing"
+    );
+    assert_eq!(
+        refused(
+            r#"{"apps": [{"key": "a", "name": "x", "redirect_uris": ["https://a.example/", 7],
+                "permissions": {"kind": "scoped", "scopes": ["a.b"]}}]}"#
+        ),
+        "apps[0].redirect_uris[1]: expected a string"
+    );
+    assert_eq!(
+        refused(r#"{"apps": [{"key": "a", "name": "x", "permissions": {"kind": "legacy", "access": "all"}}]}"#),
+        "apps[0].permissions.access: expected app_folder, full_dropbox, team_information or team_auditing"
+    );
+    assert_eq!(
+        refused(
+            r#"{"apps": [{"key": "a", "name": "x", "secret_digest": "short", "permissions": {"kind": "scoped", "scopes": ["a.b"]}}]}"#
+        ),
+        "apps[0].secret_digest: expected 32 bytes in URL-safe base64"
+    );
+    assert_eq!(
+        refused(r#"{"apps": [], "policy": {"code_ttl": 1.5}}"#),
+        "policy.code_ttl: expected a whole number, 0 or more"
+    );
+    assert_eq!(
+        refused(r#"{"apps": [], "policy": {"max_attempts": 4294967296}}"#),
+        "policy.max_attempts: is too large"
+    );
+    assert_eq!(
+        refused(r#"{"apps": [], "policy": {"code_ttl": 0}}"#),
+        "code_ttl must be 1..=600 seconds, got 0"
+    );
+    assert_eq!(
+        refused(r#"{"apps": [], "api_endpoints": {"/2/x": "Nope"}}"#),
+        "api_endpoints[\"/2/x\"]: invalid scope: must be <area>.<permission> in a-z 0-9 _"
+    );
+    assert_eq!(
+        refused(r#"{"apps": [], "pages": {"error": false}}"#),
+        "pages.error: expected a string"
+    );
+    // `null` is "none" where a field is optional, an error where it is not.
+    assert!(Config::from_json(r#"{"apps": [], "pages": {"code": null}}"#).is_ok());
+    assert_eq!(
+        refused(r#"{"apps": [], "policy": null}"#),
+        "policy: expected an object"
+    );
+}
+
+#[test]
+fn audit_events_and_documents_are_written_in_declaration_order() {
+    let app = AppKey::new("app").unwrap();
+    let account_id = AccountId::new("dbid:1").unwrap();
+    let issued = AuditEvent::CodeIssued {
+        app: app.clone(),
+        account_id: account_id.clone(),
+        scopes: ScopeSet::parse("files.content.read account_info.read").unwrap(),
+        access_type: TokenAccessType::Offline,
+        pkce: None,
+        expires_at: UnixTime(600),
+    };
+    assert_eq!(
+        serde_json::to_string(&issued).unwrap(),
+        r#"{"event":"code_issued","app":"app","account_id":"dbid:1","scopes":["account_info.read","files.content.read"],"access_type":"offline","pkce":null,"expires_at":600}"#
+    );
+    let unlinked = AuditEvent::Unlinked {
+        app,
+        account_id,
+        by: Unlinker::TeamAdmin,
+    };
+    assert_eq!(
+        serde_json::to_string(&unlinked).unwrap(),
+        r#"{"event":"unlinked","app":"app","account_id":"dbid:1","by":"team_admin"}"#
+    );
+    assert_eq!(unlinked.to_json_value()["by"], "team_admin");
+
+    let text = serde_json::to_string(&fixture_document()).unwrap();
+    assert!(text.starts_with(r#"{"apps":[{"key":"#), "{text}");
+    assert!(
+        text.contains(r#""policy":{"code_ttl":600,"access_token_ttl":14400,"#),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(r#""pages":{"consent":null,"code":null,"error":null,"sign_in":null}}"#),
+        "{text}"
+    );
+}

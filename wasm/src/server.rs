@@ -14,7 +14,7 @@ use edgegrant::{
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
-use crate::{from_json, parse, to_json};
+use crate::{numbers_are_exact, UNREPRESENTABLE};
 
 #[wasm_bindgen(typescript_custom_section)]
 const SERVER_TYPES: &'static str = r#"
@@ -57,6 +57,26 @@ export interface ConfigDocument {
 export type ConfigCheck = { tag: "ok" } | { tag: "invalid"; content: string };
 "#;
 
+/// JSON text of `value` (compact), refusing a 64-bit number a JS number cannot hold exactly.
+/// Only the core's own JSON forms are written here (audit events, the configuration document),
+/// which hold no floats.
+fn json_text<T: Serialize + ?Sized>(value: &T) -> Result<String, JsError> {
+    let json = serde_json::to_string(value).map_err(|e| JsError::new(&e.to_string()))?;
+    if numbers_are_exact(&json) {
+        Ok(json)
+    } else {
+        Err(JsError::new(UNREPRESENTABLE))
+    }
+}
+
+/// The validated configuration of a document (JSON), read by the core's one conversion.
+fn config_of(document: &str) -> Result<Config, String> {
+    if !numbers_are_exact(document) {
+        return Err(format!("invalid configuration: {UNREPRESENTABLE}"));
+    }
+    Config::from_json(document).map_err(|e| format!("invalid configuration: {e}"))
+}
+
 /// Whether a configuration document (JSON) is usable: `{ tag: "ok" }` or
 /// `{ tag: "invalid", content }`, as JSON.
 #[wasm_bindgen(js_name = checkConfig)]
@@ -67,14 +87,11 @@ pub fn check_config(document: &str) -> Result<String, JsError> {
         Ok,
         Invalid(String),
     }
-    let check = match parse::<ConfigDocument>("configuration", document) {
+    let check = match config_of(document) {
         Err(message) => Check::Invalid(message),
-        Ok(doc) => match Config::new(doc) {
-            Ok(_) => Check::Ok,
-            Err(e) => Check::Invalid(e.to_string()),
-        },
+        Ok(_) => Check::Ok,
     };
-    to_json(&check)
+    json_text(&check)
 }
 
 /// The configuration (JSON) with the legacy app `app` migrated to scopes, pre-selected from its
@@ -82,11 +99,11 @@ pub fn check_config(document: &str) -> Result<String, JsError> {
 /// Throws if the document is invalid, the app unknown or already scoped.
 #[wasm_bindgen(js_name = migrateApp)]
 pub fn migrate_app(document: &str, app: &str) -> Result<String, JsError> {
-    let config: Config = from_json("configuration", document)?;
+    let config = config_of(document).map_err(|message| JsError::new(&message))?;
     let migrated = config
         .with_app_migrated(app)
         .map_err(|e| JsError::new(&e.to_string()))?;
-    to_json(&ConfigDocument::from(migrated))
+    json_text(&ConfigDocument::from(migrated))
 }
 
 /// The digest to register for an app secret (URL-safe base64 of its SHA-256).
@@ -142,7 +159,7 @@ impl Core {
     /// Validates the configuration (JSON); throws if it is unusable (see `checkConfig`).
     #[wasm_bindgen(constructor)]
     pub fn new(document: &str) -> Result<Core, JsError> {
-        let config = from_json::<Config>("configuration", document)?;
+        let config = config_of(document).map_err(|message| JsError::new(&message))?;
         Ok(Core {
             config: Arc::new(config),
         })
@@ -365,7 +382,7 @@ impl Request {
     /// The transaction's audit events, as a JSON array (emit them once it applied).
     pub fn audit(&mut self) -> Result<String, JsError> {
         match self.inner.poll() {
-            Step::Write(transaction) => to_json(&transaction.audit),
+            Step::Write(transaction) => json_text(&transaction.audit),
             _ => Ok("[]".into()),
         }
     }

@@ -48,8 +48,7 @@ mod wire;
 
 use std::fmt;
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
+use base64ct::{Base64UrlUnpadded, Encoding as _};
 use serde::{Deserialize, Serialize};
 use subtle::ConstantTimeEq;
 
@@ -79,11 +78,11 @@ impl ClientEntropy {
 
     fn verifier(&self) -> Option<CodeVerifier> {
         let bytes = self.0.get(..32)?;
-        CodeVerifier::new(&URL_SAFE_NO_PAD.encode(bytes)) // 43 unreserved characters
+        CodeVerifier::new(&Base64UrlUnpadded::encode_string(bytes)) // 43 unreserved characters
     }
 
     fn state(&self) -> String {
-        URL_SAFE_NO_PAD.encode(self.0.get(32..).unwrap_or_default())
+        Base64UrlUnpadded::encode_string(self.0.get(32..).unwrap_or_default())
     }
 }
 

@@ -1,18 +1,22 @@
 //! Client credentials at the token endpoint: HTTP Basic or body parameters (RFC 6749 §2.3.1).
 
-use base64::alphabet::STANDARD;
-use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
-use base64::Engine as _;
+use base64ct::{Base64Unpadded, Encoding as _};
 
 use super::form::{decode_component, Params, Repeated};
 use super::http::HttpRequest;
 use crate::credentials::ClientSecret;
 
-/// Basic credentials are standard base64; some clients drop the padding, which we tolerate.
-const BASIC: GeneralPurpose = GeneralPurpose::new(
-    &STANDARD,
-    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
-);
+/// Basic credentials are standard base64; some clients drop the padding, which we tolerate: any
+/// number of `=` up to the canonical padding, none past it (and canonical trailing bits, as
+/// base64ct requires).
+fn decode_basic(encoded: &str) -> Option<Vec<u8>> {
+    let unpadded = encoded.trim_end_matches('=');
+    let padding = encoded.len() - unpadded.len();
+    if padding > (4 - unpadded.len() % 4) % 4 {
+        return None;
+    }
+    Base64Unpadded::decode_vec(unpadded).ok()
+}
 
 /// How the client presented itself.
 pub(crate) struct Presented {
@@ -94,9 +98,7 @@ fn basic(header: &str) -> Result<(String, String), CredentialError> {
     if !scheme.eq_ignore_ascii_case("basic") {
         return Err(CredentialError::UnsupportedScheme);
     }
-    let decoded = BASIC
-        .decode(encoded.trim_start())
-        .map_err(|_| CredentialError::MalformedBasic)?;
+    let decoded = decode_basic(encoded.trim_start()).ok_or(CredentialError::MalformedBasic)?;
     let text = String::from_utf8(decoded).map_err(|_| CredentialError::MalformedBasic)?;
     let (id, secret) = text
         .split_once(':')

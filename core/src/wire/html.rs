@@ -77,10 +77,17 @@ impl Template {
     }
 }
 
+/// Where the two-byte delimiter `pair` (`{{` or `}}`) first starts in `text`. A plain scan:
+/// `str::find` with a string needle links a general substring searcher, kilobytes of wasm for
+/// two fixed bytes.
+fn find_pair(text: &str, pair: &[u8; 2]) -> Option<usize> {
+    text.as_bytes().windows(2).position(|w| w == pair)
+}
+
 fn parse(rest: &mut &str, open: Option<&str>, known: &[&str]) -> Result<Vec<Part>, TemplateError> {
     let mut parts = Vec::new();
     loop {
-        let Some(start) = rest.find("{{") else {
+        let Some(start) = find_pair(rest, b"{{") else {
             if let Some(name) = open {
                 return Err(TemplateError(format!("section {name} is not closed")));
             }
@@ -94,7 +101,7 @@ fn parse(rest: &mut &str, open: Option<&str>, known: &[&str]) -> Result<Vec<Part
         if !literal.is_empty() {
             parts.push(Part::Literal(literal.to_owned()));
         }
-        let Some(end) = tag.find("}}") else {
+        let Some(end) = find_pair(tag, b"}}") else {
             return Err(TemplateError("a {{ tag is not closed".into()));
         };
         let inner = tag.get(2..end).unwrap_or_default().trim();

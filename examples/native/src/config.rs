@@ -188,8 +188,8 @@ pub fn core_config(doc: &Map<String, Value>) -> Result<Config, String> {
             core.insert(field.into(), value.clone());
         }
     }
-    let mut document: ConfigDocument =
-        serde_json::from_value(Value::Object(core)).map_err(|e| e.to_string())?;
+    let mut document =
+        ConfigDocument::from_json_value(&Value::Object(core)).map_err(|e| e.to_string())?;
     document.pages = pages();
     Config::new(document).map_err(|e| e.to_string())
 }
@@ -197,10 +197,15 @@ pub fn core_config(doc: &Map<String, Value>) -> Result<Config, String> {
 /// The shared page templates. The file is part of the build, so a broken one fails the tests,
 /// never a user: it falls back to the core's plain pages rather than stopping the host.
 fn pages() -> PageTemplates {
-    serde_json::from_str(PAGES_JSON).unwrap_or_else(|e| {
+    shared_pages().unwrap_or_else(|e| {
         eprintln!("examples/host/pages.json is not page templates ({e}): using the core's pages");
         PageTemplates::default()
     })
+}
+
+fn shared_pages() -> Result<PageTemplates, String> {
+    let value: Value = serde_json::from_str(PAGES_JSON).map_err(|e| e.to_string())?;
+    PageTemplates::from_json_value(&value).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]
@@ -219,7 +224,7 @@ mod tests {
 
     #[test]
     fn the_shared_pages_parse() {
-        let pages: PageTemplates = serde_json::from_str(PAGES_JSON).expect("pages.json parses");
+        let pages = shared_pages().expect("pages.json parses");
         assert!(pages.consent.is_some() && pages.code.is_some());
         assert!(pages.error.is_some() && pages.sign_in.is_some());
     }
