@@ -13,7 +13,7 @@ use crate::records::{
 };
 use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
-use crate::step::{ConsentPrompt, Expect, Principal, Put, Transaction};
+use crate::step::{AuditEvent, ConsentPrompt, Expect, Principal, Put, Transaction};
 use crate::time::{Seconds, UnixTime};
 use crate::wire::redirect::ReplyTo;
 use crate::{AccountId, Uid, User};
@@ -86,6 +86,19 @@ pub(crate) enum Decision {
     End(Ending),
     /// Store this, then end so.
     Commit(Transaction, Ending),
+}
+
+impl Decision {
+    /// Store one record, reporting one event, then end so.
+    pub fn commit_one(put: Put, audit: AuditEvent, ending: Ending) -> Decision {
+        Decision::Commit(
+            Transaction {
+                puts: vec![put],
+                audit: vec![audit],
+            },
+            ending,
+        )
+    }
 }
 
 /// The records a request has loaded: `None` for a key looked up and absent.

@@ -7,12 +7,13 @@
 use crate::config::Config;
 use crate::credentials::{AccessToken, AccessTokenDigest};
 use crate::ctx::{replace, Ctx, Decision, Ending, Flow, Loaded, Via};
+use crate::endpoints::within_limit;
 use crate::machines::access_token;
 use crate::machines::grant::{self, Standing};
 use crate::records::{AccessTokenRecord, GrantRecord, LinkRecord, Record, RecordKey};
 use crate::refusal::Refusal;
 use crate::scope::Scope;
-use crate::step::{AuditEvent, Principal, Transaction};
+use crate::step::{AuditEvent, Principal};
 use crate::wire::bearer::{bearer_token, BearerError};
 use crate::wire::http::HttpRequest;
 
@@ -41,9 +42,7 @@ pub(crate) fn parse(
     request: &HttpRequest,
     purpose: Purpose,
 ) -> Result<Parsed, Ending> {
-    if request.exceeds(config.policy().max_input_bytes) {
-        return refuse(Refusal::TooLarge);
-    }
+    within_limit(config, request, Via::Bearer)?;
     match bearer_token(request) {
         Ok(token) => Ok(Parsed {
             token: AccessToken::digest_of(token),
@@ -126,13 +125,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
                 &Record::Grant(grant::revoked(grant, ctx.now)),
                 None,
             );
-            Ok(Decision::Commit(
-                Transaction {
-                    puts: vec![put],
-                    audit: vec![audit],
-                },
-                Ending::Revoked,
-            ))
+            Ok(Decision::commit_one(put, audit, Ending::Revoked))
         }
     }
 }

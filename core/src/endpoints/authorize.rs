@@ -9,6 +9,7 @@ use crate::config::{App, Config, DefaultTokenType};
 use crate::credentials::AuthorizationCode;
 use crate::ctx::{create, replace, ConsentPage, Ctx, Decision, Ending, Flow, Via};
 use crate::endpoints::issue::{issue_grant, IssuedGrant};
+use crate::endpoints::within_limit;
 use crate::ids::{AppKey, User};
 use crate::machines::code::{self, CodeTerms};
 use crate::machines::grant::GrantTerms;
@@ -62,9 +63,7 @@ pub(crate) fn parse_get(
     request: &HttpRequest,
     user: Option<User>,
 ) -> Result<Parsed, Ending> {
-    if request.exceeds(config.policy().max_input_bytes) {
-        return page(Refusal::TooLarge);
-    }
+    within_limit(config, request, Via::Page)?;
     let authorization = validate(config, &request.query)?;
     let Some(user) = user else {
         return Err(sign_in(&request.query));
@@ -83,9 +82,7 @@ pub(crate) fn parse_consent(
     request: &HttpRequest,
     user: Option<User>,
 ) -> Result<Parsed, Ending> {
-    if request.exceeds(config.policy().max_input_bytes) {
-        return page(Refusal::TooLarge);
-    }
+    within_limit(config, request, Via::Page)?;
     if is_cross_site(request) {
         return page(Refusal::CrossSiteConsent);
     }
@@ -379,13 +376,7 @@ fn issue_code(
             code,
         },
     };
-    Decision::Commit(
-        Transaction {
-            puts: vec![put],
-            audit: vec![audit],
-        },
-        ending,
-    )
+    Decision::commit_one(put, audit, ending)
 }
 
 /// Legacy implicit grant (RFC 6749 §4.2): the access token goes in the fragment; never a

@@ -12,6 +12,15 @@ use crate::config::Config;
 use crate::ctx::{Ctx, Decision, Ending, Flow, Via};
 use crate::refusal::Refusal;
 use crate::step::Input;
+use crate::wire::http::HttpRequest;
+
+/// Refuses a request over the policy's input limit, on its endpoint's channel.
+pub(crate) fn within_limit(config: &Config, request: &HttpRequest, via: Via) -> Result<(), Ending> {
+    if request.exceeds(config.policy().max_input_bytes) {
+        return Err(Ending::Refused(Refusal::TooLarge, via));
+    }
+    Ok(())
+}
 
 /// A request, parsed and routed to its endpoint.
 #[derive(Clone, Debug)]

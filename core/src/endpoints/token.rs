@@ -10,6 +10,7 @@ use crate::credentials::{
 };
 use crate::ctx::{create, replace, Ctx, Decision, Ending, Flow, TokenBody, Via};
 use crate::endpoints::issue::issue_grant;
+use crate::endpoints::within_limit;
 use crate::ids::{AppKey, GrantId, User};
 use crate::machines::code::{self, Exchange};
 use crate::machines::grant::{self, GrantTerms, Standing};
@@ -70,9 +71,7 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
     if !request.method.eq_ignore_ascii_case("POST") {
         return refuse(Refusal::MethodNotAllowed);
     }
-    if request.exceeds(config.policy().max_input_bytes) {
-        return refuse(Refusal::TooLarge);
-    }
+    within_limit(config, request, Via::Token { basic: false })?;
     let params = parameters(config, request)?;
     let grant_type = match params.one("grant_type") {
         Err(Repeated(name)) => return refuse(Refusal::Repeated(name)),
@@ -300,13 +299,7 @@ fn code_reused(ctx: &Ctx<'_>, client: &Client, grant_id: &GrantId) -> Flow<Decis
                 &Record::Grant(grant::revoked(loaded.record, ctx.now)),
                 None,
             );
-            Ok(Decision::Commit(
-                Transaction {
-                    puts: vec![put],
-                    audit: vec![audit],
-                },
-                refusal,
-            ))
+            Ok(Decision::commit_one(put, audit, refusal))
         }
         _ => Ok(Decision::End(refusal)),
     }
@@ -366,11 +359,9 @@ fn refresh(
         &Record::AccessToken(access_record),
         expires_at,
     );
-    Ok(Decision::Commit(
-        Transaction {
-            puts: vec![put],
-            audit: vec![audit],
-        },
+    Ok(Decision::commit_one(
+        put,
+        audit,
         Ending::Tokens(Box::new(TokenBody {
             access_token: access,
             expires_in: expires_at.map(|at| at.seconds_from(ctx.now)),

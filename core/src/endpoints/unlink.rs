@@ -5,7 +5,7 @@ use crate::ctx::{replace, Ctx, Decision, Ending, Flow};
 use crate::ids::{AccountId, AppKey};
 use crate::machines::link;
 use crate::records::{LinkRecord, Record, RecordKey};
-use crate::step::{AuditEvent, Transaction, Unlinker};
+use crate::step::{AuditEvent, Unlinker};
 
 /// An unlink of one app for one user.
 #[derive(Clone, Debug)]
@@ -33,11 +33,5 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         &Record::Link(link::unlinked(loaded.record)),
         None,
     );
-    Ok(Decision::Commit(
-        Transaction {
-            puts: vec![put],
-            audit: vec![audit],
-        },
-        Ending::Unlinked,
-    ))
+    Ok(Decision::commit_one(put, audit, Ending::Unlinked))
 }
