@@ -27,10 +27,11 @@ fn records_not_asked_for_are_host_misuse() {
         .as_str()
         .unwrap()
         .to_owned();
+    // The access-token record: neither request below asks for it.
     let (key, value) = sim
         .store
         .iter()
-        .next()
+        .find(|(k, _)| matches!(k, RecordKey::AccessToken(_)))
         .map(|(k, v)| (k.clone(), v.clone()))
         .unwrap();
 
