@@ -100,6 +100,25 @@ export function secretDigest(secret) {
   return bindings.secretDigest(secret);
 }
 
+/**
+ * Whether a form post may come from another site (CSRF), by the rule the core's consent form
+ * follows: `Sec-Fetch-Site` decides when present (only `same-origin` passes), otherwise `Origin`,
+ * when present, must name `host`. `headers` as rawHeaders, pairs or a Headers object; `host` the
+ * authority the request was sent to (a Fetch Request's URL host).
+ */
+export function isCrossSite(headers, host) {
+  ready();
+  const flat = ["host", host];
+  for (const [name, value] of Array.isArray(headers) && !Array.isArray(headers[0]) ? pairsOf(headers) : headers) {
+    if (name.toLowerCase() !== "host") flat.push(name, value);
+  }
+  return bindings.isCrossSite(flat.join("\0"));
+}
+
+function* pairsOf(raw) {
+  for (let i = 0; i + 1 < raw.length; i += 2) yield [raw[i], raw[i + 1]];
+}
+
 let entropyBytes = 0;
 /** How many bytes of entropy each request takes. */
 export function entropyLength() {

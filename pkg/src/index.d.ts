@@ -144,6 +144,8 @@ export function checkConfig(config: ConfigDocument): ConfigCheck;
 /** The configuration with the legacy app `app` migrated to scopes (scopes pre-selected from its legacy access type); tokens already issued keep theirs. Throws if the app is unknown or already scoped. */
 export function migrateApp(config: ConfigDocument, app: string): ConfigDocument;
 export function secretDigest(secret: string): string;
+/** Whether a form post may come from another site: the consent form's CSRF rule, for a host's own forms (sign-in, sign-out). `host`: the authority the request was sent to. */
+export function isCrossSite(headers: Headers | [string, string][] | string[], host: string): boolean;
 export function entropyLength(): number;
 export function createAuthServer(options: AuthServerOptions): AuthServer;
 /** Runs a request of the core to its end against `storage`, and frees it. */

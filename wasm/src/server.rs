@@ -114,6 +114,19 @@ pub fn secret_digest(secret: &str) -> String {
         .to_base64()
 }
 
+/// Whether a form post with these headers (names and values alternately, joined by NUL, the
+/// `Host` among them) may come from another site: the rule the consent form follows
+/// (`edgegrant::HttpRequest::is_cross_site`), for a host's own forms.
+#[wasm_bindgen(js_name = isCrossSite)]
+pub fn is_cross_site(headers: &str) -> bool {
+    let mut request = HttpRequest::new("POST", "/", "");
+    let mut names_and_values = headers.split('\0');
+    while let (Some(name), Some(value)) = (names_and_values.next(), names_and_values.next()) {
+        request.headers.push((name.to_owned(), value.to_owned()));
+    }
+    request.is_cross_site()
+}
+
 /// How many entropy bytes every request takes.
 #[wasm_bindgen(js_name = entropyLength)]
 pub fn entropy_length() -> usize {

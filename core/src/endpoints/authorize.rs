@@ -83,7 +83,7 @@ pub(crate) fn parse_consent(
     user: Option<User>,
 ) -> Result<Parsed, Ending> {
     within_limit(config, request, Via::Page)?;
-    if is_cross_site(request) {
+    if request.is_cross_site() {
         return page(Refusal::CrossSiteConsent);
     }
     let form = Params::parse(&request.body);
@@ -112,31 +112,6 @@ pub(crate) fn parse_consent(
 fn sign_in(query: &str) -> Ending {
     Ending::SignIn {
         return_to: format!("/oauth2/authorize?{query}"),
-    }
-}
-
-/// CSRF on the consent form: `Sec-Fetch-Site`, which pages cannot set, decides when present;
-/// otherwise `Origin`, when present, must be this server's (the `Host` it was sent to). A
-/// form posted from a `Referrer-Policy: no-referrer` page carries `Origin: null` in Chromium,
-/// but Chromium sends `Sec-Fetch-Site` too.
-fn is_cross_site(request: &HttpRequest) -> bool {
-    if let Some(site) = request.header_values("sec-fetch-site").next() {
-        return request.header_values("sec-fetch-site").count() != 1
-            || !site.trim().eq_ignore_ascii_case("same-origin");
-    }
-    let mut origins = request.header_values("origin");
-    let Some(origin) = origins.next() else {
-        return false;
-    };
-    if origins.next().is_some() {
-        return true;
-    }
-    let authority = origin
-        .strip_prefix("https://")
-        .or_else(|| origin.strip_prefix("http://"));
-    match (authority, request.single_header("host")) {
-        (Some(authority), Some(host)) => !authority.eq_ignore_ascii_case(host.trim()),
-        _ => true,
     }
 }
 
