@@ -228,10 +228,13 @@ fn refusal_response(refusal: &Refusal, via: &Via, config: &Config) -> HttpRespon
                     error_body("the token endpoint accepts POST only"),
                     &[("Allow", "POST")],
                 ),
+                // RFC 6749 §5.2: a client that tried Basic gets 401 and the challenge of its
+                // scheme; one that authenticated in the body (or not at all) gets 400, since a
+                // 401 must carry a challenge (RFC 9110 §15.5.2) and a Basic one would make a
+                // browser prompt for credentials the client never meant to send that way.
                 _ if code == "invalid_client" && *basic => {
                     json_response(401, body, &[("WWW-Authenticate", "Basic realm=\"oauth2\"")])
                 }
-                _ if code == "invalid_client" => json_response(401, body, &[]),
                 _ => json_response(400, body, &[]),
             }
         }

@@ -230,12 +230,12 @@ fn client_authentication_failures_are_invalid_client() {
         v
     };
     let failed = Refusal::ClientAuthenticationFailed;
-    // Wrong secret in the body: 401, no Basic challenge.
+    // Wrong secret in the body: 400 (a 401 would need a challenge, RFC 9110 §15.5.2).
     let r = sim.token_form_answer(
         &with(&[("client_id", CONF_APP), ("client_secret", "nope")]),
         None,
     );
-    assert_oauth_error(&r, 401, "invalid_client", failed.clone());
+    assert_oauth_error(&r, 400, "invalid_client", failed.clone());
     assert_eq!(r.response().header("WWW-Authenticate"), None);
     // Wrong secret over Basic: 401 with the Basic challenge.
     let r = sim.token_form_answer(&base, Some((CONF_APP, "nope")));
@@ -250,24 +250,24 @@ fn client_authentication_failures_are_invalid_client() {
         &with(&[("client_id", "nobody"), ("client_secret", "x")]),
         None,
     );
-    assert_oauth_error(&r, 401, "invalid_client", failed.clone());
+    assert_oauth_error(&r, 400, "invalid_client", failed.clone());
     // No credentials at all.
     let r = sim.token_form_answer(&base, None);
     assert_oauth_error(
         &r,
-        401,
+        400,
         "invalid_client",
         Refusal::ClientAuthenticationMissing,
     );
     // A confidential app with client_id alone and no code_verifier.
     let r = sim.token_form_answer(&with(&[("client_id", CONF_APP)]), None);
-    assert_oauth_error(&r, 401, "invalid_client", Refusal::ProofMissing);
+    assert_oauth_error(&r, 400, "invalid_client", Refusal::ProofMissing);
     // A public app presenting a secret.
     let r = sim.token_form_answer(
         &with(&[("client_id", PKCE_APP), ("client_secret", "guess")]),
         None,
     );
-    assert_oauth_error(&r, 401, "invalid_client", failed);
+    assert_oauth_error(&r, 400, "invalid_client", failed);
     // Malformed Basic.
     let mut request = form_request(&base);
     request
@@ -695,14 +695,14 @@ fn refresh_is_bound_to_the_app_and_its_authentication() {
     // The right app with a wrong secret.
     assert_oauth_error(
         &sim.refresh_answer(&refresh, CONF_APP, Some("wrong")),
-        401,
+        400,
         "invalid_client",
         Refusal::ClientAuthenticationFailed,
     );
     // A token issued without PKCE cannot refresh with client_id alone.
     assert_oauth_error(
         &sim.refresh_answer(&refresh, CONF_APP, None),
-        401,
+        400,
         "invalid_client",
         Refusal::SecretRequired,
     );
@@ -869,7 +869,7 @@ fn a_confidential_apps_pkce_grant_refreshes_without_its_secret_and_no_other_does
     let refresh = json(&tokens)["refresh_token"].as_str().unwrap().to_owned();
     assert_oauth_error(
         &sim.refresh_answer(&refresh, CONF_APP, None),
-        401,
+        400,
         "invalid_client",
         Refusal::SecretRequired,
     );
