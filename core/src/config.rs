@@ -11,6 +11,7 @@ use crate::ids::{AppKey, RedirectUri};
 use crate::pages::{PageTemplates, Pages};
 use crate::scope::{LegacyAccess, Scope, ScopeSet};
 use crate::time::{Seconds, UnixTime};
+use crate::wire::uri::{HttpUri, Scheme};
 
 /// A configuration that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -39,6 +40,16 @@ pub enum ConfigError {
     /// No app is registered under this key.
     #[error("no app is registered as \"{0}\"")]
     UnknownApp(String),
+    /// A redirect URI the policy does not allow.
+    #[error("app {app}: redirect URI {uri}: {problem}")]
+    RedirectUri {
+        /// The app.
+        app: AppKey,
+        /// The URI as registered.
+        uri: String,
+        /// Why it cannot be registered.
+        problem: &'static str,
+    },
     /// `max_attempts` is zero.
     #[error("max_attempts must be at least 1")]
     Attempts,
@@ -98,7 +109,8 @@ pub struct App {
     pub name: String,
     /// Digest of the app secret; `None` for a public app, which can only use PKCE.
     pub secret_digest: Option<SecretDigest>,
-    /// Registered redirect URIs, compared by exact string match.
+    /// Registered redirect URIs, compared by exact string match (a loopback `http` URI with
+    /// any port: RFC 8252 §7.3).
     pub redirect_uris: Vec<RedirectUri>,
     /// Scoped or legacy.
     pub permissions: Permissions,
@@ -122,9 +134,10 @@ impl App {
         self.secret_digest.is_some()
     }
 
-    /// Whether `uri` is registered for this app, by exact string match.
+    /// Whether `uri` is registered for this app: by exact string match, or for a loopback
+    /// `http` URI with any port (RFC 8252 §7.3).
     pub fn has_redirect_uri(&self, uri: &str) -> bool {
-        self.redirect_uris.iter().any(|r| r.as_str() == uri)
+        self.redirect_uris.iter().any(|r| redirect_matches(r, uri))
     }
 
     /// This legacy app migrated to scopes, pre-selected from its access type (user-API apps get
@@ -169,6 +182,10 @@ pub struct Policy {
     /// `503 temporarily_unavailable` (each loss means another request changed the same
     /// records; the next attempt decides from what it wrote). Default 5.
     pub max_attempts: u32,
+    /// Allow `http` redirect URIs on hosts other than the loopback interface. Off by default:
+    /// a code sent over plain HTTP can be read on the way (RFC 9700 §2.6, RFC 6749 §3.1.2.1);
+    /// loopback `http` URIs of native apps are always allowed (RFC 8252 §7.3).
+    pub allow_http_redirect_uris: bool,
 }
 
 impl Default for Policy {
@@ -181,6 +198,7 @@ impl Default for Policy {
             max_input_bytes: 16_384,
             token_parameters_in_query: true,
             max_attempts: 5,
+            allow_http_redirect_uris: false,
         }
     }
 }
@@ -264,6 +282,13 @@ impl Config {
             if app.scopes().is_empty() {
                 return Err(ConfigError::NoScopes(app.key));
             }
+            for uri in &app.redirect_uris {
+                check_redirect_uri(uri, &policy).map_err(|problem| ConfigError::RedirectUri {
+                    app: app.key.clone(),
+                    uri: uri.as_str().to_owned(),
+                    problem,
+                })?;
+            }
             match apps.binary_search_by(|a| a.key.cmp(&app.key)) {
                 Ok(_) => return Err(ConfigError::DuplicateApp(app.key)),
                 Err(at) => apps.insert(at, app),
@@ -325,6 +350,38 @@ impl Config {
             .ok_or_else(|| ConfigError::UnknownApp(key.to_owned()))?;
         self.with_app(app.migrated_to_scopes()?)
     }
+}
+
+/// Whether `presented` is the registered redirect URI `registered` (see [`App::has_redirect_uri`]).
+pub(crate) fn redirect_matches(registered: &RedirectUri, presented: &str) -> bool {
+    registered.as_str() == presented
+        || HttpUri::parse(registered.as_str())
+            .zip(HttpUri::parse(presented))
+            .is_some_and(|(registered, presented)| registered.admits_redirect(&presented))
+}
+
+/// The rules on a web redirect URI beyond its form ([`RedirectUri`]): an authority without
+/// user information (which only serves to disguise the host), and `https` unless it is the
+/// loopback interface or the policy allows `http` (RFC 9700 §2.6, RFC 8252 §7.3). Other schemes
+/// (a native app's private-use scheme, RFC 8252 §7.1) pass.
+fn check_redirect_uri(uri: &RedirectUri, policy: &Policy) -> Result<(), &'static str> {
+    let text = uri.as_str();
+    let web = ["http:", "https:"].iter().any(|scheme| {
+        text.get(..scheme.len())
+            .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
+    });
+    if !web {
+        return Ok(());
+    }
+    let parsed =
+        HttpUri::parse(text).ok_or("must be http(s)://host/path with a valid host and port")?;
+    if parsed.userinfo {
+        return Err("must not carry user information (user@host)");
+    }
+    if parsed.scheme == Scheme::Http && !parsed.is_loopback() && !policy.allow_http_redirect_uris {
+        return Err("http is allowed only on the loopback interface (127.0.0.1, [::1], localhost); use https, or set policy.allow_http_redirect_uris");
+    }
+    Ok(())
 }
 
 impl TryFrom<ConfigDocument> for Config {
@@ -432,7 +489,7 @@ struct AppJson<'a>(&'a App);
 impl Serialize for AppJson<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let app = self.0;
-        let mut out = s.serialize_map(Some(7))?;
+        let mut out = s.serialize_map(Some(8))?;
         out.serialize_entry("key", app.key.as_str())?;
         out.serialize_entry("name", &app.name)?;
         out.serialize_entry("secret_digest", &app.secret_digest.map(|d| d.to_base64()))?;
@@ -490,7 +547,7 @@ struct PolicyJson<'a>(&'a Policy);
 impl Serialize for PolicyJson<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let p = self.0;
-        let mut out = s.serialize_map(Some(7))?;
+        let mut out = s.serialize_map(Some(8))?;
         out.serialize_entry("code_ttl", &p.code_ttl.0)?;
         out.serialize_entry("access_token_ttl", &p.access_token_ttl.0)?;
         out.serialize_entry("require_s256", &p.require_s256)?;
@@ -498,6 +555,7 @@ impl Serialize for PolicyJson<'_> {
         out.serialize_entry("max_input_bytes", &(p.max_input_bytes as u64))?;
         out.serialize_entry("token_parameters_in_query", &p.token_parameters_in_query)?;
         out.serialize_entry("max_attempts", &u64::from(p.max_attempts))?;
+        out.serialize_entry("allow_http_redirect_uris", &p.allow_http_redirect_uris)?;
         out.end()
     }
 }
@@ -632,6 +690,7 @@ fn policy_from_json(value: &Value) -> Result<Policy, ConfigError> {
                     .map_err(|_| problem(&at, "is too large"))?;
             }
             "token_parameters_in_query" => policy.token_parameters_in_query = boolean(value, &at)?,
+            "allow_http_redirect_uris" => policy.allow_http_redirect_uris = boolean(value, &at)?,
             "max_attempts" => {
                 policy.max_attempts =
                     u32::try_from(whole(value, &at)?).map_err(|_| problem(&at, "is too large"))?;

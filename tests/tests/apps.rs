@@ -309,6 +309,41 @@ fn config_validation_refuses_unusable_configurations() {
         },
         &|e| matches!(e, ConfigError::EndpointPath(_)),
     );
+    // Redirect URIs (RFC 9700 §2.6, RFC 8252 §7.3): https, or http on the loopback interface
+    // only unless the policy allows it; never user information before the host.
+    let with_redirect = |uri: &str, allow_http: bool| {
+        let mut doc = fixture_document();
+        doc.apps[0].redirect_uris = vec![RedirectUri::new(uri).unwrap()];
+        doc.policy.allow_http_redirect_uris = allow_http;
+        Config::new(doc)
+    };
+    for refused in [
+        "http://app.example/cb",
+        "http://10.0.0.1:8080/cb",
+        "https://user@app.example/cb",
+        "http://evil.example@127.0.0.1/cb",
+        "https:app.example/cb",
+        "https://app.example:99999/cb",
+    ] {
+        assert!(
+            matches!(
+                with_redirect(refused, false),
+                Err(ConfigError::RedirectUri { .. })
+            ),
+            "{refused}"
+        );
+    }
+    for accepted in [
+        "https://app.example/cb",
+        "http://127.0.0.1:8788/cb",
+        "http://[::1]/cb",
+        "http://localhost:3000/cb",
+        "com.example.app:/oauth",
+    ] {
+        assert!(with_redirect(accepted, false).is_ok(), "{accepted}");
+    }
+    assert!(with_redirect("http://app.example/cb", true).is_ok());
+    assert!(with_redirect("https://user@app.example/cb", true).is_err());
     // Identifiers are validated when parsed.
     assert!(AppKey::new("has:colon").is_err());
     assert!(RedirectUri::new("https://x.example/cb#frag").is_err());

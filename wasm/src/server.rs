@@ -41,6 +41,8 @@ export interface Policy {
   token_parameters_in_query?: boolean;
   /** How many lost races for its writes one request may have before the core answers 503 (default 5). */
   max_attempts?: number;
+  /** Allow http redirect URIs off the loopback interface (default false: https, or http on 127.0.0.1, [::1], localhost only). */
+  allow_http_redirect_uris?: boolean;
 }
 
 /** Page templates (a Mustache subset; see the crate docs of `edgegrant`, module pages). */

@@ -5,12 +5,12 @@
 //! completes a re-authorization at once (SPEC.md: "completes automatically"), shows the consent
 //! page, or — for the consent form's Allow — issues the code.
 
-use crate::config::{App, Config, DefaultTokenType};
+use crate::config::{redirect_matches, App, Config, DefaultTokenType};
 use crate::credentials::AuthorizationCode;
 use crate::ctx::{create, replace, ConsentPage, Ctx, Decision, Ending, Flow, Via};
 use crate::endpoints::issue::{issue_grant, IssuedGrant};
 use crate::endpoints::within_limit;
-use crate::ids::{AppKey, User};
+use crate::ids::{AppKey, RedirectUri, User};
 use crate::machines::code::{self, CodeTerms};
 use crate::machines::grant::GrantTerms;
 use crate::machines::link;
@@ -145,8 +145,14 @@ fn validate(config: &Config, query: &str) -> Result<Authorization, Ending> {
     let redirect_uri = match one("redirect_uri") {
         Err(refusal) => return page(refusal),
         Ok(None) => None,
-        Ok(Some(uri)) => match app.redirect_uris.iter().find(|r| r.as_str() == uri) {
-            Some(registered) => Some(registered.clone()),
+        Ok(Some(uri)) => match app.redirect_uris.iter().find(|r| redirect_matches(r, uri)) {
+            Some(registered) if registered.as_str() == uri => Some(registered.clone()),
+            // A loopback URI on the port the native app listens on this time: the answer goes
+            // there, and the exchange must present that same URI.
+            Some(_) => match RedirectUri::new(uri) {
+                Ok(presented) => Some(presented),
+                Err(_) => return page(Refusal::RedirectUriNotRegistered),
+            },
             None => return page(Refusal::RedirectUriNotRegistered),
         },
     };

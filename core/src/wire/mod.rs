@@ -9,3 +9,4 @@ pub(crate) mod html;
 pub(crate) mod http;
 pub(crate) mod json;
 pub(crate) mod redirect;
+pub(crate) mod uri;
