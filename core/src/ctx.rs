@@ -6,6 +6,7 @@
 //! records arrive costs a few lookups: no parsing, no hashing.
 
 use crate::config::Config;
+use crate::cors::Preflight;
 use crate::credentials::{AccessToken, AuthorizationCode, Entropy, RefreshToken};
 use crate::ids::AppKey;
 use crate::records::{
@@ -66,9 +67,12 @@ pub(crate) enum Ending {
         code: AuthorizationCode,
     },
     Tokens(Box<TokenBody>),
-    Revoked,
+    /// The grant of a token of this app ended.
+    Revoked(AppKey),
     Unlinked,
     Serve(Principal),
+    /// A CORS preflight that is allowed.
+    Preflight(Preflight),
 }
 
 /// The consent page's content.

@@ -29,7 +29,11 @@
 //!    - [`Step::Respond`]: send [`Reply::response`] as it is — status, headers, body. The
 //!      [`Reply::outcome`] says what happened, and why if it was refused ([`Refusal`]).
 //!    - [`Step::Serve`]: the API call is authorized; answer it with the endpoint's handler
-//!      for the [`Principal`].
+//!      for the [`Principal`], and set [`Authorized::headers`] on the handler's response.
+//!
+//!    If the store fails (an exception, a timeout: anything but a failed condition) while a
+//!    read or a write is pending, call [`Request::unavailable`] and poll again: the core
+//!    answers `503` with `Retry-After`, on the endpoint's channel.
 //!
 //! Every decision is the core's: routing by path and method, size limits, the consent form's
 //! origin check, automatic re-authorization, the answer to storage contention, and every
@@ -127,6 +131,7 @@
 
 pub mod client;
 mod config;
+mod cors;
 mod credentials;
 mod ctx;
 mod endpoints;
@@ -159,8 +164,8 @@ pub use refusal::Refusal;
 pub use request::Request;
 pub use scope::{LegacyAccess, Scope, ScopeSet, TEAM_AUDITING_SCOPES, USER_SCOPES};
 pub use step::{
-    AuditEvent, ConsentPrompt, Expect, Input, Misuse, Outcome, Principal, Put, Reply, Step,
-    Transaction, Unlinker,
+    AuditEvent, Authorized, ConsentPrompt, Expect, Input, Misuse, Outcome, Principal, Put, Reply,
+    Step, Transaction, Unlinker,
 };
 pub use time::{Seconds, UnixTime};
 pub use wire::http::{HttpRequest, HttpResponse};

@@ -21,6 +21,12 @@ pub enum Refusal {
     /// The store kept refusing this request's writes because racing requests won
     /// ([`Policy::max_attempts`](crate::Policy) in a row): 503, try again.
     Contention,
+    /// The store failed (the host reported it with
+    /// [`Request::unavailable`](crate::Request::unavailable)): 503, try again.
+    StorageUnavailable,
+    /// A CORS preflight from an origin no app registered, or for a method the endpoint does
+    /// not take (403, no CORS headers).
+    CrossOriginRefused,
     /// A parameter that may appear once appeared more often (RFC 6749 §3.1, §3.2).
     Repeated(&'static str),
 
@@ -143,6 +149,8 @@ pub enum Refusal {
     AccessTokenRevoked,
     /// The user unlinked the app since the token was issued.
     AccessTokenUnlinked,
+    /// The token's app is no longer in the configuration: removing an app switches it off.
+    AppRemoved,
     /// The token lacks the endpoint's Required Scope.
     MissingScope(Scope),
 }
@@ -157,6 +165,8 @@ impl Refusal {
             NotFound => "not_found",
             MethodNotAllowed => "method_not_allowed",
             Contention => "contention",
+            StorageUnavailable => "storage_unavailable",
+            CrossOriginRefused => "cross_origin_refused",
             Repeated(_) => "repeated",
             ClientIdMissing => "client_id_missing",
             UnknownClient => "unknown_client",
@@ -213,6 +223,7 @@ impl Refusal {
             MalformedBearer => "malformed_bearer",
             UnknownAccessToken => "unknown_access_token",
             AccessTokenExpired => "access_token_expired",
+            AppRemoved => "app_removed",
             AccessTokenRevoked => "access_token_revoked",
             AccessTokenUnlinked => "access_token_unlinked",
             MissingScope(_) => "missing_scope",

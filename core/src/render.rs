@@ -5,11 +5,12 @@
 use std::borrow::Cow;
 
 use crate::config::Config;
+use crate::cors;
 use crate::ctx::{ConsentPage, Ending, TokenBody, Via};
 use crate::pages::{lookup, page_data};
 use crate::records::TokenAccessType;
 use crate::refusal::Refusal;
-use crate::step::{Outcome, Principal, Reply};
+use crate::step::{Authorized, Outcome, Reply};
 use crate::wire::html::{Template, Value as Shown};
 use crate::wire::http::HttpResponse;
 use crate::wire::json::JsonObject;
@@ -17,7 +18,7 @@ use crate::wire::json::JsonObject;
 /// A request's end: a reply to send, or an authorized API call for the host to serve.
 pub(crate) enum Finished {
     Reply(Reply),
-    Serve(Principal),
+    Serve(Authorized),
 }
 
 impl Refusal {
@@ -48,11 +49,10 @@ impl Refusal {
             | RefreshTokenRevoked
             | RefreshTokenUnlinked
             | RefreshTokenOfAnotherApp => "invalid_grant",
-            UnknownAccessToken | AccessTokenExpired | AccessTokenRevoked | AccessTokenUnlinked => {
-                "invalid_token"
-            }
+            UnknownAccessToken | AccessTokenExpired | AccessTokenRevoked | AccessTokenUnlinked
+            | AppRemoved => "invalid_token",
             MissingScope(_) => "insufficient_scope",
-            Contention => "temporarily_unavailable",
+            Contention | StorageUnavailable => "temporarily_unavailable",
             NotFound => "not_found",
             _ => "invalid_request",
         }
@@ -70,6 +70,8 @@ impl Refusal {
             NotFound => "no endpoint at this path",
             MethodNotAllowed => "the endpoint does not accept this method",
             Contention => "storage contention, retry",
+            StorageUnavailable => "storage is unavailable, retry",
+            CrossOriginRefused => "this origin may not call this endpoint",
             ClientIdMissing => "client_id is missing",
             UnknownClient => "no app is registered under this client_id",
             RedirectUriNotRegistered => "redirect_uri is not registered for this app",
@@ -129,7 +131,7 @@ impl Refusal {
             ScopeWidened => "scope must be a subset of the granted scopes",
             BearerMissing => "no bearer token",
             MalformedBearer => "malformed Authorization header",
-            UnknownAccessToken | AccessTokenRevoked | AccessTokenUnlinked => {
+            UnknownAccessToken | AccessTokenRevoked | AccessTokenUnlinked | AppRemoved => {
                 "the access token is invalid"
             }
             AccessTokenExpired => "the access token expired",
@@ -144,12 +146,27 @@ fn json_response(status: u16, body: String, extra: &[(&str, &str)]) -> HttpRespo
             ("Content-Type", "application/json"),
             ("Cache-Control", "no-store"),
             ("Pragma", "no-cache"),
+            ("X-Content-Type-Options", "nosniff"),
         ],
         body,
     );
     for (name, value) in extra {
         response = response.with_header(name, value);
     }
+    response
+}
+
+/// A short text answer for a request no endpoint takes (a wrong path, method or origin).
+fn plain_response(status: u16, body: String) -> HttpResponse {
+    let content_type = if body.is_empty() {
+        &[][..]
+    } else {
+        &[("Content-Type", "text/plain; charset=utf-8")][..]
+    };
+    let mut response = HttpResponse::new(status, content_type, body);
+    response = response
+        .with_header("Cache-Control", "no-store")
+        .with_header("X-Content-Type-Options", "nosniff");
     response
 }
 
@@ -164,6 +181,7 @@ fn html_response(status: u16, template: &Template, values: &[(&str, Shown<'_>)])
             ("X-Frame-Options", "DENY"),
             ("Content-Security-Policy", "frame-ancestors 'none'"),
             ("Referrer-Policy", "no-referrer"),
+            ("X-Content-Type-Options", "nosniff"),
         ],
         template.render(&lookup(values)),
     )
@@ -176,6 +194,7 @@ fn redirect(location: &str) -> HttpResponse {
             ("Location", location),
             ("Cache-Control", "no-store"),
             ("Referrer-Policy", "no-referrer"),
+            ("X-Content-Type-Options", "nosniff"),
         ],
         String::new(),
     )
@@ -191,43 +210,51 @@ fn refusal_response(refusal: &Refusal, via: &Via, config: &Config) -> HttpRespon
             .string("error_description", description)
             .finish()
     };
+    let error_page = |status| {
+        let data = page_data("error", &[("error", code)]);
+        html_response(
+            status,
+            &config.pages().error,
+            &[
+                ("page_data", Shown::Markup(&data)),
+                ("error", Shown::Text(code)),
+                ("description", Shown::Text(&description)),
+            ],
+        )
+    };
     match via {
-        _ if *refusal == Refusal::Contention => {
-            json_response(503, error_body(&description), &[("Retry-After", "1")])
+        // The request as a whole could not be carried out: the client may retry it as it is.
+        _ if matches!(refusal, Refusal::Contention | Refusal::StorageUnavailable) => match via {
+            Via::Page => error_page(503).with_header("Retry-After", "1"),
+            _ => json_response(503, error_body(&description), &[("Retry-After", "1")]),
+        },
+        _ if *refusal == Refusal::MethodNotAllowed => {
+            let allow = match via {
+                Via::Page => "GET, POST",
+                _ => "POST",
+            };
+            let body = match via {
+                Via::Page | Via::Plain => String::new(),
+                _ => error_body(&description),
+            };
+            let mut response = match via {
+                Via::Token { .. } => json_response(405, body, &[]),
+                _ => plain_response(405, body),
+            };
+            response = response.with_header("Allow", allow);
+            response
         }
         Via::Plain => match refusal {
-            Refusal::MethodNotAllowed => {
-                HttpResponse::new(405, &[("Allow", "GET, POST")], String::new())
-            }
-            _ => HttpResponse::new(
-                404,
-                &[("Content-Type", "text/plain; charset=utf-8")],
-                "Not Found".to_owned(),
-            ),
+            Refusal::CrossOriginRefused => plain_response(403, "Forbidden".to_owned()),
+            _ => plain_response(404, "Not Found".to_owned()),
         },
-        Via::Page => {
-            let data = page_data("error", &[("error", code)]);
-            html_response(
-                400,
-                &config.pages().error,
-                &[
-                    ("page_data", Shown::Markup(&data)),
-                    ("error", Shown::Text(code)),
-                    ("description", Shown::Text(&description)),
-                ],
-            )
-        }
+        Via::Page => error_page(400),
         Via::Redirect(reply) => {
             redirect(&reply.location(&[("error", code), ("error_description", &description)]))
         }
         Via::Token { basic } => {
             let body = error_body(&description);
             match refusal {
-                Refusal::MethodNotAllowed => json_response(
-                    405,
-                    error_body("the token endpoint accepts POST only"),
-                    &[("Allow", "POST")],
-                ),
                 // RFC 6749 §5.2: a client that tried Basic gets 401 and the challenge of its
                 // scheme; one that authenticated in the body (or not at all) gets 400, since a
                 // 401 must carry a challenge (RFC 9110 §15.5.2) and a Basic one would make a
@@ -266,7 +293,8 @@ fn bearer_refusal(refusal: &Refusal) -> HttpResponse {
         ),
         Refusal::UnknownAccessToken
         | Refusal::AccessTokenRevoked
-        | Refusal::AccessTokenUnlinked => (
+        | Refusal::AccessTokenUnlinked
+        | Refusal::AppRemoved => (
             401,
             format!(
                 "Bearer realm=\"api\", error=\"invalid_token\", error_description=\"{}\"",
@@ -322,7 +350,19 @@ fn token_body(body: &TokenBody) -> String {
 pub(crate) fn render(ending: Ending, config: &Config) -> Finished {
     let pages = config.pages();
     let (outcome, response) = match ending {
-        Ending::Serve(principal) => return Finished::Serve(principal),
+        Ending::Serve(principal) => {
+            return Finished::Serve(Authorized {
+                principal,
+                headers: vec![
+                    ("Cache-Control".to_owned(), "no-store".to_owned()),
+                    ("X-Content-Type-Options".to_owned(), "nosniff".to_owned()),
+                ],
+            })
+        }
+        Ending::Preflight(preflight) => (
+            Outcome::Preflight,
+            HttpResponse::new(204, &cors::preflight_headers(&preflight), String::new()),
+        ),
         Ending::Refused(refusal, via) => {
             let response = refusal_response(&refusal, &via, config);
             (Outcome::Refused(refusal), response)
@@ -404,7 +444,7 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Finished {
             (Outcome::DisplayCode { app, code }, response)
         }
         Ending::Tokens(body) => (Outcome::Tokens, json_response(200, token_body(&body), &[])),
-        Ending::Revoked => (Outcome::Revoked, json_response(200, "null".to_owned(), &[])),
+        Ending::Revoked(_) => (Outcome::Revoked, json_response(200, "null".to_owned(), &[])),
         Ending::Unlinked => (
             Outcome::Unlinked,
             json_response(200, "null".to_owned(), &[]),

@@ -5,13 +5,14 @@
 use std::sync::Arc;
 
 use crate::config::Config;
+use crate::cors;
 use crate::credentials::Entropy;
-use crate::ctx::{Ctx, Decision, Ending, Loads, Need, Via};
+use crate::ctx::{Ctx, Decision, Ending, Loads, Need};
 use crate::endpoints::Route;
 use crate::records::{Record, RecordKey, Stored};
 use crate::refusal::Refusal;
 use crate::render::{render, Finished};
-use crate::step::{Input, Misuse, Principal, Reply, Step, Transaction};
+use crate::step::{Authorized, Input, Misuse, Reply, Step, Transaction};
 use crate::time::UnixTime;
 
 #[derive(Clone, Debug)]
@@ -20,7 +21,7 @@ enum State {
     // Boxed: the request is moved around by its host; keep it small.
     Writing(Box<(Transaction, Ending)>),
     Replying(Box<Reply>),
-    Serving(Box<Principal>),
+    Serving(Box<Authorized>),
 }
 
 /// A request in progress. See the [crate documentation](crate) for the calling contract.
@@ -32,6 +33,8 @@ pub struct Request {
     now: UnixTime,
     entropy: Entropy,
     route: Route,
+    /// The `Origin` of a request to an endpoint that answers cross-origin (see `cors`).
+    origin: Option<Box<str>>,
     loads: Loads,
     state: State,
     conflicts: u32,
@@ -41,12 +44,17 @@ impl Request {
     /// Starts a request: `input` as it arrived, `now` read once from the host's clock,
     /// [`ENTROPY_LEN`](crate::ENTROPY_LEN) fresh random bytes. Parses and routes the input.
     pub fn new(config: Arc<Config>, input: Input, now: UnixTime, entropy: Entropy) -> Request {
+        let origin = match &input {
+            Input::Http { request, .. } => cors::request_origin(&config, request),
+            Input::Unlink { .. } => None,
+        };
         let route = Route::parse(&config, input);
         let mut request = Request {
             config,
             now,
             entropy,
             route,
+            origin,
             loads: Loads::default(),
             state: State::Reading(Vec::new()),
             conflicts: 0,
@@ -67,7 +75,7 @@ impl Request {
             State::Reading(keys) => Step::Read(keys),
             State::Writing(write) => Step::Write(&write.0),
             State::Replying(reply) => Step::Respond(reply),
-            State::Serving(principal) => Step::Serve(principal),
+            State::Serving(authorized) => Step::Serve(authorized),
         }
     }
 
@@ -115,11 +123,30 @@ impl Request {
         }
         self.conflicts += 1;
         if self.conflicts >= self.config.policy().max_attempts {
-            self.finish(Ending::Refused(Refusal::Contention, Via::Plain));
+            self.finish(Ending::Refused(
+                Refusal::Contention,
+                self.route.failure_channel(),
+            ));
         } else {
             self.loads.clear();
             self.decide();
         }
+        Ok(())
+    }
+
+    /// The store failed while a read or a write of this request was pending (an error, a
+    /// timeout — not a failed condition, which is [`conflicted`](Self::conflicted)). The
+    /// request ends in `503` with `Retry-After`, on its endpoint's channel; nothing it decided
+    /// is sent. Whether a failed write applied is unknown, so the client's retry is decided
+    /// from whatever the store then holds.
+    pub fn unavailable(&mut self) -> Result<(), Misuse> {
+        if !matches!(self.state, State::Reading(_) | State::Writing(..)) {
+            return Err(Misuse::NoTransaction);
+        }
+        self.finish(Ending::Refused(
+            Refusal::StorageUnavailable,
+            self.route.failure_channel(),
+        ));
         Ok(())
     }
 
@@ -150,9 +177,37 @@ impl Request {
     }
 
     fn finish(&mut self, ending: Ending) {
-        self.state = match render(ending, &self.config) {
+        let shared = self
+            .origin
+            .as_deref()
+            .filter(|origin| self.shares(&ending, origin));
+        let mut finished = render(ending, &self.config);
+        if let Some(origin) = shared {
+            let headers = match &mut finished {
+                Finished::Reply(reply) => &mut reply.response.headers,
+                Finished::Serve(authorized) => &mut authorized.headers,
+            };
+            for (name, value) in cors::response_headers(origin) {
+                headers.push((name.to_owned(), value.to_owned()));
+            }
+        }
+        self.state = match finished {
             Finished::Reply(reply) => State::Replying(Box::new(reply)),
-            Finished::Serve(principal) => State::Serving(Box::new(principal)),
+            Finished::Serve(authorized) => State::Serving(Box::new(authorized)),
         };
+    }
+
+    /// Whether the answer may be shared with the page at `origin`: tokens, a revocation and an
+    /// API answer with the origins of the app they are for; a refusal with those of any app.
+    fn shares(&self, ending: &Ending, origin: &str) -> bool {
+        let app = match ending {
+            Ending::Tokens(_) => self.route.client(),
+            Ending::Revoked(app) => Some(app),
+            Ending::Serve(principal) => Some(&principal.app),
+            Ending::Refused(..) => return cors::any_app_allows(&self.config, origin),
+            _ => None,
+        };
+        app.and_then(|key| self.config.app(key.as_str()))
+            .is_some_and(|app| cors::app_allows(app, origin))
     }
 }

@@ -111,6 +111,17 @@ pub struct Principal {
     pub expires_at: Option<UnixTime>,
 }
 
+/// An authorized API call: whom it acts for, and the headers the host's answer must carry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Authorized {
+    /// The principal the call acts for.
+    pub principal: Principal,
+    /// Headers for the handler's response, set over any it wrote itself:
+    /// `Cache-Control: no-store` and `X-Content-Type-Options: nosniff` always, and the CORS
+    /// headers when the call came from a web origin the token's app registered.
+    pub headers: Vec<(String, String)>,
+}
+
 /// What a request came to, typed: hosts send [`Reply::response`] and may log this; tests
 /// assert it.
 #[non_exhaustive]
@@ -139,6 +150,8 @@ pub enum Outcome {
     Revoked,
     /// The unlink is done; every token of that app and user has ended.
     Unlinked,
+    /// A CORS preflight from a registered app's origin was allowed.
+    Preflight,
     /// The request was refused, for this reason.
     Refused(Refusal),
 }
@@ -154,6 +167,7 @@ impl Outcome {
             Outcome::Tokens => "tokens",
             Outcome::Revoked => "revoked",
             Outcome::Unlinked => "unlinked",
+            Outcome::Preflight => "preflight",
             Outcome::Refused(_) => "refused",
         }
     }
@@ -190,9 +204,9 @@ pub enum Step<'r> {
     Write(&'r Transaction),
     /// Send this reply. The request is over.
     Respond(&'r Reply),
-    /// The API call is authorized: answer it with the endpoint's handler, for this principal.
-    /// The request is over.
-    Serve(&'r Principal),
+    /// The API call is authorized: answer it with the endpoint's handler, for this principal,
+    /// putting these headers on the handler's response. The request is over.
+    Serve(&'r Authorized),
 }
 
 /// Audit events: what changed, for the host's log. They never carry a secret.

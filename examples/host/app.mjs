@@ -216,7 +216,8 @@ function nodeRoutes(config, auth) {
     }
     const found = req.url.split("?")[0] === ACCOUNT_API;
     const answer = found ? people.account(result.principal) : null;
-    res.writeHead(found ? 200 : 404, { "Content-Type": "application/json" });
+    // The core's headers for the answer: no-store, nosniff, CORS for an allowed origin.
+    res.writeHead(found ? 200 : 404, ["Content-Type", "application/json", ...result.headers.flat()]);
     res.end(JSON.stringify(answer));
   };
 }

@@ -72,11 +72,16 @@ export type Result =
       headers: [string, string][];
       body: string;
       /** What happened. */
-      outcome: "tokens" | "redirect" | "consent" | "display_code" | "sign_in" | "revoked" | "unlinked" | "refused";
+      outcome: "tokens" | "redirect" | "consent" | "display_code" | "sign_in" | "revoked" | "unlinked" | "preflight" | "refused";
       /** Why it was refused ("code_expired", "missing_scope", …), or null. */
       refusal: string | null;
     }
-  | { kind: "serve"; principal: Principal };
+  | {
+      kind: "serve";
+      principal: Principal;
+      /** Headers to set on the API's answer (no-store, nosniff, and CORS for an allowed origin). */
+      headers: [string, string][];
+    };
 
 /** A request as node:http (or any server) has it: plain values, no Fetch objects. */
 export interface PlainRequest {
@@ -96,7 +101,7 @@ export interface PlainRequest {
 export interface Hooks {
   /** The signed-in user of this request, or null. */
   currentUser?(request: Request): Promise<User | null> | User | null;
-  /** The host's API, by path; called once the bearer token and Required Scope checked out. */
+  /** The host's API, by path; called once the bearer token and Required Scope checked out, with the request and its body (`await request.json()` works). The core's headers are set on its answer. */
   api?: Record<string, (principal: Principal, request: Request) => Promise<Response> | Response>;
 }
 

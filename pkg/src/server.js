@@ -14,6 +14,7 @@ export const escapeHtml = (text) =>
 const PAGE_HEADERS = {
   "Content-Type": "text/html; charset=utf-8",
   "Cache-Control": "no-store",
+  "X-Content-Type-Options": "nosniff",
   "X-Frame-Options": "DENY",
   "Content-Security-Policy": "frame-ancestors 'none'",
   "Referrer-Policy": "no-referrer",
@@ -49,16 +50,39 @@ function drawEntropy() {
   return entropy;
 }
 
-/** Pairs from names and values alternately, joined by NUL. */
-function pairs(joined) {
-  const flat = joined.split("\0");
+/** Pairs from names and values alternately, from index `start` of `flat`. */
+function pairs(flat, start = 0) {
   const out = [];
-  for (let i = 0; i + 1 < flat.length; i += 2) out.push([flat[i], flat[i + 1]]);
+  for (let i = start; i + 1 < flat.length; i += 2) out.push([flat[i], flat[i + 1]]);
   return out;
 }
 
 /** What a store or a hook returned, awaited only when it is a promise: an in-memory store or a synchronous hook costs no turn of the event loop. */
 const settled = (value) => (typeof value?.then === "function" ? value : undefined);
+
+/**
+ * The store threw (an outage, a timeout, SQLITE_BUSY): not the client's fault. The core answers
+ * 503 with Retry-After on the endpoint's channel; the error goes to the host's log.
+ */
+function storageFailed(request, what, error) {
+  console.error(`edgegrant: storage ${what} failed:`, error);
+  request.unavailable();
+}
+
+/**
+ * Hands the audit events of a committed transaction to the host's sink. The transaction is
+ * committed whatever the sink does: a sink that throws is logged, and the answer still goes out
+ * (losing it would turn the client's retry into a code replay, which revokes the grant).
+ */
+function emitAudit(onAudit, events) {
+  for (const event of events) {
+    try {
+      onAudit(event);
+    } catch (error) {
+      console.error("edgegrant: the audit sink failed; the event was:", JSON.stringify(event), error);
+    }
+  }
+}
 
 /** The pending write as the storage adapters take it. */
 function transactionOf(request) {
@@ -72,7 +96,8 @@ function transactionOf(request) {
 /**
  * Runs a request of the core (`core.request(...)` or `core.unlink(...)`) to its end against
  * `storage`, and frees it. Resolves `{ kind: "reply", status, headers, body, outcome, refusal }`
- * — send it as it is — or `{ kind: "serve", principal }`: the API call is authorized, answer it.
+ * — send it as it is — or `{ kind: "serve", principal, headers }`: the API call is authorized;
+ * answer it, with `headers` (pairs) set on the answer. A store that throws makes the reply a 503.
  */
 export async function runRequest(request, storage, { onAudit } = {}) {
   try {
@@ -82,19 +107,31 @@ export async function runRequest(request, storage, { onAudit } = {}) {
       const kind = step[0];
       if (kind === "r") {
         const keys = step.slice(1);
-        let found = storage.read(keys);
-        if (settled(found)) found = await found;
+        let found;
+        try {
+          found = storage.read(keys);
+          if (settled(found)) found = await found;
+        } catch (error) {
+          storageFailed(request, "read", error);
+          continue;
+        }
         for (let i = 0; i < keys.length; i++) {
           const stored = found.get(keys[i]);
           request.supply(i, stored?.version, stored?.bytes);
         }
       } else if (kind === "w") {
         const transaction = transactionOf(request);
-        let applied = storage.apply(transaction);
-        if (settled(applied)) applied = await applied;
+        let applied;
+        try {
+          applied = storage.apply(transaction);
+          if (settled(applied)) applied = await applied;
+        } catch (error) {
+          storageFailed(request, "write", error);
+          continue;
+        }
         if (applied) {
           request.committed();
-          if (onAudit) for (const event of transaction.audit) onAudit(event);
+          if (onAudit) emitAudit(onAudit, transaction.audit);
         } else {
           request.conflicted(); // another request won: the core reads again and decides anew
         }
@@ -102,7 +139,7 @@ export async function runRequest(request, storage, { onAudit } = {}) {
         return {
           kind: "reply",
           status: request.status(),
-          headers: pairs(request.headers()),
+          headers: pairs(request.headers().split("\0")),
           body: request.body(),
           outcome: request.outcome(),
           refusal: request.refusal() ?? null,
@@ -111,6 +148,7 @@ export async function runRequest(request, storage, { onAudit } = {}) {
         return {
           kind: "serve",
           principal: { app: step[1], account_id: step[2], uid: step[3], scopes: step[4].split(" "), expires_at: step[5] === "" ? null : Number(step[5]) },
+          headers: pairs(step, 6),
         };
       }
     }
@@ -166,6 +204,20 @@ async function readBody(request, limit) {
     if (offset >= body.length) break;
   }
   return body;
+}
+
+/** `request` again, with `body` (already read) as its body. */
+function withBody(request, body) {
+  const hasBody = request.method !== "GET" && request.method !== "HEAD";
+  return new Request(request.url, { method: request.method, headers: request.headers, body: hasBody ? body : undefined, signal: request.signal });
+}
+
+/** `response` with `headers` set over its own (a Response from fetch() has immutable headers, so it is copied). */
+function withHeaders(response, headers) {
+  if (headers.length === 0) return response;
+  const merged = new Headers(response.headers);
+  for (const [name, value] of headers) merged.set(name, value);
+  return new Response(response.body, { status: response.status, statusText: response.statusText, headers: merged });
 }
 
 /**
@@ -237,7 +289,12 @@ export function createAuthServer(options) {
     const result = await handle({ method: request.method, path: url.pathname, query: url.search.slice(1), headers, body, user: user ?? null });
     if (result.kind === "serve") {
       const handler = api[url.pathname];
-      return handler ? handler(result.principal, request) : new Response("null", { status: 404, headers: { "Content-Type": "application/json" } });
+      // The handler gets the request with its body (read once, here), so an operation can take
+      // arguments; the core's headers (no-store, nosniff, CORS) go on whatever it answers.
+      const answer = handler
+        ? await handler(result.principal, withBody(request, body))
+        : new Response("null", { status: 404, headers: { "Content-Type": "application/json" } });
+      return withHeaders(answer, result.headers);
     }
     return new Response(result.body === "" ? null : result.body, { status: result.status, headers: result.headers });
   }

@@ -110,7 +110,11 @@ test("an authorized call crosses as its principal", async () => {
   assert.equal(tokens.outcome(), "tokens");
   const { access_token } = JSON.parse(tokens.body());
   const call = run(core.request({ method: "POST", path: GET_ACCOUNT, headers: ["authorization", `Bearer ${access_token}`] }, NOW + 1, entropy()));
-  assert.equal(call.step(), ["s", "pkce-app", ALICE.account_id, ALICE.uid, "account_info.read files.metadata.read", String(NOW + 14_400)].join("\0"));
+  // The principal, then the headers the host's answer carries.
+  assert.equal(
+    call.step(),
+    ["s", "pkce-app", ALICE.account_id, ALICE.uid, "account_info.read files.metadata.read", String(NOW + 14_400), "Cache-Control", "no-store", "X-Content-Type-Options", "nosniff"].join("\0"),
+  );
   for (const r of [redirect, tokens, call]) r.free();
 });
 

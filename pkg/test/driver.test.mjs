@@ -156,6 +156,11 @@ test("the plain-value entry takes node:http's values and answers plain values", 
   assert.deepEqual(call, {
     kind: "serve",
     principal: { app: PKCE_APP, account_id: ALICE.account_id, uid: ALICE.uid, scopes: ["account_info.read", "files.metadata.read"], expires_at: 1_700_014_400 },
+    // What the host's answer must carry: never cached, never sniffed.
+    headers: [
+      ["Cache-Control", "no-store"],
+      ["X-Content-Type-Options", "nosniff"],
+    ],
   });
   const replay = await srv.handle({ method: "POST", url: "/oauth2/token", headers: ["Content-Type", "application/x-www-form-urlencoded"], body });
   assert.deepEqual([replay.status, replay.refusal], [400, "code_reused"]);

@@ -67,17 +67,17 @@ export const form = (pairs) => ({
  * The fixture configuration served by `createAuthServer` over memory storage, on a hand-moved
  * clock, with `get_current_account` answering the principal's account id.
  */
-export function testServer({ signedIn = true, audit = [] } = {}) {
+export function testServer({ signedIn = true, audit = [], storage = memoryStorage(), onAudit = (event) => audit.push(event), api = {} } = {}) {
   let now = 1_700_000_000;
   const srv = createAuthServer({
     ...config(),
     apiEndpoints: config().api_endpoints,
-    storage: memoryStorage(),
+    storage,
     clock: () => now,
-    onAudit: (event) => audit.push(event),
+    onAudit,
     hooks: {
       currentUser: async () => (signedIn ? ALICE : null),
-      api: { [GET_ACCOUNT]: async (principal) => Response.json({ account_id: principal.account_id }) },
+      api: { [GET_ACCOUNT]: async (principal) => Response.json({ account_id: principal.account_id }), ...api },
     },
   });
   return { srv, audit, now: () => now, advance: (s) => (now += s) };

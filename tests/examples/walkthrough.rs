@@ -88,9 +88,9 @@ impl Host {
                     show(reply);
                     return Ended::Reply(reply.clone());
                 }
-                Step::Serve(principal) => {
+                Step::Serve(Authorized { principal, headers }) => {
                     println!(
-                        "  → serve the call for {} ({}), scopes [{}]",
+                        "  → serve the call for {} ({}), scopes [{}], answer with {headers:?}",
                         principal.account_id, principal.app, principal.scopes
                     );
                     return Ended::Serve(principal.clone());

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use edgegrant::{
-    AccountId, AppKey, Config, ConfigDocument, Entropy, HttpRequest, HttpResponse, Input, Outcome,
-    Unlinker, User, ENTROPY_LEN,
+    AccountId, AppKey, Authorized, Config, ConfigDocument, Entropy, HttpRequest, HttpResponse,
+    Input, Outcome, Unlinker, User, ENTROPY_LEN,
 };
 use serde_json::{json, Map, Value};
 
@@ -373,14 +373,27 @@ fn observe(answer: &Answer, path: &str) -> Observation {
             ..Observation::default()
         },
         Answer::Reply(reply) => observe_response(&reply.response),
-        Answer::Serve(principal) if path == ACCOUNT_ENDPOINT => Observation {
-            status: Some(200),
-            headers: vec![("content-type".into(), "application/json".into())],
-            json: Some(json!({"account_id": principal.account_id.as_str()})),
-            ..Observation::default()
-        },
-        Answer::Serve(_) => Observation {
+        // The host's answer carries the headers the core handed it, as every host sets them.
+        Answer::Serve(Authorized { principal, headers }) if path == ACCOUNT_ENDPOINT => {
+            let mut observed = vec![("content-type".into(), "application/json".into())];
+            observed.extend(
+                headers
+                    .iter()
+                    .map(|(n, v)| (n.to_ascii_lowercase(), v.clone())),
+            );
+            Observation {
+                status: Some(200),
+                headers: observed,
+                json: Some(json!({"account_id": principal.account_id.as_str()})),
+                ..Observation::default()
+            }
+        }
+        Answer::Serve(Authorized { headers, .. }) => Observation {
             status: Some(404),
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.to_ascii_lowercase(), v.clone()))
+                .collect(),
             ..Observation::default()
         },
     }

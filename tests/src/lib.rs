@@ -108,8 +108,8 @@ impl Store {
 pub enum Answer {
     /// Send this reply.
     Reply(Reply),
-    /// Serve the API call for this principal.
-    Serve(Principal),
+    /// Serve the API call for this principal, with these headers.
+    Serve(Authorized),
 }
 
 impl Answer {
@@ -117,7 +117,9 @@ impl Answer {
     pub fn reply(&self) -> &Reply {
         match self {
             Answer::Reply(reply) => reply,
-            Answer::Serve(p) => panic!("expected a reply, got an authorized call for {p:?}"),
+            Answer::Serve(authorized) => {
+                panic!("expected a reply, got an authorized call for {authorized:?}")
+            }
         }
     }
 

@@ -60,7 +60,7 @@ fn assert_refused(
 fn a_valid_bearer_token_yields_the_principal() {
     let mut sim = Sim::new(fixture_config());
     let token = access_of(&sim.pkce_offline_tokens(&alice()));
-    let Answer::Serve(principal) = sim.api(GET_ACCOUNT, &token) else {
+    let Answer::Serve(Authorized { principal, .. }) = sim.api(GET_ACCOUNT, &token) else {
         panic!("expected the principal")
     };
     assert_eq!(principal.app.as_str(), PKCE_APP);
@@ -428,4 +428,86 @@ fn unlink_and_revocation_checks_read_a_constant_number_of_records() {
     let large = keys_read_after_unlink(8, 12);
     assert_eq!(small, (3, 2), "token, then grant + link in one batch");
     assert_eq!(large, small, "the same reads with 104 tokens as with one");
+}
+
+#[test]
+fn an_app_removed_from_the_configuration_is_switched_off() {
+    let mut sim = Sim::new(fixture_config());
+    let tokens = sim.pkce_offline_tokens(&alice());
+    let access = access_of(&tokens);
+    let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
+    assert!(matches!(sim.api(GET_ACCOUNT, &access), Answer::Serve(_)));
+
+    // The operator deletes the app; the records stay in the store.
+    let mut doc = fixture_document();
+    doc.apps.retain(|app| app.key.as_str() != PKCE_APP);
+    sim.config = std::sync::Arc::new(Config::new(doc).unwrap());
+
+    let call = sim.api(GET_ACCOUNT, &access);
+    assert_refused(
+        call,
+        401,
+        "invalid_access_token",
+        Some("invalid_token"),
+        Refusal::AppRemoved,
+    );
+    assert_refused(
+        sim.revoke_answer(&access),
+        401,
+        "invalid_access_token",
+        Some("invalid_token"),
+        Refusal::AppRemoved,
+    );
+    let refreshed = refresh_answer(&mut sim, &refresh, PKCE_APP);
+    assert_eq!(
+        refreshed.refusal(),
+        Some(&Refusal::ClientAuthenticationFailed)
+    );
+    assert_eq!(http(refreshed).status, 400);
+    let consent = sim.authorize(&pkce_offline_query("s"), Some(&alice()));
+    assert_eq!(consent.refusal(), Some(&Refusal::UnknownClient));
+    assert_eq!(http(consent).status, 400);
+}
+
+#[test]
+fn revoke_takes_post_only_and_every_answer_is_uncacheable_and_unsniffable() {
+    let mut sim = Sim::new(fixture_config());
+    let access = access_of(&sim.pkce_offline_tokens(&alice()));
+    for method in ["GET", "PUT", "DELETE", "PATCH"] {
+        let mut request = HttpRequest::new(method, "/2/auth/token/revoke", "");
+        request
+            .headers
+            .push(("Authorization".into(), format!("Bearer {access}")));
+        let answer = sim.http(request, None);
+        assert_eq!(answer.refusal(), Some(&Refusal::MethodNotAllowed));
+        let response = http(answer);
+        assert_eq!(response.status, 405, "{method}");
+        assert_eq!(response.header("Allow"), Some("POST"));
+        assert_eq!(response.header("Cache-Control"), Some("no-store"));
+    }
+    // The token is still live: a wrong method changed nothing.
+    let Answer::Serve(Authorized { headers, .. }) = sim.api(GET_ACCOUNT, &access) else {
+        panic!("expected the call to be served")
+    };
+    let header = |name: &str| {
+        headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    };
+    assert_eq!(header("Cache-Control"), Some("no-store"));
+    assert_eq!(header("X-Content-Type-Options"), Some("nosniff"));
+    for response in [
+        sim.revoke(&access),
+        http(sim.api(GET_ACCOUNT, &access)),
+        http(sim.authorize(&pkce_offline_query("s"), Some(&alice()))),
+        http(sim.authorize("client_id=nobody", Some(&alice()))),
+    ] {
+        assert_eq!(
+            response.header("X-Content-Type-Options"),
+            Some("nosniff"),
+            "{response:?}"
+        );
+        assert_eq!(response.header("Cache-Control"), Some("no-store"));
+    }
 }

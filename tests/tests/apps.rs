@@ -56,7 +56,7 @@ fn before_the_cutoff_a_long_lived_default_gets_a_non_expiring_token() {
     let token = body["access_token"].as_str().unwrap().to_owned();
     sim.advance(5 * 365 * 24 * 3600);
     assert!(is_authorized(&mut sim, GET_ACCOUNT, &token));
-    let Answer::Serve(principal) = sim.api(GET_ACCOUNT, &token) else {
+    let Answer::Serve(Authorized { principal, .. }) = sim.api(GET_ACCOUNT, &token) else {
         panic!()
     };
     assert_eq!(principal.expires_at, None);
@@ -213,7 +213,7 @@ fn migration_does_not_affect_existing_tokens() {
 
     // The old token keeps exactly its scopes.
     assert!(is_authorized(&mut sim, UPLOAD, &old));
-    let Answer::Serve(principal) = sim.api(GET_ACCOUNT, &old) else {
+    let Answer::Serve(Authorized { principal, .. }) = sim.api(GET_ACCOUNT, &old) else {
         panic!()
     };
     assert_eq!(principal.scopes.to_string(), USER_SCOPES.join(" "));

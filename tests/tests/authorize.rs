@@ -541,7 +541,8 @@ fn the_code_is_bound_to_the_consenting_user() {
     let body = json(&sim.exchange_confidential(&code));
     assert_eq!(body["account_id"], bob().account_id.as_str());
     assert_eq!(body["uid"], bob().uid.as_str());
-    let Answer::Serve(principal) = sim.api(GET_ACCOUNT, body["access_token"].as_str().unwrap())
+    let Answer::Serve(Authorized { principal, .. }) =
+        sim.api(GET_ACCOUNT, body["access_token"].as_str().unwrap())
     else {
         panic!()
     };

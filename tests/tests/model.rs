@@ -1076,7 +1076,7 @@ impl World {
             model.epoch(grant.app, grant.user)
         );
         match answer {
-            Answer::Serve(principal) => {
+            Answer::Serve(Authorized { principal, .. }) => {
                 assert!(live, "{what}: authorized, but the model has the token dead");
                 assert!(has_scope, "{what}: authorized without the Required Scope");
                 let user = &self.users[grant.user];

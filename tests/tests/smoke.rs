@@ -25,7 +25,7 @@ fn pkce_offline_flow_end_to_end() {
     assert_eq!(body["expires_in"], 14400);
     assert_eq!(body["token_type"], "bearer");
     let refresh = body["refresh_token"].as_str().unwrap().to_owned();
-    let Answer::Serve(p) = sim.api(GET_ACCOUNT, access) else {
+    let Answer::Serve(Authorized { principal: p, .. }) = sim.api(GET_ACCOUNT, access) else {
         panic!()
     };
     assert_eq!(p.account_id, alice().account_id);

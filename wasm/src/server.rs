@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use edgegrant::{
-    AccountId, AppKey, Config, ConfigDocument, Entropy, Expect, HttpRequest, Input, Outcome,
-    RecordKey, Step, Stored, Uid, UnixTime, Unlinker, User, ENTROPY_LEN,
+    AccountId, AppKey, Authorized, Config, ConfigDocument, Entropy, Expect, HttpRequest, Input,
+    Outcome, RecordKey, Step, Stored, Uid, UnixTime, Unlinker, User, ENTROPY_LEN,
 };
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
@@ -286,7 +286,8 @@ impl Request {
     /// NUL-separated string of `r` and the keys to read (then `supply` each); `w` (a write:
     /// the `put*` getters and `audit`, then `committed` or `conflicted`); `p` (a reply:
     /// `status`, `headers`, `body`, `outcome`, `refusal`); or `s` and the authorized call's
-    /// principal: app, account id, uid, space-separated scopes and expiry (empty for none).
+    /// principal: app, account id, uid, space-separated scopes and expiry (empty for none),
+    /// then the headers to set on the API's answer, names and values alternately.
     pub fn step(&mut self) -> String {
         let mut out = String::new();
         match self.inner.poll() {
@@ -299,7 +300,7 @@ impl Request {
             }
             Step::Write(_) => out.push('w'),
             Step::Respond(_) => out.push('p'),
-            Step::Serve(principal) => {
+            Step::Serve(Authorized { principal, headers }) => {
                 out.push('s');
                 for field in [
                     principal.app.as_str(),
@@ -314,6 +315,12 @@ impl Request {
                 out.push('\0');
                 if let Some(at) = principal.expires_at {
                     out.push_str(&at.0.to_string());
+                }
+                for (name, value) in headers {
+                    out.push('\0');
+                    out.push_str(name);
+                    out.push('\0');
+                    out.push_str(value);
                 }
             }
         }
@@ -400,6 +407,12 @@ impl Request {
             Step::Write(transaction) => json_text(&transaction.audit),
             _ => Ok("[]".into()),
         }
+    }
+
+    /// The store failed on the pending read or write (not a failed condition): the request
+    /// ends in 503 with `Retry-After`.
+    pub fn unavailable(&mut self) -> Result<(), JsError> {
+        self.inner.unavailable().map_err(misuse)
     }
 
     /// The transaction applied.

@@ -72,6 +72,10 @@ fn authenticate<'a>(
     if let Err(refusal) = access_token::check(token, ctx.now) {
         return Ok(Err(refusal));
     }
+    // Removing an app from the configuration switches it off: its tokens end with it.
+    if ctx.config.app(token.app.as_str()).is_none() {
+        return Ok(Err(Refusal::AppRemoved));
+    }
     let grant_key = RecordKey::Grant(token.grant.clone());
     let link_key = RecordKey::Link(token.app.clone(), token.account_id.clone());
     ctx.need(&[&grant_key, &link_key])?;
@@ -125,7 +129,11 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
                 &Record::Grant(grant::revoked(grant, ctx.now)),
                 None,
             );
-            Ok(Decision::commit_one(put, audit, Ending::Revoked))
+            Ok(Decision::commit_one(
+                put,
+                audit,
+                Ending::Revoked(grant.app.clone()),
+            ))
         }
     }
 }

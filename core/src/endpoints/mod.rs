@@ -9,7 +9,9 @@ pub(crate) mod token;
 pub(crate) mod unlink;
 
 use crate::config::Config;
+use crate::cors;
 use crate::ctx::{Ctx, Decision, Ending, Flow, Via};
+use crate::ids::AppKey;
 use crate::refusal::Refusal;
 use crate::step::Input;
 use crate::wire::http::HttpRequest;
@@ -50,6 +52,14 @@ impl Route {
             }
             Input::Http { request, user } => (request, user),
         };
+        if request.method.eq_ignore_ascii_case("OPTIONS") {
+            if let Some(methods) = cors::methods(config, &request.path) {
+                return Route::Ended(match cors::preflight(config, &request, methods) {
+                    Some(preflight) => Ending::Preflight(preflight),
+                    None => Ending::Refused(Refusal::CrossOriginRefused, Via::Plain),
+                });
+            }
+        }
         let parsed = match request.path.as_str() {
             "/oauth2/authorize" => match request.method.as_str() {
                 "GET" | "get" => authorize::parse_get(config, &request, user).map(Route::Authorize),
@@ -59,6 +69,9 @@ impl Route {
                 _ => Err(Ending::Refused(Refusal::MethodNotAllowed, Via::Page)),
             },
             "/oauth2/token" => token::parse(config, &request).map(Route::Token),
+            "/2/auth/token/revoke" if !request.method.eq_ignore_ascii_case("POST") => {
+                Err(Ending::Refused(Refusal::MethodNotAllowed, Via::Bearer))
+            }
             "/2/auth/token/revoke" => {
                 api::parse(config, &request, api::Purpose::Revoke).map(Route::Bearer)
             }
@@ -69,6 +82,23 @@ impl Route {
             },
         };
         parsed.unwrap_or_else(Route::Ended)
+    }
+
+    /// The app a token request authenticated, whose origins may read its tokens.
+    pub fn client(&self) -> Option<&AppKey> {
+        match self {
+            Route::Token(parsed) => Some(parsed.client()),
+            _ => None,
+        }
+    }
+
+    /// Where a failure of the request as a whole (storage, contention) is answered: a page for
+    /// the browser's authorization requests, JSON for the endpoints clients call.
+    pub fn failure_channel(&self) -> Via {
+        match self {
+            Route::Authorize(_) => Via::Page,
+            _ => Via::Plain,
+        }
     }
 
     /// Decides as far as the loaded records allow.

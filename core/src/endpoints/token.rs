@@ -63,6 +63,15 @@ pub(crate) enum Parsed {
     },
 }
 
+impl Parsed {
+    /// The authenticated app.
+    pub fn client(&self) -> &AppKey {
+        match self {
+            Parsed::Exchange { client, .. } | Parsed::Refresh { client, .. } => &client.app,
+        }
+    }
+}
+
 fn refuse<T>(refusal: Refusal) -> Result<T, Ending> {
     Err(Ending::Refused(refusal, Via::Token { basic: false }))
 }

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use edgegrant::{
-    AuditEvent, Config, Entropy, Misuse, Principal, Reply, Step, UnixTime, ENTROPY_LEN,
+    AuditEvent, Authorized, Config, Entropy, Misuse, Reply, Step, UnixTime, ENTROPY_LEN,
 };
 
 use crate::config::Accounts;
@@ -58,8 +58,8 @@ pub struct App {
 pub enum Finish {
     /// Send this.
     Reply(Reply),
-    /// An authorized API call: the host's handler answers.
-    Serve(Principal),
+    /// An authorized API call: the host's handler answers, with these headers set.
+    Serve(Authorized),
 }
 
 /// A fault of the host, never of the client.
@@ -171,14 +171,29 @@ impl App {
                 match request.poll() {
                     Step::Read(keys) => {
                         let keys = keys.to_vec();
-                        let found = store.read(connection, &keys)?;
-                        for key in &keys {
-                            request.supply(key, found.get(&key.to_string()))?;
+                        match store.read(connection, &keys) {
+                            Ok(found) => {
+                                for key in &keys {
+                                    request.supply(key, found.get(&key.to_string()))?;
+                                }
+                            }
+                            // The core answers 503 with Retry-After, on the endpoint's channel.
+                            Err(error) => {
+                                eprintln!("storage read failed: {error}");
+                                request.unavailable()?;
+                            }
                         }
                     }
                     Step::Write(transaction) => {
-                        let applied = store.apply(connection, &transaction.puts)?;
                         let audit = transaction.audit.clone();
+                        let applied = match store.apply(connection, &transaction.puts) {
+                            Ok(applied) => applied,
+                            Err(error) => {
+                                eprintln!("storage write failed: {error}");
+                                request.unavailable()?;
+                                continue;
+                            }
+                        };
                         if applied {
                             request.committed()?;
                             self.audit(&audit);
@@ -189,7 +204,7 @@ impl App {
                         }
                     }
                     Step::Respond(reply) => return Ok(Finish::Reply(reply.clone())),
-                    Step::Serve(principal) => return Ok(Finish::Serve(principal.clone())),
+                    Step::Serve(authorized) => return Ok(Finish::Serve(authorized.clone())),
                 }
             }
             Err(Fault::Unfinished)

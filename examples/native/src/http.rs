@@ -98,7 +98,19 @@ async fn serve(app: Arc<App>, site: Arc<Site>, input: Input) -> Response {
     };
     match run(app, site.clone(), input).await {
         Ok(Finish::Reply(reply)) => respond(reply.response),
-        Ok(Finish::Serve(principal)) => api(&site, &path, &principal),
+        Ok(Finish::Serve(authorized)) => {
+            let mut response = api(&site, &path, &authorized.principal);
+            // The core's headers for the answer (no-store, nosniff, CORS), over the handler's.
+            for (name, value) in &authorized.headers {
+                if let (Ok(name), Ok(value)) = (
+                    HeaderName::from_bytes(name.as_bytes()),
+                    HeaderValue::from_bytes(value.as_bytes()),
+                ) {
+                    response.headers_mut().insert(name, value);
+                }
+            }
+            response
+        }
         Err(fault) => fault_response(&fault),
     }
 }
