@@ -32,8 +32,12 @@ pub(crate) fn methods(config: &Config, path: &str) -> Option<&'static str> {
     }
 }
 
-/// The `Origin` of a request to an endpoint answered cross-origin, when it names a web origin.
+/// The `Origin` of a request to an endpoint answered cross-origin, when it names a web origin
+/// (a preflight's answer is [`preflight`]'s alone).
 pub(crate) fn request_origin(config: &Config, request: &HttpRequest) -> Option<Box<str>> {
+    if request.method.eq_ignore_ascii_case("OPTIONS") {
+        return None;
+    }
     methods(config, &request.path)?;
     let value = request.single_header("origin")?;
     origin(value).map(|_| value.trim().into())
