@@ -296,3 +296,54 @@ fn consent_racing_unlink_never_revives_old_tokens() {
     });
     assert!(saw_conflict, "some schedule races both commits");
 }
+
+/// Issue 15: automatic re-authorization is one decision under the link's conditional write. A
+/// signed-in user who already granted the app opens the authorization URL while the app is being
+/// unlinked: either the code is issued before the unlink commits (and the unlink ends it), or the
+/// user is asked again — never a code issued after the unlink without a new consent.
+#[test]
+fn reauthorization_racing_unlink_never_issues_an_unapproved_code() {
+    let (sim, _, _) = signed_in();
+    let reauthorize = Input::Http {
+        request: HttpRequest::new("GET", "/oauth2/authorize", &pkce_offline_query("again")),
+        user: Some(alice()),
+    };
+    let inputs = vec![reauthorize, unlink_input(&alice())];
+    let (mut redirected, mut asked) = (0, 0);
+    scenario(
+        "re-authorization racing unlink",
+        &sim,
+        &inputs,
+        &[0, 1],
+        &mut |s| {
+            let unlinked = s
+                .commit_of(|e| matches!(e, AuditEvent::Unlinked { .. }))
+                .expect("the unlink commits");
+            match s.answers[0].last().map(Answer::outcome) {
+                Some(Outcome::Redirect(location)) => {
+                    redirected += 1;
+                    let issued = s
+                        .commit_of(|e| matches!(e, AuditEvent::CodeIssued { .. }))
+                        .expect("a redirected code was committed");
+                    let crashed = s.trace.iter().any(|e| matches!(e, Event::Crash { .. }));
+                    assert!(
+                        issued < unlinked || crashed,
+                        "a code issued after the unlink without consent: {:?}",
+                        s.trace
+                    );
+                    // Whatever the order, the code is dead once the unlink committed.
+                    let code = redirect_param(location, "code").expect("a code");
+                    let mut after = Sim::new(Config::clone(&sim.config));
+                    after.store = s.store.clone();
+                    let exchanged = after.exchange_pkce(&code, VERIFIER);
+                    assert_eq!(exchanged.status, 400, "{:?}", s.trace);
+                }
+                Some(Outcome::Consent(_)) => asked += 1,
+                other => {
+                    panic!("re-authorization ends in a redirect or the consent page: {other:?}")
+                }
+            }
+        },
+    );
+    assert!(redirected > 0 && asked > 0, "both orders were explored");
+}
