@@ -186,6 +186,41 @@ pub struct Policy {
     /// a code sent over plain HTTP can be read on the way (RFC 9700 §2.6, RFC 6749 §3.1.2.1);
     /// loopback `http` URIs of native apps are always allowed (RFC 8252 §7.3).
     pub allow_http_redirect_uris: bool,
+    /// Limits on failed credential checks (client secrets at the token endpoint, and the host's
+    /// own sign-in through [`Input::Attempts`](crate::Input::Attempts)).
+    pub attempts: AttemptLimits,
+}
+
+/// How many failed credential checks each attempter may have within one window before every
+/// check is refused with `429` and `Retry-After` until the window ends. Counts are kept in the
+/// host's store (so they hold across instances), under a digest of the attempter. `0` turns a
+/// limit off.
+///
+/// A per-client limit lets anyone who knows an app key make that app wait by failing on its
+/// behalf; it is set high, so that it only stops a sustained guess, while the per-source limit
+/// stops one address early. Checks racing each other may each pass before any of them records
+/// its failure: the count can overshoot by the number of checks in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttemptLimits {
+    /// The window, from the first failure on. Default 900 s.
+    pub window: Seconds,
+    /// Failed client authentications per app. Default 100.
+    pub per_client: u32,
+    /// Failed checks per network source (as the host names it). Default 50.
+    pub per_source: u32,
+    /// Failed sign-ins per account name (the host's sign-in). Default 10.
+    pub per_account: u32,
+}
+
+impl Default for AttemptLimits {
+    fn default() -> Self {
+        AttemptLimits {
+            window: Seconds(900),
+            per_client: 100,
+            per_source: 50,
+            per_account: 10,
+        }
+    }
 }
 
 impl Default for Policy {
@@ -199,6 +234,7 @@ impl Default for Policy {
             token_parameters_in_query: true,
             max_attempts: 5,
             allow_http_redirect_uris: false,
+            attempts: AttemptLimits::default(),
         }
     }
 }
@@ -272,6 +308,12 @@ impl Config {
         }
         if policy.max_attempts == 0 {
             return Err(ConfigError::Attempts);
+        }
+        if policy.attempts.window.0 == 0 {
+            return Err(problem(
+                "policy.attempts.window",
+                "must be at least one second",
+            ));
         }
         let pages = Pages::compile(doc.pages)?;
         if let Some(path) = doc.api_endpoints.keys().find(|p| !p.starts_with("/2/")) {
@@ -489,7 +531,7 @@ struct AppJson<'a>(&'a App);
 impl Serialize for AppJson<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let app = self.0;
-        let mut out = s.serialize_map(Some(8))?;
+        let mut out = s.serialize_map(Some(9))?;
         out.serialize_entry("key", app.key.as_str())?;
         out.serialize_entry("name", &app.name)?;
         out.serialize_entry("secret_digest", &app.secret_digest.map(|d| d.to_base64()))?;
@@ -556,6 +598,21 @@ impl Serialize for PolicyJson<'_> {
         out.serialize_entry("token_parameters_in_query", &p.token_parameters_in_query)?;
         out.serialize_entry("max_attempts", &u64::from(p.max_attempts))?;
         out.serialize_entry("allow_http_redirect_uris", &p.allow_http_redirect_uris)?;
+        out.serialize_entry("attempts", &AttemptsJson(&p.attempts))?;
+        out.end()
+    }
+}
+
+struct AttemptsJson<'a>(&'a AttemptLimits);
+
+impl Serialize for AttemptsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let a = self.0;
+        let mut out = s.serialize_map(Some(4))?;
+        out.serialize_entry("window", &a.window.0)?;
+        out.serialize_entry("per_client", &u64::from(a.per_client))?;
+        out.serialize_entry("per_source", &u64::from(a.per_source))?;
+        out.serialize_entry("per_account", &u64::from(a.per_account))?;
         out.end()
     }
 }
@@ -691,6 +748,7 @@ fn policy_from_json(value: &Value) -> Result<Policy, ConfigError> {
             }
             "token_parameters_in_query" => policy.token_parameters_in_query = boolean(value, &at)?,
             "allow_http_redirect_uris" => policy.allow_http_redirect_uris = boolean(value, &at)?,
+            "attempts" => policy.attempts = attempts_from_json(value, &at)?,
             "max_attempts" => {
                 policy.max_attempts =
                     u32::try_from(whole(value, &at)?).map_err(|_| problem(&at, "is too large"))?;
@@ -699,6 +757,24 @@ fn policy_from_json(value: &Value) -> Result<Policy, ConfigError> {
         }
     }
     Ok(policy)
+}
+
+fn attempts_from_json(value: &Value, at: &str) -> Result<AttemptLimits, ConfigError> {
+    let mut limits = AttemptLimits::default();
+    let count = |value: &Value, at: &str| {
+        u32::try_from(whole(value, at)?).map_err(|_| problem(at, "is too large"))
+    };
+    for (name, value) in object(value, at)? {
+        let at = format!("{at}.{name}");
+        match name.as_str() {
+            "window" => limits.window = Seconds(whole(value, &at)?),
+            "per_client" => limits.per_client = count(value, &at)?,
+            "per_source" => limits.per_source = count(value, &at)?,
+            "per_account" => limits.per_account = count(value, &at)?,
+            _ => {}
+        }
+    }
+    Ok(limits)
 }
 
 pub(crate) fn problem(field: &str, problem: &str) -> ConfigError {

@@ -163,6 +163,23 @@ digest_type!(
     /// SHA-256 of an app's [`ClientSecret`], as registered in the configuration.
     SecretDigest
 );
+digest_type!(
+    /// SHA-256 of whom failed attempts are counted against (an app, a network source, an
+    /// account name): the storage key of the count, which so never holds an address or a name.
+    AttempterDigest
+);
+
+impl AttempterDigest {
+    /// The digest of `value` counted as a `kind` (the two joined by a NUL, which neither
+    /// holds, so no two attempters share a digest).
+    pub(crate) fn of(kind: &str, value: &str) -> AttempterDigest {
+        let mut hasher = Sha256::new();
+        hasher.update(kind.as_bytes());
+        hasher.update([0]);
+        hasher.update(value.as_bytes());
+        AttempterDigest(hasher.finalize().into())
+    }
+}
 
 credential!(
     /// A one-time authorization code (43 URL-safe characters, 256 bits).

@@ -10,7 +10,8 @@ use crate::cors::Preflight;
 use crate::credentials::{AccessToken, AuthorizationCode, Entropy, RefreshToken};
 use crate::ids::AppKey;
 use crate::records::{
-    AccessTokenRecord, CodeRecord, GrantRecord, LinkRecord, Record, RecordKey, RefreshTokenRecord,
+    AccessTokenRecord, AttemptsRecord, CodeRecord, GrantRecord, LinkRecord, Record, RecordKey,
+    RefreshTokenRecord,
 };
 use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
@@ -73,6 +74,8 @@ pub(crate) enum Ending {
     Serve(Principal),
     /// A CORS preflight that is allowed.
     Preflight(Preflight),
+    /// The host's credential check may go ahead.
+    AttemptsAllowed,
 }
 
 /// The consent page's content.
@@ -158,6 +161,7 @@ record_kind!(AccessTokenRecord, AccessToken);
 record_kind!(RefreshTokenRecord, RefreshToken);
 record_kind!(GrantRecord, Grant);
 record_kind!(LinkRecord, Link);
+record_kind!(AttemptsRecord, Attempts);
 
 pub(crate) struct Ctx<'a> {
     pub config: &'a Config,

@@ -148,17 +148,21 @@ mod step;
 mod time;
 mod wire;
 
-pub use config::{App, Config, ConfigDocument, ConfigError, DefaultTokenType, Permissions, Policy};
+pub use config::{
+    App, AttemptLimits, Config, ConfigDocument, ConfigError, DefaultTokenType, Permissions, Policy,
+};
 pub use credentials::{
-    AccessToken, AccessTokenDigest, AuthorizationCode, ClientSecret, CodeDigest, Entropy,
-    RefreshToken, RefreshTokenDigest, SecretDigest, ENTROPY_LEN,
+    AccessToken, AccessTokenDigest, AttempterDigest, AuthorizationCode, ClientSecret, CodeDigest,
+    Entropy, RefreshToken, RefreshTokenDigest, SecretDigest, ENTROPY_LEN,
 };
 pub use ids::{AccountId, AppKey, GrantId, InvalidId, RedirectUri, Uid, User};
+pub use machines::attempts::Attempter;
 pub use pages::{PageTemplates, DEFAULT_CODE, DEFAULT_CONSENT, DEFAULT_ERROR, DEFAULT_SIGN_IN};
 pub use pkce::{ChallengeMethod, CodeChallenge, CodeVerifier};
 pub use records::{
-    AccessTokenRecord, BadRecord, BadRecordKey, CodeRecord, CodeState, GrantRecord, LinkRecord,
-    Record, RecordKey, RefreshTokenRecord, Stored, TokenAccessType, FORMAT as RECORD_FORMAT,
+    AccessTokenRecord, AttemptsRecord, BadRecord, BadRecordKey, CodeRecord, CodeState, GrantRecord,
+    LinkRecord, Record, RecordKey, RefreshTokenRecord, Stored, TokenAccessType,
+    FORMAT as RECORD_FORMAT,
 };
 pub use refusal::Refusal;
 pub use request::Request;

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-use crate::credentials::{AccessTokenDigest, CodeDigest, RefreshTokenDigest};
+use crate::credentials::{AccessTokenDigest, AttempterDigest, CodeDigest, RefreshTokenDigest};
 use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, Uid};
 use crate::pkce::CodeChallenge;
 use crate::scope::ScopeSet;
@@ -122,6 +122,16 @@ pub struct LinkRecord {
     pub offline: bool,
 }
 
+/// Failed credential checks counted against one attempter in the current window: the window
+/// opened with the first failure, and the count resets once it has passed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttemptsRecord {
+    /// When the window opened.
+    pub window_start: UnixTime,
+    /// Failures since then.
+    pub failures: u32,
+}
+
 /// Any stored record.
 ///
 /// Stored as postcard (positional): a field or variant may never be reordered or removed, and
@@ -138,6 +148,8 @@ pub enum Record {
     Grant(GrantRecord),
     /// Under [`RecordKey::Link`].
     Link(LinkRecord),
+    /// Under [`RecordKey::Attempts`].
+    Attempts(AttemptsRecord),
 }
 
 /// The format of stored records: the first byte of every [`Record::encode`].
@@ -176,6 +188,7 @@ impl Record {
                 | (Record::RefreshToken(_), RecordKey::RefreshToken(_))
                 | (Record::Grant(_), RecordKey::Grant(_))
                 | (Record::Link(_), RecordKey::Link(..))
+                | (Record::Attempts(_), RecordKey::Attempts(_))
         )
     }
 }
@@ -203,7 +216,7 @@ impl Stored {
 }
 
 /// Where a record lives. Its text form (`code:…`, `access:…`, `refresh:…`, `grant:…`,
-/// `link:<app>:<account>`) is the storage key.
+/// `link:<app>:<account>`, `attempts:…`) is the storage key.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RecordKey {
     /// An authorization code, by digest.
@@ -216,6 +229,8 @@ pub enum RecordKey {
     Grant(GrantId),
     /// The link of one user and one app.
     Link(AppKey, AccountId),
+    /// The failed attempts counted against one attempter, by digest.
+    Attempts(AttempterDigest),
 }
 
 impl fmt::Display for RecordKey {
@@ -226,6 +241,7 @@ impl fmt::Display for RecordKey {
             RecordKey::RefreshToken(d) => write!(f, "refresh:{}", d.to_base64()),
             RecordKey::Grant(id) => write!(f, "grant:{id}"),
             RecordKey::Link(app, account) => write!(f, "link:{app}:{account}"),
+            RecordKey::Attempts(d) => write!(f, "attempts:{}", d.to_base64()),
         }
     }
 }
@@ -244,6 +260,7 @@ impl FromStr for RecordKey {
             "code" => CodeDigest::from_base64(rest).map(RecordKey::Code),
             "access" => AccessTokenDigest::from_base64(rest).map(RecordKey::AccessToken),
             "refresh" => RefreshTokenDigest::from_base64(rest).map(RecordKey::RefreshToken),
+            "attempts" => AttempterDigest::from_base64(rest).map(RecordKey::Attempts),
             "grant" => (!rest.is_empty()
                 && rest
                     .bytes()

@@ -4,6 +4,7 @@
 //! one place that maps a reason to its response.
 
 use crate::scope::Scope;
+use crate::time::Seconds;
 
 /// Why a request was refused.
 ///
@@ -24,6 +25,10 @@ pub enum Refusal {
     /// The store failed (the host reported it with
     /// [`Request::unavailable`](crate::Request::unavailable)): 503, try again.
     StorageUnavailable,
+    /// Too many failed credential checks by this client, source or account in the current
+    /// window ([`AttemptLimits`](crate::AttemptLimits)): 429, retry after this long. The
+    /// credentials are not even checked.
+    TooManyAttempts(Seconds),
     /// A CORS preflight from an origin no app registered, or for a method the endpoint does
     /// not take (403, no CORS headers).
     CrossOriginRefused,
@@ -166,6 +171,7 @@ impl Refusal {
             MethodNotAllowed => "method_not_allowed",
             Contention => "contention",
             StorageUnavailable => "storage_unavailable",
+            TooManyAttempts(_) => "too_many_attempts",
             CrossOriginRefused => "cross_origin_refused",
             Repeated(_) => "repeated",
             ClientIdMissing => "client_id_missing",

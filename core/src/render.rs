@@ -52,7 +52,7 @@ impl Refusal {
             UnknownAccessToken | AccessTokenExpired | AccessTokenRevoked | AccessTokenUnlinked
             | AppRemoved => "invalid_token",
             MissingScope(_) => "insufficient_scope",
-            Contention | StorageUnavailable => "temporarily_unavailable",
+            Contention | StorageUnavailable | TooManyAttempts(_) => "temporarily_unavailable",
             NotFound => "not_found",
             _ => "invalid_request",
         }
@@ -71,6 +71,12 @@ impl Refusal {
             MethodNotAllowed => "the endpoint does not accept this method",
             Contention => "storage contention, retry",
             StorageUnavailable => "storage is unavailable, retry",
+            TooManyAttempts(wait) => {
+                return Cow::Owned(format!(
+                    "too many failed attempts; retry in {} seconds",
+                    wait.0
+                ))
+            }
             CrossOriginRefused => "this origin may not call this endpoint",
             ClientIdMissing => "client_id is missing",
             UnknownClient => "no app is registered under this client_id",
@@ -228,6 +234,19 @@ fn refusal_response(refusal: &Refusal, via: &Via, config: &Config) -> HttpRespon
             Via::Page => error_page(503).with_header("Retry-After", "1"),
             _ => json_response(503, error_body(&description), &[("Retry-After", "1")]),
         },
+        // RFC 6585 §4: 429 with how long to wait; the credentials were not even checked.
+        _ if matches!(refusal, Refusal::TooManyAttempts(_)) => {
+            let wait = match refusal {
+                Refusal::TooManyAttempts(wait) => wait.0.max(1),
+                _ => 1,
+            }
+            .to_string();
+            match via {
+                Via::Plain => plain_response(429, "Too Many Requests".to_owned())
+                    .with_header("Retry-After", &wait),
+                _ => json_response(429, error_body(&description), &[("Retry-After", &wait)]),
+            }
+        }
         _ if *refusal == Refusal::MethodNotAllowed => {
             let allow = match via {
                 Via::Page => "GET, POST",
@@ -359,6 +378,10 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Finished {
                 ],
             })
         }
+        Ending::AttemptsAllowed => (
+            Outcome::AttemptsAllowed,
+            HttpResponse::new(204, &[("Cache-Control", "no-store")], String::new()),
+        ),
         Ending::Preflight(preflight) => (
             Outcome::Preflight,
             HttpResponse::new(204, &cors::preflight_headers(&preflight), String::new()),

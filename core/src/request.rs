@@ -46,7 +46,7 @@ impl Request {
     pub fn new(config: Arc<Config>, input: Input, now: UnixTime, entropy: Entropy) -> Request {
         let origin = match &input {
             Input::Http { request, .. } => cors::request_origin(&config, request),
-            Input::Unlink { .. } => None,
+            Input::Unlink { .. } | Input::Attempts { .. } => None,
         };
         let route = Route::parse(&config, input);
         let mut request = Request {

@@ -8,6 +8,7 @@ use crate::config::ScopesJson;
 
 use crate::credentials::AuthorizationCode;
 use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, User};
+use crate::machines::attempts::Attempter;
 use crate::pkce::ChallengeMethod;
 use crate::records::{RecordKey, TokenAccessType};
 use crate::refusal::Refusal;
@@ -37,6 +38,16 @@ pub enum Input {
         /// The user the host's sign-in recognizes in this request (its session), if any. Only
         /// the authorization endpoint reads it.
         user: Option<User>,
+    },
+    /// A credential check of the host's own (its sign-in form), limited like the token
+    /// endpoint's client authentication: with `failed: false` before the check (is any of
+    /// `attempters` at its limit?), with `failed: true` after a failed one (count it). Ends in
+    /// [`Outcome::AttemptsAllowed`], or refused with [`Refusal::TooManyAttempts`].
+    Attempts {
+        /// Whom the check is counted against (the account name tried, the source).
+        attempters: Vec<Attempter>,
+        /// Whether a failure is to be recorded.
+        failed: bool,
     },
     /// The user or a team admin unlinked the app: every token of this app and user ends.
     Unlink {
@@ -152,6 +163,8 @@ pub enum Outcome {
     Unlinked,
     /// A CORS preflight from a registered app's origin was allowed.
     Preflight,
+    /// No attempter of an [`Input::Attempts`] is at its limit: the host may check.
+    AttemptsAllowed,
     /// The request was refused, for this reason.
     Refused(Refusal),
 }
@@ -168,6 +181,7 @@ impl Outcome {
             Outcome::Revoked => "revoked",
             Outcome::Unlinked => "unlinked",
             Outcome::Preflight => "preflight",
+            Outcome::AttemptsAllowed => "attempts_allowed",
             Outcome::Refused(_) => "refused",
         }
     }

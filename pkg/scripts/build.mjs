@@ -39,10 +39,10 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * Gzipped-size budgets in bytes. The goal for the server module is 64 KiB; these budgets hold
  * the ground gained so far, so that a change that grows a module fails the build (see the
  * README's "Size" section for where the bytes go). Issue 15's hardening (CORS, the redirect URI
- * rules, storage failures as 503, 405s with Allow) took the server module from 85.7 to about
- * 91 KiB: the budget moved with it, on purpose.
+ * rules, storage failures as 503, 405s with Allow, attempt limits) took the server module from
+ * 85.7 to about 95 KiB: the budget moved with it, on purpose.
  */
-const BUDGETS = { edgegrant_wasm: 92 * 1024, edgegrant_client: 75 * 1024 };
+const BUDGETS = { edgegrant_wasm: 95 * 1024, edgegrant_client: 75 * 1024 };
 
 const modules = [
   { feature: "server", name: "edgegrant_wasm" },

@@ -68,12 +68,24 @@ export function createCore(config) {
   const core = new bindings.Core(JSON.stringify(config));
   return {
     /**
-     * Starts an HTTP request: `{ method, path, query, headers, body, user }` (`headers` as
-     * rawHeaders, pairs, Headers or already NUL-joined; `body` a Uint8Array; `user` `{ account_id, uid }` or null),
+     * Starts an HTTP request: `{ method, path, query, headers, body, user, source }` (`headers` as
+     * rawHeaders, pairs, Headers or already NUL-joined; `body` a Uint8Array; `user` `{ account_id, uid }` or null;
+     * `source` the client's address, which failed client authentications are counted against),
      * at `now` (Unix seconds) with fresh `entropy`.
      */
-    request({ method, path, query = "", headers, body, user }, now, entropy) {
-      return core.request(method, path, query, joinedHeaders(headers), body ?? NO_BODY, user?.account_id, user?.uid, now, entropy);
+    request({ method, path, query = "", headers, body, user, source }, now, entropy) {
+      return core.request(method, path, query, joinedHeaders(headers), body ?? NO_BODY, user?.account_id, user?.uid, source ?? undefined, now, entropy);
+    },
+    /**
+     * Starts a credential check of the host's own: `attempters` as `{ account }` / `{ source }`
+     * objects; `failed` false before the check, true to count a failed one.
+     */
+    attempts(attempters, failed, now, entropy) {
+      const flat = [];
+      for (const attempter of attempters) {
+        for (const kind of ["account", "source", "client"]) if (attempter[kind] !== undefined) flat.push(kind, String(attempter[kind]));
+      }
+      return core.attempts(flat.join("\0"), failed, now, entropy);
     },
     /** Starts an unlink of `app` for `accountId`, by "user" or "team_admin". */
     unlink: (app, accountId, by, now, entropy) => core.unlink(app, accountId, by, now, entropy),

@@ -72,7 +72,7 @@ export type Result =
       headers: [string, string][];
       body: string;
       /** What happened. */
-      outcome: "tokens" | "redirect" | "consent" | "display_code" | "sign_in" | "revoked" | "unlinked" | "preflight" | "refused";
+      outcome: "tokens" | "redirect" | "consent" | "display_code" | "sign_in" | "revoked" | "unlinked" | "preflight" | "attempts_allowed" | "refused";
       /** Why it was refused ("code_expired", "missing_scope", …), or null. */
       refusal: string | null;
     }
@@ -96,11 +96,15 @@ export interface PlainRequest {
   body?: Uint8Array;
   /** The signed-in user, if any. */
   user?: User | null;
+  /** The client's address (the socket's, or one a trusted proxy names): failed client authentications are counted against it. */
+  source?: string;
 }
 
 export interface Hooks {
   /** The signed-in user of this request, or null. */
   currentUser?(request: Request): Promise<User | null> | User | null;
+  /** The client's address, for attempt limits (e.g. `request.headers.get("CF-Connecting-IP")` on Cloudflare); never from a header a client can set. */
+  sourceOf?(request: Request): string | null | undefined;
   /** The host's API, by path; called once the bearer token and Required Scope checked out, with the request and its body (`await request.json()` works). The core's headers are set on its answer. */
   api?: Record<string, (principal: Principal, request: Request) => Promise<Response> | Response>;
 }
@@ -129,13 +133,19 @@ export interface AuthServer {
   /** The Fetch entry: the core's endpoints, the API handlers of `hooks.api`, 404 elsewhere. */
   fetch(request: Request): Promise<Response>;
   unlink(app: string, accountId: string, by?: "user" | "team_admin"): Promise<Result>;
+  /** A credential check of the host's own (its sign-in), limited per account and source: ask before checking (`failed: false`), count a failure after (`failed: true`). */
+  attempts(attempters: Attempter[], options?: { failed?: boolean }): Promise<{ allowed: boolean; retryAfter: number | null }>;
   core: Core;
 }
+
+/** Whom a failed check is counted against. */
+export type Attempter = { account: string } | { source: string };
 
 export interface Core {
   /** Starts a request (see runRequest). */
   request(request: PlainRequest & { path: string }, now: UnixTime, entropy: Uint8Array): CoreRequest;
   unlink(app: string, accountId: string, by: "user" | "team_admin", now: UnixTime, entropy: Uint8Array): CoreRequest;
+  attempts(attempters: Attempter[], failed: boolean, now: UnixTime, entropy: Uint8Array): CoreRequest;
   requiredScope(endpoint: string): string | undefined;
   maxInputBytes(): number;
 }

@@ -230,7 +230,9 @@ function withHeaders(response, headers) {
  * @param {Record<string,string>} [options.apiEndpoints] the Required Scope of each `/2/` endpoint,
  * @param {object} [options.pages] page templates (consent, code, error, sign_in)
  * @param {object} options.storage a storage adapter: `read(keys)` and `apply(transaction)`
- * @param {object} [options.hooks] `currentUser(request)` and `api[path](principal, request)`
+ * @param {object} [options.hooks] `currentUser(request)`, `api[path](principal, request)` and
+ *   `sourceOf(request)`, the client's address (for attempt limits; from a header only a trusted
+ *   proxy sets)
  */
 export function createAuthServer(options) {
   const { storage, clock = systemClock, random = drawEntropy, onAudit } = options;
@@ -246,6 +248,9 @@ export function createAuthServer(options) {
   const core = createCore(config);
   const limit = core.maxInputBytes();
   const currentUser = options.hooks?.currentUser ?? (() => null);
+  // The client's address for attempt limits: only the host knows which header (if any) a
+  // trusted proxy sets — on Cloudflare, CF-Connecting-IP.
+  const sourceOf = options.hooks?.sourceOf ?? (() => undefined);
   const api = { ...options.hooks?.api };
   const run = (request) => runRequest(request, storage, { onAudit });
   /** Starts a core request with fresh entropy; the pool's copy is wiped once the core holds its own. */
@@ -273,7 +278,9 @@ export function createAuthServer(options) {
       query = at < 0 ? "" : url.slice(at + 1);
     }
     const now = clock();
-    return run(withEntropy((entropy) => core.request({ method: input.method, path, query, headers: input.headers, body: input.body, user: input.user ?? null }, now, entropy)));
+    return run(
+      withEntropy((entropy) => core.request({ method: input.method, path, query, headers: input.headers, body: input.body, user: input.user ?? null, source: input.source }, now, entropy)),
+    );
   }
 
   async function serve(request) {
@@ -286,7 +293,8 @@ export function createAuthServer(options) {
     const body = request.body ? await readBody(request, limit) : NO_BODY;
     let user = currentUser(request);
     if (settled(user)) user = await user;
-    const result = await handle({ method: request.method, path: url.pathname, query: url.search.slice(1), headers, body, user: user ?? null });
+    const source = sourceOf(request) ?? undefined;
+    const result = await handle({ method: request.method, path: url.pathname, query: url.search.slice(1), headers, body, user: user ?? null, source });
     if (result.kind === "serve") {
       const handler = api[url.pathname];
       // The handler gets the request with its body (read once, here), so an operation can take
@@ -310,6 +318,17 @@ export function createAuthServer(options) {
         // A body nobody read (a GET with a body, say) is read to its end before the answer.
         if (request.body && !request.bodyUsed && !request.body.locked) await drain(request.body.getReader());
       }
+    },
+    /**
+     * A credential check of the host's own (its sign-in form), limited like the token
+     * endpoint's: `attempters` as `{ account }` and `{ source }`; `failed: false` before the
+     * check, `true` after a failed one. Resolves `{ allowed, retryAfter }` (seconds).
+     */
+    async attempts(attempters, { failed = false } = {}) {
+      const now = clock();
+      const result = await run(withEntropy((entropy) => core.attempts(attempters, failed, now, entropy)));
+      const retryAfter = result.headers?.find(([name]) => name === "Retry-After")?.[1];
+      return { allowed: result.outcome === "attempts_allowed", retryAfter: retryAfter === undefined ? null : Number(retryAfter) };
     },
     /** The user (or a team admin) unlinks `app`: every token of that app and user ends. */
     unlink(app, accountId, by = "user") {

@@ -276,6 +276,7 @@ pub fn check_store(store: &Store) {
                 }
             }
             Record::Link(_) => {}
+            Record::Attempts(count) => assert!(count.failures >= 1, "{key}: an empty count"),
         }
     }
 }

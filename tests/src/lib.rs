@@ -153,7 +153,8 @@ pub enum Progress {
     Done {
         /// How it ended.
         answer: Answer,
-        /// Whether a transaction was applied.
+        /// Whether a transaction that changed protocol records (not only failure counts) was
+        /// applied.
         committed: bool,
         /// The audit events of the applied transaction.
         audit: Vec<AuditEvent>,
@@ -200,7 +201,15 @@ impl Request {
             }
             Step::Write(transaction) => match store.apply(transaction) {
                 Ok(()) => {
-                    self.committed = Some(transaction.audit.clone());
+                    // Failure counts (attempt limits) are bookkeeping, not protocol state: a
+                    // refused request that only counted a failure changed nothing a client sees.
+                    let counts_only = transaction
+                        .puts
+                        .iter()
+                        .all(|put| matches!(put.key, RecordKey::Attempts(_)));
+                    if !counts_only {
+                        self.committed = Some(transaction.audit.clone());
+                    }
                     self.request.committed()?;
                     self.steps -= 1;
                     self.step(store)

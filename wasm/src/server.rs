@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use edgegrant::{
-    AccountId, AppKey, Authorized, Config, ConfigDocument, Entropy, Expect, HttpRequest, Input,
-    Outcome, RecordKey, Step, Stored, Uid, UnixTime, Unlinker, User, ENTROPY_LEN,
+    AccountId, AppKey, Attempter, Authorized, Config, ConfigDocument, Entropy, Expect, HttpRequest,
+    Input, Outcome, RecordKey, Step, Stored, Uid, UnixTime, Unlinker, User, ENTROPY_LEN,
 };
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
@@ -41,6 +41,8 @@ export interface Policy {
   token_parameters_in_query?: boolean;
   /** How many lost races for its writes one request may have before the core answers 503 (default 5). */
   max_attempts?: number;
+  /** Failed credential checks allowed per window before 429 (0: no limit). */
+  attempts?: { window?: number; per_client?: number; per_source?: number; per_account?: number };
   /** Allow http redirect URIs off the loopback interface (default false: https, or http on 127.0.0.1, [::1], localhost only). */
   allow_http_redirect_uris?: boolean;
 }
@@ -184,7 +186,8 @@ impl Core {
     /// (`rawHeaders.join("\0")`: one string crosses, not one per header; HTTP forbids NUL in
     /// names and values, and Node and Fetch refuse it), `body` its bytes (up to one byte past
     /// `max_input_bytes` is enough); the signed-in user, if any, as `accountId` and `uid`;
-    /// `now` in Unix seconds; fresh entropy.
+    /// `source`, the client's address as the host knows it (failed client authentications
+    /// are counted against it), if known; `now` in Unix seconds; fresh entropy.
     #[allow(clippy::too_many_arguments)]
     pub fn request(
         &self,
@@ -195,6 +198,7 @@ impl Core {
         body: Vec<u8>,
         #[wasm_bindgen(js_name = accountId)] account_id: Option<String>,
         uid: Option<String>,
+        source: Option<String>,
         now: f64,
         entropy: &[u8],
     ) -> Result<Request, JsError> {
@@ -216,6 +220,7 @@ impl Core {
             query: query.to_owned(),
             headers: pairs,
             body,
+            source,
         };
         self.start(Input::Http { request, user }, now, entropy)
     }
@@ -243,6 +248,37 @@ impl Core {
             app: AppKey::new(app).map_err(|e| JsError::new(&e.to_string()))?,
             account_id: AccountId::new(account_id).map_err(|e| JsError::new(&e.to_string()))?,
             by,
+        };
+        self.start(input, now, entropy)
+    }
+
+    /// Starts a credential check of the host's own (its sign-in form): `attempters` as kinds
+    /// and values alternately, joined by NUL (`account`, `source`); `failed: false` before the
+    /// check (may it go ahead?), `true` after a failed one (count it).
+    pub fn attempts(
+        &self,
+        attempters: &str,
+        failed: bool,
+        now: f64,
+        entropy: &[u8],
+    ) -> Result<Request, JsError> {
+        let mut parts = attempters.split('\0');
+        let mut list = Vec::new();
+        while let (Some(kind), Some(value)) = (parts.next(), parts.next()) {
+            list.push(match kind {
+                "account" => Attempter::Account(value.to_owned()),
+                "source" => Attempter::Source(value.to_owned()),
+                "client" => Attempter::Client(value.to_owned()),
+                other => {
+                    return Err(JsError::new(&format!(
+                        "attempts: an attempter is account, source or client, got {other}"
+                    )))
+                }
+            });
+        }
+        let input = Input::Attempts {
+            attempters: list,
+            failed,
         };
         self.start(input, now, entropy)
     }

@@ -3,6 +3,7 @@
 //! records around the state machines and turning their results into writes).
 
 pub(crate) mod api;
+pub(crate) mod attempts;
 pub(crate) mod authorize;
 mod issue;
 pub(crate) mod token;
@@ -31,6 +32,7 @@ pub(crate) enum Route {
     Token(token::Parsed),
     Bearer(api::Parsed),
     Unlink(unlink::Parsed),
+    Attempts(attempts::Parsed),
     /// Decided without any record.
     Ended(Ending),
 }
@@ -48,6 +50,12 @@ impl Route {
                     app,
                     account_id,
                     by,
+                })
+            }
+            Input::Attempts { attempters, failed } => {
+                return Route::Attempts(attempts::Parsed {
+                    guards: attempts::guards(&attempters, &config.policy().attempts),
+                    failed,
                 })
             }
             Input::Http { request, user } => (request, user),
@@ -87,7 +95,7 @@ impl Route {
     /// The app a token request authenticated, whose origins may read its tokens.
     pub fn client(&self) -> Option<&AppKey> {
         match self {
-            Route::Token(parsed) => Some(parsed.client()),
+            Route::Token(parsed) => parsed.client(),
             _ => None,
         }
     }
@@ -108,6 +116,7 @@ impl Route {
             Route::Token(parsed) => token::decide(parsed, ctx),
             Route::Bearer(parsed) => api::decide(parsed, ctx),
             Route::Unlink(parsed) => unlink::decide(parsed, ctx),
+            Route::Attempts(parsed) => attempts::decide(parsed, ctx),
             Route::Ended(ending) => Ok(Decision::End(ending.clone())),
         }
     }

@@ -9,9 +9,11 @@ use crate::credentials::{
     AccessToken, AuthorizationCode, CodeDigest, RefreshToken, RefreshTokenDigest,
 };
 use crate::ctx::{create, replace, Ctx, Decision, Ending, Flow, TokenBody, Via};
+use crate::endpoints::attempts::{self, Guard};
 use crate::endpoints::issue::issue_grant;
 use crate::endpoints::within_limit;
 use crate::ids::{AppKey, GrantId, User};
+use crate::machines::attempts::Attempter;
 use crate::machines::code::{self, Exchange};
 use crate::machines::grant::{self, GrantTerms, Standing};
 use crate::machines::{access_token, link, refresh_token};
@@ -33,6 +35,9 @@ pub(crate) struct Client {
     app: AppKey,
     has_secret: bool,
     via_basic: bool,
+    /// The failure counts that must be under their limits for a secret to be accepted (none
+    /// when no secret was presented: there is nothing to guess).
+    guards: Vec<Guard>,
 }
 
 impl Client {
@@ -61,13 +66,17 @@ pub(crate) enum Parsed {
         /// `scope`: `Err` when malformed, refused only once the token checks out.
         scope: Option<Result<ScopeSet, ()>>,
     },
+    /// The client authentication failed (a wrong secret, an unknown app, a secret for a public
+    /// app): counted against the app and the source, then `invalid_client`.
+    Failed { via_basic: bool, guards: Vec<Guard> },
 }
 
 impl Parsed {
     /// The authenticated app.
-    pub fn client(&self) -> &AppKey {
+    pub fn client(&self) -> Option<&AppKey> {
         match self {
-            Parsed::Exchange { client, .. } | Parsed::Refresh { client, .. } => &client.app,
+            Parsed::Exchange { client, .. } | Parsed::Refresh { client, .. } => Some(&client.app),
+            Parsed::Failed { .. } => None,
         }
     }
 }
@@ -88,7 +97,10 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
         Ok(Some(g @ ("authorization_code" | "refresh_token"))) => g,
         Ok(Some(_)) => return refuse(Refusal::UnsupportedGrantType),
     };
-    let client = authenticate(config, request, &params)?;
+    let client = match authenticate(config, request, &params)? {
+        Ok(client) => client,
+        Err(failed) => return Ok(failed),
+    };
     let read = |name| {
         params
             .one(name)
@@ -152,7 +164,12 @@ fn parameters<'r>(config: &Config, request: &'r HttpRequest) -> Result<Params<'r
 
 /// Identifies the client and checks its secret in constant time. A client without a secret is
 /// only identified; the grant decides whether PKCE stands in for the secret.
-fn authenticate(config: &Config, request: &HttpRequest, params: &Params) -> Result<Client, Ending> {
+/// The client, or — when its secret (or its very key) is wrong — the failure to count.
+fn authenticate(
+    config: &Config,
+    request: &HttpRequest,
+    params: &Params,
+) -> Result<Result<Client, Parsed>, Ending> {
     let presented = client_auth::presented(request, params).map_err(|e| {
         let (refusal, basic) = match e {
             CredentialError::Missing => (Refusal::ClientAuthenticationMissing, false),
@@ -165,47 +182,85 @@ fn authenticate(config: &Config, request: &HttpRequest, params: &Params) -> Resu
         };
         Ending::Refused(refusal, Via::Token { basic })
     })?;
-    let failed = Ending::Refused(
-        Refusal::ClientAuthenticationFailed,
-        Via::Token {
-            basic: presented.via_basic,
-        },
-    );
-    let Some(app) = config.app(&presented.client_id) else {
-        return Err(failed);
+    let app = config.app(&presented.client_id);
+    // Counted against the app (only a registered one: an unknown key would let anyone create
+    // counts at will) and against the source.
+    let mut attempters = Vec::with_capacity(2);
+    if let Some(app) = app {
+        attempters.push(Attempter::Client(app.key.as_str().to_owned()));
+    }
+    if let Some(source) = &request.source {
+        attempters.push(Attempter::Source(source.clone()));
+    }
+    let guards = || attempts::guards(&attempters, &config.policy().attempts);
+    let failed = || {
+        Ok(Err(Parsed::Failed {
+            via_basic: presented.via_basic,
+            guards: guards(),
+        }))
+    };
+    let Some(app) = app else {
+        return failed();
     };
     match (&presented.secret, &app.secret_digest) {
         (None, _) => {}
         (Some(secret), Some(digest)) if digest.matches(secret) => {}
-        (Some(_), _) => return Err(failed),
+        (Some(_), _) => return failed(),
     }
-    Ok(Client {
+    Ok(Ok(Client {
         app: app.key.clone(),
         has_secret: presented.secret.is_some(),
         via_basic: presented.via_basic,
-    })
+        guards: if presented.secret.is_some() {
+            guards()
+        } else {
+            Vec::new()
+        },
+    }))
 }
 
 pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     match parsed {
+        Parsed::Failed { via_basic, guards } => {
+            let via = Via::Token { basic: *via_basic };
+            let ending = Ending::Refused(Refusal::ClientAuthenticationFailed, via.clone());
+            attempts::fail(ctx, guards, ending, via)
+        }
         Parsed::Exchange {
             client,
             code,
             redirect_uri,
             verifier,
-        } => exchange_code(
-            ctx,
-            client,
-            code,
-            redirect_uri.as_deref(),
-            verifier.as_ref(),
-        ),
+        } => {
+            if let Some(limited) = guard(ctx, client, RecordKey::Code(*code))? {
+                return Ok(limited);
+            }
+            exchange_code(
+                ctx,
+                client,
+                code,
+                redirect_uri.as_deref(),
+                verifier.as_ref(),
+            )
+        }
         Parsed::Refresh {
             client,
             token,
             scope,
-        } => refresh(ctx, client, token, scope.as_ref()),
+        } => {
+            if let Some(limited) = guard(ctx, client, RecordKey::RefreshToken(*token))? {
+                return Ok(limited);
+            }
+            refresh(ctx, client, token, scope.as_ref())
+        }
     }
+}
+
+/// A client at its limit gets 429 before its secret counts for anything. Its counts are read in
+/// the batch of `first`, the first record the grant needs anyway.
+fn guard(ctx: &Ctx<'_>, client: &Client, first: RecordKey) -> Flow<Option<Decision>> {
+    Ok(attempts::limited(ctx, &client.guards, Some(&first))?
+        .map(|wait| Decision::End(client.refuse(Refusal::TooManyAttempts(wait)))))
 }
 
 /// `grant_type=authorization_code`.

@@ -6,10 +6,13 @@
 //! - [`access_token`]: minted active, ends by expiry or by its grant's end.
 //! - [`refresh_token`]: minted with an offline grant, reusable, ends only with its grant.
 //! - [`grant`]: the family of tokens one consent produced; one revocation ends them all.
+//! - [`attempts`]: failed credential checks counted per attempter in a window; at the limit,
+//!   every check is refused until the window ends.
 //! - [`link`]: the standing link of a user and an app; an unlink ends every grant of the pair in
 //!   one write, by bumping its epoch.
 
 pub(crate) mod access_token;
+pub(crate) mod attempts;
 pub(crate) mod code;
 pub(crate) mod grant;
 pub(crate) mod link;

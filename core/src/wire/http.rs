@@ -16,6 +16,10 @@ pub struct HttpRequest {
     /// The body bytes. A host may stop reading one byte past
     /// [`Policy::max_input_bytes`](crate::Policy): the core refuses it then.
     pub body: Vec<u8>,
+    /// Where the request came from, as the host knows it (the peer's IP address, or the one a
+    /// trusted proxy names): failed client authentications are counted against it
+    /// ([`AttemptLimits`](crate::AttemptLimits)). `None` when unknown.
+    pub source: Option<String>,
 }
 
 impl HttpRequest {
@@ -27,6 +31,7 @@ impl HttpRequest {
             query: query.to_owned(),
             headers: Vec::new(),
             body: Vec::new(),
+            source: None,
         }
     }
 

@@ -2,11 +2,12 @@
 //! `/__test__/` are answered here; everything else goes to the core as it arrived, and its
 //! reply goes out as it is.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header::COOKIE;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::Response;
@@ -84,6 +85,11 @@ pub async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
                 query: parts.uri.query().unwrap_or("").to_owned(),
                 headers: header_pairs(&parts.headers),
                 body,
+                // The peer's address: failed client authentications are counted against it.
+                source: parts
+                    .extensions
+                    .get::<ConnectInfo<SocketAddr>>()
+                    .map(|ConnectInfo(peer)| peer.ip().to_string()),
             };
             serve(app, site, Input::Http { request, user }).await
         }
@@ -94,7 +100,7 @@ pub async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
 async fn serve(app: Arc<App>, site: Arc<Site>, input: Input) -> Response {
     let path = match &input {
         Input::Http { request, .. } => request.path.clone(),
-        Input::Unlink { .. } => String::new(),
+        _ => String::new(),
     };
     match run(app, site.clone(), input).await {
         Ok(Finish::Reply(reply)) => respond(reply.response),

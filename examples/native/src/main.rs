@@ -123,9 +123,14 @@ async fn serve(args: Args) -> Result<(), String> {
     }
 
     let router = Router::new().fallback(http::handle).with_state(app);
-    axum::serve(listener, router)
-        .await
-        .map_err(|e| format!("the server stopped: {e}"))
+    // With each connection's peer address, which the core counts failed client
+    // authentications against.
+    axum::serve(
+        listener,
+        router.into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .await
+    .map_err(|e| format!("the server stopped: {e}"))
 }
 
 /// Deletes the records past their purge time, now and every [`PURGE_EVERY`].
