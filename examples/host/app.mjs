@@ -163,7 +163,7 @@ function accounts(config) {
  * The authorization server (createAuthServer) with this host's parts: the session cookie names
  * the user, the page templates above, and the account API.
  */
-export function authServer(config, { storage, onAudit, clock, random }) {
+export function authServer(config, { storage, onAudit, clock, random, sourceOf }) {
   const people = accounts(config);
   return createAuthServer({
     config: { ...config.core, pages: PAGES },
@@ -173,6 +173,8 @@ export function authServer(config, { storage, onAudit, clock, random }) {
     random,
     hooks: {
       currentUser: (request) => people.signedIn(request.headers.get("cookie")),
+      // The Worker's: the address Cloudflare's edge names (a client cannot set it).
+      sourceOf,
       api: { [ACCOUNT_API]: (principal) => Response.json(people.account(principal)) },
     },
   });
@@ -208,7 +210,8 @@ function nodeRoutes(config, auth) {
   return async function serveNode(req, res) {
     const body = await nodeBody(req, limit);
     const user = people.signedIn(rawHeader(req.rawHeaders, "cookie"));
-    const result = await auth.handle({ method: req.method, url: req.url, headers: req.rawHeaders, body, user });
+    // The socket's peer: failed client authentications are counted against it.
+    const result = await auth.handle({ method: req.method, url: req.url, headers: req.rawHeaders, body, user, source: req.socket.remoteAddress });
     if (result.kind === "reply") {
       res.writeHead(result.status, result.headers.flat());
       res.end(result.body);

@@ -22,6 +22,9 @@ const misconfigured = (error) => {
   return new Response("The server is misconfigured.", { status: 500 });
 };
 
+/** The client's address as Cloudflare's edge names it (clients cannot set this header there). */
+const clientAddress = (request) => request.headers.get("CF-Connecting-IP");
+
 export class AuthServer {
   constructor(state, env) {
     this.state = state;
@@ -48,7 +51,7 @@ export class AuthServer {
                   return storage;
                 },
               })
-            : authServer(config, { storage, onAudit });
+            : authServer(config, { storage, onAudit, sourceOf: clientAddress });
       } catch (error) {
         return misconfigured(error);
       }
