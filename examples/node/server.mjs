@@ -52,27 +52,38 @@ export async function startServer(configPath, { port, host, testMode = false, on
   // objects on the hot path).
   const hostRoute = (url) => url === "/" || url === "/signin" || url.startsWith("/signin?") || url.startsWith("/__test__/");
   const server = http.createServer({ maxHeaderSize: 64 * 1024 }, async (req, res) => {
+    // Storage trouble never gets here: the core answers it (503 with Retry-After). What does is
+    // either a request the Fetch API cannot even represent (400) or a fault of this host (500).
+    const fail = (status, error, description) => {
+      if (!res.headersSent) res.writeHead(status, { "Content-Type": "application/json", "Cache-Control": "no-store" });
+      res.end(JSON.stringify({ error, error_description: description }));
+    };
     try {
       if (!hostRoute(req.url)) {
         await app.serveNode(req, res);
         return;
       }
-      const headers = new Headers();
-      for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i], req.rawHeaders[i + 1]);
-      const hasBody = req.method !== "GET" && req.method !== "HEAD";
-      const request = new Request(new URL(req.url, `http://${req.headers.host ?? "127.0.0.1"}`), {
-        method: req.method,
-        headers,
-        body: hasBody ? Readable.toWeb(req) : undefined,
-        duplex: "half",
-      });
+      let request;
+      try {
+        const headers = new Headers();
+        for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i], req.rawHeaders[i + 1]);
+        const hasBody = req.method !== "GET" && req.method !== "HEAD";
+        request = new Request(new URL(req.url, `http://${req.headers.host ?? "127.0.0.1"}`), {
+          method: req.method,
+          headers,
+          body: hasBody ? Readable.toWeb(req) : undefined,
+          duplex: "half",
+        });
+      } catch {
+        fail(400, "invalid_request", "the request could not be read");
+        return;
+      }
       const response = await app.fetch(request);
       res.writeHead(response.status, [...response.headers].flat());
       res.end(Buffer.from(await response.arrayBuffer()));
     } catch (error) {
       console.error(error);
-      if (!res.headersSent) res.writeHead(400, { "Content-Type": "application/json" });
-      res.end(JSON.stringify({ error: "invalid_request", error_description: "the request could not be read" }));
+      fail(500, "server_error", "the host failed; the error is in its log");
     }
   });
   const listen = config.listen ?? {};
