@@ -78,7 +78,7 @@ pub(crate) fn preflight(
     let method = request
         .single_header("access-control-request-method")?
         .trim();
-    let takes = methods.split(", ").any(|m| m == method);
+    let takes = methods.split(',').any(|m| m.trim() == method);
     (takes && any_app_allows(config, origin_value)).then(|| Preflight {
         origin: origin_value.into(),
         methods,
