@@ -37,7 +37,7 @@ writeFileSync(
   JSON.stringify({
     database: "edgegrant.sqlite",
     session_secret: "conformance-runner-host-start-secret-0123456789",
-    users: [{ username: "nobody", password_scrypt: "!", account_id: "dbid:AAnobody", uid: "1" }],
+    users: [{ username: "nobody", password_scrypt: "!", account_id: "dbid:AAnobody000000000000000000000000000", uid: "1" }],
     apps: [],
   }),
 );
