@@ -2,7 +2,7 @@
 // hosts: authorization URL → browser sign-in and consent → code exchange → get_current_account →
 // refresh → get_current_account → revoke → 401, for a public PKCE app and a confidential app.
 //
-//   node --test tests/e2e/*.test.mjs          (from the repository root, after npm ci in tests/e2e)
+//   node --test tests/e2e/dropbox-sdk.test.mjs   (from the repository root, after npm ci in tests/e2e)
 //
 // HOW THE SDK IS POINTED AT A LOCAL HOST — only through its own constructor options.
 // The SDK writes every URL as https:// on a fixed host (src/utils.js: OAuth2AuthorizationUrl,
@@ -21,7 +21,8 @@
 // query, every header the SDK set, body. Only Host (the local address) differs, and the fetch adds its
 // usual transport headers (Accept, User-Agent, Content-Length, …), which are listed and checked.
 //
-// Hosts: the Node host (examples/node) and the Worker host (examples/worker/dev.mjs, wrangler dev).
+// Hosts: the Node host (examples/node), the native host (examples/native) and the Worker host
+// (examples/worker/dev.mjs, wrangler dev).
 // The hosts, the tap and the browser are in interop.mjs, shared with dropbox-python.test.mjs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -94,7 +95,7 @@ async function sdk(calls, promise) {
 
 for (const host of hosts) {
   for (const app of apps) {
-    test(`${host.name}: Dropbox SDK, ${app.name}: authorize, exchange, get_current_account, refresh, revoke, 401`, { timeout: 180_000 }, async (t) => {
+    test(`${host.name}: Dropbox SDK, ${app.name}: authorize, exchange, get_current_account, refresh, revoke, 401`, { timeout: host.startTimeout + 120_000 }, async (t) => {
       const server = await host.start();
       t.after(() => server.close());
       const tap = await startTap(server.url);

@@ -32,10 +32,15 @@ function tempCopy(sample) {
   return { dir, path };
 }
 
-/** The hosts, each on a copy of its sample configuration: `start()` resolves `{ url, close }`. */
+/**
+ * The three hosts, each on a copy of its sample configuration: `start()` resolves `{ url, close }`
+ * within `startTimeout` ms (the native host's first start is a cargo build: minutes from a clean
+ * target directory on two cores).
+ */
 export const hosts = [
   {
     name: "node",
+    startTimeout: 30_000,
     async start() {
       const { startServer } = await import(pathToFileURL(join(root, "examples/node/server.mjs")).href);
       const { dir, path } = tempCopy(join(root, "examples/node/config.sample.json"));
@@ -44,7 +49,20 @@ export const hosts = [
     },
   },
   {
+    name: "native",
+    startTimeout: 20 * 60_000,
+    // The native host (examples/native, the crate alone) reads the Node host's configuration file;
+    // the first start builds it with cargo (a no-op after tests/all.sh's cargo test).
+    async start() {
+      const { startNative } = await import(pathToFileURL(join(root, "examples/native/start.mjs")).href);
+      const { dir, path } = tempCopy(join(root, "examples/node/config.sample.json"));
+      const host = await startNative(path, { port: 0 });
+      return { url: host.url, close: async () => (await host.close(), rmSync(dir, { recursive: true, force: true })) };
+    },
+  },
+  {
     name: "worker",
+    startTimeout: 60_000,
     async start() {
       const { startWorker } = await import(pathToFileURL(join(root, "examples/worker/dev.mjs")).href);
       const { dir, path } = tempCopy(join(root, "examples/worker/config.sample.json"));
