@@ -55,6 +55,9 @@ if ! command -v chromium >/dev/null; then
   $sudo apt-get install -y chromium || { $sudo apt-get update && $sudo apt-get install -y chromium; }
 fi
 
+echo "== Python and the official Dropbox Python SDK for the interop test (tests/e2e/.venv; python3-venv with apt when missing)"
+tests/e2e/python/setup.sh
+
 echo "== npm package, hosts and interop clients: install, build the wasm (fails over its size budget), node --test"
 pkg/scripts/setup.sh examples/worker tests/e2e conformance tests/bench
 jslog=$(mktemp)

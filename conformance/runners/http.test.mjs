@@ -8,16 +8,14 @@
 // lines in order, repeats as separate lines, the body's raw bytes, no redirect followed.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import http from "node:http";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { entropyLength } from "../../pkg/src/node.js";
 import { startServer } from "../../examples/node/server.mjs";
 import { startWorker } from "../../examples/worker/dev.mjs";
+import { startNative as startNativeHost } from "../../examples/native/start.mjs";
 import { consentForm, loadCorpus, observeHttp, requestParts, runVector, textBytes, unsupportedReason, userNamed } from "./lib.mjs";
 
 // A hung host fails its vector fast instead of the whole run: each request, and each vector.
@@ -25,7 +23,6 @@ const REQUEST_TIMEOUT_MS = 15_000;
 const VECTOR_TIMEOUT_MS = 60_000;
 // Building the native host from a clean target directory takes minutes on two cores.
 const BUILD_TIMEOUT_MS = 20 * 60_000;
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
 const corpus = loadCorpus(); // first: a corpus that does not load starts no host
 
@@ -37,7 +34,7 @@ writeFileSync(
   JSON.stringify({
     database: "edgegrant.sqlite",
     session_secret: "conformance-runner-host-start-secret-0123456789",
-    users: [{ username: "nobody", password_scrypt: "!", account_id: "dbid:AAnobody", uid: "1" }],
+    users: [{ username: "nobody", password_scrypt: "!", account_id: "dbid:AAnobody000000000000000000000000000", uid: "1" }],
     apps: [],
   }),
 );
@@ -59,64 +56,8 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/**
- * Builds the native host (`cargo build`, a no-op when it is up to date) once, after the other
- * hosts' suites (not beside them: two cores). Resolves the path of its binary, as cargo reports
- * it (so CARGO_TARGET_DIR is honoured).
- */
-let nativeBuild;
-function nativeBinary() {
-  nativeBuild ??= new Promise((resolve, reject) => {
-    const cargo = spawn("cargo", ["build", "-p", "edgegrant-native-host", "--bin", "edgegrant-native", "--message-format=json-render-diagnostics"], {
-      cwd: ROOT,
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    let executable;
-    createInterface({ input: cargo.stdout }).on("line", (line) => {
-      if (!line.startsWith("{")) return;
-      const message = JSON.parse(line);
-      if (message.reason === "compiler-artifact" && message.target?.name === "edgegrant-native" && message.executable) executable = message.executable;
-    });
-    cargo.on("error", reject);
-    cargo.on("close", (code) => {
-      if (code === 0 && executable) resolve(executable);
-      else reject(new Error(`cargo build -p edgegrant-native-host failed (exit ${code})`));
-    });
-  });
-  return nativeBuild;
-}
-
-/**
- * Starts the native host on the runner's configuration, on a free port: resolves `{ url, close }`
- * once it prints its listening line. Its stdout (one audit line per event) is read to the end,
- * so the pipe never fills; its stderr is the runner's.
- */
-async function startNative({ testMode }) {
-  const binary = await nativeBinary();
-  const child = spawn(binary, [configPath, "--port", "0", ...(testMode ? ["--test-mode"] : [])], { stdio: ["ignore", "pipe", "inherit"] });
-  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal)));
-  const close = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
-    await exited;
-  };
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => close().then(() => reject(new Error("the native host printed no listening line within 30 s"))), 30_000);
-    child.once("error", (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    exited.then((status) => {
-      clearTimeout(timer);
-      reject(new Error(`the native host exited (${status}) before it listened`));
-    });
-    createInterface({ input: child.stdout }).on("line", (line) => {
-      const listening = /^edgegrant native host listening on (http:\/\/\S+)$/.exec(line);
-      if (!listening) return;
-      clearTimeout(timer);
-      resolve({ url: listening[1], close });
-    });
-  });
-}
+/** The native host (examples/native/start.mjs: built once, after the other hosts' suites) on the runner's configuration. */
+const startNative = ({ testMode }) => startNativeHost(configPath, { testMode });
 
 /**
  * One HTTP/1.1 exchange: `headers` are pairs sent as given (Host comes first, as a client sends

@@ -32,6 +32,7 @@ export function parseConfig(doc) {
     if (typeof u?.username !== "string" || typeof u.password_scrypt !== "string" || typeof u.account_id !== "string") {
       fail("every user needs username, password_scrypt and account_id");
     }
+    checkAccountFields(u, fail);
   }
   if (typeof doc.session_secret !== "string" || doc.session_secret.length < 32) fail("session_secret must be at least 32 characters");
   const core = { apps: doc.apps ?? [], policy: doc.policy, api_endpoints: doc.api_endpoints };
@@ -40,6 +41,36 @@ export function parseConfig(doc) {
   const check = checkConfig(core);
   if (check.tag !== "ok") fail(check.content);
   return { ...doc, core };
+}
+
+/**
+ * The user fields that `POST /2/users/get_current_account` answers with (account() below) must
+ * make an account that the official SDKs accept: their stone-generated FullAccount type (Python
+ * SDK, dropbox/users.py and dropbox/common.py) checks every result. So a user is refused here,
+ * at start, rather than the SDKs failing on every account call:
+ *   account_id  AccountId: exactly 40 characters (the reference service's `dbid:` + 35); here also
+ *               visible ASCII, as the core's AccountId is
+ *   uid         a string or a whole number; it is root_info's root_namespace_id and
+ *               home_namespace_id, NamespaceId: letters, digits, `-`, `_`, `:` (1–128, the core's Uid)
+ *   country     optional; `country` is two characters (an ISO 3166-1 alpha-2 code, upper case)
+ *   name, email optional strings
+ * The same rules as examples/native/src/config.rs `accounts`.
+ */
+function checkAccountFields(u, fail) {
+  const who = `user ${u.username}`;
+  if (!/^[\x21-\x7e]{40}$/.test(u.account_id)) {
+    fail(`${who}: account_id must be 40 visible ASCII characters, like dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc (the Dropbox SDKs' AccountId type)`);
+  }
+  const uid = typeof u.uid === "number" && Number.isSafeInteger(u.uid) && u.uid >= 0 ? String(u.uid) : u.uid;
+  if (typeof uid !== "string" || !/^[-_0-9a-zA-Z:]{1,128}$/.test(uid)) {
+    fail(`${who}: uid must be a whole number or 1-128 letters, digits, - _ : (it is the account's namespace id, the Dropbox SDKs' NamespaceId type)`);
+  }
+  if (u.country != null && (typeof u.country !== "string" || !/^[A-Z]{2}$/.test(u.country))) {
+    fail(`${who}: country must be a two-letter country code such as US`);
+  }
+  for (const field of ["name", "email"]) {
+    if (u[field] != null && typeof u[field] !== "string") fail(`${who}: ${field} must be a string`);
+  }
 }
 
 /** `scrypt$<salt hex>$<hash hex>` (see examples/node/hash-password.mjs). */
@@ -73,7 +104,13 @@ export function sessions(secret) {
   };
 }
 
-/** The account in the reference service's `get_current_account` shape. */
+/**
+ * The account in the reference service's `get_current_account` shape: every field the official
+ * SDKs' FullAccount type requires (the optional ones, profile_photo_url, team, team_member_id
+ * and root_info's home_path, are left out, as the reference service leaves out what is null).
+ * parseConfig checked the user's fields against that type. Same as examples/native/src/http.rs
+ * `account_json`.
+ */
 function account(user) {
   const [given, ...rest] = (user.name ?? user.username).split(" ");
   const surname = rest.join(" ");
@@ -91,6 +128,8 @@ function account(user) {
     disabled: false,
     country: user.country ?? "US",
     locale: "en",
+    // Required, a string; this host runs no referral programme, so there is no link to give.
+    referral_link: "",
     is_paired: false,
     account_type: { ".tag": "basic" },
     root_info: { ".tag": "user", root_namespace_id: String(user.uid), home_namespace_id: String(user.uid) },

@@ -2,7 +2,7 @@
 // hosts: authorization URL → browser sign-in and consent → code exchange → get_current_account →
 // refresh → get_current_account → revoke → 401, for a public PKCE app and a confidential app.
 //
-//   node --test tests/e2e/*.test.mjs          (from the repository root, after npm ci in tests/e2e)
+//   node --test tests/e2e/dropbox-sdk.test.mjs   (from the repository root, after npm ci in tests/e2e)
 //
 // HOW THE SDK IS POINTED AT A LOCAL HOST — only through its own constructor options.
 // The SDK writes every URL as https:// on a fixed host (src/utils.js: OAuth2AuthorizationUrl,
@@ -21,130 +21,17 @@
 // query, every header the SDK set, body. Only Host (the local address) differs, and the fetch adds its
 // usual transport headers (Accept, User-Agent, Content-Length, …), which are listed and checked.
 //
-// Hosts: the Node host (examples/node) and the Worker host (examples/worker/dev.mjs, wrangler dev).
+// Hosts: the Node host (examples/node), the native host (examples/native) and the Worker host
+// (examples/worker/dev.mjs, wrangler dev).
+// The hosts, the tap and the browser are in interop.mjs, shared with dropbox-python.test.mjs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
-import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
-import net from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
 import { Dropbox, DropboxAuth, DropboxResponseError } from "dropbox";
+import { ALICE, REDIRECT, apps, b64url, browse, hosts, startTap, step } from "./interop.mjs";
 
-const root = fileURLToPath(new URL("../../", import.meta.url));
 const DOMAIN = "edgegrant.test";
 const SDK_ORIGINS = [`https://meta-${DOMAIN}`, `https://api-${DOMAIN}`]; // authorize page, token + API
-const REDIRECT = "http://127.0.0.1:8788/callback";
-const ALICE = { username: "alice", password: "alice-password", account_id: "dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc", display_name: "Alice Example", email: "alice@example.com" };
-
-const apps = [
-  { name: "public PKCE app", clientId: "demo-pkce-app", pkce: true, scopes: ["account_info.read", "files.metadata.read"] },
-  { name: "confidential app", clientId: "demo-server-app", clientSecret: "demo-confidential-secret", pkce: false, scopes: null },
-];
-
-// ---- hosts ---------------------------------------------------------------------------------------
-
-function tempCopy(sample) {
-  const dir = mkdtempSync(join(tmpdir(), "edgegrant-sdk-"));
-  const path = join(dir, "config.json");
-  copyFileSync(sample, path);
-  return { dir, path };
-}
-
-const hosts = [
-  {
-    name: "node",
-    async start() {
-      const { startServer } = await import(pathToFileURL(join(root, "examples/node/server.mjs")).href);
-      const { dir, path } = tempCopy(join(root, "examples/node/config.sample.json"));
-      const server = await startServer(path, { port: 0 });
-      return { url: server.url, close: async () => (await server.close(), rmSync(dir, { recursive: true, force: true })) };
-    },
-  },
-  {
-    name: "worker",
-    async start() {
-      const { startWorker } = await import(pathToFileURL(join(root, "examples/worker/dev.mjs")).href);
-      const { dir, path } = tempCopy(join(root, "examples/worker/config.sample.json"));
-      const worker = await startWorker({ configPath: path, port: 0, persistTo: join(dir, "state") });
-      return { url: worker.url, close: async () => (await worker.close(), rmSync(dir, { recursive: true, force: true })) };
-    },
-  },
-];
-
-// ---- the tap: a TCP relay that keeps a copy of every byte the client sent -------------------------
-
-async function startTap(target) {
-  const { hostname, port } = new URL(target);
-  // The client's bytes, one list per connection of { seq, data } chunks; `seq` orders requests
-  // across connections (a keep-alive pool may send the next request on any of them).
-  const connections = [];
-  const sockets = new Set();
-  let seq = 0;
-  const server = net.createServer((client) => {
-    const chunks = [];
-    connections.push(chunks);
-    const upstream = net.connect(Number(port), hostname);
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on("close", () => sockets.delete(s));
-      s.on("error", () => (client.destroy(), upstream.destroy()));
-    }
-    client.on("data", (data) => chunks.push({ seq: seq++, data }));
-    client.pipe(upstream);
-    upstream.pipe(client);
-  });
-  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
-  return {
-    url: `http://127.0.0.1:${server.address().port}`,
-    /** Every HTTP/1.1 request that went through, parsed from the raw bytes, in the order sent. */
-    requests: () => connections.flatMap(parseRequests).sort((a, b) => a.seq - b.seq),
-    close: () => new Promise((ok) => (sockets.forEach((s) => s.destroy()), server.close(ok))),
-  };
-}
-
-function parseRequests(chunks) {
-  const bytes = Buffer.concat(chunks.map((c) => c.data));
-  const seqAt = (offset) => {
-    for (const c of chunks) {
-      if (offset < c.data.length) return c.seq;
-      offset -= c.data.length;
-    }
-  };
-  const requests = [];
-  let at = 0;
-  while (at < bytes.length) {
-    const seq = seqAt(at);
-    const end = bytes.indexOf("\r\n\r\n", at);
-    if (end < 0) throw new Error(`tap: incomplete request head: ${bytes.subarray(at).toString("latin1")}`);
-    const [line, ...fields] = bytes.subarray(at, end).toString("latin1").split("\r\n");
-    const [method, target] = line.split(" ");
-    const headers = fields.map((f) => [f.slice(0, f.indexOf(":")), f.slice(f.indexOf(":") + 1).trim()]);
-    const get = (name) => headers.find(([n]) => n.toLowerCase() === name)?.[1];
-    at = end + 4;
-    let body;
-    if (/chunked/i.test(get("transfer-encoding") ?? "")) {
-      const parts = [];
-      for (;;) {
-        const eol = bytes.indexOf("\r\n", at);
-        const size = parseInt(bytes.subarray(at, eol).toString("latin1"), 16);
-        at = eol + 2;
-        if (size === 0) break;
-        parts.push(bytes.subarray(at, at + size));
-        at += size + 2;
-      }
-      at = bytes.indexOf("\r\n", at) + 2; // after the (empty) trailer
-      body = Buffer.concat(parts);
-    } else {
-      const length = Number(get("content-length") ?? 0);
-      body = bytes.subarray(at, at + length);
-      at += length;
-    }
-    requests.push({ seq, method, target, headers, body });
-  }
-  return requests;
-}
 
 // Headers an HTTP client adds on its own (node-fetch 2: Accept, User-Agent, Accept-Encoding,
 // Content-Length; node:http: Host, Connection; undici also Accept-Language, Sec-Fetch-Mode).
@@ -188,71 +75,7 @@ function assertArrivedUnchanged(calls, arrived, tapUrl) {
   });
 }
 
-// ---- the browser --------------------------------------------------------------------------------
-
-const unescapeHtml = (s) => s.replace(/&(amp|lt|gt|quot|#39);/g, (_, e) => ({ amp: "&", lt: "<", gt: ">", quot: '"', "#39": "'" })[e]);
-const attr = (tag, name) => {
-  const m = tag.match(new RegExp(`\\s${name}="([^"]*)"`, "i"));
-  return m ? unescapeHtml(m[1]) : undefined;
-};
-
-/**
- * Plays the user's browser from the authorization URL to the app's redirect: follows redirects, keeps
- * cookies, fills the sign-in form and presses Allow on the consent form, sending Origin as a browser
- * does. Returns the redirect URL the app receives.
- */
-async function browse(startUrl, hostUrl, user) {
-  const cookies = new Map();
-  let url = startUrl;
-  let init = {};
-  for (let hop = 0; hop < 10; hop++) {
-    const headers = { ...init.headers, ...(cookies.size && { cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join("; ") }) };
-    const res = await fetch(url, { ...init, headers, redirect: "manual" });
-    for (const c of res.headers.getSetCookie()) {
-      const [pair] = c.split(";");
-      cookies.set(pair.slice(0, pair.indexOf("=")), pair.slice(pair.indexOf("=") + 1));
-    }
-    if (res.status >= 300 && res.status < 400) {
-      const next = new URL(res.headers.get("location"), url).href;
-      if (new URL(next).origin !== new URL(hostUrl).origin) return next; // left the host: the app's redirect URI
-      url = next;
-      init = {};
-      continue;
-    }
-    const html = await res.text();
-    assert.equal(res.status, 200, `the browser got ${res.status} at ${url}: ${html.slice(0, 500)}`);
-    const form = html.match(/<form\b[^>]*>[\s\S]*?<\/form>/i)?.[0];
-    assert.ok(form, `no form on the page at ${url}: ${html.slice(0, 500)}`);
-    const fields = new URLSearchParams();
-    for (const input of form.match(/<input\b[^>]*>/gi) ?? []) {
-      const name = attr(input, "name");
-      if (!name) continue;
-      if (name === "username") fields.set(name, user.username);
-      else if (attr(input, "type") === "password") fields.set(name, user.password);
-      else fields.set(name, attr(input, "value") ?? "");
-    }
-    if (!fields.has("username")) {
-      // The consent page: press Allow.
-      const allow = (form.match(/<button\b[^>]*>/gi) ?? []).find((b) => /^allow$/i.test(attr(b, "value") ?? ""));
-      assert.ok(allow, `no Allow button on the consent page: ${form}`);
-      fields.set(attr(allow, "name"), attr(allow, "value"));
-    }
-    url = new URL(attr(form.match(/<form\b[^>]*>/i)[0], "action") ?? "", url).href;
-    init = { method: "POST", body: fields, headers: { origin: new URL(hostUrl).origin } };
-  }
-  throw new Error(`the browser did not reach the app's redirect within 10 hops (last at ${url})`);
-}
-
 // ---- steps ---------------------------------------------------------------------------------------
-
-/** Runs `fn` as a subtest; returns `{ value }`, or null when the subtest failed (the test fails too). */
-async function step(t, name, fn) {
-  let outcome = null;
-  await t.test(name, async () => {
-    outcome = { value: await fn() };
-  });
-  return outcome;
-}
 
 /** The SDK call, with the exchange spelled out when the host refuses it. */
 async function sdk(calls, promise) {
@@ -268,13 +91,11 @@ async function sdk(calls, promise) {
   }
 }
 
-const b64url = (bytes) => Buffer.from(bytes).toString("base64url");
-
 // ---- the scenario --------------------------------------------------------------------------------
 
 for (const host of hosts) {
   for (const app of apps) {
-    test(`${host.name}: Dropbox SDK, ${app.name}: authorize, exchange, get_current_account, refresh, revoke, 401`, { timeout: 180_000 }, async (t) => {
+    test(`${host.name}: Dropbox SDK, ${app.name}: authorize, exchange, get_current_account, refresh, revoke, 401`, { timeout: host.startTimeout + 120_000 }, async (t) => {
       const server = await host.start();
       t.after(() => server.close());
       const tap = await startTap(server.url);
@@ -306,7 +127,7 @@ for (const host of hosts) {
 
       // The user's browser opens the URL (the authorization page is on the host, like meta-… is Dropbox's).
       const origin = SDK_ORIGINS.find((o) => authUrl.startsWith(`${o}/`));
-      const back = new URL(await browse(server.url + authUrl.slice(origin.length), server.url, ALICE));
+      const back = new URL((await browse(server.url + authUrl.slice(origin.length), server.url, ALICE)).redirect);
       assert.equal(back.origin + back.pathname, REDIRECT);
       assert.equal(back.searchParams.get("state"), state, "state comes back unchanged");
       const code = back.searchParams.get("code");

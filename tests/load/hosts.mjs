@@ -39,7 +39,7 @@ export function writeConfig(dir, { users = 8, apps = 4 } = {}) {
       username: `user${i}`,
       password,
       password_scrypt: `scrypt$${salt.toString("hex")}$${scryptSync(password, salt, 32).toString("hex")}`,
-      account_id: `dbid:AALoadUser${String(i).padStart(4, "0")}`,
+      account_id: `dbid:AALoadUser${String(i).padStart(25, "0")}`, // 40 characters, as the hosts require
       uid: String(100000 + i),
       name: `Load User${i}`,
       email: `user${i}@example.com`,

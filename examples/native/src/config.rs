@@ -134,7 +134,15 @@ fn parse(doc: &Value, path: &Path) -> Result<HostConfig, String> {
 
 /// The users of the file: `username`, `password_scrypt`, `account_id`, `uid` (a string or a
 /// number), and optionally `name`, `email`, `country`.
-fn accounts(users: Option<&Value>) -> Result<Vec<Account>, String> {
+///
+/// `POST /2/users/get_current_account` answers with these fields (http.rs `account_json`), and
+/// the official SDKs check every account they get against their FullAccount type (the Python
+/// SDK's stone-generated dropbox/users.py and dropbox/common.py). So a user whose fields cannot
+/// make a valid account is refused here, at start, with the rules of app.mjs `parseConfig`:
+/// `account_id` exactly 40 visible ASCII characters (AccountId); `uid`, which is root_info's
+/// namespace ids, 1–128 of `A–Z a–z 0–9 - _ :` (NamespaceId); `country` two upper-case letters;
+/// `name` and `email` strings.
+pub fn accounts(users: Option<&Value>) -> Result<Vec<Account>, String> {
     let users = match users {
         Some(Value::Array(users)) if !users.is_empty() => users,
         _ => return Err("users must be a non-empty list".into()),
@@ -142,6 +150,12 @@ fn accounts(users: Option<&Value>) -> Result<Vec<Account>, String> {
     let text = |user: &Map<String, Value>, field: &str| match user.get(field) {
         Some(Value::String(value)) => Some(value.clone()),
         _ => None,
+    };
+    // An optional string: absent or null is None, anything but a string is refused.
+    let optional = |user: &Map<String, Value>, username: &str, field: &str| match user.get(field) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(value)) => Ok(Some(value.clone())),
+        Some(_) => Err(format!("user {username}: {field} must be a string")),
     };
     users
         .iter()
@@ -154,22 +168,55 @@ fn accounts(users: Option<&Value>) -> Result<Vec<Account>, String> {
             ) else {
                 return Err("every user needs username, password_scrypt and account_id".into());
             };
+            if account_id.len() != 40 || !account_id.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(format!(
+                    "user {username}: account_id must be 40 visible ASCII characters, like \
+                     dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc (the Dropbox SDKs' AccountId type)"
+                ));
+            }
+            // A whole number as JavaScript holds one exactly, like app.mjs.
+            const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
             let uid = match user.get("uid") {
-                Some(Value::String(uid)) => uid.clone(),
-                Some(Value::Number(uid)) => uid.to_string(),
-                _ => return Err(format!("user {username} needs a uid")),
+                Some(Value::String(uid)) => Some(uid.clone()),
+                Some(Value::Number(uid)) => uid
+                    .as_u64()
+                    .filter(|n| *n <= MAX_SAFE_INTEGER)
+                    .map(|n| n.to_string()),
+                _ => None,
             };
+            let uid = uid
+                .filter(|uid| {
+                    (1..=128).contains(&uid.len())
+                        && uid
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b"-_:".contains(&b))
+                })
+                .ok_or_else(|| {
+                    format!(
+                        "user {username}: uid must be a whole number or 1-128 letters, digits, \
+                         - _ : (it is the account's namespace id, the Dropbox SDKs' NamespaceId type)"
+                    )
+                })?;
+            let country = optional(user, &username, "country")?;
+            if country
+                .as_deref()
+                .is_some_and(|c| c.len() != 2 || !c.bytes().all(|b| b.is_ascii_uppercase()))
+            {
+                return Err(format!(
+                    "user {username}: country must be a two-letter country code such as US"
+                ));
+            }
             Ok(Account {
                 user: User {
                     account_id: AccountId::new(account_id)
                         .map_err(|e| format!("user {username}: {e}"))?,
                     uid: Uid::new(uid).map_err(|e| format!("user {username}: {e}"))?,
                 },
+                name: optional(user, &username, "name")?,
+                email: optional(user, &username, "email")?,
+                country,
                 username,
                 password_scrypt,
-                name: text(user, "name"),
-                email: text(user, "email"),
-                country: text(user, "country"),
             })
         })
         .collect()
@@ -220,6 +267,61 @@ mod tests {
         assert!(config.database.ends_with("node/edgegrant.sqlite"));
         assert_eq!(config.accounts.len(), 2);
         assert_eq!(config.core.apps().count(), 2);
+    }
+
+    /// The sample with its first user's `fields` replaced (null removes one).
+    fn sample_with_alice(fields: Value) -> Result<HostConfig, String> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../node/config.sample.json");
+        let mut doc: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let alice = doc["users"][0].as_object_mut().unwrap();
+        for (field, value) in fields.as_object().unwrap() {
+            match value {
+                Value::Null => alice.remove(field),
+                value => alice.insert(field.clone(), value.clone()),
+            };
+        }
+        parse(&doc, &path)
+    }
+
+    #[test]
+    fn users_whose_account_the_sdks_would_refuse_are_refused_at_start() {
+        let refused = |fields: Value, message: &str| {
+            let error = sample_with_alice(fields).expect_err("refused");
+            assert!(error.starts_with(message), "{error}");
+        };
+        refused(
+            serde_json::json!({ "account_id": "dbid:AAH4f99T0taONIb" }),
+            "user alice: account_id must be 40 visible ASCII characters",
+        );
+        refused(
+            serde_json::json!({ "account_id": "dbid:AAH4f99T0taONIb OurWxbNQ6ywGRopQngc" }),
+            "user alice: account_id must be 40 visible ASCII characters",
+        );
+        refused(
+            serde_json::json!({ "uid": "12 345" }),
+            "user alice: uid must be a whole number or 1-128 letters, digits",
+        );
+        refused(
+            serde_json::json!({ "uid": null }),
+            "user alice: uid must be",
+        );
+        refused(serde_json::json!({ "uid": -1 }), "user alice: uid must be");
+        refused(
+            serde_json::json!({ "country": "USA" }),
+            "user alice: country must be a two-letter country code",
+        );
+        refused(
+            serde_json::json!({ "name": 42 }),
+            "user alice: name must be a string",
+        );
+        // What the SDKs accept loads: a numeric uid, a country, no name or email.
+        let config = sample_with_alice(
+            serde_json::json!({ "uid": 42, "country": "DE", "name": null, "email": null }),
+        )
+        .expect("loads");
+        assert_eq!(config.accounts[0].user.uid.as_str(), "42");
+        assert_eq!(config.accounts[0].country.as_deref(), Some("DE"));
     }
 
     #[test]

@@ -244,7 +244,11 @@ fn api(site: &Site, path: &str, principal: &Principal) -> Response {
     )
 }
 
-/// The account in the reference service's `get_current_account` shape (app.mjs `account()`).
+/// The account in the reference service's `get_current_account` shape (app.mjs `account()`):
+/// every field the official SDKs' FullAccount type requires (the optional ones,
+/// `profile_photo_url`, `team`, `team_member_id` and root_info's `home_path`, are left out, as
+/// the reference service leaves out what is null). The configuration's checks (config.rs
+/// `accounts`) make the user's fields valid for that type.
 fn account_json(principal: &Principal, account: Option<&Account>) -> Value {
     let (username, name, email, country) = match account {
         Some(a) => (
@@ -273,6 +277,8 @@ fn account_json(principal: &Principal, account: Option<&Account>) -> Value {
         "disabled": false,
         "country": country.unwrap_or("US"),
         "locale": "en",
+        // Required, a string; this host runs no referral programme, so there is no link to give.
+        "referral_link": "",
         "is_paired": false,
         "account_type": { ".tag": "basic" },
         "root_info": { ".tag": "user", "root_namespace_id": uid, "home_namespace_id": uid },
@@ -431,5 +437,30 @@ mod tests {
         assert_eq!(value["name"]["abbreviated_name"], "u");
         assert_eq!(value["email"], "unknown@example.com");
         assert_eq!(value["root_info"]["home_namespace_id"], "7");
+        assert_eq!(value["referral_link"], "");
+        // Every field the official SDKs' FullAccount type requires, as app.mjs `account()` has them.
+        let mut fields: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| k.as_str())
+            .collect();
+        fields.sort_unstable();
+        assert_eq!(
+            fields,
+            [
+                "account_id",
+                "account_type",
+                "country",
+                "disabled",
+                "email",
+                "email_verified",
+                "is_paired",
+                "locale",
+                "name",
+                "referral_link",
+                "root_info",
+            ]
+        );
     }
 }

@@ -18,10 +18,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use axum::body::Body;
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
-use edgegrant::{AccountId, AppKey, Entropy, Input, Uid, UnixTime, Unlinker, User, ENTROPY_LEN};
+use edgegrant::{AccountId, AppKey, Entropy, Input, UnixTime, Unlinker, ENTROPY_LEN};
 use serde_json::{json, Map, Value};
 
-use crate::config::{core_config, Account, Accounts};
+use crate::config::{accounts, core_config, Account, Accounts};
 use crate::host::{App, Finish, Site};
 use crate::http::{drain, fault_response, json_response, read_body, run};
 use crate::session::{hex, Sessions};
@@ -165,37 +165,24 @@ fn fresh_table_name() -> String {
     format!("edgegrant_test_{stamp}_{random}")
 }
 
-/// The users of a reset: `name` (the sign-in name and display name), `account_id`, `uid`.
+/// The users of a reset: `name` (the sign-in name and display name), `account_id`, `uid`; checked
+/// as the configuration file's users are (config.rs `accounts`), as test-mode.mjs checks them with
+/// parseConfig.
 fn test_users(users: &[Value]) -> Result<Vec<Account>, String> {
-    if users.is_empty() {
-        return Err("users must be a non-empty list".into());
-    }
-    users
+    let users = users
         .iter()
         .map(|user| {
-            let name = user.get("name").and_then(Value::as_str);
-            let account_id = user.get("account_id").and_then(Value::as_str);
-            let uid = match user.get("uid") {
-                Some(Value::String(uid)) => Some(uid.clone()),
-                Some(Value::Number(uid)) => Some(uid.to_string()),
-                _ => None,
-            };
-            let (Some(name), Some(account_id), Some(uid)) = (name, account_id, uid) else {
-                return Err("every user needs name, account_id and uid".to_owned());
-            };
-            Ok(Account {
-                username: name.to_owned(),
-                password_scrypt: NO_PASSWORD.to_owned(),
-                user: User {
-                    account_id: AccountId::new(account_id).map_err(|e| e.to_string())?,
-                    uid: Uid::new(uid).map_err(|e| e.to_string())?,
-                },
-                name: Some(name.to_owned()),
-                email: None,
-                country: None,
+            let name = user.get("name").cloned().unwrap_or(Value::Null);
+            json!({
+                "username": name,
+                "name": name,
+                "account_id": user.get("account_id"),
+                "uid": user.get("uid"),
+                "password_scrypt": NO_PASSWORD,
             })
         })
-        .collect()
+        .collect();
+    accounts(Some(&Value::Array(users)))
 }
 
 fn clock(app: &App, body: &Map<String, Value>) -> Response {

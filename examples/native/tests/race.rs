@@ -35,7 +35,7 @@ fn start() -> Host {
     let dir = std::env::temp_dir().join(format!("edgegrant-native-race-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let config = dir.join("config.json");
-    let users = r#"[{"username": "nobody", "password_scrypt": "!", "account_id": "dbid:AAnobody", "uid": "1"}]"#;
+    let users = r#"[{"username": "nobody", "password_scrypt": "!", "account_id": "dbid:AAnobody000000000000000000000000000", "uid": "1"}]"#;
     let secret = "race-test-session-secret-0123456789-0123456789";
     let file =
         format!(r#"{{"database": "race.sqlite", "session_secret": "{secret}", "users": {users}}}"#);

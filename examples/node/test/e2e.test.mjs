@@ -110,6 +110,11 @@ test("sign in, consent, PKCE offline flow, refresh, revoke, 401, and a restart",
 
 test("a bad configuration file stops the server with a clear message", () => {
   const { dir, path } = freshConfig();
+  const withAlice = (fields) => {
+    const doc = JSON.parse(readFileSync(path, "utf8"));
+    doc.users[0] = { ...doc.users[0], ...fields };
+    return JSON.stringify(doc);
+  };
   try {
     const server = fileURLToPath(new URL("../server.mjs", import.meta.url));
     const cases = [
@@ -117,6 +122,12 @@ test("a bad configuration file stops the server with a clear message", () => {
       [JSON.stringify({ users: [] }), /users must be a non-empty list/],
       [JSON.stringify({ ...JSON.parse(readFileSync(path, "utf8")), policy: { code_ttl: 0 } }), /code_ttl/],
       [JSON.stringify({ ...JSON.parse(readFileSync(path, "utf8")), session_secret: "short" }), /session_secret/],
+      // Users whose account the official SDKs would refuse (their FullAccount type): refused at start.
+      [withAlice({ account_id: "dbid:AAH4f99T0taONIb" }), /user alice: account_id must be 40 visible ASCII characters/],
+      [withAlice({ uid: "12 345" }), /user alice: uid must be a whole number or 1-128 letters, digits/],
+      [withAlice({ uid: undefined }), /user alice: uid must be/],
+      [withAlice({ country: "USA" }), /user alice: country must be a two-letter country code/],
+      [withAlice({ name: 42 }), /user alice: name must be a string/],
     ];
     for (const [text, message] of cases) {
       writeFileSync(path, text);
