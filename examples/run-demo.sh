@@ -6,4 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pkg/scripts/setup.sh examples/worker
+# The sample configuration's session_secret is public: the host refuses it unless told this is
+# the local demo. A configuration of your own (the first argument) gets no such allowance.
+if [ $# -eq 0 ]; then export EDGEGRANT_ALLOW_SAMPLE_SECRET=1; fi
 exec node examples/worker/dev.mjs "${1:-examples/worker/config.sample.json}"

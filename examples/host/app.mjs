@@ -11,18 +11,23 @@
 // WebAssembly core, which checkConfig and createAuthServer below call into.
 import { Buffer } from "node:buffer";
 import { createHmac, scryptSync, timingSafeEqual } from "node:crypto";
-import { checkConfig, createAuthServer, escapeHtml, page, pageData } from "../../pkg/src/index.js";
+import { checkConfig, createAuthServer, escapeHtml, isCrossSite, page, pageData } from "../../pkg/src/index.js";
 import PAGES from "./pages.json" with { type: "json" };
 
 const STYLE = `<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#1e1919}
 h1{font-size:1.4rem}button,input{font:inherit;padding:.5rem 1rem;border-radius:.4rem;border:1px solid #bbb}
 button.allow{background:#0061fe;color:#fff;border-color:#0061fe}ul{padding-left:1.2rem}code{font-size:1.1rem;word-break:break-all;background:#f4f4f4;padding:.4rem}</style>`;
 
+/** The sample configurations' `session_secret`: public, so it signs nobody in outside the demo. */
+export const SAMPLE_SESSION_SECRET = "change-me-to-32-or-more-random-characters";
+
 /**
  * Checks a parsed configuration document (format: examples/node/README.md). Returns it with
- * `core`, the part the edgegrant core reads; throws an Error saying what is wrong.
+ * `core`, the part the edgegrant core reads; throws an Error saying what is wrong. The sample's
+ * placeholder `session_secret` is refused unless `allowSampleSecret` (the demo command's
+ * EDGEGRANT_ALLOW_SAMPLE_SECRET=1): anyone could forge its session cookies.
  */
-export function parseConfig(doc) {
+export function parseConfig(doc, { allowSampleSecret = false } = {}) {
   const fail = (why) => {
     throw new Error(why);
   };
@@ -35,6 +40,13 @@ export function parseConfig(doc) {
     checkAccountFields(u, fail);
   }
   if (typeof doc.session_secret !== "string" || doc.session_secret.length < 32) fail("session_secret must be at least 32 characters");
+  if (doc.session_secret === SAMPLE_SESSION_SECRET && !allowSampleSecret) {
+    fail(
+      "session_secret is the sample configuration's placeholder, which anyone can read: set your own, e.g. " +
+        `node -e "console.log(require('node:crypto').randomBytes(32).toString('base64url'))" ` +
+        "(the local demo runs with it under EDGEGRANT_ALLOW_SAMPLE_SECRET=1)",
+    );
+  }
   const core = { apps: doc.apps ?? [], policy: doc.policy, api_endpoints: doc.api_endpoints };
   if (core.policy === undefined) delete core.policy;
   if (core.api_endpoints === undefined) delete core.api_endpoints;
@@ -82,23 +94,36 @@ function passwordMatches(stored, password) {
   return timingSafeEqual(actual, expected);
 }
 
-/** Session cookies: the account id, signed with HMAC-SHA256, so sessions survive a restart too. */
+/** How long a session lasts, by the server's clock (the cookie's Max-Age says the same to the browser). */
+export const SESSION_SECONDS = 86_400;
+
+/**
+ * Session cookies: `session=<base64url(account id)>.<expiry, Unix seconds>.<HMAC-SHA256 of both>`.
+ * They hold no state, so sessions survive a restart; the server refuses one past its expiry
+ * whatever the browser kept, and the signature covers the expiry. `Secure` when served over https.
+ */
 export function sessions(secret) {
   const sign = (value) => createHmac("sha256", secret).update(value).digest("base64url");
+  const attributes = (secure, maxAge) => `; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${secure ? "; Secure" : ""}`;
   return {
-    cookie(accountId) {
-      const value = Buffer.from(accountId).toString("base64url");
-      return `session=${value}.${sign(value)}; Path=/; HttpOnly; SameSite=Lax; Max-Age=86400`;
+    /** The `Set-Cookie` value that signs `accountId` in at `now` until `expires` (default a day later). */
+    cookie(accountId, { now, expires = now + SESSION_SECONDS, secure = false }) {
+      const signed = `${Buffer.from(accountId).toString("base64url")}.${expires}`;
+      return `session=${signed}.${sign(signed)}${attributes(secure, Math.max(0, expires - now))}`;
     },
-    /** The signed-in account of a `Cookie` header's value, or null. */
-    accountIdOf(header) {
+    /** The `Set-Cookie` value that signs out. */
+    cleared: ({ secure = false } = {}) => `session=${attributes(secure, 0)}`,
+    /** The account a `Cookie` header's session signs in at `now`, or null. */
+    accountIdOf(header, now) {
       if (!header) return null;
       const cookie = header.split(/;\s*/).find((c) => c.startsWith("session="));
-      const [value, mac] = (cookie?.slice("session=".length) ?? "").split(".");
-      if (!value || !mac) return null;
-      const expected = Buffer.from(sign(value));
+      const parts = (cookie?.slice("session=".length) ?? "").split(".");
+      if (parts.length !== 3) return null;
+      const [value, expires, mac] = parts;
+      const expected = Buffer.from(sign(`${value}.${expires}`));
       const given = Buffer.from(mac);
       if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
+      if (!/^\d{1,15}$/.test(expires) || !(now < Number(expires))) return null;
       return Buffer.from(value, "base64url").toString();
     },
   };
@@ -136,12 +161,29 @@ function account(user) {
   };
 }
 
-/** A safe place to go after signing in: a path on this host, never another origin. */
-const localPath = (target) => (typeof target === "string" && target.startsWith("/") && !target.startsWith("//") && !target.includes("\\") ? target : "/");
+/**
+ * Where to send the browser after it signs in: `target` resolved the way the browser will
+ * resolve it (WHATWG URL, from this host's root), as a path on this host, or null when it leads
+ * anywhere else. The path is the URL's own serialization (percent-encoded, no control
+ * characters), so it is always a valid Location; a path that starts with `//` gets `/.` in front
+ * (as the URL standard serializes such paths), so no browser reads it as another host.
+ */
+export function localTarget(target, origin) {
+  let url;
+  try {
+    url = new URL(target ?? "/", `${origin}/`);
+  } catch {
+    return null;
+  }
+  if (url.origin !== origin) return null;
+  const path = `${url.pathname}${url.search}${url.hash}`;
+  return path.startsWith("//") ? `/.${path}` : path;
+}
 
-const signInPage = (returnTo, error = "") =>
-  page(
-    error ? 401 : 200,
+/** The sign-in page: 200, or with `status` and a message (403 for refused credentials or a cross-site post, 400 for a return_to that leads off the host, 429 while sign-in is held). */
+const signInPage = (returnTo, { status = 200, error = "", headers = {} } = {}) => {
+  const shown = page(
+    status,
     "Sign in",
     `${STYLE}<h1${pageData("sign_in")}>Sign in</h1>${error ? `<p style="color:#c00">${escapeHtml(error)}</p>` : ""}
     <form method="post" action="/signin"><input type="hidden" name="return_to" value="${escapeHtml(returnTo)}">
@@ -149,27 +191,72 @@ const signInPage = (returnTo, error = "") =>
     <p><input name="password" type="password" placeholder="password" autocomplete="current-password" required></p>
     <p><button class="allow">Sign in</button></p></form>`,
   );
+  for (const [name, value] of Object.entries(headers)) shown.headers.set(name, value);
+  return shown;
+};
+
+/** Seconds since the epoch, by the system clock. */
+const systemClock = () => Math.floor(Date.now() / 1000);
 
 /**
- * The host's own pages: `GET /` and `GET`/`POST /signin`. Returns a handler that answers those
- * and resolves null for every other request. Holds no records: a Worker runs it outside the
- * Durable Object, so the deliberately slow scrypt never stalls the object.
+ * The host's own pages: `GET /`, `GET`/`POST /signin` and `POST /signout`. Returns a handler that
+ * answers those and resolves null for every other request. Holds no records: a Worker runs it
+ * outside the Durable Object, so the deliberately slow scrypt never stalls the object.
+ *
+ * `clock`: the host's (test mode moves it). `attempts(attempters, { failed })`: the auth server's
+ * limit on failed checks (createAuthServer's `attempts`), per account name and source.
+ * `sourceOf(request)`: the client's address, or null.
  */
-export function signInRoutes(config, { title = "host" } = {}) {
+export function signInRoutes(config, { title = "host", clock = systemClock, attempts, sourceOf = () => null } = {}) {
   const session = sessions(config.session_secret);
   const usersByName = new Map(config.users.map((u) => [u.username, u]));
+  const byAccount = new Map(config.users.map((u) => [u.account_id, u]));
   return async function handle(request) {
     const url = new URL(request.url);
-    if (url.pathname === "/signin" && request.method === "GET") return signInPage(localPath(url.searchParams.get("return_to")));
+    const secure = url.protocol === "https:";
+    if (url.pathname === "/signin" && request.method === "GET") {
+      const target = localTarget(url.searchParams.get("return_to"), url.origin);
+      return target === null ? signInPage("/", { status: 400, error: "That link would lead away from this site." }) : signInPage(target);
+    }
     if (url.pathname === "/signin" && request.method === "POST") {
+      // Login CSRF: another site must not sign a browser in (to its own account): the rule the
+      // consent form follows, from the core.
+      if (isCrossSite(request.headers, url.host)) {
+        await request.body?.cancel();
+        return signInPage("/", { status: 403, error: "This sign-in form was sent from another site." });
+      }
       const form = new URLSearchParams((await request.text()).slice(0, 4096));
-      const user = usersByName.get(form.get("username") ?? "");
-      const returnTo = localPath(form.get("return_to"));
-      if (!user || !passwordMatches(user.password_scrypt, form.get("password") ?? "")) return signInPage(returnTo, "Wrong username or password.");
-      return new Response(null, { status: 303, headers: { Location: returnTo, "Set-Cookie": session.cookie(user.account_id) } });
+      const target = localTarget(form.get("return_to"), url.origin);
+      if (target === null) return signInPage("/", { status: 400, error: "That link would lead away from this site." });
+      const username = form.get("username") ?? "";
+      const source = sourceOf(request);
+      const attempters = [{ account: username }, ...(source ? [{ source }] : [])];
+      const held = (retryAfter) => signInPage(target, { status: 429, error: "Too many failed sign-ins. Try again later.", headers: { "Retry-After": String(retryAfter) } });
+      if (attempts) {
+        const { allowed, retryAfter } = await attempts(attempters);
+        if (!allowed) return held(retryAfter);
+      }
+      const user = usersByName.get(username);
+      if (!user || !passwordMatches(user.password_scrypt, form.get("password") ?? "")) {
+        if (attempts) await attempts(attempters, { failed: true });
+        // 403: credentials given and refused (a 401 would need a WWW-Authenticate challenge).
+        return signInPage(target, { status: 403, error: "Wrong username or password." });
+      }
+      const cookie = session.cookie(user.account_id, { now: clock(), secure });
+      return new Response(null, { status: 303, headers: { Location: target, "Set-Cookie": cookie, "Cache-Control": "no-store" } });
+    }
+    if (url.pathname === "/signout" && request.method === "POST") {
+      if (isCrossSite(request.headers, url.host)) {
+        await request.body?.cancel();
+        return page(403, "Sign out", `${STYLE}<h1>Sign out</h1><p>This form was sent from another site.</p>`);
+      }
+      await request.body?.cancel();
+      return new Response(null, { status: 303, headers: { Location: "/", "Set-Cookie": session.cleared({ secure }), "Cache-Control": "no-store" } });
     }
     if (url.pathname === "/") {
-      return page(200, "edgegrant", `${STYLE}<h1>edgegrant ${escapeHtml(title)}</h1><p>Authorization server for ${config.core.apps.length} app(s).</p>`);
+      const user = byAccount.get(session.accountIdOf(request.headers.get("cookie"), clock()));
+      const signOut = user ? `<p>Signed in as ${escapeHtml(user.username)}.</p><form method="post" action="/signout"><button>Sign out</button></form>` : "";
+      return page(200, "edgegrant", `${STYLE}<h1>edgegrant ${escapeHtml(title)}</h1><p>Authorization server for ${config.core.apps.length} app(s).</p>${signOut}`);
     }
     return null;
   };
@@ -186,12 +273,12 @@ export { PAGES };
 const ACCOUNT_API = "/2/users/get_current_account";
 
 /** The configured users: who a `Cookie` header signs in, and the account an API call acts for. */
-function accounts(config) {
+function accounts(config, clock = systemClock) {
   const session = sessions(config.session_secret);
   const byAccount = new Map(config.users.map((u) => [u.account_id, u]));
   return {
     signedIn(cookieHeader) {
-      const user = byAccount.get(session.accountIdOf(cookieHeader));
+      const user = byAccount.get(session.accountIdOf(cookieHeader, clock()));
       return user ? { account_id: user.account_id, uid: String(user.uid) } : null;
     },
     account: (principal) => account(byAccount.get(principal.account_id) ?? { account_id: principal.account_id, uid: principal.uid, username: "unknown" }),
@@ -203,7 +290,7 @@ function accounts(config) {
  * the user, the page templates above, and the account API.
  */
 export function authServer(config, { storage, onAudit, clock, random, sourceOf }) {
-  const people = accounts(config);
+  const people = accounts(config, clock);
   return createAuthServer({
     config: { ...config.core, pages: PAGES },
     storage,
@@ -243,8 +330,8 @@ async function nodeBody(req, limit) {
  * The core's routes on node:http without Fetch objects: the request's plain values into the
  * server's `handle`, its reply written out as it is, the account API answered as JSON text.
  */
-function nodeRoutes(config, auth) {
-  const people = accounts(config);
+function nodeRoutes(config, auth, clock) {
+  const people = accounts(config, clock);
   const limit = auth.core.maxInputBytes();
   return async function serveNode(req, res) {
     const body = await nodeBody(req, limit);
@@ -269,8 +356,8 @@ function nodeRoutes(config, auth) {
  * host's own pages (and anything else, on the Fetch API), `serveNode(req, res)` for the core's
  * routes straight from node:http.
  */
-export function createApp(config, { storage, onAudit, title, clock, random }) {
-  const pages = signInRoutes(config, { title });
-  const auth = authServer(config, { storage, onAudit, clock, random });
-  return { fetch: async (request) => (await pages(request)) ?? auth.fetch(request), serveNode: nodeRoutes(config, auth), unlink: auth.unlink };
+export function createApp(config, { storage, onAudit, title, clock, random, sourceOf }) {
+  const auth = authServer(config, { storage, onAudit, clock, random, sourceOf });
+  const pages = signInRoutes(config, { title, clock, attempts: auth.attempts, sourceOf });
+  return { fetch: async (request) => (await pages(request)) ?? auth.fetch(request), serveNode: nodeRoutes(config, auth, clock), unlink: auth.unlink };
 }

@@ -4,8 +4,11 @@ import { readFileSync } from "node:fs";
 import "../../pkg/src/node.js"; // loads the WebAssembly core, which checks the apps
 import { parseConfig } from "./app.mjs";
 
-/** The checked configuration (see app.mjs parseConfig); throws an Error naming the file and the fault. */
-export function loadConfigFile(path) {
+/**
+ * The checked configuration (see app.mjs parseConfig; `options.allowSampleSecret` lets the demo
+ * run on the sample's placeholder secret); throws an Error naming the file and the fault.
+ */
+export function loadConfigFile(path, options) {
   let doc;
   try {
     doc = JSON.parse(readFileSync(path, "utf8"));
@@ -13,8 +16,11 @@ export function loadConfigFile(path) {
     throw new Error(`cannot read configuration ${path}: ${e.message}`);
   }
   try {
-    return parseConfig(doc);
+    return parseConfig(doc, options);
   } catch (e) {
     throw new Error(`invalid configuration ${path}: ${e.message}`);
   }
 }
+
+/** Whether the environment opts in to the sample's placeholder secret (the demo command sets it). */
+export const sampleSecretAllowed = () => process.env.EDGEGRANT_ALLOW_SAMPLE_SECRET === "1";

@@ -20,6 +20,8 @@ import { parseConfig, sessions } from "./app.mjs";
 
 /** The session secret of every test configuration: test mode signs the cookies it hands out. */
 export const TEST_SESSION_SECRET = "edgegrant-test-mode-session-secret-not-for-production";
+/** When the sessions test mode hands out end (year 33658): never, for a test. */
+const TEST_SESSION_END = 999_999_999_999;
 /** Not a `scrypt$salt$hash`: no password signs a test user in. */
 const NO_PASSWORD = "!test-mode";
 
@@ -81,7 +83,9 @@ export function withTestMode({ config, storage, emptyStorage, serve, onAudit }) 
       audit = [];
       server = serveNow();
       const session = sessions(TEST_SESSION_SECRET);
-      return json({ cookies: Object.fromEntries(users.map((u) => [u.name, session.cookie(u.account_id).split(";")[0]])) });
+      // Test users' sessions never end: a vector moves the clock by years.
+      const cookie = (u) => session.cookie(u.account_id, { now: 0, expires: TEST_SESSION_END }).split(";")[0];
+      return json({ cookies: Object.fromEntries(users.map((u) => [u.name, cookie(u)])) });
     },
     async clock({ now: at, entropy: hex }) {
       const bytes = bytesOfHex(hex);

@@ -2,7 +2,7 @@
 // beside the JS hosts: the conformance runner (conformance/runners/http.test.mjs) and the SDK
 // interop tests (tests/e2e/interop.mjs).
 //
-//   const host = await startNative(configPath, { testMode, port });   // port 0: any free port
+//   const host = await startNative(configPath, { testMode, port, allowSampleSecret });   // port 0: any free port
 //   await fetch(`${host.url}/`); ...; await host.close();
 import { spawn } from "node:child_process";
 import { dirname, join } from "node:path";
@@ -43,9 +43,13 @@ export function nativeBinary() {
  * it prints its listening line. Its stdout (one audit line per event) is read to the end, so the
  * pipe never fills; its stderr is the caller's.
  */
-export async function startNative(configPath, { testMode = false, port = 0 } = {}) {
+export async function startNative(configPath, { testMode = false, port = 0, allowSampleSecret = false } = {}) {
   const binary = await nativeBinary();
-  const child = spawn(binary, [configPath, "--port", String(port), ...(testMode ? ["--test-mode"] : [])], { stdio: ["ignore", "pipe", "inherit"] });
+  // The sample configuration's placeholder session_secret is refused unless this is set (the demo's opt-in).
+  const env = { ...process.env };
+  if (allowSampleSecret) env.EDGEGRANT_ALLOW_SAMPLE_SECRET = "1";
+  else delete env.EDGEGRANT_ALLOW_SAMPLE_SECRET;
+  const child = spawn(binary, [configPath, "--port", String(port), ...(testMode ? ["--test-mode"] : [])], { stdio: ["ignore", "pipe", "inherit"], env });
   const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal)));
   const close = async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");

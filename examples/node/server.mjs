@@ -11,24 +11,32 @@ import { Readable } from "node:stream";
 import { pathToFileURL } from "node:url";
 import { openSqliteStorage } from "../../pkg/src/adapters/sqlite.js";
 import { createApp } from "../host/app.mjs";
-import { loadConfigFile } from "../host/config-file.mjs";
+import { loadConfigFile, sampleSecretAllowed } from "../host/config-file.mjs";
 import { withTestMode } from "../host/test-mode.mjs";
 
 /** Reads and checks the configuration file; throws an Error that says what is wrong. */
-export function loadConfig(path) {
-  const config = loadConfigFile(path);
+export function loadConfig(path, options) {
+  const config = loadConfigFile(path, options);
   return { ...config, database: resolve(dirname(resolve(path)), config.database ?? "edgegrant.sqlite") };
 }
 
 /**
- * Starts the host. `testMode: true` adds the /__test__/ control endpoints (../host/test-mode.mjs;
+ * Starts the host. `allowSampleSecret: true` runs it on the sample configuration's placeholder
+ * `session_secret` (the command line allows it under EDGEGRANT_ALLOW_SAMPLE_SECRET=1, which the
+ * demo command sets). `testMode: true` adds the /__test__/ control endpoints (../host/test-mode.mjs;
  * each reset starts a new, empty table in the same database); never on otherwise. `onAudit`
  * replaces the default audit log (one JSON line per event on stdout).
  */
-export async function startServer(configPath, { port, host, testMode = false, onAudit = (event) => console.log(JSON.stringify({ audit: event })) } = {}) {
-  const config = loadConfig(configPath);
+export async function startServer(
+  configPath,
+  { port, host, testMode = false, allowSampleSecret = false, onAudit = (event) => console.log(JSON.stringify({ audit: event })) } = {},
+) {
+  const config = loadConfig(configPath, { allowSampleSecret });
   const storage = await openSqliteStorage(config.database);
-  const serve = (doc, options) => createApp(doc, { ...options, title: "Node host" });
+  // The peer address of each request the host's own pages get as a Fetch Request (a header
+  // would be the client's to forge): failed sign-ins are counted against it.
+  const peers = new WeakMap();
+  const serve = (doc, options) => createApp(doc, { ...options, title: "Node host", sourceOf: (request) => peers.get(request) ?? null });
   let testStorage; // the table of the last reset
   const app = testMode
     ? withTestMode({
@@ -50,7 +58,7 @@ export async function startServer(configPath, { port, host, testMode = false, on
   // The host's own pages (sign-in, home) and test mode go through the Fetch API; the core's
   // routes take node:http's values as they are (the package's plain-value entry, no Fetch
   // objects on the hot path).
-  const hostRoute = (url) => url === "/" || url === "/signin" || url.startsWith("/signin?") || url.startsWith("/__test__/");
+  const hostRoute = (url) => url === "/" || url === "/signin" || url.startsWith("/signin?") || url === "/signout" || url.startsWith("/__test__/");
   const server = http.createServer({ maxHeaderSize: 64 * 1024 }, async (req, res) => {
     // Storage trouble never gets here: the core answers it (503 with Retry-After). What does is
     // either a request the Fetch API cannot even represent (400) or a fault of this host (500).
@@ -74,6 +82,7 @@ export async function startServer(configPath, { port, host, testMode = false, on
           body: hasBody ? Readable.toWeb(req) : undefined,
           duplex: "half",
         });
+        peers.set(request, req.socket.remoteAddress);
       } catch {
         fail(400, "invalid_request", "the request could not be read");
         return;
@@ -109,7 +118,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
     process.exit(2);
   }
   try {
-    const { url } = await startServer(path);
+    const { url } = await startServer(path, { allowSampleSecret: sampleSecretAllowed() });
     console.log(`edgegrant Node host listening on ${url}`);
   } catch (error) {
     console.error(error.message);

@@ -12,7 +12,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { loadConfigFile } from "../host/config-file.mjs";
+import { loadConfigFile, sampleSecretAllowed } from "../host/config-file.mjs";
 import { stageDemo } from "./stage-demo.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -72,9 +72,9 @@ export async function startWorker(options = {}) {
   }
 }
 
-async function startWorkerOnce({ configPath = SAMPLE_CONFIG, port, persistTo = join(here, ".wrangler/state"), echo = false, timeoutMs = 60_000, testMode = false } = {}) {
+async function startWorkerOnce({ configPath = SAMPLE_CONFIG, port, persistTo = join(here, ".wrangler/state"), echo = false, timeoutMs = 60_000, testMode = false, allowSampleSecret = false } = {}) {
   if (!existsSync(WRANGLER)) throw new Error("wrangler is not installed: run npm ci --prefix examples/worker");
-  const config = loadConfigFile(configPath);
+  const config = loadConfigFile(configPath, { allowSampleSecret });
   // This run's own copy of the static assets (see stage-demo.mjs), removed by close().
   const assets = mkdtempSync(join(tmpdir(), "edgegrant-assets-"));
   stageDemo(assets);
@@ -100,6 +100,8 @@ async function startWorkerOnce({ configPath = SAMPLE_CONFIG, port, persistTo = j
     "--var", `CONFIG:${JSON.stringify(doc)}`,
     // The /__test__/ control endpoints (../host/test-mode.mjs), for the conformance runner only.
     ...(testMode ? ["--var", "TEST_MODE:1"] : []),
+    // The sample's placeholder session_secret, allowed for the demo only (the Worker checks too).
+    ...(allowSampleSecret ? ["--var", "ALLOW_SAMPLE_SECRET:1"] : []),
     "--show-interactive-dev-session=false",
   ];
   // Through supervise.mjs, in a process group of its own: wrangler and its workerd processes
@@ -165,7 +167,7 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
   const configPath = process.argv[2] ?? SAMPLE_CONFIG;
   let worker;
   try {
-    worker = await startWorker({ configPath, echo: true });
+    worker = await startWorker({ configPath, echo: true, allowSampleSecret: sampleSecretAllowed() });
   } catch (error) {
     console.error(error.message);
     process.exit(1);

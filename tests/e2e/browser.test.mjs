@@ -35,7 +35,7 @@ before(async () => {
   config.apps.find((app) => app.key === "demo-browser").redirect_uris = [`${base}/demo/`];
   writeFileSync(join(dir, "config.json"), JSON.stringify(config));
   const { startWorker } = await import(pathToFileURL(join(root, "examples/worker/dev.mjs")).href);
-  worker = await startWorker({ configPath: join(dir, "config.json"), port, persistTo: join(dir, "state") });
+  worker = await startWorker({ configPath: join(dir, "config.json"), port, persistTo: join(dir, "state"), allowSampleSecret: true });
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
 });
 

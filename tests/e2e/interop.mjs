@@ -44,7 +44,8 @@ export const hosts = [
     async start() {
       const { startServer } = await import(pathToFileURL(join(root, "examples/node/server.mjs")).href);
       const { dir, path } = tempCopy(join(root, "examples/node/config.sample.json"));
-      const server = await startServer(path, { port: 0 });
+      // The sample's placeholder session_secret, allowed as for the demo.
+      const server = await startServer(path, { port: 0, allowSampleSecret: true });
       return { url: server.url, close: async () => (await server.close(), rmSync(dir, { recursive: true, force: true })) };
     },
   },
@@ -56,7 +57,7 @@ export const hosts = [
     async start() {
       const { startNative } = await import(pathToFileURL(join(root, "examples/native/start.mjs")).href);
       const { dir, path } = tempCopy(join(root, "examples/node/config.sample.json"));
-      const host = await startNative(path, { port: 0 });
+      const host = await startNative(path, { port: 0, allowSampleSecret: true });
       return { url: host.url, close: async () => (await host.close(), rmSync(dir, { recursive: true, force: true })) };
     },
   },
@@ -66,7 +67,7 @@ export const hosts = [
     async start() {
       const { startWorker } = await import(pathToFileURL(join(root, "examples/worker/dev.mjs")).href);
       const { dir, path } = tempCopy(join(root, "examples/worker/config.sample.json"));
-      const worker = await startWorker({ configPath: path, port: 0, persistTo: join(dir, "state") });
+      const worker = await startWorker({ configPath: path, port: 0, persistTo: join(dir, "state"), allowSampleSecret: true });
       return { url: worker.url, close: async () => (await worker.close(), rmSync(dir, { recursive: true, force: true })) };
     },
   },

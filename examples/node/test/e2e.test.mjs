@@ -24,7 +24,7 @@ function freshConfig() {
 test("sign in, consent, PKCE offline flow, refresh, revoke, 401, and a restart", async (t) => {
   const { dir, path } = freshConfig();
   t.after(() => rmSync(dir, { recursive: true, force: true }));
-  let server = await startServer(path, { port: 0 });
+  let server = await startServer(path, { port: 0, allowSampleSecret: true });
   const base = server.url;
   const query = new URLSearchParams({
     client_id: "demo-pkce-app",
@@ -41,7 +41,7 @@ test("sign in, consent, PKCE offline flow, refresh, revoke, 401, and a restart",
   assert.equal(signInPage.status, 200);
   assert.match(await signInPage.text(), /Sign in/);
   const wrong = await fetch(`${base}/signin`, { method: "POST", body: new URLSearchParams({ username: "alice", password: "nope", return_to: "/" }), redirect: "manual" });
-  assert.equal(wrong.status, 401);
+  assert.equal(wrong.status, 403, "credentials given and refused (a 401 would need WWW-Authenticate)");
   const signIn = await fetch(`${base}/signin`, {
     method: "POST",
     body: new URLSearchParams({ username: "alice", password: "alice-password", return_to: `/oauth2/authorize?${query}` }),
@@ -101,7 +101,7 @@ test("sign in, consent, PKCE offline flow, refresh, revoke, 401, and a restart",
     body: new URLSearchParams({ grant_type: "authorization_code", code, client_id: "demo-pkce-app", code_verifier: VERIFIER, redirect_uri: REDIRECT }),
   })).json();
   await server.close();
-  server = await startServer(path, { port: 0 });
+  server = await startServer(path, { port: 0, allowSampleSecret: true });
   t.after(() => server.close());
   const afterRestart = await fetch(`${server.url}/2/users/get_current_account`, { method: "POST", headers: { authorization: `Bearer ${second.access_token}` } });
   assert.equal(afterRestart.status, 200);
@@ -131,7 +131,8 @@ test("a bad configuration file stops the server with a clear message", () => {
     ];
     for (const [text, message] of cases) {
       writeFileSync(path, text);
-      const run = spawnSync(process.execPath, [server, path], { encoding: "utf8", timeout: 20_000 });
+      // The sample's placeholder secret allowed, as in the demo: each case is about another fault.
+      const run = spawnSync(process.execPath, [server, path], { encoding: "utf8", timeout: 20_000, env: { ...process.env, EDGEGRANT_ALLOW_SAMPLE_SECRET: "1" } });
       assert.equal(run.status, 1, run.stderr);
       assert.match(run.stderr, message);
     }

@@ -18,7 +18,7 @@ test("a locked database answers 503 with Retry-After, then recovers", async (t) 
   t.after(() => rmSync(dir, { recursive: true, force: true }));
   const path = join(dir, "config.json");
   copyFileSync(join(here, "../config.sample.json"), path);
-  const server = await startServer(path, { port: 0, onAudit: () => {} });
+  const server = await startServer(path, { port: 0, allowSampleSecret: true, onAudit: () => {} });
   t.after(() => server.close());
   t.mock.method(console, "error", () => {}); // the driver logs the store's error
 

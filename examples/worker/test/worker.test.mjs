@@ -22,7 +22,7 @@ let worker;
 // A hung request fails its test within a minute instead of waiting out fetch's 5-minute timeout.
 const LIMIT = { timeout: 60_000 };
 before(async () => {
-  worker = await startWorker({ configPath: SAMPLE_CONFIG, port: 0, persistTo });
+  worker = await startWorker({ configPath: SAMPLE_CONFIG, port: 0, persistTo, allowSampleSecret: true });
 });
 // Runs whether the tests passed or not: no wrangler or workerd outlives the file.
 after(async () => {
@@ -65,7 +65,7 @@ test("sign in, consent Allow, PKCE offline flow, get_current_account, refresh, r
   assert.equal(signInPage.status, 200);
   assert.match(await signInPage.text(), /Sign in/);
   const wrong = await form("/signin", { username: "alice", password: "nope", return_to: "/" });
-  assert.equal(wrong.status, 401);
+  assert.equal(wrong.status, 403, "credentials given and refused (a 401 would need WWW-Authenticate)");
   const { cookie, location: back } = await signIn("alice", "alice-password", `/oauth2/authorize?${query}`);
 
   const consent = await fetch(`${worker.url}${back}`, { headers: { cookie } });
@@ -173,7 +173,7 @@ test("a restart of wrangler dev on the same persist dir keeps a still-valid toke
   const port = Number(new URL(worker.url).port);
   await worker.close();
   worker = undefined;
-  worker = await startWorker({ configPath: SAMPLE_CONFIG, port, persistTo });
+  worker = await startWorker({ configPath: SAMPLE_CONFIG, port, persistTo, allowSampleSecret: true });
   assert.equal((await getAccount(kept.access_token)).status, 200, "the token survived the restart");
   assert.equal((await getAccount(revoked.access_token)).status, 401, "so did the revocation");
   const refreshed = await form("/oauth2/token", { grant_type: "refresh_token", refresh_token: kept.refresh_token, client_id: "demo-pkce-app" });

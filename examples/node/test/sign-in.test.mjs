@@ -1,0 +1,75 @@
+// The Node host's sign-in and sessions: the shared suite over HTTP (../../host/sign-in-suite.mjs),
+// the Secure cookie over https (the shared routes on Fetch requests: node:http serves only
+// http), and the sample's placeholder session_secret refused at start.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import "../../../pkg/src/node.js";
+import { memoryStorage } from "../../../pkg/src/adapters/memory.js";
+import { createApp, parseConfig } from "../../host/app.mjs";
+import { ALICE, signInSuite } from "../../host/sign-in-suite.mjs";
+import { startServer } from "../server.mjs";
+
+const here = fileURLToPath(new URL(".", import.meta.url));
+const SAMPLE = join(here, "../config.sample.json");
+const SERVER = join(here, "../server.mjs");
+
+function sampleCopy(t) {
+  const dir = mkdtempSync(join(tmpdir(), "edgegrant-node-signin-"));
+  t?.after(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, "config.json");
+  copyFileSync(SAMPLE, path);
+  return { dir, path };
+}
+
+signInSuite("Node host", async () => {
+  const { dir, path } = sampleCopy();
+  const server = await startServer(path, { port: 0, testMode: true, allowSampleSecret: true, onAudit: () => {} });
+  return { url: server.url, close: async () => (await server.close(), rmSync(dir, { recursive: true, force: true })) };
+});
+
+test("over https the session cookie, and the one that clears it, are Secure; over http they are not", async () => {
+  const app = createApp(parseConfig(JSON.parse(readFileSync(SAMPLE, "utf8")), { allowSampleSecret: true }), { storage: memoryStorage(), title: "test" });
+  for (const origin of ["https://auth.example", "http://auth.example"]) {
+    const secure = origin.startsWith("https:");
+    const post = (path, body) =>
+      app.fetch(new Request(`${origin}${path}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", origin }, body, redirect: "manual" }));
+    const signedIn = await post("/signin", new URLSearchParams({ ...ALICE, return_to: "/" }));
+    assert.equal(signedIn.status, 303);
+    const cookie = signedIn.headers.get("set-cookie");
+    assert.equal(/; Secure(;|$)/.test(cookie), secure, `${origin}: ${cookie}`);
+    const out = await post("/signout", "");
+    assert.equal(out.status, 303);
+    const cleared = out.headers.get("set-cookie");
+    assert.match(cleared, /^session=;/);
+    assert.equal(/; Secure(;|$)/.test(cleared), secure, `${origin}: ${cleared}`);
+  }
+});
+
+test("the sample's placeholder session_secret stops the host, with how to make a real one, unless the demo opts in", async (t) => {
+  const { path } = sampleCopy(t);
+  const env = { ...process.env };
+  delete env.EDGEGRANT_ALLOW_SAMPLE_SECRET;
+  const refused = spawnSync(process.execPath, [SERVER, path], { encoding: "utf8", timeout: 20_000, env });
+  assert.equal(refused.status, 1, refused.stderr);
+  assert.match(refused.stderr, /session_secret is the sample configuration's placeholder/);
+  assert.match(refused.stderr, /randomBytes\(32\)/, "says how to generate a secret");
+  await assert.rejects(startServer(path, { port: 0 }), /session_secret is the sample configuration's placeholder/);
+
+  // The demo's opt-in: the variable examples/run-demo.sh sets (on any free port here).
+  writeFileSync(path, JSON.stringify({ ...JSON.parse(readFileSync(SAMPLE, "utf8")), listen: { host: "127.0.0.1", port: 0 } }));
+  const demo = spawn(process.execPath, [SERVER, path], { env: { ...env, EDGEGRANT_ALLOW_SAMPLE_SECRET: "1" }, stdio: ["ignore", "pipe", "pipe"] });
+  t.after(() => demo.kill());
+  let stderr = "";
+  demo.stderr.on("data", (text) => (stderr += text));
+  const line = await new Promise((resolve) => {
+    createInterface({ input: demo.stdout }).once("line", resolve);
+    demo.once("exit", () => resolve(`exited: ${stderr}`));
+  });
+  assert.match(line, /^edgegrant Node host listening on http:\/\/127\.0\.0\.1:\d+$/);
+});
