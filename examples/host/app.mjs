@@ -18,8 +18,8 @@ const STYLE = `<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;ma
 h1{font-size:1.4rem}button,input{font:inherit;padding:.5rem 1rem;border-radius:.4rem;border:1px solid #bbb}
 button.allow{background:#0061fe;color:#fff;border-color:#0061fe}ul{padding-left:1.2rem}code{font-size:1.1rem;word-break:break-all;background:#f4f4f4;padding:.4rem}</style>`;
 
-/** The sample configurations' `session_secret`: public, so it signs nobody in outside the demo. */
-export const SAMPLE_SESSION_SECRET = "change-me-to-32-or-more-random-characters";
+/** The sample configurations' `session_secret`s (Node's, the Worker's): public, so they sign nobody in outside the demo. */
+export const SAMPLE_SESSION_SECRETS = ["change-me-to-32-or-more-random-characters", "change-me-worker-session-secret-32-or-more-characters"];
 
 /**
  * Checks a parsed configuration document (format: examples/node/README.md). Returns it with
@@ -40,7 +40,7 @@ export function parseConfig(doc, { allowSampleSecret = false } = {}) {
     checkAccountFields(u, fail);
   }
   if (typeof doc.session_secret !== "string" || doc.session_secret.length < 32) fail("session_secret must be at least 32 characters");
-  if (doc.session_secret === SAMPLE_SESSION_SECRET && !allowSampleSecret) {
+  if (SAMPLE_SESSION_SECRETS.includes(doc.session_secret) && !allowSampleSecret) {
     fail(
       "session_secret is the sample configuration's placeholder, which anyone can read: set your own, e.g. " +
         `node -e "console.log(require('node:crypto').randomBytes(32).toString('base64url'))" ` +
@@ -195,6 +195,17 @@ const signInPage = (returnTo, { status = 200, error = "", headers = {} } = {}) =
   return shown;
 };
 
+/** Reads a body nobody needs to its end (answering over an unread body breaks the connection in node:http and workerd). */
+async function drain(request) {
+  const reader = request.body?.getReader();
+  if (!reader) return;
+  try {
+    while (!(await reader.read()).done);
+  } catch {
+    // the client went away
+  }
+}
+
 /** Seconds since the epoch, by the system clock. */
 const systemClock = () => Math.floor(Date.now() / 1000);
 
@@ -222,7 +233,7 @@ export function signInRoutes(config, { title = "host", clock = systemClock, atte
       // Login CSRF: another site must not sign a browser in (to its own account): the rule the
       // consent form follows, from the core.
       if (isCrossSite(request.headers, url.host)) {
-        await request.body?.cancel();
+        await drain(request);
         return signInPage("/", { status: 403, error: "This sign-in form was sent from another site." });
       }
       const form = new URLSearchParams((await request.text()).slice(0, 4096));
@@ -247,10 +258,10 @@ export function signInRoutes(config, { title = "host", clock = systemClock, atte
     }
     if (url.pathname === "/signout" && request.method === "POST") {
       if (isCrossSite(request.headers, url.host)) {
-        await request.body?.cancel();
+        await drain(request);
         return page(403, "Sign out", `${STYLE}<h1>Sign out</h1><p>This form was sent from another site.</p>`);
       }
-      await request.body?.cancel();
+      await drain(request);
       return new Response(null, { status: 303, headers: { Location: "/", "Set-Cookie": session.cleared({ secure }), "Cache-Control": "no-store" } });
     }
     if (url.pathname === "/") {

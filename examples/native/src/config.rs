@@ -83,12 +83,30 @@ pub struct HostConfig {
 }
 
 /// Reads and checks the configuration file at `path`; the error says what is wrong.
-pub fn load(path: &Path) -> Result<HostConfig, String> {
+/// The sample configurations' `session_secret`s (the Node host's, the Worker host's): public, so
+/// they sign nobody in outside the demo.
+pub const SAMPLE_SESSION_SECRETS: [&str; 2] = [
+    "change-me-to-32-or-more-random-characters",
+    "change-me-worker-session-secret-32-or-more-characters",
+];
+
+/// Reads and checks the configuration file. The sample's placeholder `session_secret` is
+/// refused unless `allow_sample_secret` (the demo's EDGEGRANT_ALLOW_SAMPLE_SECRET=1): anyone
+/// could forge its session cookies.
+pub fn load(path: &Path, allow_sample_secret: bool) -> Result<HostConfig, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read configuration {}: {e}", path.display()))?;
     let doc: Value = serde_json::from_str(&text)
         .map_err(|e| format!("cannot read configuration {}: {e}", path.display()))?;
-    parse(&doc, path).map_err(|e| format!("invalid configuration {}: {e}", path.display()))
+    let config =
+        parse(&doc, path).map_err(|e| format!("invalid configuration {}: {e}", path.display()))?;
+    if SAMPLE_SESSION_SECRETS.contains(&config.session_secret.as_str()) && !allow_sample_secret {
+        return Err(format!(
+            "invalid configuration {}: session_secret is the sample configuration's placeholder, which anyone can read: set your own, e.g. node -e \"console.log(require('node:crypto').randomBytes(32).toString('base64url'))\" (the local demo runs with it under EDGEGRANT_ALLOW_SAMPLE_SECRET=1)",
+            path.display()
+        ));
+    }
+    Ok(config)
 }
 
 fn parse(doc: &Value, path: &Path) -> Result<HostConfig, String> {
@@ -262,7 +280,12 @@ mod tests {
     #[test]
     fn the_sample_configuration_loads() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../node/config.sample.json");
-        let config = load(&path).expect("the sample loads");
+        let refused = load(&path, false).expect_err("the sample's placeholder secret");
+        assert!(
+            refused.contains("EDGEGRANT_ALLOW_SAMPLE_SECRET=1"),
+            "{refused}"
+        );
+        let config = load(&path, true).expect("the sample loads");
         assert_eq!(config.port, 8787);
         assert!(config.database.ends_with("node/edgegrant.sqlite"));
         assert_eq!(config.accounts.len(), 2);

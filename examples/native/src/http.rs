@@ -11,13 +11,14 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header::COOKIE;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::Response;
-use edgegrant::{HttpRequest, HttpResponse, Input, Principal};
+use edgegrant::{Attempter, HttpRequest, HttpResponse, Input, Outcome, Principal};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
+use url::Url;
 
 use crate::config::Account;
 use crate::host::{App, Fault, Finish, Site};
-use crate::session::{password_matches, spend_password_check};
+use crate::session::{password_matches, spend_password_check, SESSION_SECONDS};
 use crate::test_mode;
 
 /// How much of a sign-in form is read (the JS hosts' bound).
@@ -54,16 +55,61 @@ pub async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         }
     }
     let site = app.site();
+    let origin = Origin::of(&parts);
+    let now = match app.moment() {
+        Ok((now, _)) => now.0,
+        Err(fault) => return fault_response(&fault),
+    };
+    let cookies = || {
+        parts
+            .headers
+            .get_all(COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+    };
     match path {
         "/signin" if parts.method == Method::GET => {
             drain(body).await;
             let return_to = query_value(parts.uri.query().unwrap_or(""), "return_to");
-            sign_in_page(local_path(return_to.as_deref()), None)
+            match local_target(return_to.as_deref(), &origin) {
+                Some(target) => sign_in_page(&target, StatusCode::OK, None),
+                None => sign_in_page("/", StatusCode::BAD_REQUEST, Some(LEADS_AWAY)),
+            }
         }
-        "/signin" if parts.method == Method::POST => sign_in(site, body).await,
+        "/signin" if parts.method == Method::POST => {
+            if is_cross_site(&parts) {
+                drain(body).await;
+                return sign_in_page("/", StatusCode::FORBIDDEN, Some(CROSS_SITE));
+            }
+            sign_in(app, site, body, &origin, source_of(&parts), now).await
+        }
+        "/signout" if parts.method == Method::POST => {
+            drain(body).await;
+            if is_cross_site(&parts) {
+                return page(
+                    StatusCode::FORBIDDEN,
+                    "Sign out",
+                    &format!("{STYLE}<h1>Sign out</h1><p>{CROSS_SITE}</p>"),
+                );
+            }
+            let cleared = site.sessions.cleared(origin.secure);
+            build(
+                StatusCode::SEE_OTHER,
+                &[
+                    ("Location", "/"),
+                    ("Set-Cookie", &cleared),
+                    ("Cache-Control", "no-store"),
+                ],
+                String::new(),
+            )
+        }
         "/" => {
             drain(body).await;
-            home(&site, app.title)
+            let user = site
+                .sessions
+                .account_id(cookies(), now)
+                .and_then(|id| site.accounts.with_account_id(&id).cloned());
+            home(&site, app.title, user.as_deref())
         }
         _ => {
             let limit = site.config.policy().max_input_bytes;
@@ -71,13 +117,7 @@ pub async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
             let body = read_body(body, limit.saturating_add(1)).await;
             let user = site
                 .sessions
-                .account_id(
-                    parts
-                        .headers
-                        .get_all(COOKIE)
-                        .iter()
-                        .filter_map(|v| v.to_str().ok()),
-                )
+                .account_id(cookies(), now)
                 .and_then(|id| site.accounts.with_account_id(&id).map(|a| a.user.clone()));
             let request = HttpRequest {
                 method: parts.method.as_str().to_owned(),
@@ -86,10 +126,7 @@ pub async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
                 headers: header_pairs(&parts.headers),
                 body,
                 // The peer's address: failed client authentications are counted against it.
-                source: parts
-                    .extensions
-                    .get::<ConnectInfo<SocketAddr>>()
-                    .map(|ConnectInfo(peer)| peer.ip().to_string()),
+                source: source_of(&parts),
             };
             serve(app, site, Input::Http { request, user }).await
         }
@@ -310,24 +347,28 @@ fn page(status: StatusCode, title: &str, body_html: &str) -> Response {
     build(status, &PAGE_HEADERS, html)
 }
 
-fn home(site: &Site, title: &str) -> Response {
+fn home(site: &Site, title: &str, user: Option<&Account>) -> Response {
+    let sign_out = user.map_or(String::new(), |account| {
+        format!(
+            "<p>Signed in as {}.</p><form method=\"post\" action=\"/signout\"><button>Sign out</button></form>",
+            escape_html(&account.username)
+        )
+    });
     page(
         StatusCode::OK,
         "edgegrant",
         &format!(
-            "{STYLE}<h1>edgegrant {}</h1><p>Authorization server for {} app(s).</p>",
+            "{STYLE}<h1>edgegrant {}</h1><p>Authorization server for {} app(s).</p>{sign_out}",
             escape_html(title),
             site.config.apps().count()
         ),
     )
 }
 
-fn sign_in_page(return_to: &str, error: Option<&str>) -> Response {
-    let status = if error.is_some() {
-        StatusCode::UNAUTHORIZED
-    } else {
-        StatusCode::OK
-    };
+/// The sign-in page: 200, or with the status of a refusal and its message (403 for refused
+/// credentials or a cross-site post, 400 for a `return_to` that leads off the host, 429 while
+/// sign-in is held).
+fn sign_in_page(return_to: &str, status: StatusCode, error: Option<&str>) -> Response {
     let error = error.map_or(String::new(), |e| {
         format!("<p style=\"color:#c00\">{}</p>", escape_html(e))
     });
@@ -345,18 +386,41 @@ fn sign_in_page(return_to: &str, error: Option<&str>) -> Response {
     )
 }
 
-/// `POST /signin`: the form's username and password; on success back to `return_to` with the
-/// session cookie.
-async fn sign_in(site: Arc<Site>, body: Body) -> Response {
+/// `POST /signin`: the form's username and password, limited per account name and source by
+/// the core's attempt limits; on success back to `return_to` (on this host) with the session
+/// cookie.
+async fn sign_in(
+    app: Arc<App>,
+    site: Arc<Site>,
+    body: Body,
+    origin: &Origin,
+    source: Option<String>,
+    now: u64,
+) -> Response {
     let form = read_body(body, SIGN_IN_FORM_BYTES).await;
     let field = |name: &str| {
         form_urlencoded::parse(&form)
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.into_owned())
     };
-    let return_to = local_path(field("return_to").as_deref()).to_owned();
+    let Some(return_to) = local_target(field("return_to").as_deref(), origin) else {
+        return sign_in_page("/", StatusCode::BAD_REQUEST, Some(LEADS_AWAY));
+    };
     let username = field("username").unwrap_or_default();
     let password = field("password").unwrap_or_default();
+    let mut attempters = vec![Attempter::Account(username.clone())];
+    attempters.extend(source.map(Attempter::Source));
+    let attempts = |failed| Input::Attempts {
+        attempters: attempters.clone(),
+        failed,
+    };
+    match run(app.clone(), site.clone(), attempts(false)).await {
+        Ok(Finish::Reply(reply)) if reply.outcome != Outcome::AttemptsAllowed => {
+            return held(&return_to, &reply);
+        }
+        Ok(_) => {}
+        Err(fault) => return fault_response(&fault),
+    }
     let account = site.accounts.named(&username).cloned();
     // scrypt is slow on purpose: off the async threads.
     let signed_in = tokio::task::spawn_blocking(move || match account {
@@ -372,15 +436,101 @@ async fn sign_in(site: Arc<Site>, body: Body) -> Response {
     .flatten();
     match signed_in {
         Some(account) => {
-            let cookie = site.sessions.cookie(account.user.account_id.as_str());
+            let cookie = site.sessions.cookie(
+                account.user.account_id.as_str(),
+                now,
+                now.saturating_add(SESSION_SECONDS),
+                origin.secure,
+            );
             build(
                 StatusCode::SEE_OTHER,
-                &[("Location", &return_to), ("Set-Cookie", &cookie)],
+                &[
+                    ("Location", &return_to),
+                    ("Set-Cookie", &cookie),
+                    ("Cache-Control", "no-store"),
+                ],
                 String::new(),
             )
         }
-        None => sign_in_page(&return_to, Some("Wrong username or password.")),
+        None => {
+            if let Err(fault) = run(app, site, attempts(true)).await {
+                return fault_response(&fault);
+            }
+            // 403: credentials given and refused (a 401 would need a WWW-Authenticate challenge).
+            sign_in_page(
+                &return_to,
+                StatusCode::FORBIDDEN,
+                Some("Wrong username or password."),
+            )
+        }
     }
+}
+
+/// The sign-in page while failed sign-ins are held: 429 with the core's `Retry-After`.
+fn held(return_to: &str, reply: &edgegrant::Reply) -> Response {
+    let mut response = sign_in_page(
+        return_to,
+        StatusCode::TOO_MANY_REQUESTS,
+        Some("Too many failed sign-ins. Try again later."),
+    );
+    if let Some(Ok(value)) = reply
+        .response
+        .header("Retry-After")
+        .map(HeaderValue::from_str)
+    {
+        response.headers_mut().insert("retry-after", value);
+    }
+    response
+}
+
+const LEADS_AWAY: &str = "That link would lead away from this site.";
+const CROSS_SITE: &str = "This form was sent from another site.";
+
+/// This host's origin as the request names it: the scheme of its target (https when a proxy
+/// or the client says so in the absolute form), or http; the `Host` header's authority.
+pub struct Origin {
+    /// `scheme://host[:port]`.
+    text: String,
+    /// Served over https: the session cookie is `Secure`.
+    secure: bool,
+}
+
+impl Origin {
+    fn of(parts: &axum::http::request::Parts) -> Origin {
+        let secure = parts.uri.scheme_str() == Some("https");
+        let host = parts
+            .uri
+            .authority()
+            .map(|a| a.as_str().to_owned())
+            .or_else(|| {
+                parts
+                    .headers
+                    .get(axum::http::header::HOST)
+                    .and_then(|h| h.to_str().ok())
+                    .map(str::to_owned)
+            })
+            .unwrap_or_else(|| "localhost".to_owned());
+        let scheme = if secure { "https" } else { "http" };
+        Origin {
+            text: format!("{scheme}://{host}"),
+            secure,
+        }
+    }
+}
+
+/// Login CSRF: the rule the consent form follows, from the core.
+fn is_cross_site(parts: &axum::http::request::Parts) -> bool {
+    let mut request = HttpRequest::new("POST", "/", "");
+    request.headers = header_pairs(&parts.headers);
+    request.is_cross_site()
+}
+
+/// The peer's address: failed checks are counted against it.
+fn source_of(parts: &axum::http::request::Parts) -> Option<String> {
+    parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(peer)| peer.ip().to_string())
 }
 
 /// The first value of `name` in a query string.
@@ -390,20 +540,31 @@ fn query_value(query: &str, name: &str) -> Option<String> {
         .map(|(_, v)| v.into_owned())
 }
 
-/// A safe place to go after signing in: a path on this host, never another origin. Control
-/// characters are refused too: the path goes into a `Location` header.
-fn local_path(target: Option<&str>) -> &str {
-    match target {
-        Some(t)
-            if t.starts_with('/')
-                && !t.starts_with("//")
-                && !t.contains('\\')
-                && !t.chars().any(char::is_control) =>
-        {
-            t
-        }
-        _ => "/",
+/// Where to send the browser after it signs in: `target` resolved as the browser will resolve
+/// it (WHATWG URL, from this host's root), as a path on this host, or `None` when it leads
+/// anywhere else. The path is the URL's own serialization (percent-encoded, no control
+/// characters); one that starts with `//` gets `/.` in front, as the URL standard serializes
+/// such paths, so no browser reads it as another host.
+fn local_target(target: Option<&str>, origin: &Origin) -> Option<String> {
+    let root = Url::parse(&format!("{}/", origin.text)).ok()?;
+    let url = root.join(target.unwrap_or("/")).ok()?;
+    if url.origin() != root.origin() {
+        return None;
     }
+    let mut path = url.path().to_owned();
+    if let Some(query) = url.query() {
+        path.push('?');
+        path.push_str(query);
+    }
+    if let Some(fragment) = url.fragment() {
+        path.push('#');
+        path.push_str(fragment);
+    }
+    Some(if path.starts_with("//") {
+        format!("/.{path}")
+    } else {
+        path
+    })
 }
 
 #[cfg(test)]
@@ -411,16 +572,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_local_paths_are_followed() {
+    fn only_targets_on_this_host_are_followed() {
+        let origin = Origin {
+            text: "http://127.0.0.1:8787".into(),
+            secure: false,
+        };
+        let target = |t: &str| local_target(Some(t), &origin);
         assert_eq!(
-            local_path(Some("/oauth2/authorize?x=1")),
-            "/oauth2/authorize?x=1"
+            target("/oauth2/authorize?x=1").as_deref(),
+            Some("/oauth2/authorize?x=1")
         );
-        assert_eq!(local_path(Some("//evil.example/")), "/");
-        assert_eq!(local_path(Some("/\\evil.example")), "/");
-        assert_eq!(local_path(Some("https://evil.example/")), "/");
-        assert_eq!(local_path(Some("/a\r\nSet-Cookie: x")), "/");
-        assert_eq!(local_path(None), "/");
+        assert_eq!(target("//evil.example/"), None);
+        assert_eq!(target("/\\evil.example"), None);
+        assert_eq!(
+            target("/\t/evil.example"),
+            None,
+            "a tab is stripped: //evil"
+        );
+        assert_eq!(target("https://evil.example/"), None);
+        assert_eq!(
+            target("/.//evil.example").as_deref(),
+            Some("/.//evil.example")
+        );
+        assert_eq!(target("/a\r\nb").as_deref(), Some("/ab"));
+        assert_eq!(local_target(None, &origin).as_deref(), Some("/"));
     }
 
     #[test]

@@ -93,7 +93,8 @@ async fn main() -> ExitCode {
 }
 
 async fn serve(args: Args) -> Result<(), String> {
-    let config = config::load(&args.config)?;
+    let allow_sample_secret = std::env::var("EDGEGRANT_ALLOW_SAMPLE_SECRET").as_deref() == Ok("1");
+    let config = config::load(&args.config, allow_sample_secret)?;
     let pool = Pool::open(&config.database)
         .map_err(|e| format!("cannot open {}: {e}", config.database.display()))?;
     let store = Store::open(&pool, DEFAULT_TABLE)

@@ -9,8 +9,12 @@ use subtle::ConstantTimeEq;
 
 type HmacSha256 = Hmac<Sha256>;
 
-/// Session cookies: `session=<base64url(account id)>.<base64url(HMAC-SHA256(secret, that))>`.
-/// They carry no state, so sessions survive a restart.
+/// How long a session lasts, by the server's clock (the cookie's `Max-Age` says the same).
+pub const SESSION_SECONDS: u64 = 86_400;
+
+/// Session cookies: `session=<base64url(account id)>.<expiry, Unix seconds>.<base64url(HMAC-SHA256
+/// of both)>`, as the JS hosts write them. They hold no state, so sessions survive a restart; the
+/// server refuses one past its expiry whatever the browser kept, and the signature covers it.
 #[derive(Clone)]
 pub struct Sessions {
     /// HMAC keyed with the secret, cloned for each cookie.
@@ -23,6 +27,12 @@ impl std::fmt::Debug for Sessions {
     }
 }
 
+/// The cookie's attributes; `Secure` when the page was served over https.
+fn attributes(secure: bool, max_age: u64) -> String {
+    let secure = if secure { "; Secure" } else { "" };
+    format!("; Path=/; HttpOnly; SameSite=Lax; Max-Age={max_age}{secure}")
+}
+
 impl Sessions {
     /// Cookies signed with `secret`.
     pub fn new(secret: &str) -> Result<Sessions, String> {
@@ -31,31 +41,46 @@ impl Sessions {
         Ok(Sessions { keyed })
     }
 
-    fn mac(&self) -> HmacSha256 {
-        self.keyed.clone()
+    fn sign(&self, signed: &str) -> String {
+        let mut mac = self.keyed.clone();
+        mac.update(signed.as_bytes());
+        URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
     }
 
-    /// The `Set-Cookie` value that signs `account_id` in.
-    pub fn cookie(&self, account_id: &str) -> String {
-        let value = URL_SAFE_NO_PAD.encode(account_id);
-        let mut mac = self.mac();
-        mac.update(value.as_bytes());
-        let signature = URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes());
-        format!("session={value}.{signature}; Path=/; HttpOnly; SameSite=Lax; Max-Age=86400")
+    /// The `Set-Cookie` value that signs `account_id` in at `now` until `expires`.
+    pub fn cookie(&self, account_id: &str, now: u64, expires: u64, secure: bool) -> String {
+        let signed = format!("{}.{expires}", URL_SAFE_NO_PAD.encode(account_id));
+        let mac = self.sign(&signed);
+        let max_age = expires.saturating_sub(now);
+        format!("session={signed}.{mac}{}", attributes(secure, max_age))
+    }
+
+    /// The `Set-Cookie` value that signs out.
+    pub fn cleared(&self, secure: bool) -> String {
+        format!("session={}", attributes(secure, 0))
     }
 
     /// The account id of the first `session` cookie among `cookie_headers`, if its signature
-    /// holds (checked in constant time).
-    pub fn account_id<'a>(&self, cookie_headers: impl Iterator<Item = &'a str>) -> Option<String> {
+    /// holds (checked in constant time) and it has not expired at `now`.
+    pub fn account_id<'a>(
+        &self,
+        cookie_headers: impl Iterator<Item = &'a str>,
+        now: u64,
+    ) -> Option<String> {
         let cookie = cookie_headers
             .flat_map(|header| header.split(';'))
             .map(str::trim_start)
             .find_map(|cookie| cookie.strip_prefix("session="))?;
-        let (value, signature) = cookie.split_once('.')?;
-        let mut mac = self.mac();
-        mac.update(value.as_bytes());
-        let expected = URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes());
+        let (signed, signature) = cookie.rsplit_once('.')?;
+        let (value, expires) = signed.split_once('.')?;
+        let expected = self.sign(signed);
         if !bool::from(expected.as_bytes().ct_eq(signature.as_bytes())) {
+            return None;
+        }
+        let valid = expires.len() <= 15
+            && expires.bytes().all(|b| b.is_ascii_digit())
+            && expires.parse::<u64>().is_ok_and(|end| now < end);
+        if !valid {
             return None;
         }
         String::from_utf8(URL_SAFE_NO_PAD.decode(value).ok()?).ok()
@@ -134,31 +159,44 @@ mod tests {
     }
 
     #[test]
-    fn cookies_round_trip_and_refuse_forgeries() {
+    fn cookies_round_trip_expire_and_refuse_forgeries() {
         let sessions = Sessions::new("a-session-secret-of-32-characters-or-more").unwrap();
-        let cookie = sessions.cookie("dbid:alice");
+        let cookie = sessions.cookie("dbid:alice", 1_000, 1_000 + SESSION_SECONDS, false);
         assert!(cookie.ends_with("; Path=/; HttpOnly; SameSite=Lax; Max-Age=86400"));
         let pair = cookie.split(';').next().unwrap_or_default();
         let header = format!("theme=dark; {pair}");
+        let at = |now: u64| sessions.account_id([header.as_str()].into_iter(), now);
+        assert_eq!(at(1_000).as_deref(), Some("dbid:alice"));
+        assert_eq!(at(87_399).as_deref(), Some("dbid:alice"));
+        assert_eq!(at(87_400), None, "the server ends it after a day");
+        let stretched = pair.replace(".87400.", ".999999.");
         assert_eq!(
-            sessions
-                .account_id([header.as_str()].into_iter())
-                .as_deref(),
-            Some("dbid:alice")
+            sessions.account_id([stretched.as_str()].into_iter(), 1_000),
+            None
         );
         let forged = pair.replace("ZGJpZDphbGljZQ", "ZGJpZDpib2I");
-        assert_eq!(sessions.account_id([forged.as_str()].into_iter()), None);
+        assert_eq!(
+            sessions.account_id([forged.as_str()].into_iter(), 1_000),
+            None
+        );
         let other = Sessions::new("another-session-secret-of-32-characters").unwrap();
-        assert_eq!(other.account_id([pair].into_iter()), None);
+        assert_eq!(other.account_id([pair].into_iter(), 1_000), None);
+        assert!(sessions
+            .cookie("dbid:alice", 0, 1, true)
+            .ends_with("; Secure"));
+        assert_eq!(
+            sessions.cleared(true),
+            "session=; Path=/; HttpOnly; SameSite=Lax; Max-Age=0; Secure"
+        );
     }
 
     #[test]
     fn the_cookie_is_the_node_hosts() {
-        // Computed with examples/host/app.mjs sessions("…").cookie("dbid:AAnobody").
+        // Computed with examples/host/app.mjs sessions("…").cookie("dbid:AAnobody", { now: 0, expires: 86400 }).
         let sessions = Sessions::new("conformance-runner-host-start-secret-0123456789").unwrap();
         assert_eq!(
-            sessions.cookie("dbid:AAnobody"),
-            "session=ZGJpZDpBQW5vYm9keQ.fJZ2q1TrXA0n91l_iV67jXbWeBSYJG2fz8AOkWh-c_c; Path=/; HttpOnly; SameSite=Lax; Max-Age=86400"
+            sessions.cookie("dbid:AAnobody", 0, 86_400, false),
+            "session=ZGJpZDpBQW5vYm9keQ.86400.2RDcpgGxN_LysRH8nHlvIUNxIoX8RZCDHd2YgyMmG9A; Path=/; HttpOnly; SameSite=Lax; Max-Age=86400"
         );
     }
 }

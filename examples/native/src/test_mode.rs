@@ -33,6 +33,8 @@ pub const PREFIX: &str = "/__test__/";
 /// The session secret of every test configuration (test-mode.mjs's): the reset signs the
 /// cookies it hands out with it.
 const SESSION_SECRET: &str = "edgegrant-test-mode-session-secret-not-for-production";
+/// When the sessions test mode hands out end: never, for a test (as the JS hosts' test mode).
+const TEST_SESSION_END: u64 = 999_999_999_999;
 
 /// Not a `scrypt$salt$hash`: no password signs a test user in.
 const NO_PASSWORD: &str = "!test-mode";
@@ -112,7 +114,8 @@ async fn reset(app: &Arc<App>, body: &Map<String, Value>) -> Response {
     let cookies: Map<String, Value> = accounts
         .iter()
         .map(|a| {
-            let cookie = sessions.cookie(a.user.account_id.as_str());
+            // Test users' sessions never end: a vector moves the clock by years.
+            let cookie = sessions.cookie(a.user.account_id.as_str(), 0, TEST_SESSION_END, false);
             let pair = cookie.split(';').next().unwrap_or_default().to_owned();
             (a.username.clone(), Value::String(pair))
         })

@@ -262,8 +262,8 @@ fn hostile_return_to(host: &str) -> Vec<String> {
 }
 
 #[test]
-fn a_return_to_that_would_lead_off_the_host_gets_a_400_page_the_rest_a_303_on_the_host_never_a_5xx(
-) {
+fn a_return_to_that_would_lead_off_the_host_gets_a_400_page_the_rest_a_303_on_the_host_never_a_5xx()
+{
     let host = start("return-to");
     let address = host.address.as_str();
     let root = Url::parse(&format!("http://{address}/")).unwrap();
@@ -278,7 +278,9 @@ fn a_return_to_that_would_lead_off_the_host_gets_a_400_page_the_rest_a_303_on_th
                 scope.spawn(move || {
                     chunk
                         .iter()
-                        .filter_map(|value| check_return_to(address, root, sign_in_url, value).err())
+                        .filter_map(|value| {
+                            check_return_to(address, root, sign_in_url, value).err()
+                        })
                         .collect::<Vec<_>>()
                 })
             })
@@ -302,21 +304,26 @@ fn a_return_to_that_would_lead_off_the_host_gets_a_400_page_the_rest_a_303_on_th
 }
 
 /// Signs in with `value` as `return_to`, then asks for the sign-in page with it.
-fn check_return_to(address: &str, root: &Url, sign_in_url: &Url, value: &str) -> Result<(), String> {
+fn check_return_to(
+    address: &str,
+    root: &Url,
+    sign_in_url: &Url,
+    value: &str,
+) -> Result<(), String> {
     let shown = format!("{:?}", value.chars().take(80).collect::<String>());
     // Where a browser would go if the value were the Location as it is (WHATWG URL), a relative
     // one taken from the host's root.
     let raw = root.join(value).ok();
-    let leaves = raw
-        .as_ref()
-        .is_none_or(|raw| raw.origin() != root.origin());
+    let leaves = raw.as_ref().is_none_or(|raw| raw.origin() != root.origin());
     let answer = sign_in(address, value, &[]);
     if answer.status >= 500 {
         return Err(format!("{shown}: {} {}", answer.status, answer.body));
     }
     if answer.status == 303 {
         if leaves {
-            return Err(format!("{shown} leads a browser off the host, yet sign-in redirected"));
+            return Err(format!(
+                "{shown} leads a browser off the host, yet sign-in redirected"
+            ));
         }
         let location = answer.header("location").unwrap_or_default();
         let plain = location.starts_with('/')
@@ -367,7 +374,10 @@ fn a_cross_site_sign_in_post_gets_a_403_page_and_no_cookie_a_same_origin_one_sig
         &[("Origin", "https://evil.example")],
         &[("Origin", "null")],
         &[("Sec-Fetch-Site", "cross-site")],
-        &[("Sec-Fetch-Site", "same-site"), ("Origin", "http://sub.example")],
+        &[
+            ("Sec-Fetch-Site", "same-site"),
+            ("Origin", "http://sub.example"),
+        ],
         &[("Sec-Fetch-Site", "none")],
         &[("Sec-Fetch-Site", "cross-site"), ("Origin", &origin)],
     ];
@@ -533,8 +543,14 @@ fn the_samples_placeholder_secret_stops_the_host_unless_the_demo_opts_in() {
         stderr.contains("session_secret is the sample configuration's placeholder"),
         "{stderr}"
     );
-    assert!(stderr.contains("randomBytes(32)"), "says how to make one: {stderr}");
-    assert!(stderr.contains("EDGEGRANT_ALLOW_SAMPLE_SECRET=1"), "{stderr}");
+    assert!(
+        stderr.contains("randomBytes(32)"),
+        "says how to make one: {stderr}"
+    );
+    assert!(
+        stderr.contains("EDGEGRANT_ALLOW_SAMPLE_SECRET=1"),
+        "{stderr}"
+    );
 
     let mut demo = binary(&config)
         .env("EDGEGRANT_ALLOW_SAMPLE_SECRET", "1")
