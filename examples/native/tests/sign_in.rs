@@ -342,7 +342,7 @@ fn check_return_to(
                 return Err(format!("{shown}: Location {location:?}, not {raw}"));
             }
         }
-        if !answer.cookie().is_some_and(|c| c.len() > "session=".len()) {
+        if answer.cookie().is_none_or(|c| c.len() <= "session=".len()) {
             return Err(format!("{shown}: no session cookie"));
         }
     } else if answer.status != 400
