@@ -225,6 +225,11 @@ export function signInSuite(name, start) {
         assert.equal(answer.headers["set-cookie"], undefined);
         assert.equal(pageKind(answer.body), "sign_in");
         assert.match(answer.body, /Wrong username or password/);
+        // The host's own pages carry the flow's page headers.
+        assert.deepEqual(
+          ["x-frame-options", "content-security-policy", "referrer-policy", "cache-control", "x-content-type-options"].map((name) => answer.headers[name]?.[0]),
+          ["DENY", "frame-ancestors 'none'", "no-referrer", "no-store", "nosniff"],
+        );
       }
     });
 

@@ -39,7 +39,7 @@ const systemClock = () => Math.floor(Date.now() / 1000);
 const POOLED_REQUESTS = 64;
 let pool = new Uint8Array(0);
 let poolOffset = 0;
-function drawEntropy() {
+export function drawEntropy() {
   const length = entropyLength();
   if (pool.length !== length * POOLED_REQUESTS || poolOffset === pool.length) {
     pool = crypto.getRandomValues(new Uint8Array(length * POOLED_REQUESTS));

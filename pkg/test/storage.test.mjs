@@ -257,3 +257,19 @@ test("kv + durable-object: a versioned write to a token key is refused as misuse
   await assert.rejects(host.apply({ puts: [put("access:t", 0, bytes(0))], audit: [] }), /write-once/);
   assert.deepEqual(await kvKeys(host.db), []);
 });
+
+test("sqlite: keys and bytes are bound parameters, never SQL (a key of SQL metacharacters is just a key)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "edgegrant-sql-"));
+  try {
+    const db = new Database(join(dir, "store.sqlite"));
+    const storage = sqliteStorage(db);
+    const hostile = "code:x'); DROP TABLE edgegrant_store; --\"`";
+    const bytes = new Uint8Array([1, 39, 34, 59]);
+    assert.equal(storage.apply({ puts: [{ key: hostile, expect: null, bytes, purgeAfter: null }], audit: [] }), true);
+    assert.deepEqual([...storage.read([hostile]).get(hostile).bytes], [...bytes]);
+    assert.equal(storage.size(), 1, "the table is still there, with the one record");
+    db.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

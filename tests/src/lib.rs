@@ -77,6 +77,11 @@ impl Store {
         );
     }
 
+    /// Deletes the record under `key`, as a host's purge does once its purge time has come.
+    pub fn remove(&mut self, key: &RecordKey) -> Option<Stored> {
+        self.records.remove(key)
+    }
+
     /// Applies `transaction` if every condition holds, else nothing (the conflicting key).
     pub fn apply(&mut self, transaction: &Transaction) -> Result<(), Conflict> {
         for put in &transaction.puts {

@@ -772,3 +772,29 @@ fn redirect_uris_of_schemes_that_run_script_are_refused_at_registration() {
         );
     }
 }
+
+/// SECURITY.md Finding 6: once `client_id` and `redirect_uri` check out, an error in the rest of
+/// the request goes back to the client at once, before anyone signs in (RFC 6749 §4.1.2.1 allows
+/// it; RFC 9700 §4.11.2 would authenticate the user first). A valid request asks for sign-in.
+#[test]
+fn errors_after_the_redirect_uri_checks_out_go_to_the_client_before_sign_in() {
+    let mut sim = sim();
+    let bad_scope = query(&[
+        ("client_id", CONF_APP),
+        ("response_type", "code"),
+        ("redirect_uri", CONF_REDIRECT),
+        ("scope", "no.such.scope"),
+        ("state", "s"),
+    ]);
+    let answer = sim.authorize(&bad_scope, None);
+    let Outcome::Refused(Refusal::ScopeNotEnabled) = answer.outcome() else {
+        panic!("expected a refusal, got {answer:?}")
+    };
+    let location = http(answer).header("Location").unwrap().to_owned();
+    assert!(location.starts_with(CONF_REDIRECT), "{location}");
+    assert_eq!(redirect_param(&location, "error").as_deref(), Some("invalid_scope"));
+    assert!(matches!(
+        sim.authorize(&conf_query("online", "s"), None).outcome(),
+        Outcome::SignIn { .. }
+    ));
+}

@@ -878,3 +878,24 @@ fn a_confidential_apps_pkce_grant_refreshes_without_its_secret_and_no_other_does
         200
     );
 }
+
+/// SECURITY.md Finding 10: code-reuse detection lasts as long as the code's record. Once a host
+/// purges it (at the earliest at the code's expiry), a replay is an unknown code: refused, but
+/// it revokes nothing.
+#[test]
+fn a_replay_after_the_code_record_is_purged_is_refused_and_revokes_nothing() {
+    let mut sim = sim();
+    let code = sim.code_for(&pkce_offline_query("s"), &alice());
+    let first = json(&sim.exchange_pkce(&code, VERIFIER));
+    let access = first["access_token"].as_str().unwrap().to_owned();
+    // The host purges the redeemed code at its purge time.
+    let key = RecordKey::Code(AuthorizationCode::digest_of(&code));
+    assert!(sim.store.remove(&key).is_some());
+    sim.now = UnixTime(T0.0 + 601);
+    let replay = exchange_pkce(&mut sim, &code, VERIFIER);
+    assert_oauth_error(&replay, 400, "invalid_grant", Refusal::UnknownCode);
+    assert!(
+        matches!(sim.api(GET_ACCOUNT, &access), Answer::Serve(_)),
+        "the first exchange's tokens stay live"
+    );
+}

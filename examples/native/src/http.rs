@@ -30,12 +30,13 @@ const SIGN_IN_FORM_BYTES: usize = 4096;
 const DRAIN_TIME: Duration = Duration::from_secs(10);
 
 /// The headers the core puts on the flow's pages, for the host's own pages too.
-const PAGE_HEADERS: [(&str, &str); 5] = [
+const PAGE_HEADERS: [(&str, &str); 6] = [
     ("Content-Type", "text/html; charset=utf-8"),
     ("Cache-Control", "no-store"),
     ("X-Frame-Options", "DENY"),
     ("Content-Security-Policy", "frame-ancestors 'none'"),
     ("Referrer-Policy", "no-referrer"),
+    ("X-Content-Type-Options", "nosniff"),
 ];
 
 /// The look of the host's pages (examples/host/app.mjs).
