@@ -1,11 +1,13 @@
 // The browser demo: a public client driving the PKCE client machine (WebAssembly, from the
-// edgegrant package) against the authorization server that serves this page. Every request
+// edgegrant package) against the authorization server that serves this page — or, when the page
+// is served from another origin, the one its <html data-server="…"> names (a single-page app on
+// its own origin, calling the server cross-origin: CORS). Every request
 // the machine asks for is shown as raw HTTP with its answer. State lives in sessionStorage so
 // the flow survives the round trip through the authorization server.
 import { IDLE, createPkceClient } from "./edgegrant/src/browser.js";
 
-const ORIGIN = location.origin;
-const ACCOUNT_URL = `${ORIGIN}/2/users/get_current_account`;
+const SERVER = document.documentElement.dataset.server || location.origin;
+const ACCOUNT_URL = `${SERVER}/2/users/get_current_account`;
 const STORE = "edgegrant-demo";
 const FOUR_HOURS = 4 * 60 * 60;
 
@@ -20,10 +22,11 @@ function client() {
   return createPkceClient(
     {
       client_id: "demo-browser",
-      authorize_url: `${ORIGIN}/oauth2/authorize`,
-      token_url: `${ORIGIN}/oauth2/token`,
-      revoke_url: `${ORIGIN}/2/auth/token/revoke`,
-      redirect_uri: `${ORIGIN}/demo/`,
+      authorize_url: `${SERVER}/oauth2/authorize`,
+      token_url: `${SERVER}/oauth2/token`,
+      revoke_url: `${SERVER}/2/auth/token/revoke`,
+      // Back to this page, on its own origin.
+      redirect_uri: `${location.origin}/demo/`,
       scopes: ["account_info.read"],
       access_type: saved.access,
     },

@@ -4,6 +4,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -23,7 +24,7 @@ const freePort = () =>
     });
   });
 
-let worker, browser, dir, base;
+let worker, browser, dir, base, spa;
 
 before(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
@@ -31,16 +32,22 @@ before(async () => {
   // The sample configuration, with the demo's redirect URI on this run's port.
   const port = await freePort();
   base = `http://127.0.0.1:${port}`;
+  // A second origin for the demo as a single-page app of its own: another host name (a loopback
+  // redirect URI matches any port, so another port on 127.0.0.1 would not be another app origin).
+  spa = await serveDemoElsewhere(base);
   const config = JSON.parse(readFileSync(join(root, "examples/worker/config.sample.json"), "utf8"));
-  config.apps.find((app) => app.key === "demo-browser").redirect_uris = [`${base}/demo/`];
+  config.apps.find((app) => app.key === "demo-browser").redirect_uris = [`${base}/demo/`, `${spa.origin}/demo/`];
   writeFileSync(join(dir, "config.json"), JSON.stringify(config));
   const { startWorker } = await import(pathToFileURL(join(root, "examples/worker/dev.mjs")).href);
   worker = await startWorker({ configPath: join(dir, "config.json"), port, persistTo: join(dir, "state"), allowSampleSecret: true });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox"] });
+  // "localhost" is the second origin's host name; it resolves to the same loopback address.
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--no-sandbox", "--host-resolver-rules=MAP localhost 127.0.0.1"] });
 });
 
 after(async () => {
   await browser?.close();
+  spa?.server.close();
+  if (spa) rmSync(spa.dir, { recursive: true, force: true });
   await worker?.close();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -53,11 +60,42 @@ async function lastCard(page) {
   return { title: await card.locator("h2").textContent(), text: await card.textContent() };
 }
 
-async function openDemo(context) {
+/**
+ * The demo's files (as stage-demo.mjs stages them) served by node:http at http://localhost:<port>,
+ * its page naming the Worker at `server` as its authorization server, under a CSP that lets it
+ * connect there: the browser demo as a single-page app on an origin of its own.
+ */
+async function serveDemoElsewhere(server) {
+  const { stageDemo } = await import(pathToFileURL(join(root, "examples/worker/stage-demo.mjs")).href);
+  const staged = mkdtempSync(join(tmpdir(), "edgegrant-spa-"));
+  stageDemo(staged);
+  const port = await freePort();
+  const origin = `http://localhost:${port}`;
+  const types = { html: "text/html; charset=utf-8", js: "text/javascript", css: "text/css", wasm: "application/wasm" };
+  const csp = `default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; connect-src 'self' ${server}; img-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'`;
+  const httpServer = createHttpServer((request, response) => {
+    const path = new URL(request.url, origin).pathname;
+    const file = join(staged, path.endsWith("/") ? `${path}index.html` : path);
+    if (!file.startsWith(join(staged, "demo"))) return response.writeHead(404).end();
+    let body;
+    try {
+      body = readFileSync(file);
+    } catch {
+      return response.writeHead(404).end();
+    }
+    if (file.endsWith("index.html")) body = String(body).replace("<html lang=\"en\">", `<html lang="en" data-server="${server}">`);
+    response.writeHead(200, { "Content-Type": types[file.split(".").pop()] ?? "application/octet-stream", "Content-Security-Policy": csp, "Cache-Control": "no-store" });
+    response.end(body);
+  });
+  await new Promise((ok) => httpServer.listen(port, "127.0.0.1", ok));
+  return { origin, server: httpServer, dir: staged };
+}
+
+async function openDemo(context, from = base) {
   const page = await context.newPage();
   const problems = [];
   page.on("pageerror", (error) => problems.push(error.message));
-  await page.goto(`${base}/demo/`);
+  await page.goto(`${from}/demo/`);
   await page.waitForSelector("body[data-ready=true]");
   return { page, problems };
 }
@@ -131,6 +169,51 @@ test("denying at the consent page comes back as access_denied", async () => {
   assert.match((await lastCard(page)).text, /access_denied/);
   assert.equal(await page.isDisabled("#call"), true);
   await page.screenshot({ path: join(ARTIFACTS, "06-denied.png"), fullPage: true });
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test("the demo served from another origin completes the whole flow through CORS: exchange, API, refresh, revoke, 401", async () => {
+  const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+  const { page, problems } = await openDemo(context, spa.origin);
+  const crossOrigin = [];
+  page.on("response", (response) => {
+    if (response.url().startsWith(base) && response.request().resourceType() === "fetch") crossOrigin.push(response.request().method());
+  });
+
+  await page.click("#begin");
+  await page.waitForSelector("input[name=username]");
+  assert.ok(page.url().startsWith(base), "signing in happens on the authorization server");
+  // Bob: alice granted this app in the first test, so her re-authorization would skip consent.
+  await page.fill("input[name=username]", "bob");
+  await page.fill("input[name=password]", "bob-password");
+  await page.click("button:has-text('Sign in')");
+  await page.click("button[value=allow]");
+  await page.waitForSelector("body[data-ready=true]");
+  assert.ok(page.url().startsWith(`${spa.origin}/demo/`), "back on the app's own origin");
+  await page.waitForFunction(() => [...document.querySelectorAll(".card h2")].some((h) => h.textContent === "Authorized"));
+  assert.match(await page.locator(".card", { hasText: "Code exchange" }).textContent(), /HTTP\/1\.1 200/);
+
+  await page.click("#call");
+  await page.waitForFunction(() => document.querySelectorAll(".card").length === 5);
+  assert.match((await lastCard(page)).text, /"account_id": "dbid:AACbobbobbobbobbobbobbobbobbobbobbo"/);
+  await page.click("#jump");
+  await page.click("#call");
+  await page.waitForFunction(() => document.querySelectorAll(".card").length === 8);
+  assert.match(await page.locator(".card", { hasText: "grant_type=refresh_token" }).textContent(), /HTTP\/1\.1 200/);
+  await page.screenshot({ path: join(ARTIFACTS, "07-cross-origin-refreshed.png"), fullPage: true });
+
+  await page.click("#revoke");
+  await page.waitForFunction(() => [...document.querySelectorAll(".card h2")].some((h) => h.textContent === "Signed out"));
+  await page.click("#replay");
+  await page.waitForFunction(() => document.querySelector(".card:last-child h2")?.textContent === "API call refused");
+  const refused = await lastCard(page);
+  assert.match(refused.text, /HTTP\/1\.1 401/);
+  assert.match(refused.text, /www-authenticate: Bearer[^\n]*invalid_token/i, "the page reads the exposed challenge");
+  await page.screenshot({ path: join(ARTIFACTS, "08-cross-origin-401.png"), fullPage: true });
+  // Every call the page made went to the other origin: the exchange, two API calls, the refresh,
+  // revoke and the refused call (those with Authorization after a CORS preflight).
+  assert.ok(crossOrigin.length >= 6, JSON.stringify(crossOrigin));
   assert.deepEqual(problems, []);
   await context.close();
 });
