@@ -233,6 +233,26 @@ export function signInSuite(name, start) {
       }
     });
 
+    test("failed sign-ins are limited per account name: the 11th try in the window is a 429 with Retry-After, even with the right password, until the window ends", async () => {
+      const at = 1_950_000_000;
+      await setClock(base, at);
+      const carol = { username: "carol-who-does-not-exist", password: "guess" };
+      for (let i = 1; i <= 10; i++) {
+        const answer = await signIn(base, { ...carol, return_to: "/" });
+        assert.equal(answer.status, 403, `try ${i}`);
+      }
+      const held = await signIn(base, { ...carol, return_to: "/" });
+      assert.equal(held.status, 429);
+      assert.equal(held.headers["retry-after"]?.[0], "900");
+      assert.equal(pageKind(held.body), "sign_in");
+      await setClock(base, at + 899);
+      assert.equal((await signIn(base, { ...carol, return_to: "/" })).status, 429, "one second before the window ends");
+      await setClock(base, at + 900);
+      assert.equal((await signIn(base, { ...carol, return_to: "/" })).status, 403, "checked again once it ended");
+      // Another account from the same address is not held.
+      assert.equal((await signIn(base, { ...ALICE, return_to: "/" })).status, 303);
+    });
+
     test("the server ends a session a day after sign-in by its own clock, whatever the browser keeps", async () => {
       const at = 1_900_000_000;
       await setClock(base, at);

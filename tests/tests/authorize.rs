@@ -792,7 +792,10 @@ fn errors_after_the_redirect_uri_checks_out_go_to_the_client_before_sign_in() {
     };
     let location = http(answer).header("Location").unwrap().to_owned();
     assert!(location.starts_with(CONF_REDIRECT), "{location}");
-    assert_eq!(redirect_param(&location, "error").as_deref(), Some("invalid_scope"));
+    assert_eq!(
+        redirect_param(&location, "error").as_deref(),
+        Some("invalid_scope")
+    );
     assert!(matches!(
         sim.authorize(&conf_query("online", "s"), None).outcome(),
         Outcome::SignIn { .. }
