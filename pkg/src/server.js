@@ -206,18 +206,22 @@ async function readBody(request, limit) {
   return body;
 }
 
-/** `request` again, with `body` (already read) as its body. */
+/** `request` again, with `body` (already read) as its body; the request itself when it had none (a new Request costs as much as the check). */
 function withBody(request, body) {
-  const hasBody = request.method !== "GET" && request.method !== "HEAD";
-  return new Request(request.url, { method: request.method, headers: request.headers, body: hasBody ? body : undefined, signal: request.signal });
+  if (body.length === 0) return request;
+  return new Request(request.url, { method: request.method, headers: request.headers, body, signal: request.signal });
 }
 
-/** `response` with `headers` set over its own (a Response from fetch() has immutable headers, so it is copied). */
+/** `response` with `headers` set over its own: in place, or on a copy when its headers are immutable (a Response from fetch()). */
 function withHeaders(response, headers) {
-  if (headers.length === 0) return response;
-  const merged = new Headers(response.headers);
-  for (const [name, value] of headers) merged.set(name, value);
-  return new Response(response.body, { status: response.status, statusText: response.statusText, headers: merged });
+  try {
+    for (const [name, value] of headers) response.headers.set(name, value);
+    return response;
+  } catch {
+    const merged = new Headers(response.headers);
+    for (const [name, value] of headers) merged.set(name, value);
+    return new Response(response.body, { status: response.status, statusText: response.statusText, headers: merged });
+  }
 }
 
 /**

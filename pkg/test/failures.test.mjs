@@ -122,3 +122,16 @@ test("an API handler gets the body; its answer carries no-store and nosniff", as
   assert.equal(upload.headers.get("cache-control"), "no-store", "the core's header wins over the handler's");
   assert.equal(upload.headers.get("x-content-type-options"), "nosniff");
 });
+
+test("an API handler's answer with immutable headers (Response.redirect, a fetch() result) still gets the core's headers", async () => {
+  const { srv } = testServer({ api: { [GET_ACCOUNT]: () => Response.redirect("https://elsewhere.example/", 307) } });
+  const redirect = await srv.fetch(consent(pkceQuery("s")));
+  const code = new URL(redirect.headers.get("location")).searchParams.get("code");
+  const tokens = await (
+    await srv.fetch(tokenRequest({ grant_type: "authorization_code", code, client_id: PKCE_APP, code_verifier: VERIFIER, redirect_uri: PKCE_REDIRECT }))
+  ).json();
+  const answer = await srv.fetch(new Request(`${ORIGIN}${GET_ACCOUNT}`, { method: "POST", headers: { authorization: `Bearer ${tokens.access_token}` } }));
+  assert.equal(answer.status, 307);
+  assert.equal(answer.headers.get("location"), "https://elsewhere.example/");
+  assert.equal(answer.headers.get("cache-control"), "no-store");
+});
