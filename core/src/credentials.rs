@@ -11,6 +11,8 @@ use std::fmt;
 use subtle::ConstantTimeEq;
 
 use crate::ids::GrantId;
+use crate::partition::Partition;
+use crate::records::RecordKey;
 
 /// How many bytes of entropy every call takes.
 pub const ENTROPY_LEN: usize = 112;
@@ -65,7 +67,7 @@ impl fmt::Debug for Entropy {
     }
 }
 
-fn sha256(bytes: &[u8]) -> [u8; 32] {
+pub(crate) fn sha256(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
 
@@ -181,20 +183,27 @@ impl AttempterDigest {
         joined.extend_from_slice(value.as_bytes());
         AttempterDigest(sha256(&joined))
     }
+
+    pub(crate) fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
 }
 
 credential!(
-    /// A one-time authorization code (43 URL-safe characters, 256 bits).
+    /// A one-time authorization code: `<partition>.<secret>`, the [`Partition`] in 16 URL-safe
+    /// characters, the secret in 43 (256 bits).
     AuthorizationCode,
     CodeDigest
 );
 credential!(
-    /// A bearer access token: `sl.` followed by 43 URL-safe characters (256 bits).
+    /// A bearer access token: `sl.<partition>.<secret>`, the [`Partition`] in 16 URL-safe
+    /// characters, the secret in 43 (256 bits).
     AccessToken,
     AccessTokenDigest
 );
 credential!(
-    /// A refresh token (43 URL-safe characters, 256 bits). Reusable; never expires by time.
+    /// A refresh token: `<partition>.<secret>`, the [`Partition`] in 16 URL-safe characters,
+    /// the secret in 43 (256 bits). Reusable; never expires by time.
     RefreshToken,
     RefreshTokenDigest
 );
@@ -204,9 +213,24 @@ credential!(
     SecretDigest
 );
 
+/// `<partition>.<secret>`: the visible form of every credential the core mints.
+fn minted(prefix: &str, partition: Partition, secret: &[u8; 32]) -> String {
+    format!(
+        "{prefix}{partition}.{}",
+        Base64UrlUnpadded::encode_string(secret)
+    )
+}
+
 impl AuthorizationCode {
-    pub(crate) fn mint(entropy: &Entropy) -> Self {
-        AuthorizationCode(Base64UrlUnpadded::encode_string(&entropy.primary()))
+    pub(crate) fn mint(partition: Partition, entropy: &Entropy) -> Self {
+        AuthorizationCode(minted("", partition, &entropy.primary()))
+    }
+
+    /// Where the record of a code as presented would be stored: `None` if the code is not of
+    /// the shape this core mints (its partition part garbled), so nothing is read for it.
+    pub fn key_of(presented: &str) -> Option<RecordKey> {
+        let partition = Partition::of_credential(presented)?;
+        Some(RecordKey::Code(partition, Self::digest_of(presented)))
     }
 }
 
@@ -214,18 +238,34 @@ impl AccessToken {
     /// The prefix every access token this core mints starts with.
     pub const PREFIX: &'static str = "sl.";
 
-    pub(crate) fn mint(entropy: &Entropy) -> Self {
-        AccessToken(format!(
-            "{}{}",
-            Self::PREFIX,
-            Base64UrlUnpadded::encode_string(&entropy.primary())
+    pub(crate) fn mint(partition: Partition, entropy: &Entropy) -> Self {
+        AccessToken(minted(Self::PREFIX, partition, &entropy.primary()))
+    }
+
+    /// Where the record of a token as presented would be stored (see
+    /// [`AuthorizationCode::key_of`]).
+    pub fn key_of(presented: &str) -> Option<RecordKey> {
+        let partition = Partition::of_credential(presented.strip_prefix(Self::PREFIX)?)?;
+        Some(RecordKey::AccessToken(
+            partition,
+            Self::digest_of(presented),
         ))
     }
 }
 
 impl RefreshToken {
-    pub(crate) fn mint(entropy: &Entropy) -> Self {
-        RefreshToken(Base64UrlUnpadded::encode_string(&entropy.secondary()))
+    pub(crate) fn mint(partition: Partition, entropy: &Entropy) -> Self {
+        RefreshToken(minted("", partition, &entropy.secondary()))
+    }
+
+    /// Where the record of a token as presented would be stored (see
+    /// [`AuthorizationCode::key_of`]).
+    pub fn key_of(presented: &str) -> Option<RecordKey> {
+        let partition = Partition::of_credential(presented)?;
+        Some(RecordKey::RefreshToken(
+            partition,
+            Self::digest_of(presented),
+        ))
     }
 }
 

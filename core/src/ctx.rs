@@ -93,9 +93,21 @@ pub(crate) enum Decision {
     End(Ending),
     /// Store this, then end so.
     Commit(Transaction, Ending),
+    /// Store each of these in turn (each in its own partition, none depending on another's
+    /// applying with it), then end so.
+    Each(Vec<Transaction>, Ending),
 }
 
 impl Decision {
+    /// Store each of `writes` in turn (if there are any), then end so.
+    pub fn each(writes: Vec<Transaction>, ending: Ending) -> Decision {
+        if writes.is_empty() {
+            Decision::End(ending)
+        } else {
+            Decision::Each(writes, ending)
+        }
+    }
+
     /// Store one record, reporting one event, then end so.
     pub fn commit_one(put: Put, audit: AuditEvent, ending: Ending) -> Decision {
         Decision::Commit(
@@ -168,6 +180,9 @@ pub(crate) struct Ctx<'a> {
     pub now: UnixTime,
     pub entropy: &'a Entropy,
     pub loads: &'a Loads,
+    /// The keys of the transactions this request has committed so far (of a [`Decision::Each`]
+    /// whose later transaction lost a race).
+    pub written: &'a [RecordKey],
 }
 
 impl<'a> Ctx<'a> {

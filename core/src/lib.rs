@@ -138,6 +138,7 @@ mod endpoints;
 mod ids;
 mod machines;
 mod pages;
+mod partition;
 mod pkce;
 mod records;
 mod refusal;
@@ -158,6 +159,7 @@ pub use credentials::{
 pub use ids::{AccountId, AppKey, GrantId, InvalidId, RedirectUri, Uid, User};
 pub use machines::attempts::Attempter;
 pub use pages::{PageTemplates, DEFAULT_CODE, DEFAULT_CONSENT, DEFAULT_ERROR, DEFAULT_SIGN_IN};
+pub use partition::{partition_of, BadPartition, Partition};
 pub use pkce::{ChallengeMethod, CodeChallenge, CodeVerifier};
 pub use records::{
     AccessTokenRecord, AttemptsRecord, BadRecord, BadRecordKey, CodeRecord, CodeState, GrantRecord,

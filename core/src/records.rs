@@ -7,6 +7,7 @@ use std::str::FromStr;
 
 use crate::credentials::{AccessTokenDigest, AttempterDigest, CodeDigest, RefreshTokenDigest};
 use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, Uid};
+use crate::partition::Partition;
 use crate::pkce::CodeChallenge;
 use crate::scope::ScopeSet;
 use crate::time::UnixTime;
@@ -79,6 +80,11 @@ pub struct GrantRecord {
     pub pkce: bool,
     /// Set when the grant was revoked (revoke endpoint or code reuse).
     pub revoked_at: Option<UnixTime>,
+    /// The digest of its refresh token, if it has one: a revocation purges it with the grant.
+    pub refresh_token: Option<RefreshTokenDigest>,
+    /// The digest of its access token if that one never expires (a legacy long-lived token):
+    /// a revocation purges it with the grant. Short-lived ones purge themselves on expiry.
+    pub long_lived_token: Option<AccessTokenDigest>,
 }
 
 /// An access token, stored under its digest.
@@ -136,6 +142,10 @@ pub struct AttemptsRecord {
 ///
 /// Stored as postcard (positional): a field or variant may never be reordered or removed, and
 /// a new field needs a new [`FORMAT`] with an explicit upgrade of the old one.
+///
+/// Format 2 added the grant's token digests in the release that put every key in a
+/// partition; records of format 1 sit under keys of the older shape that nothing reads, so
+/// there is nothing to upgrade: they are refused as [`BadRecord`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Record {
     /// Under [`RecordKey::Code`].
@@ -153,7 +163,7 @@ pub enum Record {
 }
 
 /// The format of stored records: the first byte of every [`Record::encode`].
-pub const FORMAT: u8 = 1;
+pub const FORMAT: u8 = 2;
 
 impl Record {
     /// The record in its stored form: opaque bytes for the host, which stores them beside the
@@ -183,12 +193,12 @@ impl Record {
     pub fn fits(&self, key: &RecordKey) -> bool {
         matches!(
             (self, key),
-            (Record::Code(_), RecordKey::Code(_))
-                | (Record::AccessToken(_), RecordKey::AccessToken(_))
-                | (Record::RefreshToken(_), RecordKey::RefreshToken(_))
-                | (Record::Grant(_), RecordKey::Grant(_))
+            (Record::Code(_), RecordKey::Code(..))
+                | (Record::AccessToken(_), RecordKey::AccessToken(..))
+                | (Record::RefreshToken(_), RecordKey::RefreshToken(..))
+                | (Record::Grant(_), RecordKey::Grant(..))
                 | (Record::Link(_), RecordKey::Link(..))
-                | (Record::Attempts(_), RecordKey::Attempts(_))
+                | (Record::Attempts(_), RecordKey::Attempts(..))
         )
     }
 }
@@ -215,33 +225,55 @@ impl Stored {
     }
 }
 
-/// Where a record lives. Its text form (`code:…`, `access:…`, `refresh:…`, `grant:…`,
-/// `link:<app>:<account>`, `attempts:…`) is the storage key.
+/// Where a record lives: in which [`Partition`], under which name. Its text form,
+/// `<partition>/<kind>:<name>` (`code:…`, `access:…`, `refresh:…`, `grant:…`,
+/// `link:<app>:<account>`, `attempts:…`), is the storage key; a host that spreads its records
+/// over many machines splits it at the `/` and routes by [`partition`](Self::partition).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RecordKey {
-    /// An authorization code, by digest.
-    Code(CodeDigest),
-    /// An access token, by digest.
-    AccessToken(AccessTokenDigest),
-    /// A refresh token, by digest.
-    RefreshToken(RefreshTokenDigest),
-    /// A grant, by id.
-    Grant(GrantId),
-    /// The link of one user and one app.
-    Link(AppKey, AccountId),
-    /// The failed attempts counted against one attempter, by digest.
+    /// An authorization code, by digest, in its account's partition.
+    Code(Partition, CodeDigest),
+    /// An access token, by digest, in its account's partition.
+    AccessToken(Partition, AccessTokenDigest),
+    /// A refresh token, by digest, in its account's partition.
+    RefreshToken(Partition, RefreshTokenDigest),
+    /// A grant, by id, in its account's partition.
+    Grant(Partition, GrantId),
+    /// The link of one user and one app, in the user's partition (see [`RecordKey::link`]).
+    Link(Partition, AppKey, AccountId),
+    /// The failed attempts counted against one attempter, by digest: a partition of its own.
     Attempts(AttempterDigest),
+}
+
+impl RecordKey {
+    /// The key of the link of `app` and `account`.
+    pub fn link(app: AppKey, account: AccountId) -> RecordKey {
+        RecordKey::Link(Partition::of_account(&account), app, account)
+    }
+
+    /// The partition the record lives in.
+    pub fn partition(&self) -> Partition {
+        match self {
+            RecordKey::Code(p, _)
+            | RecordKey::AccessToken(p, _)
+            | RecordKey::RefreshToken(p, _)
+            | RecordKey::Grant(p, _)
+            | RecordKey::Link(p, ..) => *p,
+            RecordKey::Attempts(digest) => Partition::of_attempter(digest),
+        }
+    }
 }
 
 impl fmt::Display for RecordKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = self.partition();
         match self {
-            RecordKey::Code(d) => write!(f, "code:{}", d.to_base64()),
-            RecordKey::AccessToken(d) => write!(f, "access:{}", d.to_base64()),
-            RecordKey::RefreshToken(d) => write!(f, "refresh:{}", d.to_base64()),
-            RecordKey::Grant(id) => write!(f, "grant:{id}"),
-            RecordKey::Link(app, account) => write!(f, "link:{app}:{account}"),
-            RecordKey::Attempts(d) => write!(f, "attempts:{}", d.to_base64()),
+            RecordKey::Code(_, d) => write!(f, "{p}/code:{}", d.to_base64()),
+            RecordKey::AccessToken(_, d) => write!(f, "{p}/access:{}", d.to_base64()),
+            RecordKey::RefreshToken(_, d) => write!(f, "{p}/refresh:{}", d.to_base64()),
+            RecordKey::Grant(_, id) => write!(f, "{p}/grant:{id}"),
+            RecordKey::Link(_, app, account) => write!(f, "{p}/link:{app}:{account}"),
+            RecordKey::Attempts(d) => write!(f, "{p}/attempts:{}", d.to_base64()),
         }
     }
 }
@@ -255,26 +287,27 @@ impl FromStr for RecordKey {
     type Err = BadRecordKey;
     fn from_str(text: &str) -> Result<Self, BadRecordKey> {
         let bad = || BadRecordKey(text.to_owned());
-        let (kind, rest) = text.split_once(':').ok_or_else(bad)?;
+        let (partition, name) = text.split_once('/').ok_or_else(bad)?;
+        let p: Partition = partition.parse().map_err(|_| bad())?;
+        let (kind, rest) = name.split_once(':').ok_or_else(bad)?;
         let key = match kind {
-            "code" => CodeDigest::from_base64(rest).map(RecordKey::Code),
-            "access" => AccessTokenDigest::from_base64(rest).map(RecordKey::AccessToken),
-            "refresh" => RefreshTokenDigest::from_base64(rest).map(RecordKey::RefreshToken),
+            "code" => CodeDigest::from_base64(rest).map(|d| RecordKey::Code(p, d)),
+            "access" => AccessTokenDigest::from_base64(rest).map(|d| RecordKey::AccessToken(p, d)),
+            "refresh" => {
+                RefreshTokenDigest::from_base64(rest).map(|d| RecordKey::RefreshToken(p, d))
+            }
             "attempts" => AttempterDigest::from_base64(rest).map(RecordKey::Attempts),
-            "grant" => (!rest.is_empty()
-                && rest
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'))
-            .then(|| RecordKey::Grant(GrantId(rest.into()))),
+            "grant" => GrantId::parse(rest).map(|id| RecordKey::Grant(p, id)),
             "link" => rest.split_once(':').and_then(|(app, account)| {
-                Some(RecordKey::Link(
+                Some(RecordKey::link(
                     AppKey::new(app).ok()?,
                     AccountId::new(account).ok()?,
                 ))
             }),
             _ => None,
         };
-        key.ok_or_else(bad)
+        // A derived partition must be the one written: the text is the key, byte for byte.
+        key.filter(|key| key.partition() == p).ok_or_else(bad)
     }
 }
 

@@ -9,6 +9,7 @@ use crate::cors;
 use crate::credentials::Entropy;
 use crate::ctx::{Ctx, Decision, Ending, Loads, Need};
 use crate::endpoints::Route;
+use crate::partition::Partition;
 use crate::records::{Record, RecordKey, Stored};
 use crate::refusal::Refusal;
 use crate::render::{render, Finished};
@@ -19,9 +20,19 @@ use crate::time::UnixTime;
 enum State {
     Reading(Vec<RecordKey>),
     // Boxed: the request is moved around by its host; keep it small.
-    Writing(Box<(Transaction, Ending)>),
+    Writing(Box<Writes>),
     Replying(Box<Reply>),
     Serving(Box<Authorized>),
+}
+
+/// The transactions a decision still has to apply, in turn, and how it then ends.
+#[derive(Clone, Debug)]
+struct Writes {
+    /// The one the host is applying ([`Step::Write`]).
+    current: Transaction,
+    /// The ones after it.
+    rest: std::vec::IntoIter<Transaction>,
+    ending: Ending,
 }
 
 /// A request in progress. See the [crate documentation](crate) for the calling contract.
@@ -36,6 +47,8 @@ pub struct Request {
     /// The `Origin` of a request to an endpoint that answers cross-origin (see `cors`).
     origin: Option<Box<str>>,
     loads: Loads,
+    /// The keys of the transactions committed so far.
+    written: Vec<RecordKey>,
     state: State,
     conflicts: u32,
 }
@@ -56,6 +69,7 @@ impl Request {
             route,
             origin,
             loads: Loads::default(),
+            written: Vec::new(),
             state: State::Reading(Vec::new()),
             conflicts: 0,
         };
@@ -73,7 +87,7 @@ impl Request {
         }
         match &self.state {
             State::Reading(keys) => Step::Read(keys),
-            State::Writing(write) => Step::Write(&write.0),
+            State::Writing(writes) => Step::Write(&writes.current),
             State::Replying(reply) => Step::Respond(reply),
             State::Serving(authorized) => Step::Serve(authorized),
         }
@@ -102,8 +116,16 @@ impl Request {
     /// The transaction of the last [`Step::Write`] applied. Emit its audit events.
     pub fn committed(&mut self) -> Result<(), Misuse> {
         match std::mem::replace(&mut self.state, State::Reading(Vec::new())) {
-            State::Writing(write) => {
-                self.finish(write.1);
+            State::Writing(mut writes) => {
+                match writes.rest.next() {
+                    Some(next) => {
+                        let done = std::mem::replace(&mut writes.current, next);
+                        self.written
+                            .extend(done.puts.into_iter().map(|put| put.key));
+                        self.state = State::Writing(writes);
+                    }
+                    None => self.finish(writes.ending),
+                }
                 Ok(())
             }
             other => {
@@ -150,6 +172,14 @@ impl Request {
         Ok(())
     }
 
+    /// The partition every record this request reads or writes lies in, but for a count of
+    /// failed attempts read beside a token request's credential (see [`Partition`]); `None`
+    /// when it needs none. Equal to [`partition_of`](crate::partition_of) of its input
+    /// whenever it is `Some`.
+    pub fn partition(&self) -> Option<Partition> {
+        self.route.partition()
+    }
+
     /// How many of this request's transactions lost a race so far.
     pub fn conflicts(&self) -> u32 {
         self.conflicts
@@ -166,11 +196,27 @@ impl Request {
             now: self.now,
             entropy: &self.entropy,
             loads: &self.loads,
+            written: &self.written,
         };
         match self.route.decide(&ctx) {
             Err(Need(keys)) => self.state = State::Reading(keys),
-            Ok(Decision::Commit(transaction, ending)) => {
-                self.state = State::Writing(Box::new((transaction, ending)))
+            Ok(Decision::Commit(current, ending)) => {
+                self.state = State::Writing(Box::new(Writes {
+                    current,
+                    rest: Vec::new().into_iter(),
+                    ending,
+                }))
+            }
+            Ok(Decision::Each(transactions, ending)) => {
+                let mut all = transactions.into_iter();
+                self.state = match all.next() {
+                    Some(current) => State::Writing(Box::new(Writes {
+                        current,
+                        rest: all,
+                        ending,
+                    })),
+                    None => return self.finish(ending),
+                };
             }
             Ok(Decision::End(ending)) => self.finish(ending),
         }

@@ -9,6 +9,7 @@ use crate::config::ScopesJson;
 use crate::credentials::AuthorizationCode;
 use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, User};
 use crate::machines::attempts::Attempter;
+use crate::partition::Partition;
 use crate::pkce::ChallengeMethod;
 use crate::records::{RecordKey, TokenAccessType};
 use crate::refusal::Refusal;
@@ -43,6 +44,9 @@ pub enum Input {
     /// endpoint's client authentication: with `failed: false` before the check (is any of
     /// `attempters` at its limit?), with `failed: true` after a failed one (count it). Ends in
     /// [`Outcome::AttemptsAllowed`], or refused with [`Refusal::TooManyAttempts`].
+    ///
+    /// Each attempter's count is a partition of its own: a failure counted against several is
+    /// written as one transaction per count, one after the other.
     Attempts {
         /// Whom the check is counted against (the account name tried, the source).
         attempters: Vec<Attempter>,
@@ -83,13 +87,21 @@ pub struct Put {
     pub purge_after: Option<UnixTime>,
 }
 
-/// Writes the host applies all-or-nothing.
+/// Writes the host applies all-or-nothing. All of them lie in one [`Partition`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Transaction {
     /// The conditional writes.
     pub puts: Vec<Put>,
     /// What happened, for the host's audit log; emit only once the writes applied.
     pub audit: Vec<AuditEvent>,
+}
+
+impl Transaction {
+    /// The partition every put of the transaction lies in: a host on many machines applies it
+    /// where that partition lives.
+    pub fn partition(&self) -> Option<Partition> {
+        self.puts.first().map(|put| put.key.partition())
+    }
 }
 
 /// What the consent page shows.

@@ -55,8 +55,8 @@ fn benches(c: &mut Criterion) {
         matches!(
             reads.as_slice(),
             [
-                RecordKey::AccessToken(_),
-                RecordKey::Grant(_),
+                RecordKey::AccessToken(..),
+                RecordKey::Grant(..),
                 RecordKey::Link(..)
             ]
         ),

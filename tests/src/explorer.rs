@@ -231,17 +231,29 @@ fn walk(
 
 /// Every stored record is reachable and consistent: tokens point at an existing grant of the
 /// same app and user (an access token with no more scopes than its grant), every grant at the
-/// link of its app and user at an epoch not ahead of it, every redeemed code at its grant.
+/// link of its app and user at an epoch not ahead of it, every redeemed code at its grant; and
+/// every record of an account lies in that account's partition.
 pub fn check_store(store: &Store) {
-    let grant = |id: &GrantId| match store.record(&RecordKey::Grant(id.clone())) {
-        Some(Record::Grant(grant)) => grant,
-        other => panic!("grant {id} is missing or not a grant: {other:?}"),
-    };
     for (key, stored) in store.iter() {
         let record = stored
             .record()
             .unwrap_or_else(|_| panic!("{key}: not a record"));
         assert!(stored.version >= 1, "{key}: version {}", stored.version);
+        let account = match &record {
+            Record::AccessToken(r) => Some(&r.account_id),
+            Record::RefreshToken(r) => Some(&r.account_id),
+            Record::Grant(r) => Some(&r.account_id),
+            Record::Code(r) => Some(&r.account_id),
+            Record::Link(_) | Record::Attempts(_) => None,
+        };
+        if let Some(account) = account {
+            assert_eq!(key.partition(), Partition::of_account(account), "{key}");
+        }
+        let grant =
+            |id: &GrantId| match store.record(&RecordKey::Grant(key.partition(), id.clone())) {
+                Some(Record::Grant(grant)) => grant,
+                other => panic!("grant {id} is missing or not a grant: {other:?}"),
+            };
         match &record {
             Record::AccessToken(token) => {
                 let owner = grant(&token.grant);
@@ -261,7 +273,7 @@ pub fn check_store(store: &Store) {
                 );
             }
             Record::Grant(owner) => {
-                let link_key = RecordKey::Link(owner.app.clone(), owner.account_id.clone());
+                let link_key = RecordKey::link(owner.app.clone(), owner.account_id.clone());
                 match store.record(&link_key) {
                     Some(Record::Link(link)) => assert!(
                         owner.link_epoch <= link.epoch,

@@ -32,6 +32,8 @@ pub struct Conflict(pub RecordKey);
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Store {
     records: HashMap<RecordKey, Stored>,
+    /// The purge time of each record that has one.
+    purge_after: HashMap<RecordKey, UnixTime>,
 }
 
 impl Store {
@@ -79,7 +81,29 @@ impl Store {
 
     /// Deletes the record under `key`, as a host's purge does once its purge time has come.
     pub fn remove(&mut self, key: &RecordKey) -> Option<Stored> {
+        self.purge_after.remove(key);
         self.records.remove(key)
+    }
+
+    /// When the record under `key` may be purged, if ever.
+    pub fn purge_after(&self, key: &RecordKey) -> Option<UnixTime> {
+        self.purge_after.get(key).copied()
+    }
+
+    /// Deletes every record whose purge time has come (`purge_after <= now`), as a host's
+    /// periodic purge does; returns how many.
+    pub fn purge(&mut self, now: UnixTime) -> usize {
+        let due: Vec<RecordKey> = self
+            .purge_after
+            .iter()
+            .filter(|(_, at)| **at <= now)
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in &due {
+            self.records.remove(key);
+            self.purge_after.remove(key);
+        }
+        due.len()
     }
 
     /// Applies `transaction` if every condition holds, else nothing (the conflicting key).
@@ -103,6 +127,10 @@ impl Store {
                     bytes: put.bytes.clone(),
                 },
             );
+            match put.purge_after {
+                Some(at) => self.purge_after.insert(put.key.clone(), at),
+                None => self.purge_after.remove(&put.key),
+            };
         }
         Ok(())
     }
@@ -182,9 +210,22 @@ pub struct Request {
 
 impl Request {
     /// A request starting now with this entropy.
+    ///
+    /// Every request of every test checks the partition contract: the core's routing answer
+    /// ([`partition_of`]) is the request's partition, every record it touches but failure
+    /// counts lies there, and every transaction lies in one partition.
     pub fn new(config: &Arc<Config>, input: Input, now: UnixTime, entropy: Entropy) -> Self {
+        let routed = partition_of(config, &input);
+        let request = edgegrant::Request::new(config.clone(), input, now, entropy);
+        if let Some(partition) = request.partition() {
+            assert_eq!(
+                routed,
+                Some(partition),
+                "the routing answer is the request's partition"
+            );
+        }
         Request {
-            request: edgegrant::Request::new(config.clone(), input, now, entropy),
+            request,
             committed: None,
             steps: 0,
             reads: 0,
@@ -195,16 +236,20 @@ impl Request {
     /// One step: the batched read or the atomic commit the request asks for, or its answer.
     pub fn step(&mut self, store: &mut Store) -> Result<Progress, Misuse> {
         self.steps += 1;
+        let partition = self.request.partition();
         match self.request.poll() {
             Step::Read(keys) => {
                 let keys = keys.to_vec();
+                for key in &keys {
+                    check_partition(partition, key);
+                }
                 self.reads += 1;
                 for key in &keys {
                     self.request.supply(key, store.get(key))?;
                 }
                 Ok(Progress::Loaded(keys))
             }
-            Step::Write(transaction) => match store.apply(transaction) {
+            Step::Write(transaction) => match store.apply(checked(partition, transaction)) {
                 Ok(()) => {
                     // Failure counts (attempt limits) are bookkeeping, not protocol state: a
                     // refused request that only counted a failure changed nothing a client sees.
@@ -240,6 +285,30 @@ impl Request {
             }
         }
         panic!("the request did not finish within {limit} steps")
+    }
+}
+
+/// A transaction lies in one partition: the request's, or a failure count's own.
+fn checked(partition: Option<Partition>, transaction: &Transaction) -> &Transaction {
+    for put in &transaction.puts {
+        assert_eq!(
+            Some(put.key.partition()),
+            transaction.partition(),
+            "a transaction crosses partitions: {transaction:?}"
+        );
+        check_partition(partition, &put.key);
+    }
+    transaction
+}
+
+/// A record a request touches lies in its partition (failure counts in their own).
+fn check_partition(partition: Option<Partition>, key: &RecordKey) {
+    if !matches!(key, RecordKey::Attempts(_)) {
+        assert_eq!(
+            Some(key.partition()),
+            partition,
+            "{key} is outside the request's partition"
+        );
     }
 }
 

@@ -141,11 +141,17 @@ fn the_hosts_sign_in_is_limited_per_account_and_source() {
     for key in &keys {
         request.supply(key, None).unwrap();
     }
-    let Step::Write(transaction) = request.poll() else {
-        panic!("a failure is written")
-    };
-    assert_eq!(transaction.puts.len(), 2);
-    for put in &transaction.puts {
+    // One transaction per count, each in the count's own partition, one after the other.
+    let mut partitions = Vec::new();
+    while let Step::Write(transaction) = request.poll() {
+        assert_eq!(transaction.puts.len(), 1);
+        let put = &transaction.puts[0];
         assert_eq!(put.purge_after, Some(UnixTime(sim.now.0 + WINDOW)));
+        assert_eq!(transaction.partition(), Some(put.key.partition()));
+        partitions.push(put.key.partition());
+        request.committed().unwrap();
     }
+    assert_eq!(partitions.len(), 2);
+    assert_ne!(partitions[0], partitions[1]);
+    assert!(matches!(request.poll(), Step::Respond(_)));
 }

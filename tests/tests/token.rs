@@ -115,16 +115,22 @@ fn credentials_are_256_bit_url_safe_and_access_tokens_start_with_sl() {
         s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
     };
-    assert_eq!(code.len(), 43);
-    assert!(url_safe(&code));
+    // `<partition>.<secret>`: the account's partition in 16 characters, then 43 base64url
+    // characters = 256 bits of secret.
+    let shape = |credential: &str| {
+        let (partition, secret) = credential.split_once('.').expect("a partition part");
+        assert_eq!((partition.len(), secret.len()), (16, 43), "{credential}");
+        assert!(url_safe(partition) && url_safe(secret), "{credential}");
+        partition.to_owned()
+    };
+    let alice_partition = Partition::of_account(&alice().account_id).to_string();
+    assert_eq!(shape(&code), alice_partition);
     let body = json(&sim.exchange_confidential(&code));
     let access = body["access_token"].as_str().unwrap();
     let rest = access.strip_prefix("sl.").expect("sl. prefix");
-    assert_eq!(rest.len(), 43); // 43 base64url characters = 256 bits
-    assert!(url_safe(rest));
+    assert_eq!(shape(rest), alice_partition);
     let refresh = body["refresh_token"].as_str().unwrap();
-    assert_eq!(refresh.len(), 43);
-    assert!(url_safe(refresh));
+    assert_eq!(shape(refresh), alice_partition);
 }
 
 #[test]
@@ -889,7 +895,7 @@ fn a_replay_after_the_code_record_is_purged_is_refused_and_revokes_nothing() {
     let first = json(&sim.exchange_pkce(&code, VERIFIER));
     let access = first["access_token"].as_str().unwrap().to_owned();
     // The host purges the redeemed code at its purge time.
-    let key = RecordKey::Code(AuthorizationCode::digest_of(&code));
+    let key = AuthorizationCode::key_of(&code).expect("a minted code");
     assert!(sim.store.remove(&key).is_some());
     sim.now = UnixTime(T0.0 + 601);
     let replay = exchange_pkce(&mut sim, &code, VERIFIER);

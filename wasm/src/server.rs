@@ -149,6 +149,41 @@ pub fn random_entropy() -> Result<Vec<u8>, JsError> {
 const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
 
 /// A whole, non-negative, exactly representable JS number as a `u64`.
+/// The HTTP input of [`Core::request`] and [`Core::partition_of`].
+#[allow(clippy::too_many_arguments)]
+fn http_input(
+    method: &str,
+    path: &str,
+    query: &str,
+    headers: &str,
+    body: Vec<u8>,
+    account_id: Option<String>,
+    uid: Option<String>,
+    source: Option<String>,
+) -> Result<Input, JsError> {
+    let mut pairs = Vec::new();
+    let mut names_and_values = headers.split('\0');
+    while let (Some(name), Some(value)) = (names_and_values.next(), names_and_values.next()) {
+        pairs.push((name.to_owned(), value.to_owned()));
+    }
+    let user = match (account_id, uid) {
+        (Some(account_id), Some(uid)) => Some(User {
+            account_id: AccountId::new(account_id).map_err(|e| JsError::new(&e.to_string()))?,
+            uid: Uid::new(uid).map_err(|e| JsError::new(&e.to_string()))?,
+        }),
+        _ => None,
+    };
+    let request = HttpRequest {
+        method: method.to_owned(),
+        path: path.to_owned(),
+        query: query.to_owned(),
+        headers: pairs,
+        body,
+        source,
+    };
+    Ok(Input::Http { request, user })
+}
+
 fn whole(what: &str, value: f64) -> Result<u64, JsError> {
     if value.fract() == 0.0 && (0.0..=MAX_SAFE).contains(&value) {
         Ok(value as u64)
@@ -202,27 +237,27 @@ impl Core {
         now: f64,
         entropy: &[u8],
     ) -> Result<Request, JsError> {
-        let mut pairs = Vec::new();
-        let mut names_and_values = headers.split('\0');
-        while let (Some(name), Some(value)) = (names_and_values.next(), names_and_values.next()) {
-            pairs.push((name.to_owned(), value.to_owned()));
-        }
-        let user = match (account_id, uid) {
-            (Some(account_id), Some(uid)) => Some(User {
-                account_id: AccountId::new(account_id).map_err(|e| JsError::new(&e.to_string()))?,
-                uid: Uid::new(uid).map_err(|e| JsError::new(&e.to_string()))?,
-            }),
-            _ => None,
-        };
-        let request = HttpRequest {
-            method: method.to_owned(),
-            path: path.to_owned(),
-            query: query.to_owned(),
-            headers: pairs,
-            body,
-            source,
-        };
-        self.start(Input::Http { request, user }, now, entropy)
+        let input = http_input(method, path, query, headers, body, account_id, uid, source)?;
+        self.start(input, now, entropy)
+    }
+
+    /// The partition an HTTP request (the arguments of [`request`](Self::request)) is routed
+    /// to, or `undefined` if it needs none: what a front that spreads partitions over many
+    /// stores routes by, before it starts the request where the partition lives.
+    #[wasm_bindgen(js_name = partitionOf)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn partition_of(
+        &self,
+        method: &str,
+        path: &str,
+        query: &str,
+        headers: &str,
+        body: Vec<u8>,
+        #[wasm_bindgen(js_name = accountId)] account_id: Option<String>,
+        uid: Option<String>,
+    ) -> Result<Option<String>, JsError> {
+        let input = http_input(method, path, query, headers, body, account_id, uid, None)?;
+        Ok(edgegrant::partition_of(&self.config, &input).map(|p| p.to_string()))
     }
 
     /// Starts an unlink: the user (`by = "user"`) or a team admin (`"team_admin"`) ends every
@@ -361,6 +396,12 @@ impl Request {
             }
         }
         out
+    }
+
+    /// The partition every record of the request lies in (but for a count of failed attempts
+    /// read beside a token request's credential), if it needs any.
+    pub fn partition(&self) -> Option<String> {
+        self.inner.partition().map(|p| p.to_string())
     }
 
     fn read_keys(&mut self) -> &[RecordKey] {

@@ -5,15 +5,16 @@
 //! token record, then its grant and link in one batch: three records however many tokens exist.
 
 use crate::config::Config;
-use crate::credentials::{AccessToken, AccessTokenDigest};
-use crate::ctx::{replace, Ctx, Decision, Ending, Flow, Loaded, Via};
+use crate::credentials::AccessToken;
+use crate::ctx::{Ctx, Decision, Ending, Flow, Loaded, Via};
+use crate::endpoints::issue::revoke_grant;
 use crate::endpoints::within_limit;
 use crate::machines::access_token;
 use crate::machines::grant::{self, Standing};
-use crate::records::{AccessTokenRecord, GrantRecord, LinkRecord, Record, RecordKey};
+use crate::records::{AccessTokenRecord, GrantRecord, LinkRecord, RecordKey};
 use crate::refusal::Refusal;
 use crate::scope::Scope;
-use crate::step::{AuditEvent, Principal};
+use crate::step::{AuditEvent, Principal, Transaction};
 use crate::wire::bearer::{bearer_token, BearerError};
 use crate::wire::http::HttpRequest;
 
@@ -26,10 +27,11 @@ pub(crate) enum Purpose {
     Revoke,
 }
 
-/// A bearer request: the digest of its token, and what it is for.
+/// A bearer request: where its token's record is (`None`: not a token of the shape the core
+/// mints, refused unread), and what it is for.
 #[derive(Clone, Debug)]
 pub(crate) struct Parsed {
-    token: AccessTokenDigest,
+    pub token: Option<RecordKey>,
     purpose: Purpose,
 }
 
@@ -45,7 +47,7 @@ pub(crate) fn parse(
     within_limit(config, request, Via::Bearer)?;
     match bearer_token(request) {
         Ok(token) => Ok(Parsed {
-            token: AccessToken::digest_of(token),
+            token: AccessToken::key_of(token),
             purpose,
         }),
         Err(BearerError::Missing) => refuse(Refusal::BearerMissing),
@@ -61,11 +63,12 @@ struct Bearer<'a> {
 }
 
 /// The token must be known, unexpired, and its grant neither revoked nor unlinked.
-fn authenticate<'a>(
-    ctx: &Ctx<'a>,
-    digest: &AccessTokenDigest,
-) -> Flow<Result<Bearer<'a>, Refusal>> {
-    let Some(loaded) = ctx.load::<AccessTokenRecord>(&RecordKey::AccessToken(*digest))? else {
+fn authenticate<'a>(ctx: &Ctx<'a>, key: Option<&RecordKey>) -> Flow<Result<Bearer<'a>, Refusal>> {
+    let Some(key) = key else {
+        return Ok(Err(Refusal::UnknownAccessToken));
+    };
+    let partition = key.partition();
+    let Some(loaded) = ctx.load::<AccessTokenRecord>(key)? else {
         return Ok(Err(Refusal::UnknownAccessToken));
     };
     let token = loaded.record;
@@ -76,8 +79,8 @@ fn authenticate<'a>(
     if ctx.config.app(token.app.as_str()).is_none() {
         return Ok(Err(Refusal::AppRemoved));
     }
-    let grant_key = RecordKey::Grant(token.grant.clone());
-    let link_key = RecordKey::Link(token.app.clone(), token.account_id.clone());
+    let grant_key = RecordKey::Grant(partition, token.grant.clone());
+    let link_key = RecordKey::Link(partition, token.app.clone(), token.account_id.clone());
     ctx.need(&[&grant_key, &link_key])?;
     let Some(grant) = ctx.load::<GrantRecord>(&grant_key)? else {
         return Ok(Err(Refusal::UnknownAccessToken));
@@ -97,7 +100,7 @@ fn authenticate<'a>(
 }
 
 pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
-    let bearer = match authenticate(ctx, &parsed.token)? {
+    let bearer = match authenticate(ctx, parsed.token.as_ref())? {
         Ok(bearer) => bearer,
         Err(refusal) => return Ok(Decision::End(Ending::Refused(refusal, Via::Bearer))),
     };
@@ -123,15 +126,12 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
                 account_id: grant.account_id.clone(),
                 grant: bearer.token.grant.clone(),
             };
-            let put = replace(
-                bearer.grant_key,
-                Some(bearer.grant.version),
-                &Record::Grant(grant::revoked(grant, ctx.now)),
-                None,
-            );
-            Ok(Decision::commit_one(
-                put,
-                audit,
+            let puts = revoke_grant(ctx, bearer.grant_key, &bearer.grant)?;
+            Ok(Decision::Commit(
+                Transaction {
+                    puts,
+                    audit: vec![audit],
+                },
                 Ending::Revoked(grant.app.clone()),
             ))
         }

@@ -5,9 +5,10 @@
 use crate::config::AttemptLimits;
 use crate::ctx::{replace, Ctx, Decision, Ending, Flow, Via};
 use crate::machines::attempts::{self, Attempter};
+use crate::partition::Partition;
 use crate::records::{AttemptsRecord, Record, RecordKey};
 use crate::refusal::Refusal;
-use crate::step::{Put, Transaction};
+use crate::step::Transaction;
 use crate::time::Seconds;
 
 /// One attempter's count, as a check needs it: where it is stored and the attempter's limit.
@@ -30,7 +31,8 @@ pub(crate) fn guards(attempters: &[Attempter], limits: &AttemptLimits) -> Vec<Gu
 }
 
 /// Loads the counts of `guards` — with `also`, the first record the request needs anyway, in
-/// the same batch — and says how long to wait if any is at its limit.
+/// the same batch (each count is a partition of its own: reads may cross partitions, a
+/// transaction never does) — and says how long to wait if any is at its limit.
 pub(crate) fn limited(
     ctx: &Ctx<'_>,
     guards: &[Guard],
@@ -54,63 +56,53 @@ pub(crate) fn limited(
     Ok(wait)
 }
 
-/// The counts of `guards` (loaded by [`limited`]) after one more failure, with the versions
-/// they were read at.
-fn after_failure(ctx: &Ctx<'_>, guards: &[Guard]) -> Flow<Vec<(Option<u64>, AttemptsRecord)>> {
+/// One more failure, counted against `guards` (loaded by [`limited`]): the writes, one
+/// transaction per count since each is a partition of its own, and the longest wait the new
+/// counts impose, if any.
+///
+/// A count this request has already written (the request started over after a later count
+/// lost a race) is not counted again: what it holds now includes this failure.
+fn count_failure(ctx: &Ctx<'_>, guards: &[Guard]) -> Flow<(Vec<Transaction>, Option<Seconds>)> {
     let window = ctx.config.policy().attempts.window;
-    let mut counts = Vec::with_capacity(guards.len());
+    let mut writes = Vec::with_capacity(guards.len());
+    let mut wait = None;
     for guard in guards {
         let count = ctx.load::<AttemptsRecord>(&guard.key)?;
-        let next = attempts::failed(count.as_ref().map(|c| c.record), ctx.now, window);
-        counts.push((count.map(|c| c.version), next));
+        let next = if ctx.written.contains(&guard.key) {
+            count.map(|c| c.record.clone())
+        } else {
+            let next = attempts::failed(count.as_ref().map(|c| c.record), ctx.now, window);
+            writes.push(Transaction {
+                puts: vec![replace(
+                    guard.key.clone(),
+                    count.map(|c| c.version),
+                    &Record::Attempts(next.clone()),
+                    Some(attempts::purge_after(&next, window)),
+                )],
+                audit: Vec::new(),
+            });
+            Some(next)
+        };
+        if let Err(retry_after) = attempts::standing(next.as_ref(), guard.limit, ctx.now, window) {
+            wait = wait.max(Some(retry_after));
+        }
     }
-    Ok(counts)
-}
-
-/// Commits `counts` (from [`after_failure`]) and then answers with `ending`.
-fn record(
-    guards: &[Guard],
-    counts: Vec<(Option<u64>, AttemptsRecord)>,
-    window: Seconds,
-    ending: Ending,
-) -> Decision {
-    let puts: Vec<Put> = guards
-        .iter()
-        .zip(counts)
-        .map(|(guard, (version, next))| {
-            let purge = attempts::purge_after(&next, window);
-            replace(
-                guard.key.clone(),
-                version,
-                &Record::Attempts(next),
-                Some(purge),
-            )
-        })
-        .collect();
-    if puts.is_empty() {
-        return Decision::End(ending);
-    }
-    Decision::Commit(
-        Transaction {
-            puts,
-            audit: Vec::new(),
-        },
-        ending,
-    )
+    Ok((writes, wait))
 }
 
 /// A failed check: counted against `guards` (unless one is already at its limit, which then
 /// answers for it), and answered with `ending`.
 pub(crate) fn fail(ctx: &Ctx<'_>, guards: &[Guard], ending: Ending, via: Via) -> Flow<Decision> {
-    if let Some(wait) = limited(ctx, guards, None)? {
+    let wait = limited(ctx, guards, None)?;
+    // Only before the first count is written: after it, the request only finishes counting.
+    if let (Some(wait), true) = (wait, ctx.written.is_empty()) {
         return Ok(Decision::End(Ending::Refused(
             Refusal::TooManyAttempts(wait),
             via,
         )));
     }
-    let counts = after_failure(ctx, guards)?;
-    let window = ctx.config.policy().attempts.window;
-    Ok(record(guards, counts, window, ending))
+    let (writes, _) = count_failure(ctx, guards)?;
+    Ok(Decision::each(writes, ending))
 }
 
 /// The host's own check ([`Input::Attempts`](crate::Input::Attempts)).
@@ -120,29 +112,27 @@ pub(crate) struct Parsed {
     pub failed: bool,
 }
 
-pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
-    if !parsed.failed {
-        return Ok(Decision::End(match limited(ctx, &parsed.guards, None)? {
-            Some(wait) => Ending::Refused(Refusal::TooManyAttempts(wait), Via::Plain),
-            None => Ending::AttemptsAllowed,
-        }));
+impl Parsed {
+    /// The partition of the count, if there is one count.
+    pub fn partition(&self) -> Option<Partition> {
+        match self.guards.as_slice() {
+            [one] => Some(one.key.partition()),
+            _ => None,
+        }
     }
-    // The failure is counted even when the limit was reached meanwhile; the answer says
-    // whether the next check may go ahead.
-    limited(ctx, &parsed.guards, None)?;
-    let window = ctx.config.policy().attempts.window;
-    let counts = after_failure(ctx, &parsed.guards)?;
-    let wait = parsed
-        .guards
-        .iter()
-        .zip(&counts)
-        .filter_map(|(guard, (_, next))| {
-            attempts::standing(Some(next), guard.limit, ctx.now, window).err()
-        })
-        .max();
-    let ending = match wait {
+}
+
+pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
+    let limited_for = |wait: Option<Seconds>| match wait {
         Some(wait) => Ending::Refused(Refusal::TooManyAttempts(wait), Via::Plain),
         None => Ending::AttemptsAllowed,
     };
-    Ok(record(&parsed.guards, counts, window, ending))
+    let wait = limited(ctx, &parsed.guards, None)?;
+    if !parsed.failed {
+        return Ok(Decision::End(limited_for(wait)));
+    }
+    // The failure is counted even when the limit was reached meanwhile; the answer says
+    // whether the next check may go ahead.
+    let (writes, wait) = count_failure(ctx, &parsed.guards)?;
+    Ok(Decision::each(writes, limited_for(wait)))
 }

@@ -14,6 +14,7 @@ use crate::ids::{AppKey, RedirectUri, User};
 use crate::machines::code::{self, CodeTerms};
 use crate::machines::grant::GrantTerms;
 use crate::machines::link;
+use crate::partition::Partition;
 use crate::pkce::{ChallengeMethod, CodeChallenge};
 use crate::records::{LinkRecord, Record, RecordKey, TokenAccessType};
 use crate::refusal::Refusal;
@@ -51,6 +52,13 @@ pub(crate) struct Parsed {
     user: User,
     /// `false`: the `GET` (consent page unless already granted); `true`: the form's Allow.
     allowed: bool,
+}
+
+impl Parsed {
+    /// The partition of the signed-in user, where everything this request touches lies.
+    pub fn partition(&self) -> Partition {
+        Partition::of_account(&self.user.account_id)
+    }
 }
 
 fn page<T>(refusal: Refusal) -> Result<T, Ending> {
@@ -264,7 +272,8 @@ fn pkce(
 pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     let request = &parsed.request;
     let user = &parsed.user;
-    let link_key = RecordKey::Link(request.app.clone(), user.account_id.clone());
+    let link_key = RecordKey::link(request.app.clone(), user.account_id.clone());
+    let partition = link_key.partition();
     let link = ctx.load::<LinkRecord>(&link_key)?;
     let granted = link::has_granted(
         link.as_ref().map(|l| l.record),
@@ -305,8 +314,8 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         None,
     );
     let mut transaction = match request.response_type {
-        ResponseType::Code => issue_code(ctx, app, request, user, link_epoch),
-        ResponseType::Token => issue_implicit(ctx, request, user, link_epoch),
+        ResponseType::Code => issue_code(ctx, partition, app, request, user, link_epoch),
+        ResponseType::Token => issue_implicit(ctx, partition, request, user, link_epoch),
     };
     if let Decision::Commit(Transaction { puts, .. }, _) = &mut transaction {
         puts.push(link_put);
@@ -316,12 +325,13 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
 
 fn issue_code(
     ctx: &Ctx<'_>,
+    partition: Partition,
     app: &App,
     request: &Authorization,
     user: &User,
     link_epoch: u64,
 ) -> Decision {
-    let code = AuthorizationCode::mint(ctx.entropy);
+    let code = AuthorizationCode::mint(partition, ctx.entropy);
     let record = code::issue(
         CodeTerms {
             app: request.app.clone(),
@@ -344,10 +354,11 @@ fn issue_code(
         pkce: request.challenge.as_ref().map(|c| c.method),
         expires_at,
     };
+    // Kept a lifetime past its expiry, so that a late exchange is told the code expired.
     let put = create(
-        RecordKey::Code(code.digest()),
+        RecordKey::Code(partition, code.digest()),
         &Record::Code(record),
-        Some(expires_at),
+        Some(expires_at.plus(ctx.config.policy().code_ttl)),
     );
     let ending = match &request.reply {
         Some(reply) => Ending::Redirect(reply.location(&[("code", code.expose())])),
@@ -364,6 +375,7 @@ fn issue_code(
 /// refresh token.
 fn issue_implicit(
     ctx: &Ctx<'_>,
+    partition: Partition,
     request: &Authorization,
     user: &User,
     link_epoch: u64,
@@ -384,6 +396,7 @@ fn issue_implicit(
         puts,
     } = issue_grant(
         ctx,
+        partition,
         ctx.entropy.grant_id(),
         GrantTerms {
             app: &request.app,

@@ -13,6 +13,8 @@ use crate::config::Config;
 use crate::cors;
 use crate::ctx::{Ctx, Decision, Ending, Flow, Via};
 use crate::ids::AppKey;
+use crate::partition::Partition;
+use crate::records::RecordKey;
 use crate::refusal::Refusal;
 use crate::step::Input;
 use crate::wire::http::HttpRequest;
@@ -90,6 +92,20 @@ impl Route {
             },
         };
         parsed.unwrap_or_else(Route::Ended)
+    }
+
+    /// The partition every record the request reads or writes lies in (but for counts of
+    /// failed attempts, read beside a token request's credential): `None` when the request
+    /// reads none, or only such a count.
+    pub fn partition(&self) -> Option<Partition> {
+        match self {
+            Route::Authorize(parsed) => Some(parsed.partition()),
+            Route::Token(parsed) => parsed.credential().map(RecordKey::partition),
+            Route::Bearer(parsed) => parsed.token.as_ref().map(RecordKey::partition),
+            Route::Unlink(parsed) => Some(parsed.partition()),
+            Route::Attempts(parsed) => parsed.partition(),
+            Route::Ended(_) => None,
+        }
     }
 
     /// The app a token request authenticated, whose origins may read its tokens.

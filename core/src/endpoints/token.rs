@@ -5,14 +5,12 @@
 //! time) and hashes the presented code or refresh token, once; deciding loads the records.
 
 use crate::config::Config;
-use crate::credentials::{
-    AccessToken, AuthorizationCode, CodeDigest, RefreshToken, RefreshTokenDigest,
-};
+use crate::credentials::{AccessToken, AuthorizationCode, RefreshToken};
 use crate::ctx::{create, replace, Ctx, Decision, Ending, Flow, TokenBody, Via};
 use crate::endpoints::attempts::{self, Guard};
-use crate::endpoints::issue::issue_grant;
+use crate::endpoints::issue::{issue_grant, revoke_grant};
 use crate::endpoints::within_limit;
-use crate::ids::{AppKey, GrantId, User};
+use crate::ids::{AppKey, User};
 use crate::machines::attempts::Attempter;
 use crate::machines::code::{self, Exchange};
 use crate::machines::grant::{self, GrantTerms, Standing};
@@ -54,15 +52,17 @@ impl Client {
 /// A token request, parsed and its client authenticated.
 #[derive(Clone, Debug)]
 pub(crate) enum Parsed {
+    /// `code`, `token`: where the credential's record is, `None` if the credential is not of
+    /// the shape the core mints (refused unread).
     Exchange {
         client: Client,
-        code: CodeDigest,
+        code: Option<RecordKey>,
         redirect_uri: Option<String>,
         verifier: Option<CodeVerifier>,
     },
     Refresh {
         client: Client,
-        token: RefreshTokenDigest,
+        token: Option<RecordKey>,
         /// `scope`: `Err` when malformed, refused only once the token checks out.
         scope: Option<Result<ScopeSet, ()>>,
     },
@@ -72,6 +72,16 @@ pub(crate) enum Parsed {
 }
 
 impl Parsed {
+    /// Where the presented code or refresh token would be stored, if it is of the core's shape
+    /// and the client authenticated.
+    pub fn credential(&self) -> Option<&RecordKey> {
+        match self {
+            Parsed::Exchange { code, .. } => code.as_ref(),
+            Parsed::Refresh { token, .. } => token.as_ref(),
+            Parsed::Failed { .. } => None,
+        }
+    }
+
     /// The authenticated app.
     pub fn client(&self) -> Option<&AppKey> {
         match self {
@@ -119,7 +129,7 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
                 None => return Err(client.refuse(Refusal::MalformedVerifier)),
             },
         };
-        let code = AuthorizationCode::digest_of(code);
+        let code = AuthorizationCode::key_of(code);
         Ok(Parsed::Exchange {
             client,
             code,
@@ -131,7 +141,7 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
             return Err(client.refuse(Refusal::RefreshTokenMissing));
         };
         let scope = read("scope")?.map(|s| ScopeSet::parse(s).map_err(|_| ()));
-        let token = RefreshToken::digest_of(token);
+        let token = RefreshToken::key_of(token);
         Ok(Parsed::Refresh {
             client,
             token,
@@ -232,9 +242,12 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
             redirect_uri,
             verifier,
         } => {
-            if let Some(limited) = guard(ctx, client, RecordKey::Code(*code))? {
+            if let Some(limited) = guard(ctx, client, code.as_ref())? {
                 return Ok(limited);
             }
+            let Some(code) = code else {
+                return Ok(Decision::End(client.refuse(Refusal::UnknownCode)));
+            };
             exchange_code(
                 ctx,
                 client,
@@ -248,9 +261,12 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
             token,
             scope,
         } => {
-            if let Some(limited) = guard(ctx, client, RecordKey::RefreshToken(*token))? {
+            if let Some(limited) = guard(ctx, client, token.as_ref())? {
                 return Ok(limited);
             }
+            let Some(token) = token else {
+                return Ok(Decision::End(client.refuse(Refusal::UnknownRefreshToken)));
+            };
             refresh(ctx, client, token, scope.as_ref())
         }
     }
@@ -258,8 +274,8 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
 
 /// A client at its limit gets 429 before its secret counts for anything. Its counts are read in
 /// the batch of `first`, the first record the grant needs anyway.
-fn guard(ctx: &Ctx<'_>, client: &Client, first: RecordKey) -> Flow<Option<Decision>> {
-    Ok(attempts::limited(ctx, &client.guards, Some(&first))?
+fn guard(ctx: &Ctx<'_>, client: &Client, first: Option<&RecordKey>) -> Flow<Option<Decision>> {
+    Ok(attempts::limited(ctx, &client.guards, first)?
         .map(|wait| Decision::End(client.refuse(Refusal::TooManyAttempts(wait)))))
 }
 
@@ -267,13 +283,13 @@ fn guard(ctx: &Ctx<'_>, client: &Client, first: RecordKey) -> Flow<Option<Decisi
 fn exchange_code(
     ctx: &Ctx<'_>,
     client: &Client,
-    code: &CodeDigest,
+    code_key: &RecordKey,
     redirect_uri: Option<&str>,
     verifier: Option<&CodeVerifier>,
 ) -> Flow<Decision> {
     let end = |refusal| Ok(Decision::End(client.refuse(refusal)));
-    let code_key = RecordKey::Code(*code);
-    let Some(loaded) = ctx.load::<CodeRecord>(&code_key)? else {
+    let partition = code_key.partition();
+    let Some(loaded) = ctx.load::<CodeRecord>(code_key)? else {
         return end(Refusal::UnknownCode);
     };
     let record = loaded.record;
@@ -289,12 +305,14 @@ fn exchange_code(
     let redeemed = match code::redeem(record, ctx.now, grant_id.clone()) {
         Ok(redeemed) => redeemed,
         Err(Refusal::CodeReused) => match &record.state {
-            CodeState::Redeemed { grant } => return code_reused(ctx, client, grant),
+            CodeState::Redeemed { grant } => {
+                return code_reused(ctx, client, RecordKey::Grant(partition, grant.clone()))
+            }
             CodeState::Issued => return end(Refusal::CodeReused),
         },
         Err(refusal) => return end(refusal),
     };
-    let link_key = RecordKey::Link(record.app.clone(), record.account_id.clone());
+    let link_key = RecordKey::Link(partition, record.app.clone(), record.account_id.clone());
     let link = ctx.load::<LinkRecord>(&link_key)?;
     if link::epoch(link.map(|l| l.record)) != record.link_epoch {
         return end(Refusal::CodeUnlinked);
@@ -306,6 +324,7 @@ fn exchange_code(
     };
     let issued = issue_grant(
         ctx,
+        partition,
         grant_id,
         GrantTerms {
             app: &record.app,
@@ -323,12 +342,16 @@ fn exchange_code(
         refresh_token: issued.refresh_token.is_some(),
         access_expires_at: issued.expires_in.map(|s| ctx.now.plus(s)),
     };
-    // Single use: the redemption applies only if the code is still at the version read.
+    // Single use: the redemption applies only if the code is still at the version read. The
+    // redeemed code is kept for an access token's lifetime past its own expiry: a replay until
+    // then still revokes what the code produced (a slow client finding its code used by a
+    // thief), and after that it finds nothing, which refuses it as well.
+    let keep_until = record.expires_at.plus(ctx.config.policy().access_token_ttl);
     let mut puts = vec![replace(
-        code_key,
+        code_key.clone(),
         Some(loaded.version),
         &Record::Code(redeemed),
-        Some(record.expires_at),
+        Some(keep_until),
     )];
     puts.extend(issued.puts);
     Ok(Decision::Commit(
@@ -347,9 +370,11 @@ fn exchange_code(
 
 /// A verified client presented a used code: refuse, and revoke what the code produced
 /// (RFC 6749 §4.1.2, RFC 9700 §4.2.4).
-fn code_reused(ctx: &Ctx<'_>, client: &Client, grant_id: &GrantId) -> Flow<Decision> {
+fn code_reused(ctx: &Ctx<'_>, client: &Client, key: RecordKey) -> Flow<Decision> {
     let refusal = client.refuse(Refusal::CodeReused);
-    let key = RecordKey::Grant(grant_id.clone());
+    let RecordKey::Grant(_, grant_id) = &key else {
+        return Ok(Decision::End(refusal));
+    };
     match ctx.load::<GrantRecord>(&key)? {
         Some(loaded) if loaded.record.revoked_at.is_none() => {
             let audit = AuditEvent::CodeReused {
@@ -357,13 +382,14 @@ fn code_reused(ctx: &Ctx<'_>, client: &Client, grant_id: &GrantId) -> Flow<Decis
                 account_id: loaded.record.account_id.clone(),
                 grant: grant_id.clone(),
             };
-            let put = replace(
-                key,
-                Some(loaded.version),
-                &Record::Grant(grant::revoked(loaded.record, ctx.now)),
-                None,
-            );
-            Ok(Decision::commit_one(put, audit, refusal))
+            let puts = revoke_grant(ctx, key.clone(), &loaded)?;
+            Ok(Decision::Commit(
+                Transaction {
+                    puts,
+                    audit: vec![audit],
+                },
+                refusal,
+            ))
         }
         _ => Ok(Decision::End(refusal)),
     }
@@ -373,19 +399,20 @@ fn code_reused(ctx: &Ctx<'_>, client: &Client, grant_id: &GrantId) -> Flow<Decis
 fn refresh(
     ctx: &Ctx<'_>,
     client: &Client,
-    token: &RefreshTokenDigest,
+    token: &RecordKey,
     scope: Option<&Result<ScopeSet, ()>>,
 ) -> Flow<Decision> {
     let end = |refusal| Ok(Decision::End(client.refuse(refusal)));
-    let Some(loaded) = ctx.load::<RefreshTokenRecord>(&RecordKey::RefreshToken(*token))? else {
+    let partition = token.partition();
+    let Some(loaded) = ctx.load::<RefreshTokenRecord>(token)? else {
         return end(Refusal::UnknownRefreshToken);
     };
     let record = loaded.record;
     if let Err(refusal) = refresh_token::check_app(record, &client.app) {
         return end(refusal);
     }
-    let grant_key = RecordKey::Grant(record.grant.clone());
-    let link_key = RecordKey::Link(record.app.clone(), record.account_id.clone());
+    let grant_key = RecordKey::Grant(partition, record.grant.clone());
+    let link_key = RecordKey::Link(partition, record.app.clone(), record.account_id.clone());
     ctx.need(&[&grant_key, &link_key])?;
     let Some(grant) = ctx.load::<GrantRecord>(&grant_key)? else {
         return end(Refusal::UnknownRefreshToken);
@@ -411,7 +438,7 @@ fn refresh(
     };
     let expires_at =
         access_token::expires_at(TokenAccessType::Offline, ctx.now, ctx.config.policy());
-    let access = AccessToken::mint(ctx.entropy);
+    let access = AccessToken::mint(partition, ctx.entropy);
     let access_record = access_token::mint(&record.grant, grant, scopes, expires_at);
     let audit = AuditEvent::AccessTokenRefreshed {
         app: record.app.clone(),
@@ -419,9 +446,9 @@ fn refresh(
         grant: record.grant.clone(),
     };
     let put = create(
-        RecordKey::AccessToken(access.digest()),
+        RecordKey::AccessToken(partition, access.digest()),
         &Record::AccessToken(access_record),
-        expires_at,
+        access_token::purge_after(expires_at, ctx.config.policy()),
     );
     Ok(Decision::commit_one(
         put,

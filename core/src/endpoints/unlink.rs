@@ -4,6 +4,7 @@
 use crate::ctx::{replace, Ctx, Decision, Ending, Flow};
 use crate::ids::{AccountId, AppKey};
 use crate::machines::link;
+use crate::partition::Partition;
 use crate::records::{LinkRecord, Record, RecordKey};
 use crate::step::{AuditEvent, Unlinker};
 
@@ -15,9 +16,16 @@ pub(crate) struct Parsed {
     pub by: Unlinker,
 }
 
+impl Parsed {
+    /// The user's partition, where the link lies.
+    pub fn partition(&self) -> Partition {
+        Partition::of_account(&self.account_id)
+    }
+}
+
 /// Ends every code and token of the app for the user with one write: a new link epoch.
 pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
-    let key = RecordKey::Link(parsed.app.clone(), parsed.account_id.clone());
+    let key = RecordKey::link(parsed.app.clone(), parsed.account_id.clone());
     let Some(loaded) = ctx.load::<LinkRecord>(&key)? else {
         // Never linked: nothing was issued, nothing to end.
         return Ok(Decision::End(Ending::Unlinked));

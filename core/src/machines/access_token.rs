@@ -18,6 +18,13 @@ pub(crate) fn expires_at(
     (!long_lived).then(|| now.plus(policy.access_token_ttl))
 }
 
+/// When the record of a token expiring at `expires_at` may be purged: one lifetime later, so
+/// that a client presenting it late is told `expired_access_token` (and refreshes) rather than
+/// that the token is unknown. Never for a long-lived token: its grant's revocation sets it.
+pub(crate) fn purge_after(expires_at: Option<UnixTime>, policy: &Policy) -> Option<UnixTime> {
+    expires_at.map(|at| at.plus(policy.access_token_ttl))
+}
+
 /// The record of an access token of `grant` carrying `scopes`.
 pub(crate) fn mint(
     grant_id: &GrantId,

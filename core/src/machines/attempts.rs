@@ -4,6 +4,7 @@
 
 use crate::config::AttemptLimits;
 use crate::credentials::AttempterDigest;
+use crate::partition::Partition;
 use crate::records::{AttemptsRecord, RecordKey};
 use crate::time::{is_expired, Seconds, UnixTime};
 
@@ -32,6 +33,11 @@ impl Attempter {
     pub fn key(&self) -> RecordKey {
         let (kind, value) = self.kind();
         RecordKey::Attempts(AttempterDigest::of(kind, value))
+    }
+
+    /// The partition of its count (its own: see [`Partition`]).
+    pub fn partition(&self) -> Partition {
+        self.key().partition()
     }
 
     /// How many failures it may have per window (`0`: unlimited).

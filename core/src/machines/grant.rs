@@ -25,6 +25,8 @@ pub(crate) fn new(terms: GrantTerms<'_>) -> GrantRecord {
         link_epoch: terms.link_epoch,
         pkce: terms.pkce,
         revoked_at: None,
+        refresh_token: None,
+        long_lived_token: None,
     }
 }
 

@@ -258,7 +258,7 @@ mod tests {
     use super::*;
 
     fn key(n: u8) -> RecordKey {
-        format!("grant:g{n}").parse().unwrap()
+        format!("AAAAAAAAAAAAAAAA/grant:g{n}").parse().unwrap()
     }
 
     fn put(n: u8, expect: Expect, bytes: Vec<u8>) -> Put {

@@ -1,0 +1,316 @@
+//! Partitions and purge times (issue 16): every credential names its account's partition, a
+//! forged or garbled partition part is refused like an unknown credential without a read in
+//! any other partition, and every record the core writes says when it may be purged — so a
+//! store that purges on time stays bounded while every answer a client sees stays right.
+//!
+//! The harness (`edgegrant_tests::Request`) checks the contract on every request of every test:
+//! `partition_of` is the request's partition, every record read or written but failure counts
+//! lies in it, and every transaction lies in one partition.
+
+use edgegrant::*;
+use edgegrant_tests::*;
+
+const ACCESS_TTL: u64 = 14_400;
+
+fn sim() -> Sim {
+    Sim::new(fixture_config())
+}
+
+/// `credential` with its partition part replaced by `partition`.
+fn moved(credential: &str, partition: Partition) -> String {
+    let (prefix, rest) = match credential.strip_prefix("sl.") {
+        Some(rest) => ("sl.", rest),
+        None => ("", credential),
+    };
+    let (_, secret) = rest.split_once('.').expect("a partition part");
+    format!("{prefix}{partition}.{secret}")
+}
+
+/// The keys `input` reads and writes, run against `store` (which it leaves as it was).
+fn keys_touched(sim: &Sim, input: Input) -> Vec<RecordKey> {
+    let mut store = sim.store.clone();
+    let mut request = edgegrant::Request::new(sim.config.clone(), input, sim.now, entropy(99));
+    let mut keys = Vec::new();
+    loop {
+        match request.poll() {
+            Step::Read(read) => {
+                let read = read.to_vec();
+                for key in &read {
+                    request.supply(key, store.get(key)).unwrap();
+                }
+                keys.extend(read);
+            }
+            Step::Write(transaction) => {
+                keys.extend(transaction.puts.iter().map(|put| put.key.clone()));
+                store.apply(&transaction.clone()).unwrap();
+                request.committed().unwrap();
+            }
+            Step::Respond(_) | Step::Serve(_) => return keys,
+        }
+    }
+}
+
+fn token_input(form: &[(&str, &str)]) -> Input {
+    let mut request = form_request(form);
+    request.path = "/oauth2/token".into();
+    Input::Http {
+        request,
+        user: None,
+    }
+}
+
+#[test]
+fn every_credential_of_an_account_names_its_partition_and_routes_there() {
+    let mut sim = sim();
+    let alice_p = Partition::of_account(&alice().account_id);
+    let bob_p = Partition::of_account(&bob().account_id);
+    assert_ne!(alice_p, bob_p);
+    for (user, partition) in [(alice(), alice_p), (bob(), bob_p)] {
+        let code = sim.code_for(&pkce_offline_query("s"), &user);
+        assert!(code.starts_with(&format!("{partition}.")), "{code}");
+        let tokens = json(&sim.exchange_pkce(&code, VERIFIER));
+        let access = tokens["access_token"].as_str().unwrap();
+        let refresh = tokens["refresh_token"].as_str().unwrap();
+        assert!(access.starts_with(&format!("sl.{partition}.")), "{access}");
+        assert!(refresh.starts_with(&format!("{partition}.")), "{refresh}");
+        let call = Input::Http {
+            request: bearer_request(GET_ACCOUNT, access),
+            user: None,
+        };
+        assert_eq!(partition_of(&sim.config, &call), Some(partition));
+        let refresh_input = token_input(&[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh),
+            ("client_id", PKCE_APP),
+        ]);
+        assert_eq!(partition_of(&sim.config, &refresh_input), Some(partition));
+    }
+    // Every stored record of an account lies in its partition (and the store is consistent).
+    explorer::check_store(&sim.store);
+}
+
+#[test]
+fn a_forged_partition_is_an_unknown_credential_read_only_where_it_points() {
+    let mut sim = sim();
+    let bob_p = Partition::of_account(&bob().account_id);
+    let code = sim.code_for(&pkce_offline_query("s"), &alice());
+    // Alice's code moved to Bob's partition: unknown there, and the real code is untouched.
+    let forged = moved(&code, bob_p);
+    let answer = sim.token_form_answer(&pkce_exchange(&forged, VERIFIER), None);
+    assert_eq!(answer.refusal(), Some(&Refusal::UnknownCode));
+    assert_eq!(http(answer).status, 400);
+    let touched = keys_touched(&sim, token_input(&pkce_exchange(&forged, VERIFIER)));
+    assert!(!touched.is_empty());
+    assert!(
+        touched.iter().all(|key| key.partition() == bob_p),
+        "{touched:?}"
+    );
+    let tokens = json(&sim.exchange_pkce(&code, VERIFIER));
+    let access = tokens["access_token"].as_str().unwrap().to_owned();
+    let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
+
+    let forged_access = moved(&access, bob_p);
+    let answer = sim.api(GET_ACCOUNT, &forged_access);
+    assert_eq!(answer.refusal(), Some(&Refusal::UnknownAccessToken));
+    assert_eq!(http(answer).status, 401);
+    let forged_refresh = moved(&refresh, bob_p);
+    let answer = sim.refresh_answer(&forged_refresh, PKCE_APP, None);
+    assert_eq!(answer.refusal(), Some(&Refusal::UnknownRefreshToken));
+    assert_eq!(http(answer).status, 400);
+    // The genuine ones still work.
+    assert!(matches!(sim.api(GET_ACCOUNT, &access), Answer::Serve(_)));
+    assert_eq!(sim.refresh(&refresh, PKCE_APP, None).status, 200);
+}
+
+#[test]
+fn a_garbled_partition_is_refused_without_any_read() {
+    let mut sim = sim();
+    let tokens = sim.pkce_offline_tokens(&alice());
+    let access = tokens["access_token"].as_str().unwrap().to_owned();
+    let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
+    let secret = access.rsplit('.').next().unwrap().to_owned();
+    let garbled_parts = [
+        String::new(),
+        "AAAAAAAAAAAAAAA".into(),    // 15 characters
+        "AAAAAAAAAAAAAAAAA".into(),  // 17
+        "AAAAAAAAAAAAAAA*".into(),   // not base64url
+        "AAAAAAAAAAAAAAA=".into(),   // padding
+        "AAAAAAAAAAAAAAAA.x".into(), // a dot too many
+    ];
+    for part in &garbled_parts {
+        let bearer = format!("sl.{part}.{secret}");
+        let call = Input::Http {
+            request: bearer_request(GET_ACCOUNT, &bearer),
+            user: None,
+        };
+        assert_eq!(partition_of(&sim.config, &call), None, "{bearer}");
+        assert!(keys_touched(&sim, call.clone()).is_empty(), "{bearer}");
+        let answer = sim.run(call);
+        assert!(
+            matches!(
+                answer.refusal(),
+                Some(Refusal::UnknownAccessToken | Refusal::MalformedBearer)
+            ),
+            "{bearer}: {answer:?}"
+        );
+        assert!(matches!(http(answer).status, 400 | 401), "{bearer}");
+
+        let garbled_refresh = format!("{part}.{secret}");
+        let input = token_input(&[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", &garbled_refresh),
+            ("client_id", PKCE_APP),
+        ]);
+        assert!(keys_touched(&sim, input.clone()).is_empty());
+        let answer = sim.run(input);
+        assert_eq!(answer.refusal(), Some(&Refusal::UnknownRefreshToken));
+        assert_eq!(oauth_error(&http(answer)), "invalid_grant");
+
+        let garbled_code = format!("{part}.{secret}");
+        let input = token_input(&pkce_exchange(&garbled_code, VERIFIER));
+        assert!(keys_touched(&sim, input.clone()).is_empty());
+        let answer = sim.run(input);
+        assert_eq!(answer.refusal(), Some(&Refusal::UnknownCode));
+    }
+    // A token without any partition part (the shape of the releases before partitions).
+    let old_shape = format!("sl.{secret}");
+    assert_eq!(
+        sim.api(GET_ACCOUNT, &old_shape).refusal(),
+        Some(&Refusal::UnknownAccessToken)
+    );
+    assert_eq!(sim.refresh(&refresh, PKCE_APP, None).status, 200);
+}
+
+#[test]
+fn a_confidential_clients_failure_counts_are_written_one_partition_at_a_time() {
+    let mut sim = sim();
+    let mut request = form_request(&[
+        ("grant_type", "refresh_token"),
+        (
+            "refresh_token",
+            "AAAAAAAAAAAAAAAA.nothing-here-nothing-here-nothing-here-noth",
+        ),
+        ("client_id", CONF_APP),
+        ("client_secret", "wrong"),
+    ]);
+    request.source = Some("192.0.2.1".into());
+    request.path = "/oauth2/token".into();
+    let input = Input::Http {
+        request,
+        user: None,
+    };
+    let touched = keys_touched(&sim, input.clone());
+    // The app's count and the source's, read in one batch, written in two transactions.
+    assert!(touched.iter().all(|k| matches!(k, RecordKey::Attempts(_))));
+    let answer = sim.run(input);
+    assert_eq!(answer.refusal(), Some(&Refusal::ClientAuthenticationFailed));
+    assert_eq!(sim.store.len(), 2);
+}
+
+/// Every record says when it may go, and a store purged on time keeps nothing a client could
+/// still use, and nothing that lets a client be told the wrong thing.
+#[test]
+fn revoked_grants_expire_with_their_tokens_and_purging_changes_no_answer() {
+    let mut sim = sim();
+    let code = sim.code_for(&pkce_offline_query("s"), &alice());
+    let code_key = AuthorizationCode::key_of(&code).unwrap();
+    assert_eq!(
+        sim.store.purge_after(&code_key),
+        Some(UnixTime(T0.0 + 600 + 600)),
+        "an issued code: a lifetime past its expiry"
+    );
+    let tokens = json(&sim.exchange_pkce(&code, VERIFIER));
+    let access = tokens["access_token"].as_str().unwrap().to_owned();
+    let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
+    let access_key = AccessToken::key_of(&access).unwrap();
+    let refresh_key = RefreshToken::key_of(&refresh).unwrap();
+    assert_eq!(
+        sim.store.purge_after(&code_key),
+        Some(UnixTime(T0.0 + 600 + ACCESS_TTL)),
+        "a redeemed code: reuse detection for an access token's lifetime past the code's expiry"
+    );
+    assert_eq!(
+        sim.store.purge_after(&access_key),
+        Some(UnixTime(T0.0 + 2 * ACCESS_TTL)),
+        "an access token: told expired for one more lifetime"
+    );
+    assert_eq!(
+        sim.store.purge_after(&refresh_key),
+        None,
+        "a live refresh token"
+    );
+    let grant_key = sim
+        .store
+        .iter()
+        .map(|(key, _)| key.clone())
+        .find(|key| matches!(key, RecordKey::Grant(..)))
+        .unwrap();
+    assert_eq!(
+        sim.store.purge_after(&grant_key),
+        None,
+        "a live offline grant"
+    );
+
+    // A refresh an hour later, then the revocation an hour after that.
+    sim.advance(3_600);
+    let refreshed = json(&sim.refresh(&refresh, PKCE_APP, None));
+    let second = refreshed["access_token"].as_str().unwrap().to_owned();
+    sim.advance(3_600);
+    let revoked_at = sim.now;
+    assert_eq!(sim.revoke(&access).status, 200);
+    let purge = Some(UnixTime(revoked_at.0 + ACCESS_TTL));
+    assert_eq!(sim.store.purge_after(&grant_key), purge);
+    assert_eq!(sim.store.purge_after(&refresh_key), purge);
+
+    // Until then every token of the grant is refused as revoked; purging on time changes no
+    // status and no error a client sees, only whether the record is there.
+    for at in [
+        revoked_at.0 + ACCESS_TTL - 1,
+        revoked_at.0 + ACCESS_TTL,
+        revoked_at.0 + ACCESS_TTL + 1,
+        T0.0 + 3 * ACCESS_TTL,
+    ] {
+        sim.now = UnixTime(at);
+        let mut purged = sim.store.clone();
+        purged.purge(sim.now);
+        for store in [sim.store.clone(), purged] {
+            let mut probe = Sim::new(fixture_config());
+            probe.store = store;
+            probe.now = sim.now;
+            let refused = probe.refresh(&refresh, PKCE_APP, None);
+            assert_eq!(refused.status, 400, "at {at}");
+            assert_eq!(oauth_error(&refused), "invalid_grant");
+            for token in [&access, &second] {
+                let answer = probe.api(GET_ACCOUNT, token);
+                let response = http(answer);
+                assert_eq!(response.status, 401, "at {at}");
+            }
+        }
+    }
+    // Once everything is due, only the link stays: it holds the epoch that keeps unlinked
+    // tokens dead.
+    sim.now = UnixTime(T0.0 + 4 * ACCESS_TTL);
+    sim.store.purge(sim.now);
+    let left: Vec<&RecordKey> = sim.store.iter().map(|(key, _)| key).collect();
+    assert!(matches!(left.as_slice(), [RecordKey::Link(..)]), "{left:?}");
+}
+
+#[test]
+fn online_grants_purge_themselves_and_a_long_run_stays_bounded() {
+    let mut sim = sim();
+    // A day of online sign-ins, a purge every hour: the store holds what the last hours made.
+    let mut peak = 0;
+    for hour in 0..48 {
+        for user in [alice(), bob()] {
+            let code = sim.code_for(&conf_query("online", &format!("h{hour}")), &user);
+            assert_eq!(sim.exchange_confidential(&code).status, 200);
+        }
+        sim.advance(3_600);
+        sim.store.purge(sim.now);
+        peak = peak.max(sim.store.len());
+    }
+    // Per sign-in a code, a grant and an access token, kept for at most two token lifetimes
+    // (8 hours) past issue; plus the two links.
+    assert!(peak <= 2 * 3 * 9 + 2, "peak {peak}");
+    assert!(sim.store.len() <= 2 * 3 * 9 + 2, "{}", sim.store.len());
+}
