@@ -41,6 +41,36 @@
 //! A host supplies the clock, the entropy, the storage, the signed-in user, the page templates
 //! and the API handlers; two hosts on this crate behave alike.
 //!
+//! A decision may write more than one transaction (a failure counted against several
+//! attempters: one per count); the host applies each [`Step::Write`] as it comes, and
+//! [`Request::committed`] moves on to the next.
+//!
+//! ## Partitions: one store or many
+//!
+//! Every record lives in a [`Partition`] (its key names it: [`RecordKey::partition`], the text
+//! before the key's `/`), and **a transaction never crosses partitions**
+//! ([`Transaction::partition`]). An account is a partition — its links, codes, grants and
+//! tokens — and so is each attempter's count of failed checks. A host on one store ignores all
+//! this. A host on many (one Durable Object per partition, a sharded database with the
+//! partition as distribution key) routes each request by [`partition_of`]`(config, input)`, a
+//! pure function of the input that reads nothing and hashes no secret: every credential
+//! carries its partition in its visible form (`sl.<partition>.<secret>`). It runs the request
+//! where that partition lives; only a token request's failure counts lie elsewhere (read in the
+//! credential's batch, written alone). A credential with a garbled partition part is refused
+//! without any read; a forged one names records that do not exist.
+//!
+//! ## Purge times
+//!
+//! Every [`Put`] says when its record may be deleted ([`Put::purge_after`]; `None`: keep it).
+//! A host deletes records whose purge time has passed, from an index, whenever it likes (a
+//! periodic job, an alarm): no answer a client sees depends on whether it did. Codes and
+//! access tokens go one lifetime after they expire (so a late client is told "expired"), a
+//! redeemed code an access token's lifetime after its expiry (reuse detection), a revoked grant
+//! with its refresh token and any long-lived token once its last access token has expired,
+//! failure counts when their window ends. Live offline grants, their refresh tokens and the
+//! links (whose epoch keeps unlinked tokens dead) are kept — and so, for now, are the grants
+//! an unlink ended, which no record lists.
+//!
 //! Records cross as opaque bytes: the host stores key → (version, bytes, purge time) and never
 //! needs to read one. The store must offer conditional writes across several keys (Durable
 //! Objects, SQLite, any SQL database, the in-memory store of the tests). An eventually

@@ -40,9 +40,11 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * the ground gained so far, so that a change that grows a module fails the build (see the
  * README's "Size" section for where the bytes go). Issue 15's hardening (CORS, the redirect URI
  * rules, storage failures as 503, 405s with Allow, attempt limits) took the server module from
- * 85.7 to about 95 KiB: the budget moved with it, on purpose.
+ * 85.7 to about 95 KiB: the budget moved with it, on purpose. Issue 16's partitions (the
+ * partition of every key and credential, the routing answer `partitionOf`, transactions in
+ * turn, purge times through revocation) took it from 93.5 to 97.2 KiB: moved again, on purpose.
  */
-const BUDGETS = { edgegrant_wasm: 95 * 1024, edgegrant_client: 75 * 1024 };
+const BUDGETS = { edgegrant_wasm: 98 * 1024, edgegrant_client: 75 * 1024 };
 
 const modules = [
   { feature: "server", name: "edgegrant_wasm" },

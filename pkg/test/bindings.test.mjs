@@ -29,20 +29,20 @@ const header = (request, name) => {
 test("read, write and respond cross as plain values", () => {
   const core = createCore(config());
   const request = core.request(consentForm(), NOW, entropy());
-  assert.equal(request.step(), `r\0link:pkce-app:${ALICE.account_id}`, "the kind and the keys, NUL-joined, in one crossing");
+  assert.match(request.step(), new RegExp(`^r\0[A-Za-z0-9_-]{16}/link:pkce-app:${ALICE.account_id}$`), "the kind and the keys, NUL-joined, in one crossing");
   request.supply(0, undefined, undefined);
   assert.equal(request.step(), "w");
   assert.equal(request.putCount(), 2);
-  assert.match(request.putKey(0), /^code:[A-Za-z0-9_-]{43}$/);
+  assert.match(request.putKey(0), /^[A-Za-z0-9_-]{16}\/code:[A-Za-z0-9_-]{43}$/);
   assert.equal(request.putExpect(0), undefined, "a new code's key must be absent");
   assert.ok(request.putBytes(0) instanceof Uint8Array && request.putBytes(0).length > 0);
-  assert.equal(request.putPurgeAfter(0), NOW + 600);
+  assert.equal(request.putPurgeAfter(0), NOW + 600 + 600, "a code is kept one lifetime past its expiry");
   assert.equal(request.putPurgeAfter(1), undefined, "a link is never purged");
   assert.equal(JSON.parse(request.audit())[0].event, "code_issued");
   request.committed();
   assert.equal(request.step(), "p");
   assert.equal(request.status(), 302);
-  assert.match(header(request, "location"), /^http:\/\/127\.0\.0\.1:8765\/cb\?code=[A-Za-z0-9_-]{43}&state=xyz$/);
+  assert.match(header(request, "location"), /^http:\/\/127\.0\.0\.1:8765\/cb\?code=[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]{43}&state=xyz$/);
   assert.equal(header(request, "cache-control"), "no-store");
   assert.equal(request.outcome(), "redirect");
   assert.equal(request.refusal(), undefined);
@@ -76,7 +76,7 @@ test("every outcome comes with a complete response and its name", () => {
   assert.match(unknown.body(), /data-error="invalid_request"/);
   const display = finish(core.request(consentForm(`client_id=${CONF_APP}&response_type=code`), NOW, entropy()));
   assert.equal(display.outcome(), "display_code");
-  assert.match(display.body(), /data-page="code" data-code="[A-Za-z0-9_-]{43}"/);
+  assert.match(display.body(), /data-page="code" data-code="[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]{43}"/);
   const unlinked = finish(core.unlink(CONF_APP, ALICE.account_id, "team_admin", NOW, entropy()));
   assert.deepEqual([unlinked.outcome(), unlinked.status(), unlinked.body()], ["unlinked", 200, "null"]);
   const missing = finish(core.request({ method: "POST", path: "/2/auth/token/revoke", headers: [] }, NOW, entropy()));
@@ -129,7 +129,7 @@ test("times and versions are safe integers: exact, or refused — never rounded"
   assert.throws(() => request.supply(0, 2 ** 60, stored), /safe integer/);
   request.supply(0, Number.MAX_SAFE_INTEGER, stored);
   assert.equal(request.step(), "w");
-  const link = [...Array(request.putCount()).keys()].find((i) => request.putKey(i).startsWith("link:"));
+  const link = [...Array(request.putCount()).keys()].find((i) => request.putKey(i).includes("/link:"));
   assert.equal(request.putExpect(link), Number.MAX_SAFE_INTEGER);
   request.free();
 });
@@ -140,7 +140,7 @@ function createLinkBytes(core) {
   request.step();
   request.supply(0, undefined, undefined);
   request.step();
-  const link = [...Array(request.putCount()).keys()].find((i) => request.putKey(i).startsWith("link:"));
+  const link = [...Array(request.putCount()).keys()].find((i) => request.putKey(i).includes("/link:"));
   const bytes = request.putBytes(link);
   request.free();
   return bytes;

@@ -74,54 +74,54 @@ const readOne = async (storage, key) => stored((await storage.read([key])).get(k
 for (const [name, open] of Object.entries(adapters)) {
   test(`${name}: absent keys are left out of a read`, async () => {
     const [storage] = open();
-    assert.equal(await storage.apply({ puts: [put("link:a:b", null, bytes(1))], audit: [] }), true);
-    const found = await storage.read(["link:a:b", "code:x", "grant:g"]);
-    assert.deepEqual([...found.keys()], ["link:a:b"]);
+    assert.equal(await storage.apply({ puts: [put("p/link:a:b", null, bytes(1))], audit: [] }), true);
+    const found = await storage.read(["p/link:a:b", "p/code:x", "p/grant:g"]);
+    assert.deepEqual([...found.keys()], ["p/link:a:b"]);
   });
 
   test(`${name}: puts create at version 1 and bump versions, bytes kept exactly`, async () => {
     const [storage] = open();
     const first = bytes(1, 2, 3, 0, 255);
-    assert.equal(await storage.apply({ puts: [put("link:a:b", null, first)], audit: [] }), true);
-    assert.deepEqual(await readOne(storage, "link:a:b"), { version: 1, bytes: [1, 2, 3, 0, 255] });
+    assert.equal(await storage.apply({ puts: [put("p/link:a:b", null, first)], audit: [] }), true);
+    assert.deepEqual(await readOne(storage, "p/link:a:b"), { version: 1, bytes: [1, 2, 3, 0, 255] });
     first.fill(9); // the caller's array is not the stored record
-    assert.deepEqual(await readOne(storage, "link:a:b"), { version: 1, bytes: [1, 2, 3, 0, 255] });
-    assert.equal(await storage.apply({ puts: [put("link:a:b", 1, bytes(4, 5))], audit: [] }), true);
-    assert.deepEqual(await readOne(storage, "link:a:b"), { version: 2, bytes: [4, 5] });
+    assert.deepEqual(await readOne(storage, "p/link:a:b"), { version: 1, bytes: [1, 2, 3, 0, 255] });
+    assert.equal(await storage.apply({ puts: [put("p/link:a:b", 1, bytes(4, 5))], audit: [] }), true);
+    assert.deepEqual(await readOne(storage, "p/link:a:b"), { version: 2, bytes: [4, 5] });
     const large = Uint8Array.from({ length: 4096 }, (_, i) => (i * 7) & 255);
-    assert.equal(await storage.apply({ puts: [put("link:a:b", 2, large), put("grant:g", null, bytes())], audit: [] }), true);
-    assert.deepEqual(await readOne(storage, "link:a:b"), { version: 3, bytes: [...large] });
-    assert.deepEqual(await readOne(storage, "grant:g"), { version: 1, bytes: [] }, "an empty record is still a record");
+    assert.equal(await storage.apply({ puts: [put("p/link:a:b", 2, large), put("p/grant:g", null, bytes())], audit: [] }), true);
+    assert.deepEqual(await readOne(storage, "p/link:a:b"), { version: 3, bytes: [...large] });
+    assert.deepEqual(await readOne(storage, "p/grant:g"), { version: 1, bytes: [] }, "an empty record is still a record");
   });
 
   test(`${name}: a failed expectation applies nothing at all`, async () => {
     const [storage] = open();
-    await storage.apply({ puts: [put("link:a:b", null, bytes(0))], audit: [] });
+    await storage.apply({ puts: [put("p/link:a:b", null, bytes(0))], audit: [] });
     for (const bad of [null, 2, 0]) {
-      const applied = await storage.apply({ puts: [put("grant:g", null, bytes(9)), put("link:a:b", bad, bytes(5))], audit: [] });
+      const applied = await storage.apply({ puts: [put("p/grant:g", null, bytes(9)), put("p/link:a:b", bad, bytes(5))], audit: [] });
       assert.equal(applied, false, `expect ${bad}`);
-      assert.equal((await storage.read(["grant:g"])).size, 0, "the first put of a failed transaction is not applied");
-      assert.deepEqual(await readOne(storage, "link:a:b"), { version: 1, bytes: [0] });
+      assert.equal((await storage.read(["p/grant:g"])).size, 0, "the first put of a failed transaction is not applied");
+      assert.deepEqual(await readOne(storage, "p/link:a:b"), { version: 1, bytes: [0] });
     }
-    const missing = await storage.apply({ puts: [put("link:a:b", 1, bytes(6)), put("code:c", 1, bytes(6))], audit: [] });
+    const missing = await storage.apply({ puts: [put("p/link:a:b", 1, bytes(6)), put("p/code:c", 1, bytes(6))], audit: [] });
     assert.equal(missing, false, "a version expected of an absent key fails");
-    assert.deepEqual(await readOne(storage, "link:a:b"), { version: 1, bytes: [0] }, "and the put that held is not applied");
-    assert.equal((await storage.read(["code:c"])).size, 0);
+    assert.deepEqual(await readOne(storage, "p/link:a:b"), { version: 1, bytes: [0] }, "and the put that held is not applied");
+    assert.equal((await storage.read(["p/code:c"])).size, 0);
   });
 
   test(`${name}: purge removes what is due and keeps the rest`, async () => {
     const [storage] = open();
     await storage.apply({
-      puts: [put("code:a", null, bytes(1), 100), put("code:b", null, bytes(2), 101), put("link:a:b", null, bytes(3))],
+      puts: [put("p/code:a", null, bytes(1), 100), put("p/code:b", null, bytes(2), 101), put("p/link:a:b", null, bytes(3))],
       audit: [],
     });
     assert.equal(await storage.purge(100), 1);
-    const left = await storage.read(["code:a", "code:b", "link:a:b"]);
-    assert.deepEqual([...left.keys()].sort(), ["code:b", "link:a:b"]);
-    assert.deepEqual(stored(left.get("code:b")), { version: 1, bytes: [2] });
+    const left = await storage.read(["p/code:a", "p/code:b", "p/link:a:b"]);
+    assert.deepEqual([...left.keys()].sort(), ["p/code:b", "p/link:a:b"]);
+    assert.deepEqual(stored(left.get("p/code:b")), { version: 1, bytes: [2] });
     assert.equal(await storage.purge(99), 0);
     assert.equal(await storage.purge(1_000_000), 1, "a record without a purge time is kept");
-    assert.deepEqual([...(await storage.read(["code:a", "code:b", "link:a:b"])).keys()], ["link:a:b"]);
+    assert.deepEqual([...(await storage.read(["p/code:a", "p/code:b", "p/link:a:b"])).keys()], ["p/link:a:b"]);
   });
 
   test(`${name}: two hosts racing on one code — exactly one gets tokens`, async () => {
@@ -215,46 +215,54 @@ test("kv + durable-object: token records live in KV, codes, grants and links do 
   const issued = await flow.run(host, await flow.exchange(host));
   assert.equal(issued.status, 200);
   const held = await kvKeys(host.db);
-  assert.deepEqual(held.map((k) => k.name.split(":")[0]).sort(), ["access", "refresh"]);
-  const access = held.find((k) => k.name.startsWith("access:"));
-  assert.equal(access.expiration, now + 14_400, "an access token expires from KV when it expires (its purgeAfter)");
-  assert.equal(held.find((k) => k.name.startsWith("refresh:")).expiration, null, "refresh tokens do not expire");
+  const kind = (k) => k.name.split("/")[1].split(":")[0];
+  assert.deepEqual(held.map(kind).sort(), ["access", "refresh"]);
+  const access = held.find((k) => kind(k) === "access");
+  assert.equal(access.expiration, now + 2 * 14_400, "an access token expires from KV at its purgeAfter, one lifetime past its expiry");
+  assert.equal(held.find((k) => kind(k) === "refresh").expiration, null, "live refresh tokens do not expire");
   // And the records KV holds serve: the token checks out through the composition.
-  assert.equal((await flow.run(host, flow.apiCall(JSON.parse(issued.body).access_token))).kind, "serve");
+  const access_token = JSON.parse(issued.body).access_token;
+  assert.equal((await flow.run(host, flow.apiCall(access_token))).kind, "serve");
+  // A revocation ends the grant in the strong store and gives its refresh token an expiration.
+  const revoked = await flow.run(host, { method: "POST", path: "/2/auth/token/revoke", headers: [["authorization", `Bearer ${access_token}`]] });
+  assert.equal(revoked.status, 200);
+  const after = await kvKeys(host.db);
+  assert.equal(after.find((k) => kind(k) === "refresh").expiration, now + 14_400, "a revoked grant's refresh token expires from KV with the grant");
+  assert.equal((await flow.run(host, flow.apiCall(access_token))).status, 401);
 });
 
 test("kv + durable-object: a token record is read back from KV as its bytes, at version 1", async () => {
   const host = remote(`db${++files}`, "kv");
-  assert.equal(await host.apply({ puts: [put("access:t", null, bytes(7, 0, 200)), put("link:a:b", null, bytes(1))], audit: [] }), true);
-  const found = await host.read(["access:t", "link:a:b", "refresh:none"]);
-  assert.deepEqual(stored(found.get("access:t")), { version: 1, bytes: [7, 0, 200] });
-  assert.deepEqual(stored(found.get("link:a:b")), { version: 1, bytes: [1] });
-  assert.equal(found.has("refresh:none"), false);
-  assert.deepEqual((await kvKeys(host.db)).map((k) => k.name), ["access:t"]);
+  assert.equal(await host.apply({ puts: [put("p/access:t", null, bytes(7, 0, 200)), put("p/link:a:b", null, bytes(1))], audit: [] }), true);
+  const found = await host.read(["p/access:t", "p/link:a:b", "p/refresh:none"]);
+  assert.deepEqual(stored(found.get("p/access:t")), { version: 1, bytes: [7, 0, 200] });
+  assert.deepEqual(stored(found.get("p/link:a:b")), { version: 1, bytes: [1] });
+  assert.equal(found.has("p/refresh:none"), false);
+  assert.deepEqual((await kvKeys(host.db)).map((k) => k.name), ["p/access:t"]);
 });
 
 test("kv + durable-object: a failed strong transaction takes its token records back out of KV", async () => {
   const host = remote(`db${++files}`, "kv");
-  await host.apply({ puts: [put("link:a:b", null, bytes(0))], audit: [] });
-  const applied = await host.apply({ puts: [put("access:t", null, bytes(1)), put("refresh:r", null, bytes(1)), put("link:a:b", 7, bytes(1))], audit: [] });
+  await host.apply({ puts: [put("p/link:a:b", null, bytes(0))], audit: [] });
+  const applied = await host.apply({ puts: [put("p/access:t", null, bytes(1)), put("p/refresh:r", null, bytes(1)), put("p/link:a:b", 7, bytes(1))], audit: [] });
   assert.equal(applied, false);
   assert.deepEqual(await kvKeys(host.db), []);
-  assert.equal((await host.read(["access:t", "refresh:r"])).size, 0);
-  assert.deepEqual(await readOne(host, "link:a:b"), { version: 1, bytes: [0] });
+  assert.equal((await host.read(["p/access:t", "p/refresh:r"])).size, 0);
+  assert.deepEqual(await readOne(host, "p/link:a:b"), { version: 1, bytes: [0] });
 });
 
 test("kv + durable-object: a token key already present is a conflict, and nothing is written", async () => {
   const host = remote(`db${++files}`, "kv");
-  assert.equal(await host.apply({ puts: [put("access:t", null, bytes(0))], audit: [] }), true);
-  assert.equal(await host.apply({ puts: [put("grant:g", null, bytes(1)), put("access:t", null, bytes(1))], audit: [] }), false);
-  assert.equal((await host.read(["grant:g"])).size, 0);
-  assert.deepEqual(await readOne(host, "access:t"), { version: 1, bytes: [0] });
+  assert.equal(await host.apply({ puts: [put("p/access:t", null, bytes(0))], audit: [] }), true);
+  assert.equal(await host.apply({ puts: [put("p/grant:g", null, bytes(1)), put("p/access:t", null, bytes(1))], audit: [] }), false);
+  assert.equal((await host.read(["p/grant:g"])).size, 0);
+  assert.deepEqual(await readOne(host, "p/access:t"), { version: 1, bytes: [0] });
 });
 
 test("kv + durable-object: a versioned write to a token key is refused as misuse", async () => {
   const host = remote(`db${++files}`, "kv");
-  await assert.rejects(host.apply({ puts: [put("refresh:r", 1, bytes(0))], audit: [] }), /write-once/);
-  await assert.rejects(host.apply({ puts: [put("access:t", 0, bytes(0))], audit: [] }), /write-once/);
+  await assert.rejects(host.apply({ puts: [put("p/refresh:r", 2, bytes(0))], audit: [] }), /write-once/);
+  await assert.rejects(host.apply({ puts: [put("p/access:t", 0, bytes(0))], audit: [] }), /write-once/);
   assert.deepEqual(await kvKeys(host.db), []);
 });
 
@@ -263,7 +271,7 @@ test("sqlite: keys and bytes are bound parameters, never SQL (a key of SQL metac
   try {
     const db = new Database(join(dir, "store.sqlite"));
     const storage = sqliteStorage(db);
-    const hostile = "code:x'); DROP TABLE edgegrant_store; --\"`";
+    const hostile = "p/code:x'); DROP TABLE edgegrant_store; --\"`";
     const bytes = new Uint8Array([1, 39, 34, 59]);
     assert.equal(storage.apply({ puts: [{ key: hostile, expect: null, bytes, purgeAfter: null }], audit: [] }), true);
     assert.deepEqual([...storage.read([hostile]).get(hostile).bytes], [...bytes]);

@@ -2,7 +2,9 @@
 // conditional writes, so it may hold only records whose correctness never depends on a read
 // being fresh or a write being conditional: the access- and refresh-token records. Those are
 // written once under a fresh 256-bit digest and never changed again — revocation and unlinking
-// change the grant and link records, which stay in the strong store with codes. A bearer check
+// change the grant and link records, which stay in the strong store with codes. (A revocation
+// also writes the grant's refresh token back unchanged with a purge time, at version 1: here
+// that sets its KV expiration, after the strong transaction applied.) A bearer check
 // reads the token from KV and its grant and link from the strong store, so a stale KV read can
 // only miss a token written moments ago elsewhere (a spurious 401), never accept a revoked or
 // expired one.
@@ -12,8 +14,8 @@
 // nothing points at and nobody holds the secret of: access-token records expire from KV with
 // their purge time, refresh-token records (which never expire) stay, harmless and unreachable.
 
-/** Keys whose records may live in KV. */
-const KV_HELD = /^(access|refresh):/;
+/** Keys whose records may live in KV (`<partition>/access:…`, `<partition>/refresh:…`). */
+const KV_HELD = /^[^/]*\/(access|refresh):/;
 
 /** KV refuses expirations less than 60 s ahead. */
 const KV_MIN_TTL = 60;
@@ -42,11 +44,21 @@ export function kvTokenStorage(kv, strong, { prefix = "" } = {}) {
     },
 
     async apply({ puts, audit }) {
-      const tokenPuts = puts.filter((put) => held(put.key));
+      // A token record written back at version 1 keeps its bytes and gains a purge time.
+      const expiring = puts.filter((put) => held(put.key) && put.expect === 1);
+      const tokenPuts = puts.filter((put) => held(put.key) && put.expect !== 1);
       const strongPuts = puts.filter((put) => !held(put.key));
       for (const { key, expect } of tokenPuts) {
         // A contract breach, not a conflict: KV cannot honour a version condition.
-        if (expect !== null) throw new Error(`edgegrant: ${key.split(":")[0]} records are write-once, but a put expects a version`);
+        if (expect !== null) throw new Error(`edgegrant: ${key} is write-once, but a put expects version ${expect}`);
+      }
+      if (expiring.length > 0) {
+        // The strong transaction (the grant's revocation) decides; the expirations follow it,
+        // best effort: a record that outlives its purge time is dead weight, never live.
+        if (tokenPuts.length > 0) throw new Error("edgegrant: a transaction both creates and expires token records");
+        const applied = strongPuts.length === 0 || (await strong.apply({ puts: strongPuts, audit }));
+        if (applied) await Promise.all(expiring.map(({ key, bytes, purgeAfter }) => kv.put(kvKey(key), bytes, expiration(purgeAfter))));
+        return applied;
       }
       // The collision guard for broken entropy, best effort: KV has no conditional put.
       const existing = await Promise.all(tokenPuts.map(({ key }) => kv.get(kvKey(key))));
