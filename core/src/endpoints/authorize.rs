@@ -52,12 +52,24 @@ pub(crate) struct Parsed {
     user: User,
     /// `false`: the `GET` (consent page unless already granted); `true`: the form's Allow.
     allowed: bool,
+    /// The key of the user's link with the app (its partition hashed once, here).
+    link: RecordKey,
 }
 
 impl Parsed {
+    fn new(request: Authorization, user: User, allowed: bool) -> Parsed {
+        let link = RecordKey::link(request.app.clone(), user.account_id.clone());
+        Parsed {
+            request,
+            user,
+            allowed,
+            link,
+        }
+    }
+
     /// The partition of the signed-in user, where everything this request touches lies.
     pub fn partition(&self) -> Partition {
-        Partition::of_account(&self.user.account_id)
+        self.link.partition()
     }
 }
 
@@ -76,11 +88,7 @@ pub(crate) fn parse_get(
     let Some(user) = user else {
         return Err(sign_in(&request.query));
     };
-    Ok(Parsed {
-        request: authorization,
-        user,
-        allowed: false,
-    })
+    Ok(Parsed::new(authorization, user, false))
 }
 
 /// `POST /oauth2/authorize`: the consent form, `query=…&decision=allow|deny`. The form is not
@@ -110,11 +118,7 @@ pub(crate) fn parse_consent(
     if !allowed {
         return Err(authorization.refuse(Refusal::AccessDenied));
     }
-    Ok(Parsed {
-        request: authorization,
-        user,
-        allowed,
-    })
+    Ok(Parsed::new(authorization, user, allowed))
 }
 
 fn sign_in(query: &str) -> Ending {
@@ -272,7 +276,7 @@ fn pkce(
 pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     let request = &parsed.request;
     let user = &parsed.user;
-    let link_key = RecordKey::link(request.app.clone(), user.account_id.clone());
+    let link_key = parsed.link.clone();
     let partition = link_key.partition();
     let link = ctx.load::<LinkRecord>(&link_key)?;
     let granted = link::has_granted(

@@ -47,13 +47,7 @@ impl Route {
                 app,
                 account_id,
                 by,
-            } => {
-                return Route::Unlink(unlink::Parsed {
-                    app,
-                    account_id,
-                    by,
-                })
-            }
+            } => return Route::Unlink(unlink::Parsed::new(app, account_id, by)),
             Input::Attempts { attempters, failed } => {
                 return Route::Attempts(attempts::Parsed {
                     guards: attempts::guards(&attempters, &config.policy().attempts),

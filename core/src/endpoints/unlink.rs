@@ -14,18 +14,30 @@ pub(crate) struct Parsed {
     pub app: AppKey,
     pub account_id: AccountId,
     pub by: Unlinker,
+    /// The key of the link (its partition hashed once, here).
+    pub key: RecordKey,
 }
 
 impl Parsed {
+    pub fn new(app: AppKey, account_id: AccountId, by: Unlinker) -> Parsed {
+        let key = RecordKey::link(app.clone(), account_id.clone());
+        Parsed {
+            app,
+            account_id,
+            by,
+            key,
+        }
+    }
+
     /// The user's partition, where the link lies.
     pub fn partition(&self) -> Partition {
-        Partition::of_account(&self.account_id)
+        self.key.partition()
     }
 }
 
 /// Ends every code and token of the app for the user with one write: a new link epoch.
 pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
-    let key = RecordKey::link(parsed.app.clone(), parsed.account_id.clone());
+    let key = parsed.key.clone();
     let Some(loaded) = ctx.load::<LinkRecord>(&key)? else {
         // Never linked: nothing was issued, nothing to end.
         return Ok(Decision::End(Ending::Unlinked));
