@@ -11,6 +11,8 @@ import Database from "better-sqlite3";
 import { createCore, runRequest } from "../src/node.js";
 import { memoryStorage } from "../src/adapters/memory.js";
 import { sqliteStorage } from "../src/adapters/sqlite.js";
+import { openPostgresStorage } from "../src/adapters/postgres.js";
+import { startPostgres } from "../../tests/postgres/cluster.mjs";
 import { Miniflare } from "miniflare";
 import { remoteStorage } from "./workerd-storage.js";
 import { ALICE, GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, VERIFIER, config, counterEntropy, form, pkceQuery } from "./fixtures.mjs";
@@ -29,6 +31,19 @@ const mf = new Miniflare({
   kvNamespaces: ["TOKENS"],
 });
 after(() => mf.dispose());
+
+// A real PostgreSQL server, a throwaway cluster (tests/postgres/cluster.mjs); each test its own table.
+const postgres = await startPostgres();
+const pools = [];
+after(async () => {
+  await Promise.all(pools.map((storage) => storage.close()));
+  await postgres.stop();
+});
+async function postgresHost(table) {
+  const storage = await openPostgresStorage(postgres.url, { table, max: 4 });
+  pools.push(storage);
+  return storage;
+}
 
 /** A Node-side handle on an adapter inside workerd; `store` "kv" selects the KV composition. */
 function remote(db, store = "") {
@@ -57,6 +72,11 @@ const adapters = {
     const file = join(dir, `db${++files}.sqlite`);
     return [sqliteStorage(new Database(file)), sqliteStorage(new Database(file))];
   },
+  // Two pools on one table: two host processes' worth of connections.
+  postgres: async () => {
+    const table = `db${++files}`;
+    return [await postgresHost(table), await postgresHost(table)];
+  },
 };
 
 /** Arbitrary record bytes: the adapters never look inside. */
@@ -73,14 +93,14 @@ const readOne = async (storage, key) => stored((await storage.read([key])).get(k
 
 for (const [name, open] of Object.entries(adapters)) {
   test(`${name}: absent keys are left out of a read`, async () => {
-    const [storage] = open();
+    const [storage] = await open();
     assert.equal(await storage.apply({ puts: [put("p/link:a:b", null, bytes(1))], audit: [] }), true);
     const found = await storage.read(["p/link:a:b", "p/code:x", "p/grant:g"]);
     assert.deepEqual([...found.keys()], ["p/link:a:b"]);
   });
 
   test(`${name}: puts create at version 1 and bump versions, bytes kept exactly`, async () => {
-    const [storage] = open();
+    const [storage] = await open();
     const first = bytes(1, 2, 3, 0, 255);
     assert.equal(await storage.apply({ puts: [put("p/link:a:b", null, first)], audit: [] }), true);
     assert.deepEqual(await readOne(storage, "p/link:a:b"), { version: 1, bytes: [1, 2, 3, 0, 255] });
@@ -95,7 +115,7 @@ for (const [name, open] of Object.entries(adapters)) {
   });
 
   test(`${name}: a failed expectation applies nothing at all`, async () => {
-    const [storage] = open();
+    const [storage] = await open();
     await storage.apply({ puts: [put("p/link:a:b", null, bytes(0))], audit: [] });
     for (const bad of [null, 2, 0]) {
       const applied = await storage.apply({ puts: [put("p/grant:g", null, bytes(9)), put("p/link:a:b", bad, bytes(5))], audit: [] });
@@ -110,7 +130,7 @@ for (const [name, open] of Object.entries(adapters)) {
   });
 
   test(`${name}: purge removes what is due and keeps the rest`, async () => {
-    const [storage] = open();
+    const [storage] = await open();
     await storage.apply({
       puts: [put("p/code:a", null, bytes(1), 100), put("p/code:b", null, bytes(2), 101), put("p/link:a:b", null, bytes(3))],
       audit: [],
@@ -133,7 +153,7 @@ for (const [name, open] of Object.entries(adapters)) {
       apply: async (tx) => (await storage.apply(tx)) || (conflicts++, false),
     });
     for (let trial = 0; trial < 20; trial++) {
-      const [hostA, hostB] = open().map(counting);
+      const [hostA, hostB] = (await open()).map(counting);
       const flow = pkceFlow();
       const exchange = await flow.exchange(hostA);
       const results = await Promise.all([flow.run(hostA, exchange), flow.run(hostB, exchange)]);
@@ -153,7 +173,7 @@ for (const [name, open] of Object.entries(adapters)) {
   });
 
   test(`${name}: tokens issued by one host work on the other until revoked there`, async () => {
-    const [hostA, hostB] = open();
+    const [hostA, hostB] = await open();
     const flow = pkceFlow();
     const issued = await flow.run(hostA, await flow.exchange(hostA));
     assert.equal(issued.status, 200);
@@ -280,4 +300,32 @@ test("sqlite: keys and bytes are bound parameters, never SQL (a key of SQL metac
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("postgres: keys and bytes are bound parameters, never SQL; a transaction of many puts is one all-or-nothing call", async () => {
+  const storage = await postgresHost("hostile");
+  const hostile = "p/code:x'); DROP TABLE hostile; --\"`$$";
+  const record = new Uint8Array([0, 1, 39, 34, 59, 92, 255]);
+  assert.equal(await storage.apply({ puts: [{ key: hostile, expect: null, bytes: record, purgeAfter: null }], audit: [] }), true);
+  assert.deepEqual([...(await storage.read([hostile])).get(hostile).bytes], [...record]);
+  assert.equal(await storage.size(), 1, "the table is still there, with the one record");
+  // Forty puts over four partitions, the last one's condition false: nothing of it is written.
+  const puts = Array.from({ length: 40 }, (_, i) => put(`q${i % 4}/grant:${i}`, null, bytes(i), i));
+  assert.equal(await storage.apply({ puts: [...puts, put(hostile, 5, bytes(1))], audit: [] }), false);
+  assert.equal(await storage.size(), 1);
+  assert.equal(await storage.apply({ puts, audit: [] }), true);
+  assert.equal(await storage.size(), 41);
+  assert.ok((await storage.diskBytes()) > 0);
+});
+
+test("postgres: purge deletes in batches through the index, and several purgers share the work", async () => {
+  const storage = await postgresHost("purging");
+  const other = await postgresHost("purging");
+  const puts = Array.from({ length: 2500 }, (_, i) => put(`p${i % 16}/code:${i}`, null, bytes(1), 100 + (i % 2)));
+  for (let i = 0; i < puts.length; i += 500) assert.equal(await storage.apply({ puts: puts.slice(i, i + 500), audit: [] }), true);
+  const [a, b] = await Promise.all([storage.purge(100), other.purge(100)]);
+  assert.equal(a + b, 1250, "each due record deleted once, by one of the two");
+  assert.equal(await storage.size(), 1250);
+  assert.equal(await storage.purge(101), 1250);
+  assert.equal(await storage.size(), 0);
 });
