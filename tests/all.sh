@@ -55,6 +55,12 @@ if ! command -v chromium >/dev/null; then
   $sudo apt-get install -y chromium || { $sudo apt-get update && $sudo apt-get install -y chromium; }
 fi
 
+echo "== PostgreSQL for the Postgres store tests (Debian's package; the tests start throwaway clusters of their own)"
+if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get install -y postgresql || { $sudo apt-get update && $sudo apt-get install -y postgresql; }
+fi
+
 echo "== Python and the official Dropbox Python SDK for the interop test (tests/e2e/.venv; python3-venv with apt when missing)"
 tests/e2e/python/setup.sh
 
@@ -62,7 +68,7 @@ echo "== npm package, hosts and interop clients: install, build the wasm (fails 
 pkg/scripts/setup.sh examples/worker tests/e2e conformance tests/bench
 jslog=$(mktemp)
 trap 'rm -f "$log" "$jslog"' EXIT
-node --test pkg/test/*.test.mjs examples/node/test/*.test.mjs examples/worker/test/*.test.mjs tests/e2e/*.test.mjs conformance/runners/*.test.mjs tests/bench/*/*.test.mjs tests/load/*.test.mjs 2>&1 \
+node --test pkg/test/*.test.mjs examples/node/test/*.test.mjs examples/worker/test/*.test.mjs tests/e2e/*.test.mjs conformance/runners/*.test.mjs tests/bench/*/*.test.mjs tests/load/*.test.mjs tests/races/*.test.mjs 2>&1 \
   | tee "$jslog" | grep -E '^(not ok|# (tests|pass|fail|skipped)|# conformance)' || true
 js_passed=$(awk '/^# pass/ {print $3}' "$jslog")
 js_failed=$(awk '/^# fail/ {print $3}' "$jslog")

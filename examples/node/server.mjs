@@ -1,5 +1,6 @@
-// A Node host for edgegrant: node:http on 127.0.0.1, tokens in SQLite, a sign-in form for the
-// configured users, the consent and code-display pages, and /2/users/get_current_account.
+// A Node host for edgegrant: node:http on 127.0.0.1, tokens in SQLite (or PostgreSQL, shared by
+// several host processes), a sign-in form for the configured users, the consent and code-display
+// pages, and /2/users/get_current_account.
 //
 //   node examples/node/server.mjs examples/node/config.sample.json
 //
@@ -9,15 +10,54 @@ import http from "node:http";
 import { dirname, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { pathToFileURL } from "node:url";
+import { openPostgresStorage } from "../../pkg/src/adapters/postgres.js";
 import { openSqliteStorage } from "../../pkg/src/adapters/sqlite.js";
 import { createApp } from "../host/app.mjs";
 import { loadConfigFile, sampleSecretAllowed } from "../host/config-file.mjs";
 import { withTestMode } from "../host/test-mode.mjs";
 
+/** A `database` that names a PostgreSQL server rather than a SQLite file. */
+const isPostgres = (database) => /^postgres(ql)?:\/\//.test(database);
+
+/** How often, by default, the host deletes the records past their purge time (as the native host). */
+const PURGE_EVERY_SECONDS = 3600;
+
 /** Reads and checks the configuration file; throws an Error that says what is wrong. */
 export function loadConfig(path, options) {
   const config = loadConfigFile(path, options);
-  return { ...config, database: resolve(dirname(resolve(path)), config.database ?? "edgegrant.sqlite") };
+  const database = config.database ?? "edgegrant.sqlite";
+  if (typeof database !== "string") throw new Error(`invalid configuration ${path}: database must be a file name or a postgres:// URL`);
+  const purgeEvery = config.purge_every_seconds ?? PURGE_EVERY_SECONDS;
+  if (!Number.isInteger(purgeEvery) || purgeEvery < 1) throw new Error(`invalid configuration ${path}: purge_every_seconds must be a whole number ≥ 1`);
+  return {
+    ...config,
+    database: isPostgres(database) ? database : resolve(dirname(resolve(path)), database),
+    purge_every_seconds: purgeEvery,
+  };
+}
+
+/** The store the configuration names; `table` for a fresh one (test mode). */
+const openStorage = (database, table) => (isPostgres(database) ? openPostgresStorage(database, { table }) : openSqliteStorage(database, { table }));
+
+/**
+ * Deletes the records past their purge time now and every `seconds` (through the store's purge
+ * index; with several processes on one PostgreSQL database each purges, SKIP LOCKED shares the
+ * work). Resolves a function that stops it.
+ */
+function purgeEvery(storage, seconds) {
+  let running = null;
+  const purge = () => {
+    running ??= Promise.resolve(storage.purge(Math.floor(Date.now() / 1000)))
+      .catch((error) => console.error("edgegrant: purge failed:", error.message))
+      .finally(() => (running = null));
+  };
+  purge();
+  const timer = setInterval(purge, seconds * 1000);
+  timer.unref();
+  return async () => {
+    clearInterval(timer);
+    await running;
+  };
 }
 
 /**
@@ -32,7 +72,10 @@ export async function startServer(
   { port, host, testMode = false, allowSampleSecret = false, onAudit = (event) => console.log(JSON.stringify({ audit: event })) } = {},
 ) {
   const config = loadConfig(configPath, { allowSampleSecret });
-  const storage = await openSqliteStorage(config.database);
+  const storage = await openStorage(config.database);
+  // Test mode sets its own clock, so records can look expired to the system clock while a
+  // vector still needs them: only a real host purges.
+  const stopPurging = testMode ? async () => {} : purgeEvery(storage, config.purge_every_seconds);
   // The peer address of each request the host's own pages get as a Fetch Request (a header
   // would be the client's to forge): failed sign-ins are counted against it.
   const peers = new WeakMap();
@@ -45,9 +88,9 @@ export async function startServer(
         onAudit,
         serve,
         async emptyStorage() {
-          testStorage?.close();
+          await testStorage?.close();
           // A name no earlier run used, so the table starts empty.
-          testStorage = await openSqliteStorage(config.database, { table: `edgegrant_test_${Date.now().toString(36)}_${randomBytes(4).toString("hex")}` });
+          testStorage = await openStorage(config.database, `edgegrant_test_${Date.now().toString(36)}_${randomBytes(4).toString("hex")}`);
           return testStorage;
         },
       })
@@ -105,8 +148,9 @@ export async function startServer(
       const closed = new Promise((ok) => server.close(ok));
       server.closeAllConnections();
       await closed;
-      storage.close();
-      testStorage?.close();
+      await stopPurging();
+      await storage.close();
+      await testStorage?.close();
     },
   };
 }

@@ -1,0 +1,72 @@
+// One authorization host in a process of its own, for the race suite (races.mjs): the package's
+// server (the core and its driver) on a real store that other such processes share. Started by
+// fork() with the advanced serialization (byte arrays cross as they are) and the store as JSON:
+//
+//   { "kind": "sqlite", "path": "…" } | { "kind": "postgres", "url": "…", "table": "…" }
+//   | { "kind": "durable-object" | "kv", "url": "<the workerd test Worker>", "db": "…" }
+//
+// Messages: {id, op: "handle", input} → {id, result}; {id, op: "unlink", app, account} →
+// {id, result}; {id, op: "stats"} → {id, result: {conflicts, unavailable}}. It exits when the
+// channel closes.
+import { createAuthServer } from "../../pkg/src/node.js";
+import { config } from "../../pkg/test/fixtures.mjs";
+import { remoteStorage } from "../../pkg/test/workerd-storage.js";
+
+const spec = JSON.parse(process.argv[2]);
+
+async function openStore() {
+  switch (spec.kind) {
+    case "sqlite": {
+      const { openSqliteStorage } = await import("../../pkg/src/adapters/sqlite.js");
+      return openSqliteStorage(spec.path);
+    }
+    case "postgres": {
+      const { openPostgresStorage } = await import("../../pkg/src/adapters/postgres.js");
+      return openPostgresStorage(spec.url, { table: spec.table, max: 8 });
+    }
+    case "durable-object":
+    case "kv": {
+      const target = `${spec.url}?db=${spec.db}&store=${spec.kind === "kv" ? "kv" : ""}`;
+      return remoteStorage((body) => fetch(target, { method: "POST", body }));
+    }
+    default:
+      throw new Error(`unknown store ${spec.kind}`);
+  }
+}
+
+const store = await openStore();
+const stats = { conflicts: 0, unavailable: 0 };
+// The store as the driver sees it, counting the conditional writes that lost a race.
+const storage = {
+  read: (keys) => store.read(keys),
+  async apply(transaction) {
+    const applied = await store.apply(transaction);
+    if (!applied) stats.conflicts++;
+    return applied;
+  },
+};
+const server = createAuthServer({ config: config(), storage, onAudit: () => {} });
+
+/** The parts of a driver result the race suite judges (and nothing it cannot clone). */
+const summary = (result) => {
+  if (result.kind === "reply" && result.status === 503) stats.unavailable++;
+  return { kind: result.kind, status: result.status, outcome: result.outcome, refusal: result.refusal, body: result.body, headers: result.headers };
+};
+
+process.on("message", async ({ id, op, input, app, account }) => {
+  try {
+    let result;
+    if (op === "handle") result = summary(await server.handle(input));
+    else if (op === "unlink") result = summary(await server.unlink(app, account));
+    else if (op === "stats") result = { ...stats };
+    else throw new Error(`unknown op ${op}`);
+    process.send({ id, result });
+  } catch (error) {
+    process.send({ id, error: String(error?.stack ?? error) });
+  }
+});
+process.on("disconnect", async () => {
+  await store.close?.();
+  process.exit(0);
+});
+process.send({ ready: true });

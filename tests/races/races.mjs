@@ -1,0 +1,297 @@
+// The race explorer's invariants, checked against real stores: several hosts (processes, or the
+// isolates of workerd behind a Durable Object) run the package's server on ONE store and race on
+// the same credentials, thousands of times:
+//
+//   code      one authorization code presented to every host at once;
+//   revoke    one host revokes a grant while the others refresh its refresh token;
+//   unlink    one host unlinks the app while another redeems a code of it and the rest refresh.
+//
+// Invariants, judged after every race: no code yields tokens twice (0 double redemptions); after
+// an acknowledged revocation or unlink no access token of the grant or link is served and its
+// refresh token is refused (0 tokens alive); a code replay ends what the code produced. The
+// hosts' own counts of lost conditional writes show that the races were real (they met in the
+// store, not one after another).
+//
+//   node tests/races/races.mjs [sqlite|postgres|durable-object|kv|memory ...] [--rounds N] [--hosts K]
+import { fork } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { createAuthServer } from "../../pkg/src/node.js";
+import { memoryStorage } from "../../pkg/src/adapters/memory.js";
+import { GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, VERIFIER, config, form, pkceQuery } from "../../pkg/test/fixtures.mjs";
+
+const CHILD = fileURLToPath(new URL("./host-child.mjs", import.meta.url));
+
+/** K host processes on the store `spec` (see host-child.mjs); resolves their handles. */
+export async function processHosts(spec, count) {
+  return Promise.all(
+    Array.from({ length: count }, async () => {
+      const child = fork(CHILD, [JSON.stringify(spec)], { serialization: "advanced", stdio: ["ignore", "inherit", "inherit", "ipc"] });
+      const pending = new Map();
+      let next = 0;
+      await new Promise((ok, fail) => {
+        child.once("message", ok);
+        child.once("exit", (code) => fail(new Error(`a host process exited (${code}) before it was ready`)));
+      });
+      child.on("message", ({ id, result, error }) => {
+        const waiter = pending.get(id);
+        pending.delete(id);
+        if (error) waiter.fail(new Error(error));
+        else waiter.ok(result);
+      });
+      const call = (message) =>
+        new Promise((ok, fail) => {
+          const id = next++;
+          pending.set(id, { ok, fail });
+          child.send({ id, ...message });
+        });
+      return {
+        handle: (input) => call({ op: "handle", input }),
+        unlink: (app, account) => call({ op: "unlink", app, account }),
+        stats: () => call({ op: "stats" }),
+        close: () =>
+          new Promise((ok) => {
+            child.once("exit", ok);
+            child.disconnect();
+          }),
+      };
+    }),
+  );
+}
+
+/**
+ * K hosts in this process on one memory store: their steps interleave because every store call
+ * waits a turn of the event loop (as a store across a network would), so they race as processes do.
+ */
+export function memoryHosts(count) {
+  const store = memoryStorage();
+  return Array.from({ length: count }, () => {
+    const stats = { conflicts: 0, unavailable: 0 };
+    const turn = () => new Promise((ok) => setImmediate(ok));
+    const storage = {
+      read: async (keys) => (await turn(), store.read(keys)),
+      apply: async (tx) => {
+        await turn();
+        const applied = store.apply(tx);
+        if (!applied) stats.conflicts++;
+        return applied;
+      },
+    };
+    const server = createAuthServer({ config: config(), storage, onAudit: () => {} });
+    const summary = (r) => ({ kind: r.kind, status: r.status, outcome: r.outcome, refusal: r.refusal, body: r.body, headers: r.headers });
+    return {
+      handle: async (input) => summary(await server.handle(input)),
+      unlink: async (app, account) => summary(await server.unlink(app, account)),
+      stats: async () => ({ ...stats }),
+      close: async () => {},
+    };
+  });
+}
+
+const tokenRequest = (pairs) => ({ path: "/oauth2/token", ...form(pairs) });
+const apiCall = (token) => ({ method: "POST", path: GET_ACCOUNT, headers: [["authorization", `Bearer ${token}`]] });
+const revokeCall = (token) => ({ method: "POST", path: "/2/auth/token/revoke", headers: [["authorization", `Bearer ${token}`]] });
+const refreshRequest = (refresh_token) => tokenRequest({ grant_type: "refresh_token", refresh_token, client_id: PKCE_APP });
+const codeRequest = (code) => tokenRequest({ grant_type: "authorization_code", code, client_id: PKCE_APP, code_verifier: VERIFIER, redirect_uri: PKCE_REDIRECT });
+
+/** A fresh account per round: rounds never share records, and they spread over partitions. */
+const accountOf = (round) => ({ account_id: `dbid:race${String(round).padStart(31, "0")}`, uid: String(1000 + round) });
+
+/**
+ * Runs `rounds` rounds of the three races on `hosts`, `lanes` rounds at a time. Resolves the
+ * counts; `violations` lists every broken invariant (empty when all held).
+ */
+export async function runRaces(hosts, { rounds = 100, lanes = 4 } = {}) {
+  const counts = { races: 0, codeRaces: 0, revokeRaces: 0, unlinkRaces: 0, tokensChecked: 0, doubleRedemptions: 0, aliveAfterEnd: 0, unavailable: 0 };
+  const violations = [];
+  const violate = (what) => {
+    violations.push(what);
+  };
+  const K = hosts.length;
+  const started = performance.now();
+
+  async function must(host, input, what) {
+    const result = await host.handle(input);
+    if (result.status >= 500) {
+      counts.unavailable++;
+      return must(host, input, what); // the store was busy (503): the client retries, as it is told to
+    }
+    return result;
+  }
+  async function consent(host, account) {
+    const body = new TextEncoder().encode(new URLSearchParams({ query: pkceQuery(), decision: "allow" }).toString());
+    const headers = [["content-type", "application/x-www-form-urlencoded"], ["sec-fetch-site", "same-origin"]];
+    const reply = await must(host, { method: "POST", path: "/oauth2/authorize", headers, body, user: account }, "consent");
+    const location = reply.headers?.find(([name]) => name.toLowerCase() === "location")?.[1];
+    const code = location && new URL(location).searchParams.get("code");
+    if (!code) throw new Error(`consent did not redirect with a code: ${reply.status} ${reply.body}`);
+    return code;
+  }
+  async function exchange(host, account) {
+    const reply = await must(host, codeRequest(await consent(host, account)), "exchange");
+    if (reply.outcome !== "tokens") throw new Error(`exchange failed: ${reply.status} ${reply.body}`);
+    const { access_token, refresh_token } = JSON.parse(reply.body);
+    return { access: access_token, refresh: refresh_token };
+  }
+  /** Every token in `tokens` refused by a host, and `refresh` refused as invalid_grant. */
+  async function allDead(tokens, refresh, what, round) {
+    for (const [i, token] of tokens.entries()) {
+      const reply = await must(hosts[(round + i) % K], apiCall(token), "api");
+      counts.tokensChecked++;
+      if (reply.kind === "serve" || reply.status !== 401) {
+        counts.aliveAfterEnd++;
+        violate(`round ${round}: ${what}: an access token is still served (${reply.kind} ${reply.status})`);
+      }
+    }
+    if (refresh) {
+      const reply = await must(hosts[round % K], refreshRequest(refresh), "refresh");
+      counts.tokensChecked++;
+      if (reply.outcome === "tokens" || JSON.parse(reply.body).error !== "invalid_grant") {
+        counts.aliveAfterEnd++;
+        violate(`round ${round}: ${what}: the refresh token still works (${reply.status} ${reply.body})`);
+      }
+    }
+  }
+  /** The same request on every host at once (retrying a 503 on its host). */
+  const everywhere = (input) => Promise.all(hosts.map((host) => must(host, input)));
+  const minted = (results) => results.filter((r) => r.outcome === "tokens").map((r) => JSON.parse(r.body).access_token);
+
+  async function round(n) {
+    const account = accountOf(n);
+    const host = (i) => hosts[(n + i) % K];
+
+    // One code, every host at once.
+    const code = await consent(host(0), account);
+    const exchanges = await everywhere(codeRequest(code));
+    const winners = minted(exchanges);
+    counts.codeRaces++;
+    if (winners.length > 1) {
+      counts.doubleRedemptions++;
+      violate(`round ${n}: one code gave tokens ${winners.length} times`);
+    }
+    const replayed = exchanges.some((r) => r.refusal === "code_reused");
+    if (winners.length === 1 && replayed) await allDead(winners, JSON.parse(exchanges.find((r) => r.outcome === "tokens").body).refresh_token, "a replayed code", n);
+
+    // Revocation against refreshes.
+    const grant = await exchange(host(1), account);
+    const [revoked, ...refreshes] = await Promise.all([must(host(0), revokeCall(grant.access)), ...hosts.slice(1).map((_, i) => must(host(i + 1), refreshRequest(grant.refresh)))]);
+    counts.revokeRaces++;
+    if (revoked.status !== 200) violate(`round ${n}: the revocation was not acknowledged: ${revoked.status} ${revoked.body}`);
+    else await allDead([grant.access, ...minted(refreshes)], grant.refresh, "after an acknowledged revocation", n);
+
+    // Unlink against a redemption and refreshes.
+    const linked = await exchange(host(2), account);
+    const pending = await consent(host(3), account);
+    const [unlinked, redeemed, ...more] = await Promise.all([
+      host(0).unlink(PKCE_APP, account.account_id),
+      must(host(1), codeRequest(pending)),
+      ...Array.from({ length: Math.max(1, K - 2) }, (_, i) => must(host(i + 2), refreshRequest(linked.refresh))),
+    ]);
+    counts.unlinkRaces++;
+    if (unlinked.outcome !== "unlinked") violate(`round ${n}: the unlink was not acknowledged: ${unlinked.status} ${unlinked.body}`);
+    else {
+      const late = minted([redeemed]);
+      const refreshOf = late.length ? JSON.parse(redeemed.body).refresh_token : null;
+      await allDead([linked.access, ...late, ...minted(more)], linked.refresh, "after an acknowledged unlink", n);
+      if (refreshOf) await allDead([], refreshOf, "a code redeemed as the app was unlinked", n);
+    }
+    counts.races += 3;
+  }
+
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: lanes }, async () => {
+      while (next < rounds) await round(next++);
+    }),
+  );
+  const stats = await Promise.all(hosts.map((host) => host.stats()));
+  counts.conflicts = stats.reduce((sum, s) => sum + s.conflicts, 0);
+  counts.unavailable += 0;
+  counts.seconds = (performance.now() - started) / 1000;
+  return { counts, violations };
+}
+
+/** One line of a run's figures. */
+export const lineOf = (name, { counts }) =>
+  `races ${name}: ${counts.races} races (${counts.codeRaces} code, ${counts.revokeRaces} revoke, ${counts.unlinkRaces} unlink) in ${counts.seconds.toFixed(1)} s; ` +
+  `${counts.conflicts} lost conditional writes, ${counts.unavailable} busy retries; ${counts.doubleRedemptions} double redemptions, ` +
+  `${counts.aliveAfterEnd} tokens alive after revoke/unlink (${counts.tokensChecked} checked)`;
+
+/** The stores the suite runs on, each opened for `hosts` hosts; resolves `{ hosts, close }`. */
+export async function openStores(names, hostsPer) {
+  const dir = mkdtempSync(join(tmpdir(), "edgegrant-races-"));
+  const closers = [() => rmSync(dir, { recursive: true, force: true })];
+  let postgres;
+  let workerd;
+  const open = {
+    memory: async () => memoryHosts(hostsPer),
+    sqlite: async () => processHosts({ kind: "sqlite", path: join(dir, "races.sqlite") }, hostsPer),
+    postgres: async () => {
+      if (!postgres) {
+        const { startPostgres } = await import("../postgres/cluster.mjs");
+        postgres = await startPostgres();
+        closers.unshift(() => postgres.stop());
+      }
+      return processHosts({ kind: "postgres", url: postgres.url, table: "races" }, hostsPer);
+    },
+    "durable-object": async () => processHosts({ kind: "durable-object", url: await workerdUrl(), db: "races" }, hostsPer),
+    kv: async () => processHosts({ kind: "kv", url: await workerdUrl(), db: "races-kv" }, hostsPer),
+  };
+  async function workerdUrl() {
+    if (!workerd) {
+      const { Miniflare } = await import("../../pkg/node_modules/miniflare/dist/src/index.js");
+      workerd = new Miniflare({
+        modules: true,
+        scriptPath: fileURLToPath(new URL("../../pkg/test/workerd-storage.js", import.meta.url)),
+        modulesRules: [{ type: "ESModule", include: ["**/*.js"] }],
+        durableObjects: { RECORDS: "Records" },
+        kvNamespaces: ["TOKENS"],
+        host: "127.0.0.1",
+        port: 0,
+      });
+      closers.unshift(() => workerd.dispose());
+      workerd.url = String(await workerd.ready);
+    }
+    return workerd.url;
+  }
+  const stores = {};
+  for (const name of names) {
+    if (!open[name]) throw new Error(`unknown store ${name}; known: ${Object.keys(open).join(", ")}`);
+    stores[name] = await open[name]();
+    closers.unshift(() => Promise.all(stores[name].map((host) => host.close())));
+  }
+  return {
+    stores,
+    async close() {
+      for (const close of closers) await close();
+    },
+  };
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
+  const args = process.argv.slice(2);
+  const option = (name, fallback) => {
+    const at = args.indexOf(name);
+    if (at < 0) return fallback;
+    const [, value] = args.splice(at, 2);
+    return Number(value);
+  };
+  const rounds = option("--rounds", 400);
+  const hostsPer = option("--hosts", 4);
+  const names = args.length ? args : ["memory", "sqlite", "postgres", "durable-object", "kv"];
+  const { stores, close } = await openStores(names, hostsPer);
+  let failed = false;
+  try {
+    for (const name of names) {
+      const result = await runRaces(stores[name], { rounds });
+      console.log(lineOf(name, result));
+      for (const violation of result.violations.slice(0, 20)) console.log(`  ${violation}`);
+      failed ||= result.violations.length > 0;
+    }
+  } finally {
+    await close();
+  }
+  process.exit(failed ? 1 : 0);
+}
