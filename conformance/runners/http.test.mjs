@@ -1,5 +1,6 @@
 // Runner 3: every vector against the three live hosts on loopback, in test mode
-// (examples/host/test-mode.mjs): the Node host (node:http, SQLite), the Worker host
+// (examples/host/test-mode.mjs): the Node host (node:http; on SQLite, and again on a throwaway
+// PostgreSQL server), the Worker host
 // (wrangler dev: workerd, one Durable Object) and the native host (examples/native: the Rust
 // crate alone, axum and SQLite; built here with cargo). A vector opens with /__test__/reset (its
 // configuration and users, empty storage); each step sets the clock and the entropy
@@ -9,11 +10,12 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { entropyLength } from "../../pkg/src/node.js";
 import { startServer } from "../../examples/node/server.mjs";
+import { startPostgres } from "../../tests/postgres/cluster.mjs";
 import { startWorker } from "../../examples/worker/dev.mjs";
 import { startNative as startNativeHost } from "../../examples/native/start.mjs";
 import { consentForm, loadCorpus, observeHttp, requestParts, runVector, textBytes, unsupportedReason, userNamed } from "./lib.mjs";
@@ -45,6 +47,8 @@ const settle = (promise) => (promise.catch(() => {}), promise);
 const workerStarting = settle(startWorker({ configPath, port: 0, persistTo: join(dir, "worker-state"), testMode: true }));
 const plainWorkerStarting = settle(startWorker({ configPath, port: 0, persistTo: join(dir, "plain-worker-state") }));
 let nodeHost;
+let postgresNodeHost;
+let postgres;
 let plainNodeHost;
 let nativeHost;
 let plainNativeHost;
@@ -52,7 +56,8 @@ let plainNativeHost;
 // Runs whether the tests passed or not: no host, wrangler, workerd or native process outlives the file.
 after(async () => {
   const workers = await Promise.all([workerStarting, plainWorkerStarting].map((p) => p.catch(() => undefined)));
-  await Promise.all([nodeHost?.close(), plainNodeHost?.close(), nativeHost?.close(), plainNativeHost?.close(), ...workers.map((w) => w?.close())]);
+  await Promise.all([nodeHost?.close(), postgresNodeHost?.close(), plainNodeHost?.close(), nativeHost?.close(), plainNativeHost?.close(), ...workers.map((w) => w?.close())]);
+  await postgres?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -190,6 +195,14 @@ function corpusSuite(name, start) {
 corpusSuite("http-node", async () => {
   nodeHost = await startServer(configPath, { port: 0, testMode: true, onAudit: () => {} });
   return nodeHost;
+});
+// The same host on PostgreSQL (a throwaway cluster): every reset a new table there.
+corpusSuite("http-node-postgres", async () => {
+  postgres = await startPostgres();
+  const postgresConfig = join(dir, "config-postgres.json");
+  writeFileSync(postgresConfig, JSON.stringify({ ...JSON.parse(readFileSync(configPath, "utf8")), database: postgres.url }));
+  postgresNodeHost = await startServer(postgresConfig, { port: 0, testMode: true, onAudit: () => {} });
+  return postgresNodeHost;
 });
 corpusSuite("http-worker", () => workerStarting);
 corpusSuite("http-native", async () => {

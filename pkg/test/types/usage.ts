@@ -8,6 +8,7 @@ import {
 } from "edgegrant";
 import { memoryStorage } from "edgegrant/adapters/memory";
 import { sqliteStorage } from "edgegrant/adapters/sqlite";
+import { openPostgresStorage } from "edgegrant/adapters/postgres";
 import { durableObjectStorage } from "edgegrant/adapters/durable-object";
 import { kvTokenStorage, type KvNamespace } from "edgegrant/adapters/kv";
 
@@ -131,11 +132,17 @@ async function adapters(db: unknown, doStorage: unknown, kv: KvNamespace) {
   const found: Map<string, Stored> = await sqlite.read(["link:app:dbid:a"]);
   const first: Uint8Array | undefined = found.get("link:app:dbid:a")?.bytes;
   sqlite.close();
+  const postgres = await openPostgresStorage("postgres://edgegrant@127.0.0.1:5432/edgegrant", { table: "edgegrant_store", max: 4 });
+  const records: number = await postgres.size();
+  const disk: number = await postgres.diskBytes();
+  await postgres.close();
+  // @ts-expect-error: the pool comes first; options are not the connection
+  await openPostgresStorage({ table: "t" });
   // @ts-expect-error: apply takes a transaction, not a list of puts
   await strong.apply([]);
   // @ts-expect-error: a put carries bytes, not a record object
   await strong.apply({ puts: [{ key: "link:a:b", expect: null, bytes: { type: "link" }, purgeAfter: null }], audit: [] });
-  return [unlinked, purged, first, page(200, "t", "<p>ok</p>"), response];
+  return [unlinked, purged, first, records, disk, page(200, "t", "<p>ok</p>"), response];
 }
 async function client(): Promise<string> {
   const pkce = createPkceClient({
