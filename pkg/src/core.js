@@ -77,6 +77,14 @@ export function createCore(config) {
       return core.request(method, path, query, joinedHeaders(headers), body ?? NO_BODY, user?.account_id, user?.uid, source ?? undefined, now, entropy);
     },
     /**
+     * The partition the request is routed to (see the crate docs, "Partitions"): where every
+     * record it touches lives. `null`: it needs no account's records and may run anywhere.
+     * Pure and cheap (nothing is read, no secret hashed); the same values as `request`.
+     */
+    partitionOf({ method, path, query = "", headers, body, user }) {
+      return core.partitionOf(method, path, query, joinedHeaders(headers), body ?? NO_BODY, user?.account_id, user?.uid) ?? null;
+    },
+    /**
      * Starts a credential check of the host's own: `attempters` as `{ account }` / `{ source }`
      * objects; `failed` false before the check, true to count a failed one.
      */

@@ -133,6 +133,8 @@ export interface AuthServer {
   /** The Fetch entry: the core's endpoints, the API handlers of `hooks.api`, 404 elsewhere. */
   fetch(request: Request): Promise<Response>;
   unlink(app: string, accountId: string, by?: "user" | "team_admin"): Promise<Result>;
+  /** Where a Fetch request runs when records are spread over partitions: the core's answer (null: anywhere) and the request to forward, its body already read. */
+  route(request: Request): Promise<{ partition: string | null; request: Request }>;
   /** A credential check of the host's own (its sign-in), limited per account and source: ask before checking (`failed: false`), count a failure after (`failed: true`). */
   attempts(attempters: Attempter[], options?: { failed?: boolean }): Promise<{ allowed: boolean; retryAfter: number | null }>;
   core: Core;
@@ -146,6 +148,8 @@ export interface Core {
   request(request: PlainRequest & { path: string }, now: UnixTime, entropy: Uint8Array): CoreRequest;
   unlink(app: string, accountId: string, by: "user" | "team_admin", now: UnixTime, entropy: Uint8Array): CoreRequest;
   attempts(attempters: Attempter[], failed: boolean, now: UnixTime, entropy: Uint8Array): CoreRequest;
+  /** The partition the request is routed to (null: no account's records; run it anywhere). Pure: nothing read, no secret hashed. */
+  partitionOf(request: PlainRequest & { path: string }): string | null;
   requiredScope(endpoint: string): string | undefined;
   maxInputBytes(): number;
 }

@@ -287,7 +287,8 @@ export function createAuthServer(options) {
     );
   }
 
-  async function serve(request) {
+  /** The request's values as the core takes them, its body read (up to one byte past the limit). */
+  async function plainOf(request) {
     const url = new URL(request.url);
     // The core compares a consent form's Origin with the Host it was sent to: for a Fetch
     // Request that is its URL's (a Host header, where a runtime keeps one, can differ behind a
@@ -297,8 +298,14 @@ export function createAuthServer(options) {
     const body = request.body ? await readBody(request, limit) : NO_BODY;
     let user = currentUser(request);
     if (settled(user)) user = await user;
+    return { url, plain: { method: request.method, path: url.pathname, query: url.search.slice(1), headers, body, user: user ?? null } };
+  }
+
+  async function serve(request) {
+    const { url, plain } = await plainOf(request);
+    const body = plain.body;
     const source = sourceOf(request) ?? undefined;
-    const result = await handle({ method: request.method, path: url.pathname, query: url.search.slice(1), headers, body, user: user ?? null, source });
+    const result = await handle({ ...plain, source });
     if (result.kind === "serve") {
       const handler = api[url.pathname];
       // The handler gets the request with its body (read once, here), so an operation can take
@@ -333,6 +340,16 @@ export function createAuthServer(options) {
       const result = await run(withEntropy((entropy) => core.attempts(attempters, failed, now, entropy)));
       const retryAfter = result.headers?.find(([name]) => name === "Retry-After")?.[1];
       return { allowed: result.outcome === "attempts_allowed", retryAfter: retryAfter === undefined ? null : Number(retryAfter) };
+    },
+    /**
+     * Where a Fetch request runs, for a host that spreads its records over partitions (one
+     * Durable Object each, say): resolves `{ partition, request }` — the core's routing answer
+     * (null: no account's records, run it anywhere) and the request to forward there, its body
+     * read here once and carried along.
+     */
+    async route(request) {
+      const { plain } = await plainOf(request);
+      return { partition: core.partitionOf(plain), request: withBody(request, plain.body) };
     },
     /** The user (or a team admin) unlinks `app`: every token of that app and user ends. */
     unlink(app, accountId, by = "user") {

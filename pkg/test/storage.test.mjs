@@ -27,7 +27,7 @@ const mf = new Miniflare({
   modules: true,
   scriptPath: fileURLToPath(new URL("./workerd-storage.js", import.meta.url)),
   modulesRules: [{ type: "ESModule", include: ["**/*.js"] }],
-  durableObjects: { RECORDS: "Records" },
+  durableObjects: { RECORDS: "Records", ALARMED: "AlarmedRecords" },
   kvNamespaces: ["TOKENS"],
 });
 after(() => mf.dispose());
@@ -50,6 +50,9 @@ function remote(db, store = "") {
   const storage = remoteStorage((body) => mf.dispatchFetch(`http://do.test/?db=${db}&store=${store}`, { method: "POST", body }));
   return { db, ...storage };
 }
+
+/** A handle on an object whose alarm purges (the real clock). */
+const alarmed = (db) => remoteStorage((body) => mf.dispatchFetch(`http://do.test/?db=${db}&alarms=1`, { method: "POST", body }));
 
 /** What one database holds in KV: `[{ name, expiration }]`. */
 const kvKeys = async (db) => (await mf.dispatchFetch(`http://do.test/?db=${db}&op=kv-keys`)).json();
@@ -142,6 +145,15 @@ for (const [name, open] of Object.entries(adapters)) {
     assert.equal(await storage.purge(99), 0);
     assert.equal(await storage.purge(1_000_000), 1, "a record without a purge time is kept");
     assert.deepEqual([...(await storage.read(["p/code:a", "p/code:b", "p/link:a:b"])).keys()], ["p/link:a:b"]);
+  });
+
+  test(`${name}: purge takes many due records at once, in the stores' batches`, async () => {
+    const [storage] = await open();
+    const puts = Array.from({ length: 300 }, (_, i) => put(`p${i % 3}/code:${i}`, null, bytes(i & 255), 500 + (i % 2)));
+    for (let i = 0; i < puts.length; i += 100) assert.equal(await storage.apply({ puts: puts.slice(i, i + 100), audit: [] }), true);
+    assert.equal(await storage.purge(500), 150);
+    assert.equal(await storage.purge(501), 150);
+    assert.equal((await storage.read(puts.slice(0, 50).map((p) => p.key))).size, 0);
   });
 
   test(`${name}: two hosts racing on one code — exactly one gets tokens`, async () => {
@@ -328,4 +340,22 @@ test("postgres: purge deletes in batches through the index, and several purgers 
   assert.equal(await storage.size(), 1250);
   assert.equal(await storage.purge(101), 1250);
   assert.equal(await storage.size(), 0);
+});
+
+test("durable-object: an object purges by its alarm, at the earliest purge time, and keeps what is not due", { timeout: 30_000 }, async () => {
+  const host = alarmed(`db${++files}`);
+  const now = Math.floor(Date.now() / 1000);
+  assert.equal(await host.apply({ puts: [put("p/code:soon", null, bytes(1), now + 1), put("p/code:later", null, bytes(2), now + 3600), put("p/link:a:b", null, bytes(3))], audit: [] }), true);
+  // Rewritten with a later purge time before it was due: moves in the index, and stays.
+  assert.equal(await host.apply({ puts: [put("p/grant:g", null, bytes(4), now + 1)], audit: [] }), true);
+  assert.equal(await host.apply({ puts: [put("p/grant:g", 1, bytes(5), now + 7200)], audit: [] }), true);
+  const deadline = Date.now() + 15_000;
+  while ((await host.read(["p/code:soon"])).size > 0 && Date.now() < deadline) await new Promise((ok) => setTimeout(ok, 200));
+  const left = await host.read(["p/code:soon", "p/code:later", "p/link:a:b", "p/grant:g"]);
+  assert.deepEqual([...left.keys()].sort(), ["p/code:later", "p/grant:g", "p/link:a:b"], "the alarm purged the due record, nothing else");
+  assert.deepEqual(stored(left.get("p/grant:g")), { version: 2, bytes: [5] });
+  // The index holds the rest: purging at their times removes them one by one.
+  assert.equal(await host.purge(now + 3600), 1);
+  assert.equal(await host.purge(now + 7200), 1);
+  assert.deepEqual([...(await host.read(["p/code:later", "p/grant:g", "p/link:a:b"])).keys()], ["p/link:a:b"]);
 });

@@ -4,6 +4,8 @@
 // - `?db=NAME&store=kv` — the KV composition as a stateless Worker runs it: token records in the
 //   TOKENS namespace, everything else in that Durable Object, reached over its stub.
 // `?db=NAME&op=kv-keys` lists what NAME holds in KV (raw), so tests can see where records went.
+// `?db=NAME&alarms=1` — the Durable Object adapter with alarms, in an object of its own class
+// that purges at its alarm (the real clock).
 //
 // Every hop (Node → Worker → Durable Object and back) is JSON, which has neither bytes nor maps:
 // `toJson` writes a Uint8Array as `{ $bytes: base64 }` and a Map as `{ $map: entries }`, and
@@ -74,11 +76,25 @@ export class Records {
   }
 }
 
+/** The adapter keeping the object's alarm at its next purge time; the alarm purges. */
+export class AlarmedRecords {
+  constructor(state) {
+    this.storage = durableObjectStorage(state.storage, { alarms: true });
+  }
+  fetch(request) {
+    return serve(this.storage, request);
+  }
+  alarm() {
+    return this.storage.purge(Math.floor(Date.now() / 1000));
+  }
+}
+
 export default {
   async fetch(request, env) {
     const url = new URL(request.url);
     const db = url.searchParams.get("db");
-    const stub = env.RECORDS.get(env.RECORDS.idFromName(db));
+    const objects = url.searchParams.get("alarms") === "1" ? env.ALARMED : env.RECORDS;
+    const stub = objects.get(objects.idFromName(db));
     if (url.searchParams.get("op") === "kv-keys") {
       const { keys } = await env.TOKENS.list({ prefix: `${db}/` });
       return Response.json(keys.map((key) => ({ name: key.name.slice(db.length + 1), expiration: key.expiration ?? null })));

@@ -12,14 +12,10 @@
 // the distribution column for a sharded PostgreSQL (Citus: create_distributed_table on it), since
 // the core never writes across partitions in one transaction — see README.md.
 
+import { partitionOfKey as partitionOf } from "./partitioned.js";
 const CONFLICT = "EG409"; // the function's own SQLSTATE for "a condition did not hold"
 const RETRYABLE = new Set(["40P01", "40001"]); // deadlock, serialization failure: another writer won
 
-/** The partition part of a record key (`<partition>/<kind>:…`). */
-const partitionOf = (key) => {
-  const slash = key.indexOf("/");
-  return slash < 0 ? "" : key.slice(0, slash);
-};
 
 /** Opens a pool on `url` (`postgres://…`) and the store on it; `pg` is a peer dependency. */
 export async function openPostgresStorage(url, { max = 10, ...options } = {}) {
