@@ -349,7 +349,11 @@ export function createAuthServer(options) {
      */
     async route(request) {
       const { plain } = await plainOf(request);
-      return { partition: core.partitionOf(plain), request: withBody(request, plain.body) };
+      // Its body, once read, travels as the bytes read (even none: a used body cannot be forwarded).
+      const forward = request.bodyUsed
+        ? new Request(request.url, { method: request.method, headers: request.headers, body: plain.body, signal: request.signal, redirect: request.redirect })
+        : request;
+      return { partition: core.partitionOf(plain), request: forward };
     },
     /** The user (or a team admin) unlinks `app`: every token of that app and user ends. */
     unlink(app, accountId, by = "user") {

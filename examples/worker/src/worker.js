@@ -1,11 +1,17 @@
-// The Cloudflare Worker host. The stateless Worker answers the host's own pages (/, /signin,
-// /signout: scrypt is deliberately slow, so it runs here, in parallel, outside the object) and
-// hands every other request to the one Durable Object that holds the authorization server and
-// all of its records — the counts of failed sign-ins too, which the Worker asks for over RPC.
+// The Cloudflare Worker host, on one Durable Object per partition. The stateless Worker answers
+// the host's own pages (/, /signin, /signout: scrypt is deliberately slow, so it runs here, in
+// parallel, outside any object), asks the core where each other request runs
+// (`server.route`: the partition of the account whose records it touches), and hands it to that
+// partition's object, `idFromName(<partition>)`, which runs the authorization server on its own
+// records. Records of other partitions — the counts of failed attempts, which are partitions of
+// their own — are read and written over RPC to their objects; a transaction never spans two. A
+// request that needs no account's records (a refusal decided from the request alone) runs in the
+// Worker, as do the sign-in page's attempt counts.
 // The configuration arrives as the CONFIG variable (JSON text; see README.md).
 import { DurableObject } from "cloudflare:workers";
 import "../../../pkg/src/workers.js"; // loads the WebAssembly core (wrangler imports the .wasm)
 import { durableObjectStorage } from "../../../pkg/src/adapters/durable-object.js";
+import { partitionedStorage } from "../../../pkg/src/adapters/partitioned.js";
 import { authServer, createApp, parseConfig, signInRoutes } from "../../host/app.mjs";
 import { withTestMode } from "../../host/test-mode.mjs";
 
@@ -28,31 +34,70 @@ const misconfigured = (error) => {
 /** The client's address as Cloudflare's edge names it (clients cannot set this header there). */
 const clientAddress = (request) => request.headers.get("CF-Connecting-IP");
 
+const onAudit = (event) => console.log(JSON.stringify({ audit: event }));
+
 const TITLE = "Worker host";
 
+/** Which partition a forwarded request is for: set by the Worker, over anything a client sent. */
+const PARTITION_HEADER = "X-Edgegrant-Partition";
+
+/** The object named `name`. */
+const objectNamed = (env, name) => env.AUTH.get(env.AUTH.idFromName(name));
+
+/** The records of partition `name`, in its object, over RPC (Maps and byte arrays cross as they are). */
+function recordsOf(env, name) {
+  const object = objectNamed(env, name);
+  return { read: (keys) => object.read(keys), apply: (transaction) => object.apply(transaction) };
+}
+
 export class AuthServer extends DurableObject {
-  /** The server of this object, made on first use: test mode's or the real one. */
-  server() {
+  constructor(ctx, env) {
+    super(ctx, env);
+    // This partition's records. Test mode sets its own clock, so records can look expired to
+    // the system clock while a vector still needs them: only a real host purges.
+    this.records = durableObjectStorage(ctx.storage, { alarms: env.TEST_MODE !== "1" });
+  }
+
+  /** RPC: this partition's records, for the servers of other partitions and the Worker. */
+  read(keys) {
+    return this.records.read(keys);
+  }
+
+  /** RPC: a transaction on this partition's records. */
+  apply(transaction) {
+    return this.records.apply(transaction);
+  }
+
+  /** Deletes what is due (the adapter keeps the alarm at the earliest purge time). */
+  alarm() {
+    return this.records.purge(Math.floor(Date.now() / 1000));
+  }
+
+  /** The server of this partition: its own records here, every other partition's in its object. */
+  server(partition) {
     if (!this.served) {
-      const config = configOf(this.env);
-      const storage = durableObjectStorage(this.ctx.storage);
-      const onAudit = (event) => console.log(JSON.stringify({ audit: event }));
-      // Test mode (../../host/test-mode.mjs) only when TEST_MODE is "1": dev.mjs sets it for
-      // startWorker({ testMode: true }) and nothing else does. Otherwise /__test__/ is a 404.
-      // In test mode the host's pages run here too, on the clock test mode sets.
-      this.served =
-        this.env.TEST_MODE === "1"
-          ? withTestMode({
-              config,
-              storage,
-              onAudit,
-              serve: (doc, options) => createApp(doc, { ...options, title: TITLE, sourceOf: clientAddress }),
-              emptyStorage: async () => {
-                await this.ctx.storage.deleteAll();
-                return storage;
-              },
-            })
-          : authServer(config, { storage, onAudit, sourceOf: clientAddress });
+      const own = this.records;
+      const storage = partitionedStorage((name) => (name === partition ? own : recordsOf(this.env, name)));
+      this.served = authServer(configOf(this.env), { storage, onAudit, sourceOf: clientAddress });
+    }
+    return this.served;
+  }
+
+  /**
+   * Test mode's server, in the one object named "test" (its clock, entropy and audit live in
+   * its memory), with the records spread over partition objects as in production. A reset
+   * starts a new generation of object names: empty storage without deleting anything.
+   */
+  testServer() {
+    if (!this.served) {
+      const over = (generation) => partitionedStorage((name) => recordsOf(this.env, `test-${generation}:${name}`));
+      this.served = withTestMode({
+        config: configOf(this.env),
+        storage: over(crypto.randomUUID()),
+        onAudit,
+        serve: (doc, options) => createApp(doc, { ...options, title: TITLE, sourceOf: clientAddress }),
+        emptyStorage: async () => over(crypto.randomUUID()),
+      });
     }
     return this.served;
   }
@@ -60,23 +105,35 @@ export class AuthServer extends DurableObject {
   fetch(request) {
     let server;
     try {
-      server = this.server();
+      if (this.env.TEST_MODE === "1") {
+        server = this.testServer();
+      } else {
+        const partition = request.headers.get(PARTITION_HEADER);
+        // An object serves its own partition only: the name must be the one it was made from.
+        if (partition === null || !this.env.AUTH.idFromName(partition).equals(this.ctx.id)) {
+          console.error(`edgegrant: a request for partition ${partition} reached another object`);
+          return new Response("misrouted", { status: 500 });
+        }
+        server = this.server(partition);
+      }
     } catch (error) {
       return misconfigured(error);
     }
     return server.fetch(request);
   }
-
-  /** The limit on failed sign-ins (an RPC from the Worker's sign-in): see createAuthServer's `attempts`. */
-  signInAttempts(attempters, failed) {
-    return this.server().attempts(attempters, { failed });
-  }
 }
 
-/** The one object, named "auth", that holds every record: see README.md for why. */
-const theObject = (env) => env.AUTH.get(env.AUTH.idFromName("auth"));
+/** The Worker's own server (per isolate): requests of no partition, and sign-in attempt counts. */
+let front;
+function frontOf(env, config) {
+  if (front?.config !== config) {
+    const server = authServer(config, { storage: partitionedStorage((name) => recordsOf(env, name)), onAudit, sourceOf: clientAddress });
+    const pages = signInRoutes(config, { title: TITLE, attempts: server.attempts, sourceOf: clientAddress });
+    front = { config, server, pages };
+  }
+  return front;
+}
 
-let pages;
 export default {
   async fetch(request, env) {
     let config;
@@ -85,14 +142,16 @@ export default {
     } catch (error) {
       return misconfigured(error);
     }
-    // Test mode: everything in the object, whose clock test mode sets (the /__test__/
-    // endpoints, the server and its storage live there).
-    if (env.TEST_MODE === "1") return theObject(env).fetch(request);
-    pages ??= signInRoutes(config, {
-      title: TITLE,
-      attempts: (attempters, options) => theObject(env).signInAttempts(attempters, options?.failed ?? false),
-      sourceOf: clientAddress,
-    });
-    return (await pages(request)) ?? theObject(env).fetch(request);
+    // Test mode: everything through the one test object, whose clock test mode sets.
+    if (env.TEST_MODE === "1") return objectNamed(env, "test").fetch(request);
+    const { server, pages } = frontOf(env, config);
+    const page = await pages(request);
+    if (page) return page;
+    const { partition, request: forward } = await server.route(request);
+    if (partition === null) return server.fetch(forward);
+    const headers = new Headers(forward.headers);
+    headers.set(PARTITION_HEADER, partition);
+    // "manual": the object's redirects (a consent's 302) go to the client, not followed here.
+    return objectNamed(env, partition).fetch(new Request(forward, { headers, redirect: "manual" }));
   },
 };
