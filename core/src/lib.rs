@@ -65,11 +65,11 @@
 //! A host deletes records whose purge time has passed, from an index, whenever it likes (a
 //! periodic job, an alarm): no answer a client sees depends on whether it did. Codes and
 //! access tokens go one lifetime after they expire (so a late client is told "expired"), a
-//! redeemed code an access token's lifetime after its expiry (reuse detection), a revoked grant
-//! with its refresh token and any long-lived token once its last access token has expired,
-//! failure counts when their window ends. Live offline grants, their refresh tokens and the
-//! links (whose epoch keeps unlinked tokens dead) are kept — and so, for now, are the grants
-//! an unlink ended, which no record lists.
+//! redeemed code an access token's lifetime after its expiry (reuse detection), a revoked or
+//! unlinked grant with its refresh token and any long-lived token once its last access token
+//! has expired (the link lists its grants that never end by themselves, so the unlink reaches
+//! them), failure counts when their window ends. Live offline grants, their refresh tokens and
+//! the links (whose epoch keeps unlinked tokens dead, and which hold the consent) are kept.
 //!
 //! Records cross as opaque bytes: the host stores key → (version, bytes, purge time) and never
 //! needs to read one. The store must offer conditional writes across several keys (Durable

@@ -126,6 +126,10 @@ pub struct LinkRecord {
     /// an offline request after online consent asks again, since it lets the app act while the
     /// user is away.
     pub offline: bool,
+    /// The live grants of this epoch that never end by themselves (with a refresh token or a
+    /// long-lived access token): an unlink ends them with a purge time, so they do not outlive
+    /// it in the store. A revocation takes its grant off the list.
+    pub grants: Vec<GrantId>,
 }
 
 /// Failed credential checks counted against one attempter in the current window: the window
@@ -145,7 +149,9 @@ pub struct AttemptsRecord {
 ///
 /// Format 2 added the grant's token digests in the release that put every key in a
 /// partition; records of format 1 sit under keys of the older shape that nothing reads, so
-/// there is nothing to upgrade: they are refused as [`BadRecord`].
+/// there is nothing to upgrade: they are refused as [`BadRecord`]. Format 3 added the link's
+/// list of grants; a link of format 2 is read with an empty list (its grants still end with an
+/// unlink, by the epoch, but are not purged by it).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Record {
     /// Under [`RecordKey::Code`].
@@ -163,7 +169,11 @@ pub enum Record {
 }
 
 /// The format of stored records: the first byte of every [`Record::encode`].
-pub const FORMAT: u8 = 2;
+pub const FORMAT: u8 = 3;
+
+/// The postcard tag of [`Record::Link`] (its variant index, one byte), the one variant that
+/// format 3 changed.
+const LINK_TAG: u8 = 4;
 
 impl Record {
     /// The record in its stored form: opaque bytes for the host, which stores them beside the
@@ -185,6 +195,18 @@ impl Record {
                 Ok((record, [])) => Ok(record),
                 _ => Err(BadRecord),
             },
+            // Format 2 lacked only the link's list of grants, its last field: an empty list is
+            // one zero byte. Every other record reads as it is.
+            Some((2, rest)) => {
+                let upgraded = match rest.first() {
+                    Some(&LINK_TAG) => [rest, &[0]].concat(),
+                    _ => rest.to_vec(),
+                };
+                match postcard::take_from_bytes(&upgraded) {
+                    Ok((record, [])) => Ok(record),
+                    _ => Err(BadRecord),
+                }
+            }
             _ => Err(BadRecord),
         }
     }

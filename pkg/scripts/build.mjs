@@ -42,9 +42,11 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * rules, storage failures as 503, 405s with Allow, attempt limits) took the server module from
  * 85.7 to about 95 KiB: the budget moved with it, on purpose. Issue 16's partitions (the
  * partition of every key and credential, the routing answer `partitionOf`, transactions in
- * turn, purge times through revocation) took it from 93.5 to 97.2 KiB: moved again, on purpose.
+ * turn, purge times through revocation) took it from 93.5 to 97.2 KiB: moved again, on purpose;
+ * and the unlink's purge (the link's list of grants, ended and purged in the unlink's
+ * transaction, and reading links of format 2) to 100.0 KiB: moved to 100.5, on purpose.
  */
-const BUDGETS = { edgegrant_wasm: 98 * 1024, edgegrant_client: 75 * 1024 };
+const BUDGETS = { edgegrant_wasm: 100.5 * 1024, edgegrant_client: 75 * 1024 };
 
 const modules = [
   { feature: "server", name: "edgegrant_wasm" },

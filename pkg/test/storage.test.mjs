@@ -359,3 +359,18 @@ test("durable-object: an object purges by its alarm, at the earliest purge time,
   assert.equal(await host.purge(now + 7200), 1);
   assert.deepEqual([...(await host.read(["p/code:later", "p/grant:g", "p/link:a:b"])).keys()], ["p/link:a:b"]);
 });
+
+test("every adapter applies a transaction of 400 puts (an unlink of many grants) whole", async () => {
+  for (const [name, open] of Object.entries(adapters)) {
+    const [storage] = await open();
+    const puts = Array.from({ length: 400 }, (_, i) => put(`p/grant:${i}`, null, bytes(i & 255), i % 2 ? 1_000 : null));
+    assert.equal(await storage.apply({ puts, audit: [] }), true, name);
+    const found = await storage.read(puts.map((p) => p.key));
+    assert.equal(found.size, 400, name);
+    const again = puts.map((p, i) => put(p.key, 1, bytes(7), i === 399 ? 2_000 : null));
+    again[399] = put(again[399].key, 5, bytes(7));
+    assert.equal(await storage.apply({ puts: again, audit: [] }), false, `${name}: the last put's condition fails, nothing applies`);
+    assert.deepEqual(stored((await storage.read(["p/grant:0"])).get("p/grant:0")), { version: 1, bytes: [0] }, name);
+    assert.equal(await storage.purge(1_000), 200, `${name}: purge through the index`);
+  }
+});

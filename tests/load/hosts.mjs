@@ -144,9 +144,15 @@ function holdsFileUnder(pid, dir) {
   }
 }
 
-/** Record counts by kind (the key's prefix: access, refresh, grant, code, link) and in all. */
+/**
+ * Record counts by kind (in `<partition>/<kind>:…`: access, refresh, grant, code, link, attempts)
+ * and in all; a store's own entries (the Durable Object's purge index, `~purge:…`) are not records.
+ */
 function countRecords(db, table, keyColumn) {
-  const rows = db.prepare(`SELECT substr(${keyColumn}, 1, instr(${keyColumn}, ':') - 1) AS kind, count(*) AS n FROM ${table} GROUP BY kind`).all();
+  const k = keyColumn;
+  const rows = db
+    .prepare(`SELECT substr(${k}, instr(${k}, '/') + 1, instr(${k}, ':') - instr(${k}, '/') - 1) AS kind, count(*) AS n FROM ${table} WHERE ${k} NOT LIKE '~%' GROUP BY kind`)
+    .all();
   const byKind = Object.fromEntries(rows.map((r) => [r.kind, r.n]));
   return { total: rows.reduce((s, r) => s + r.n, 0), byKind };
 }
@@ -260,7 +266,7 @@ export async function startMiniflareHost(configPath, dir) {
     await mf.dispose();
     throw new Error("no workerd process found under Miniflare");
   }
-  const objectFile = () => {
+  const files = () => {
     const found = [];
     const walk = (d) => {
       for (const name of readdirSync(d)) {
@@ -270,8 +276,7 @@ export async function startMiniflareHost(configPath, dir) {
       }
     };
     walk(persistTo);
-    if (found.length !== 1) throw new Error(`expected one Durable Object database under ${persistTo}, found ${found.length}`);
-    return found[0];
+    return found;
   };
   return {
     kind: "miniflare",
@@ -279,31 +284,46 @@ export async function startMiniflareHost(configPath, dir) {
     pid: runtime.pid,
     processes: () => [{ role: "workerd (miniflare)", pid: runtime.pid }],
     stats: async () => null,
-    records: () => objectRecords(objectFile()),
+    records: () => objectRecords(files()),
     stderr: () => output,
     close: () => mf.dispose(),
   };
 }
 
 /**
- * The Durable Object's records, from a copy of its SQLite files (database and WAL), so that no
- * lock of ours ever meets workerd's; call it while no traffic runs.
+ * The records of every Durable Object (one per partition), from copies of their SQLite files
+ * (database and WAL), so that no lock of ours ever meets workerd's; call it while no traffic runs.
  */
-function objectRecords(file) {
-  const copy = mkdtempSync(join(tmpdir(), "edgegrant-load-do-"));
-  try {
-    for (const suffix of ["", "-wal"]) if (existsSync(file + suffix)) copyFileSync(file + suffix, join(copy, "do.sqlite" + suffix));
-    const db = new Database(join(copy, "do.sqlite"));
+function objectRecords(files) {
+  const sum = { total: 0, byKind: {}, bytes: 0, objects: files.length };
+  for (const file of files) {
+    const copy = mkdtempSync(join(tmpdir(), "edgegrant-load-do-"));
     try {
-      const hasKv = db.prepare("SELECT count(*) FROM sqlite_master WHERE name = '_cf_KV'").pluck().get() > 0;
-      const counts = hasKv ? countRecords(db, "_cf_KV", "key") : { total: 0, byKind: {} };
-      return { ...counts, bytes: fileBytes(file) };
+      for (const suffix of ["", "-wal"]) if (existsSync(file + suffix)) copyFileSync(file + suffix, join(copy, "do.sqlite" + suffix));
+      const db = new Database(join(copy, "do.sqlite"));
+      try {
+        const hasKv = db.prepare("SELECT count(*) FROM sqlite_master WHERE name = '_cf_KV'").pluck().get() > 0;
+        const counts = hasKv ? countRecords(db, "_cf_KV", "key") : { total: 0, byKind: {} };
+        sum.total += counts.total;
+        for (const [kind, n] of Object.entries(counts.byKind)) sum.byKind[kind] = (sum.byKind[kind] ?? 0) + n;
+        sum.bytes += fileBytes(file);
+      } finally {
+        db.close();
+      }
     } finally {
-      db.close();
+      rmSync(copy, { recursive: true, force: true });
     }
-  } finally {
-    rmSync(copy, { recursive: true, force: true });
   }
+  return sum;
+}
+
+/** The SQLite files of every Durable Object persisted under `doDir`. */
+function objectFiles(doDir) {
+  const found = [];
+  for (const sub of readdirSync(doDir)) {
+    for (const name of readdirSync(join(doDir, sub))) if (name.endsWith(".sqlite") && name !== "metadata.sqlite") found.push(join(doDir, sub, name));
+  }
+  return found;
 }
 
 /**
@@ -336,13 +356,6 @@ export async function startWorkerHost(configPath, dir) {
   // wrangler's own Node process (it started both workerds): console output of the Worker, the
   // audit log among it, reaches it through the inspector.
   const wrangler = descendants().find((p) => p.pid === runtime.ppid && p.comm === "node");
-  const objectFile = () => {
-    for (const sub of readdirSync(doDir)) {
-      const name = readdirSync(join(doDir, sub)).find((n) => n.endsWith(".sqlite") && n !== "metadata.sqlite");
-      if (name) return join(doDir, sub, name);
-    }
-    throw new Error(`no Durable Object database under ${doDir}`);
-  };
   return {
     kind: "worker",
     url: worker.url,
@@ -353,8 +366,8 @@ export async function startWorkerHost(configPath, dir) {
       ...(wrangler ? [{ role: "wrangler (node)", pid: wrangler.pid }] : []),
     ],
     stats: async () => null,
-    /** The object's records now (objectRecords: call it while no traffic runs). */
-    records: () => objectRecords(objectFile()),
+    /** The objects' records now (objectRecords: call it while no traffic runs). */
+    records: () => objectRecords(objectFiles(doDir)),
     stderr: () => worker.output(),
     close: () => worker.close(),
   };

@@ -638,7 +638,7 @@ function report(r, log) {
   );
   log(`  operations picked (warm-up and measured): ${Object.entries(r.ops).map(([k, v]) => `${k} ${v}`).join(", ")}; grants revoked ${r.revokedGrants} (all re-checked refused at the end), live grants re-checked ${r.liveGrantsChecked}`);
   const kinds = (b) => Object.entries(b.byKind).map(([k, v]) => `${k} ${v}`).join(", ");
-  log(`records: ${r.records.before.total} after warm-up (${kinds(r.records.before)}), ${r.records.after.total} at the end (${kinds(r.records.after)}): ${r.records.perSecond.toFixed(1)} new records/s; store files ${mb(r.records.before.bytes / 1024)} → ${mb(r.records.after.bytes / 1024)} MB${r.audit !== undefined ? `; audit events ${r.audit}` : ""}`);
+  log(`records${r.records.after.objects !== undefined ? ` (in ${r.records.after.objects} objects)` : ""}: ${r.records.before.total} after warm-up (${kinds(r.records.before)}), ${r.records.after.total} at the end (${kinds(r.records.after)}): ${r.records.perSecond.toFixed(1)} new records/s; store files ${mb(r.records.before.bytes / 1024)} → ${mb(r.records.after.bytes / 1024)} MB${r.audit !== undefined ? `; audit events ${r.audit}` : ""}`);
   const m = r.memory;
   log(`memory, ${m.role}: RSS ${mb(m.baselineKb)} MB after warm-up → ${mb(m.endKb)} MB at the end (${pct(m.growth)}), ${mb(m.idleKb)} MB after ${r.options.idle} s idle; min ${mb(m.minKb)}, max ${mb(m.maxKb)} MB while measured; trend ${m.slopeMbPerMin >= 0 ? "+" : ""}${m.slopeMbPerMin.toFixed(2)} MB/min${r.memoryFlag ? `  <-- FLAG: growth above ${r.options.threshold}%` : ""}`);
   if (r.memoryFlag && r.host === "worker") log("  (wrangler dev's own workerds grow under Durable Object traffic: `--host miniflare` runs the same Worker on workerd alone)");

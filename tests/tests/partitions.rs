@@ -9,6 +9,7 @@
 
 use edgegrant::*;
 use edgegrant_tests::*;
+use serde_json::Value;
 
 const ACCESS_TTL: u64 = 14_400;
 
@@ -313,4 +314,156 @@ fn online_grants_purge_themselves_and_a_long_run_stays_bounded() {
     // (8 hours) past issue; plus the two links.
     assert!(peak <= 2 * 3 * 9 + 2, "peak {peak}");
     assert!(sim.store.len() <= 2 * 3 * 9 + 2, "{}", sim.store.len());
+}
+
+/// An unlink ends every grant of the app for the user, and the grants that would never end by
+/// themselves (offline, long-lived) go with it: the link lists them, the unlink gives them and
+/// their tokens a purge time in the same transaction. A revoked grant leaves the list.
+#[test]
+fn unlinked_grants_expire_with_their_tokens_and_a_revoked_one_leaves_the_list() {
+    let mut sim = sim();
+    let link_key = RecordKey::link(AppKey::new(PKCE_APP).unwrap(), alice().account_id);
+    let listed = |sim: &Sim| match sim.store.record(&link_key) {
+        Some(Record::Link(link)) => link.grants.len(),
+        other => panic!("no link: {other:?}"),
+    };
+    // Three offline grants (sign-ins on three devices), one of them revoked.
+    let grants: Vec<Value> = (0..3).map(|_| sim.pkce_offline_tokens(&alice())).collect();
+    assert_eq!(listed(&sim), 3);
+    assert_eq!(
+        sim.revoke(grants[0]["access_token"].as_str().unwrap())
+            .status,
+        200
+    );
+    assert_eq!(listed(&sim), 2, "a revoked grant leaves the list");
+
+    sim.advance(3_600);
+    let unlinked_at = sim.now;
+    let answer = sim.unlink(PKCE_APP, &alice(), Unlinker::User);
+    assert_eq!(answer.outcome(), &Outcome::Unlinked);
+    assert_eq!(listed(&sim), 0);
+    let purge = Some(UnixTime(unlinked_at.0 + ACCESS_TTL));
+    for grant in &grants[1..] {
+        let refresh_key = RefreshToken::key_of(grant["refresh_token"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            sim.store.purge_after(&refresh_key),
+            purge,
+            "an unlinked grant's refresh token"
+        );
+    }
+    let live: Vec<&RecordKey> = sim
+        .store
+        .iter()
+        .map(|(key, _)| key)
+        .filter(|key| sim.store.purge_after(key).is_none() && !matches!(key, RecordKey::Link(..)))
+        .collect();
+    assert!(
+        live.is_empty(),
+        "records without a purge time after the unlink: {live:?}"
+    );
+
+    // Refused as unlinked before and after the purge, at the boundary and past it.
+    for at in [
+        unlinked_at.0 + ACCESS_TTL - 1,
+        unlinked_at.0 + ACCESS_TTL,
+        unlinked_at.0 + ACCESS_TTL + 1,
+    ] {
+        sim.now = UnixTime(at);
+        let mut purged = sim.store.clone();
+        purged.purge(sim.now);
+        for store in [sim.store.clone(), purged] {
+            let mut probe = Sim::new(fixture_config());
+            probe.store = store;
+            probe.now = sim.now;
+            for grant in &grants {
+                let refused =
+                    probe.refresh(grant["refresh_token"].as_str().unwrap(), PKCE_APP, None);
+                assert_eq!(oauth_error(&refused), "invalid_grant", "at {at}");
+            }
+        }
+    }
+    sim.now = UnixTime(unlinked_at.0 + 2 * ACCESS_TTL);
+    sim.store.purge(sim.now);
+    let left: Vec<&RecordKey> = sim.store.iter().map(|(key, _)| key).collect();
+    assert!(matches!(left.as_slice(), [RecordKey::Link(..)]), "{left:?}");
+
+    // Linked again afterwards: a new grant in the new epoch, on the list, and it works.
+    let again = sim.pkce_offline_tokens(&alice());
+    assert_eq!(listed(&sim), 1);
+    assert!(matches!(
+        sim.api(GET_ACCOUNT, again["access_token"].as_str().unwrap()),
+        Answer::Serve(_)
+    ));
+}
+
+/// A long-lived token (legacy implicit) never expires: its grant is listed too, and an unlink
+/// of a user with many grants ends them all in one transaction.
+#[test]
+fn an_unlink_purges_long_lived_tokens_and_many_grants_at_once() {
+    let mut sim = sim();
+    sim.now = UnixTime(1_600_000_000); // before the legacy cutoff: implicit tokens are long-lived
+    let q = query(&[
+        ("client_id", LEGACY_APP),
+        ("response_type", "token"),
+        ("redirect_uri", LEGACY_REDIRECT),
+    ]);
+    let Outcome::Redirect(location) = sim.consent(&q, &alice(), Decision::Allow).outcome().clone()
+    else {
+        panic!("no redirect")
+    };
+    let long_lived = fragment_param(&location, "access_token").unwrap();
+    let long_lived_key = AccessToken::key_of(&long_lived).unwrap();
+    assert_eq!(sim.store.purge_after(&long_lived_key), None);
+    for _ in 0..150 {
+        sim.pkce_offline_tokens(&alice());
+    }
+    let unlinked_at = sim.now;
+    assert_eq!(
+        sim.unlink(LEGACY_APP, &alice(), Unlinker::User).outcome(),
+        &Outcome::Unlinked
+    );
+    assert_eq!(
+        sim.store.purge_after(&long_lived_key),
+        Some(UnixTime(unlinked_at.0 + ACCESS_TTL))
+    );
+    assert_eq!(http(sim.api(GET_ACCOUNT, &long_lived)).status, 401);
+    let before = sim.store.len();
+    assert_eq!(
+        sim.unlink(PKCE_APP, &alice(), Unlinker::User).outcome(),
+        &Outcome::Unlinked
+    );
+    assert_eq!(sim.store.len(), before, "an unlink deletes nothing itself");
+    sim.now = UnixTime(unlinked_at.0 + 3 * ACCESS_TTL);
+    sim.store.purge(sim.now);
+    let left: Vec<&RecordKey> = sim.store.iter().map(|(key, _)| key).collect();
+    assert!(
+        left.iter().all(|key| matches!(key, RecordKey::Link(..))),
+        "{left:?}"
+    );
+    assert_eq!(left.len(), 2);
+}
+
+/// Links stored before the list of grants existed (format 2) are read with an empty list; any
+/// other record of format 2 reads as it was written. Unknown formats are refused.
+#[test]
+fn format_2_records_are_read_and_upgraded() {
+    let mut sim = sim();
+    let tokens = sim.pkce_offline_tokens(&alice());
+    let link_key = RecordKey::link(AppKey::new(PKCE_APP).unwrap(), alice().account_id);
+    let Some(Record::Link(mut link)) = sim.store.record(&link_key) else {
+        panic!("no link")
+    };
+    link.grants.clear();
+    // Format 3 appends the list (an empty one is one byte); format 2 is the rest.
+    let mut bytes = Record::Link(link.clone()).encode();
+    assert_eq!((bytes[0], bytes.pop()), (RECORD_FORMAT, Some(0)));
+    bytes[0] = 2;
+    assert_eq!(Record::decode(&bytes), Ok(Record::Link(link)));
+    let refresh_key = RefreshToken::key_of(tokens["refresh_token"].as_str().unwrap()).unwrap();
+    let mut refresh = sim.store.get(&refresh_key).unwrap().bytes.clone();
+    let current = Record::decode(&refresh).unwrap();
+    refresh[0] = 2;
+    assert_eq!(Record::decode(&refresh), Ok(current));
+    refresh[0] = 1;
+    assert_eq!(Record::decode(&refresh), Err(BadRecord));
 }

@@ -10,7 +10,7 @@ use crate::credentials::AuthorizationCode;
 use crate::ctx::{create, replace, ConsentPage, Ctx, Decision, Ending, Flow, Via};
 use crate::endpoints::issue::{issue_grant, IssuedGrant};
 use crate::endpoints::within_limit;
-use crate::ids::{AppKey, RedirectUri, User};
+use crate::ids::{AppKey, GrantId, RedirectUri, User};
 use crate::machines::code::{self, CodeTerms};
 use crate::machines::grant::GrantTerms;
 use crate::machines::link;
@@ -306,21 +306,22 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     }
     let link_record = link.as_ref().map(|l| l.record);
     let link_epoch = link::epoch(link_record);
+    let mut next_link = link::consented(link_record, &request.scopes, request.access_type);
+    let mut transaction = match request.response_type {
+        ResponseType::Code => issue_code(ctx, partition, app, request, user, link_epoch),
+        ResponseType::Token => {
+            let (decision, listed) = issue_implicit(ctx, partition, request, user, link_epoch);
+            next_link.grants.extend(listed);
+            decision
+        }
+    };
     // Conditional on the version read: a racing unlink must not be undone by this write.
     let link_put = replace(
         link_key,
         link.as_ref().map(|l| l.version),
-        &Record::Link(link::consented(
-            link_record,
-            &request.scopes,
-            request.access_type,
-        )),
+        &Record::Link(next_link),
         None,
     );
-    let mut transaction = match request.response_type {
-        ResponseType::Code => issue_code(ctx, partition, app, request, user, link_epoch),
-        ResponseType::Token => issue_implicit(ctx, partition, request, user, link_epoch),
-    };
     if let Decision::Commit(Transaction { puts, .. }, _) = &mut transaction {
         puts.push(link_put);
     }
@@ -376,20 +377,24 @@ fn issue_code(
 }
 
 /// Legacy implicit grant (RFC 6749 §4.2): the access token goes in the fragment; never a
-/// refresh token.
+/// refresh token. With the grant to put on the link's list when it never ends by itself (a
+/// long-lived token).
 fn issue_implicit(
     ctx: &Ctx<'_>,
     partition: Partition,
     request: &Authorization,
     user: &User,
     link_epoch: u64,
-) -> Decision {
+) -> (Decision, Option<GrantId>) {
     let Some(reply) = &request.reply else {
         // `validate` refuses response_type=token without a redirect_uri.
-        return Decision::End(Ending::Refused(
-            Refusal::ImplicitWithoutRedirectUri,
-            Via::Page,
-        ));
+        return (
+            Decision::End(Ending::Refused(
+                Refusal::ImplicitWithoutRedirectUri,
+                Via::Page,
+            )),
+            None,
+        );
     };
     let IssuedGrant {
         grant_id,
@@ -397,6 +402,7 @@ fn issue_implicit(
         access_token,
         expires_in,
         refresh_token: _,
+        outlives_tokens,
         puts,
     } = issue_grant(
         ctx,
@@ -423,6 +429,7 @@ fn issue_implicit(
         ("account_id", user.account_id.as_str()),
         ("uid", user.uid.as_str()),
     ]);
+    let listed = outlives_tokens.then(|| grant_id.clone());
     let audit = AuditEvent::TokensIssued {
         app: request.app.clone(),
         account_id: user.account_id.clone(),
@@ -430,11 +437,12 @@ fn issue_implicit(
         refresh_token: false,
         access_expires_at: expires_in.map(|s| ctx.now.plus(s)),
     };
-    Decision::Commit(
+    let decision = Decision::Commit(
         Transaction {
             puts,
             audit: vec![audit],
         },
         Ending::Redirect(reply.location(&params)),
-    )
+    );
+    (decision, listed)
 }

@@ -5,9 +5,12 @@ use crate::credentials::{AccessToken, RefreshToken};
 use crate::ctx::{create, replace, Ctx, Flow, Loaded, RecordKind};
 use crate::ids::GrantId;
 use crate::machines::grant::{self, GrantTerms};
-use crate::machines::{access_token, refresh_token};
+use crate::machines::{access_token, link, refresh_token};
 use crate::partition::Partition;
-use crate::records::{GrantRecord, Record, RecordKey, TokenAccessType};
+use crate::records::{
+    AccessTokenRecord, GrantRecord, LinkRecord, Record, RecordKey, RefreshTokenRecord,
+    TokenAccessType,
+};
 use crate::step::Put;
 use crate::time::{Seconds, UnixTime};
 
@@ -18,6 +21,9 @@ pub(crate) struct IssuedGrant {
     pub access_token: AccessToken,
     pub expires_in: Option<Seconds>,
     pub refresh_token: Option<RefreshToken>,
+    /// Whether the grant never ends by itself (it has a refresh token or a long-lived access
+    /// token): the caller puts it on its link's list, for an unlink to end it.
+    pub outlives_tokens: bool,
     pub puts: Vec<Put>,
 }
 
@@ -45,6 +51,7 @@ pub(crate) fn issue_grant(
     // The grant knows the tokens that never expire by themselves, to purge them when it ends.
     grant.refresh_token = refresh.as_ref().map(|(token, _)| token.digest());
     grant.long_lived_token = expires_at.is_none().then(|| access_token.digest());
+    let outlives_tokens = grant.refresh_token.is_some() || grant.long_lived_token.is_some();
     // An online grant is worthless once its only access token is purged; an offline or
     // long-lived one lives as long as its tokens can.
     let grant_purge =
@@ -75,6 +82,7 @@ pub(crate) fn issue_grant(
         grant,
         access_token,
         refresh_token,
+        outlives_tokens,
         puts,
     }
 }
@@ -83,7 +91,8 @@ pub(crate) fn issue_grant(
 ///
 /// The grant and the tokens that cannot expire (its refresh token, a long-lived access token)
 /// are kept, refused as revoked, until every short-lived access token of the grant has expired
-/// — then nothing can refer to them any more, and the host may purge them all.
+/// — then nothing can refer to them any more, and the host may purge them all. The grant
+/// leaves its link's list (nothing is left for an unlink to end).
 pub(crate) fn revoke_grant(
     ctx: &Ctx<'_>,
     key: RecordKey,
@@ -91,23 +100,99 @@ pub(crate) fn revoke_grant(
 ) -> Flow<Vec<Put>> {
     let grant = loaded.record;
     let partition = key.partition();
-    let refresh_key = grant
-        .refresh_token
-        .map(|d| RecordKey::RefreshToken(partition, d));
-    let long_lived_key = grant
-        .long_lived_token
-        .map(|d| RecordKey::AccessToken(partition, d));
-    let members: Vec<&RecordKey> = refresh_key.iter().chain(&long_lived_key).collect();
-    ctx.need(&members)?;
+    let members = token_keys(partition, grant);
+    let link_key = RecordKey::Link(partition, grant.app.clone(), grant.account_id.clone());
+    let mut needed: Vec<&RecordKey> = members.iter().collect();
+    needed.push(&link_key);
+    ctx.need(&needed)?;
     let purge = Some(ctx.now.plus(ctx.config.policy().access_token_ttl));
     let mut puts = vec![replace(
-        key,
+        key.clone(),
         Some(loaded.version),
         &Record::Grant(grant::revoked(grant, ctx.now)),
         purge,
     )];
-    puts.extend(purged(ctx, refresh_key, Record::RefreshToken, purge)?);
-    puts.extend(purged(ctx, long_lived_key, Record::AccessToken, purge)?);
+    puts.extend(purged_tokens(ctx, members, purge)?);
+    if let (RecordKey::Grant(_, grant_id), Some(found)) = (&key, ctx.load::<LinkRecord>(&link_key)?)
+    {
+        if let Some(next) = link::without_grant(found.record, grant_id) {
+            puts.push(replace(
+                link_key,
+                Some(found.version),
+                &Record::Link(next),
+                None,
+            ));
+        }
+    }
+    Ok(puts)
+}
+
+/// The grants an unlink ends (its link's list): each kept as it is — refused as unlinked, by
+/// the link's new epoch — with its tokens that cannot expire, all with a purge time one access
+/// token lifetime away, when the last short-lived token of the grants has expired.
+pub(crate) fn unlinked_grants(
+    ctx: &Ctx<'_>,
+    partition: Partition,
+    grants: &[GrantId],
+) -> Flow<Vec<Put>> {
+    let keys: Vec<RecordKey> = grants
+        .iter()
+        .map(|id| RecordKey::Grant(partition, id.clone()))
+        .collect();
+    ctx.need(&keys.iter().collect::<Vec<_>>())?;
+    let mut found = Vec::with_capacity(keys.len());
+    for key in keys {
+        if let Some(loaded) = ctx.load::<GrantRecord>(&key)? {
+            found.push((key, loaded));
+        }
+    }
+    let members: Vec<RecordKey> = found
+        .iter()
+        .flat_map(|(_, loaded)| token_keys(partition, loaded.record))
+        .collect();
+    ctx.need(&members.iter().collect::<Vec<_>>())?;
+    let purge = Some(ctx.now.plus(ctx.config.policy().access_token_ttl));
+    let mut puts: Vec<Put> = found
+        .into_iter()
+        .map(|(key, loaded)| {
+            replace(
+                key,
+                Some(loaded.version),
+                &Record::Grant(loaded.record.clone()),
+                purge,
+            )
+        })
+        .collect();
+    puts.extend(purged_tokens(ctx, members, purge)?);
+    Ok(puts)
+}
+
+/// The keys of the grant's tokens that cannot expire by themselves.
+fn token_keys(partition: Partition, grant: &GrantRecord) -> Vec<RecordKey> {
+    let refresh = grant
+        .refresh_token
+        .map(|d| RecordKey::RefreshToken(partition, d));
+    let long_lived = grant
+        .long_lived_token
+        .map(|d| RecordKey::AccessToken(partition, d));
+    refresh.into_iter().chain(long_lived).collect()
+}
+
+/// Each token record under `keys` as it is, with a purge time (none for a record that is gone).
+fn purged_tokens(ctx: &Ctx<'_>, keys: Vec<RecordKey>, purge: Option<UnixTime>) -> Flow<Vec<Put>> {
+    let mut puts = Vec::with_capacity(keys.len());
+    for key in keys {
+        let put = match key {
+            RecordKey::RefreshToken(..) => {
+                purged::<RefreshTokenRecord>(ctx, key, Record::RefreshToken, purge)?
+            }
+            RecordKey::AccessToken(..) => {
+                purged::<AccessTokenRecord>(ctx, key, Record::AccessToken, purge)?
+            }
+            _ => None,
+        };
+        puts.extend(put);
+    }
     Ok(puts)
 }
 
@@ -115,11 +200,10 @@ pub(crate) fn revoke_grant(
 /// (none if the record is gone).
 fn purged<R: RecordKind + Clone>(
     ctx: &Ctx<'_>,
-    key: Option<RecordKey>,
+    key: RecordKey,
     wrap: fn(R) -> Record,
     purge: Option<UnixTime>,
 ) -> Flow<Option<Put>> {
-    let Some(key) = key else { return Ok(None) };
     Ok(ctx
         .load::<R>(&key)?
         .map(|found| replace(key, Some(found.version), &wrap(found.record.clone()), purge)))

@@ -314,7 +314,8 @@ fn exchange_code(
     };
     let link_key = RecordKey::Link(partition, record.app.clone(), record.account_id.clone());
     let link = ctx.load::<LinkRecord>(&link_key)?;
-    if link::epoch(link.map(|l| l.record)) != record.link_epoch {
+    let link_record = link.as_ref().map(|l| l.record);
+    if link::epoch(link_record) != record.link_epoch {
         return end(Refusal::CodeUnlinked);
     }
 
@@ -338,7 +339,7 @@ fn exchange_code(
     let audit = AuditEvent::TokensIssued {
         app: record.app.clone(),
         account_id: record.account_id.clone(),
-        grant: issued.grant_id,
+        grant: issued.grant_id.clone(),
         refresh_token: issued.refresh_token.is_some(),
         access_expires_at: issued.expires_in.map(|s| ctx.now.plus(s)),
     };
@@ -354,6 +355,15 @@ fn exchange_code(
         Some(keep_until),
     )];
     puts.extend(issued.puts);
+    if issued.outlives_tokens {
+        // On the link's list, at the version read (which also holds the epoch checked above).
+        puts.push(replace(
+            link_key,
+            link.as_ref().map(|l| l.version),
+            &Record::Link(link::with_grant(link_record, issued.grant_id.clone())),
+            None,
+        ));
+    }
     Ok(Decision::Commit(
         Transaction {
             puts,

@@ -2,11 +2,12 @@
 //! admin unlinking it on the team-apps page.
 
 use crate::ctx::{replace, Ctx, Decision, Ending, Flow};
+use crate::endpoints::issue::unlinked_grants;
 use crate::ids::{AccountId, AppKey};
 use crate::machines::link;
 use crate::partition::Partition;
 use crate::records::{LinkRecord, Record, RecordKey};
-use crate::step::{AuditEvent, Unlinker};
+use crate::step::{AuditEvent, Transaction, Unlinker};
 
 /// An unlink of one app for one user.
 #[derive(Clone, Debug)]
@@ -35,7 +36,9 @@ impl Parsed {
     }
 }
 
-/// Ends every code and token of the app for the user with one write: a new link epoch.
+/// Ends every code and token of the app for the user: a new link epoch voids them all at once;
+/// the grants the link lists (those that would never end by themselves) get a purge time with
+/// their refresh and long-lived tokens, in the same transaction.
 pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     let key = parsed.key.clone();
     let Some(loaded) = ctx.load::<LinkRecord>(&key)? else {
@@ -47,11 +50,19 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         account_id: parsed.account_id.clone(),
         by: parsed.by,
     };
-    let put = replace(
+    let ended = unlinked_grants(ctx, key.partition(), &loaded.record.grants)?;
+    let mut puts = vec![replace(
         key,
         Some(loaded.version),
         &Record::Link(link::unlinked(loaded.record)),
         None,
-    );
-    Ok(Decision::commit_one(put, audit, Ending::Unlinked))
+    )];
+    puts.extend(ended);
+    Ok(Decision::Commit(
+        Transaction {
+            puts,
+            audit: vec![audit],
+        },
+        Ending::Unlinked,
+    ))
 }

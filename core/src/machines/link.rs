@@ -2,7 +2,10 @@
 //!
 //! Every code and grant records the epoch it was made in and is void once the epoch moves, so
 //! an unlink is one write and a later check reads one record, however many tokens existed.
+//! The link also lists the grants of its epoch that never end by themselves, so that the
+//! unlink can give them (and their tokens) a purge time.
 
+use crate::ids::GrantId;
 use crate::records::{LinkRecord, TokenAccessType};
 use crate::scope::ScopeSet;
 
@@ -34,14 +37,31 @@ pub(crate) fn consented(
         epoch: epoch(link),
         granted: link.map_or_else(|| scopes.clone(), |l| l.granted.union(scopes)),
         offline: offline || link.is_some_and(|l| l.offline),
+        grants: link.map_or_else(Vec::new, |l| l.grants.clone()),
     }
 }
 
-/// Unlink: a new epoch with nothing granted.
+/// A grant that never ends by itself was issued in the link's epoch: it joins the list.
+pub(crate) fn with_grant(link: Option<&LinkRecord>, grant: GrantId) -> LinkRecord {
+    let mut next = link.cloned().unwrap_or_default();
+    next.grants.push(grant);
+    next
+}
+
+/// The grant was revoked: off the list. `None` when it is not on it (nothing to write).
+pub(crate) fn without_grant(link: &LinkRecord, grant: &GrantId) -> Option<LinkRecord> {
+    let position = link.grants.iter().position(|listed| listed == grant)?;
+    let mut next = link.clone();
+    next.grants.remove(position);
+    Some(next)
+}
+
+/// Unlink: a new epoch with nothing granted and no grants.
 pub(crate) fn unlinked(link: &LinkRecord) -> LinkRecord {
     LinkRecord {
         epoch: link.epoch.saturating_add(1),
         granted: ScopeSet::default(),
         offline: false,
+        grants: Vec::new(),
     }
 }

@@ -15,8 +15,10 @@ const indexKey = (time, key) => `${INDEX}${String(time).padStart(12, "0")}:${key
 const keyOfIndex = (entry) => entry.slice(INDEX.length + 13);
 /** A `list` end bound: every index key of a time ≤ `now`. */
 const dueEnd = (now) => `${INDEX}${String(now + 1).padStart(12, "0")}`;
-/** How many due records one purge transaction deletes (a storage call takes up to 128 keys). */
-const PURGE_BATCH = 64;
+/** The most keys one storage call takes. */
+const MAX_KEYS = 128;
+/** How many due records one purge transaction deletes (with their index entries: one call). */
+const PURGE_BATCH = MAX_KEYS / 2;
 
 export function durableObjectStorage(storage, { alarms = false } = {}) {
   /** Moves the object's alarm earlier to `time` (seconds) if it is set later or not at all. */
@@ -33,7 +35,8 @@ export function durableObjectStorage(storage, { alarms = false } = {}) {
     },
     async apply({ puts }) {
       const applied = await storage.transaction(async (txn) => {
-        const current = await txn.get(puts.map((p) => p.key));
+        const current = new Map();
+        for (let i = 0; i < puts.length; i += MAX_KEYS) for (const [key, entry] of await txn.get(puts.slice(i, i + MAX_KEYS).map((p) => p.key))) current.set(key, entry);
         for (const { key, expect } of puts) {
           const version = current.get(key)?.version;
           const holds = expect === null ? version === undefined : version === expect;
@@ -47,8 +50,10 @@ export function durableObjectStorage(storage, { alarms = false } = {}) {
           if (before !== null && before !== purgeAfter) unindexed.push(indexKey(before, key));
           if (purgeAfter !== null) entries[indexKey(purgeAfter, key)] = 1;
         }
-        await txn.put(entries);
-        if (unindexed.length > 0) await txn.delete(unindexed);
+        // A storage call takes up to 128 keys; an unlink of many grants writes more.
+        const writes = Object.entries(entries);
+        for (let i = 0; i < writes.length; i += MAX_KEYS) await txn.put(Object.fromEntries(writes.slice(i, i + MAX_KEYS)));
+        for (let i = 0; i < unindexed.length; i += MAX_KEYS) await txn.delete(unindexed.slice(i, i + MAX_KEYS));
         return true;
       });
       if (applied && alarms) {
