@@ -21,8 +21,8 @@ pub const ENTROPY_LEN: usize = 112;
 /// `getrandom`). The core derives every token from it and never draws randomness itself, so
 /// fixed entropy gives fixed tokens in a test vector.
 ///
-/// Layout: bytes 0–31 the code or access token, 32–63 the refresh token, 64–79 the grant id;
-/// the rest is reserved. Each credential carries 256 bits.
+/// Layout: bytes 0–31 the code or access token, 32–63 the refresh token, 64–79 the grant id,
+/// 80–87 a new link's first epoch; the rest is reserved. Each credential carries 256 bits.
 #[derive(Clone)]
 pub struct Entropy([u8; ENTROPY_LEN]);
 
@@ -58,6 +58,12 @@ impl Entropy {
     /// 128 bits for a grant id.
     pub(crate) fn grant_id(&self) -> GrantId {
         GrantId(Base64UrlUnpadded::encode_string(&self.span::<16>(64)).into())
+    }
+
+    /// 64 bits for the first epoch of a new link: a link made again after an earlier one was
+    /// purged never takes up that one's epoch, so nothing issued under it can come back.
+    pub(crate) fn link_epoch(&self) -> u64 {
+        u64::from_le_bytes(self.span(80))
     }
 }
 

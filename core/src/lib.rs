@@ -68,8 +68,8 @@
 //! redeemed code an access token's lifetime after its expiry (reuse detection), a revoked or
 //! unlinked grant with its refresh token and any long-lived token once its last access token
 //! has expired (the link lists its grants that never end by themselves, so the unlink reaches
-//! them), failure counts when their window ends. Live offline grants, their refresh tokens and
-//! the links (whose epoch keeps unlinked tokens dead, and which hold the consent) are kept.
+//! them) and the unlinked link with them, failure counts when their window ends. Live offline
+//! grants, their refresh tokens and the links that hold a consent are kept.
 //!
 //! Records cross as opaque bytes: the host stores key → (version, bytes, purge time) and never
 //! needs to read one. The store must offer conditional writes across several keys (Durable

@@ -115,7 +115,9 @@ pub struct RefreshTokenRecord {
 
 /// The standing link between one user and one app.
 ///
-/// Never delete it: its epoch is what keeps an unlinked user's old tokens dead.
+/// Its epoch is what keeps an unlinked user's old tokens dead: an unlink moves it on, and the
+/// unlinked link is purged with the grants it ended. Without a link nothing issued stands, and
+/// a new link starts at a random epoch, so a link made again cannot revive an earlier one's.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinkRecord {
     /// Bumped by every unlink; codes and grants of an older epoch are void.

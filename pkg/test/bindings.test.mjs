@@ -37,7 +37,7 @@ test("read, write and respond cross as plain values", () => {
   assert.equal(request.putExpect(0), undefined, "a new code's key must be absent");
   assert.ok(request.putBytes(0) instanceof Uint8Array && request.putBytes(0).length > 0);
   assert.equal(request.putPurgeAfter(0), NOW + 600 + 600, "a code is kept one lifetime past its expiry");
-  assert.equal(request.putPurgeAfter(1), undefined, "a link is never purged");
+  assert.equal(request.putPurgeAfter(1), undefined, "a consenting link is kept (only an unlink ends it)");
   assert.equal(JSON.parse(request.audit())[0].event, "code_issued");
   request.committed();
   assert.equal(request.step(), "p");

@@ -288,8 +288,8 @@ fn revoked_grants_expire_with_their_tokens_and_purging_changes_no_answer() {
             }
         }
     }
-    // Once everything is due, only the link stays: it holds the epoch that keeps unlinked
-    // tokens dead.
+    // Once everything is due, only the link stays: it holds the user's consent (revoking a
+    // grant does not withdraw it; unlinking does).
     sim.now = UnixTime(T0.0 + 4 * ACCESS_TTL);
     sim.store.purge(sim.now);
     let left: Vec<&RecordKey> = sim.store.iter().map(|(key, _)| key).collect();
@@ -355,7 +355,7 @@ fn unlinked_grants_expire_with_their_tokens_and_a_revoked_one_leaves_the_list() 
         .store
         .iter()
         .map(|(key, _)| key)
-        .filter(|key| sim.store.purge_after(key).is_none() && !matches!(key, RecordKey::Link(..)))
+        .filter(|key| sim.store.purge_after(key).is_none())
         .collect();
     assert!(
         live.is_empty(),
@@ -382,16 +382,52 @@ fn unlinked_grants_expire_with_their_tokens_and_a_revoked_one_leaves_the_list() 
             }
         }
     }
+    // Everything the link ended goes, and the link with it: the store is empty.
     sim.now = UnixTime(unlinked_at.0 + 2 * ACCESS_TTL);
     sim.store.purge(sim.now);
-    let left: Vec<&RecordKey> = sim.store.iter().map(|(key, _)| key).collect();
-    assert!(matches!(left.as_slice(), [RecordKey::Link(..)]), "{left:?}");
+    assert_eq!(sim.store.len(), 0);
 
-    // Linked again afterwards: a new grant in the new epoch, on the list, and it works.
+    // Linked again afterwards: a new link at a new (random) epoch, with the new grant listed;
+    // the grants of the old link stay refused, even those whose records outlived it.
     let again = sim.pkce_offline_tokens(&alice());
     assert_eq!(listed(&sim), 1);
     assert!(matches!(
         sim.api(GET_ACCOUNT, again["access_token"].as_str().unwrap()),
+        Answer::Serve(_)
+    ));
+    for grant in &grants {
+        let refused = sim.refresh(grant["refresh_token"].as_str().unwrap(), PKCE_APP, None);
+        assert_eq!(oauth_error(&refused), "invalid_grant");
+    }
+}
+
+/// Records that outlive their link (stored before the link listed its grants) stay dead when
+/// the user links the app again: the new link's epoch is drawn at random, never the old one's.
+#[test]
+fn a_link_made_again_never_revives_what_an_earlier_one_issued() {
+    let mut sim = sim();
+    let tokens = sim.pkce_offline_tokens(&alice());
+    let link_key = RecordKey::link(AppKey::new(PKCE_APP).unwrap(), alice().account_id);
+    // As if its link had been purged while the grant was not (a store that lost the link, or a
+    // grant no list reached): the grant stands on nothing, and is refused.
+    sim.store.remove(&link_key);
+    let refresh = tokens["refresh_token"].as_str().unwrap();
+    assert_eq!(
+        oauth_error(&sim.refresh(refresh, PKCE_APP, None)),
+        "invalid_grant"
+    );
+    let fresh = sim.pkce_offline_tokens(&alice());
+    assert!(sim.store.record(&link_key).is_some());
+    assert_eq!(
+        oauth_error(&sim.refresh(refresh, PKCE_APP, None)),
+        "invalid_grant"
+    );
+    assert!(matches!(
+        sim.api(GET_ACCOUNT, tokens["access_token"].as_str().unwrap()),
+        Answer::Reply(_)
+    ));
+    assert!(matches!(
+        sim.api(GET_ACCOUNT, fresh["access_token"].as_str().unwrap()),
         Answer::Serve(_)
     ));
 }
@@ -435,12 +471,7 @@ fn an_unlink_purges_long_lived_tokens_and_many_grants_at_once() {
     assert_eq!(sim.store.len(), before, "an unlink deletes nothing itself");
     sim.now = UnixTime(unlinked_at.0 + 3 * ACCESS_TTL);
     sim.store.purge(sim.now);
-    let left: Vec<&RecordKey> = sim.store.iter().map(|(key, _)| key).collect();
-    assert!(
-        left.iter().all(|key| matches!(key, RecordKey::Link(..))),
-        "{left:?}"
-    );
-    assert_eq!(left.len(), 2);
+    assert_eq!(sim.store.len(), 0, "both links went with what they ended");
 }
 
 /// Links stored before the list of grants existed (format 2) are read with an empty list; any

@@ -305,8 +305,13 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         }))));
     }
     let link_record = link.as_ref().map(|l| l.record);
-    let link_epoch = link::epoch(link_record);
-    let mut next_link = link::consented(link_record, &request.scopes, request.access_type);
+    let mut next_link = link::consented(
+        link_record,
+        &request.scopes,
+        request.access_type,
+        ctx.entropy.link_epoch(),
+    );
+    let link_epoch = next_link.epoch;
     let mut transaction = match request.response_type {
         ResponseType::Code => issue_code(ctx, partition, app, request, user, link_epoch),
         ResponseType::Token => {

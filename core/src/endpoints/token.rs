@@ -315,7 +315,7 @@ fn exchange_code(
     let link_key = RecordKey::Link(partition, record.app.clone(), record.account_id.clone());
     let link = ctx.load::<LinkRecord>(&link_key)?;
     let link_record = link.as_ref().map(|l| l.record);
-    if link::epoch(link_record) != record.link_epoch {
+    if !link::stands(link_record, record.link_epoch) {
         return end(Refusal::CodeUnlinked);
     }
 

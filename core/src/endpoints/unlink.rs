@@ -38,7 +38,9 @@ impl Parsed {
 
 /// Ends every code and token of the app for the user: a new link epoch voids them all at once;
 /// the grants the link lists (those that would never end by themselves) get a purge time with
-/// their refresh and long-lived tokens, in the same transaction.
+/// their refresh and long-lived tokens, in the same transaction, and so does the link: once it
+/// is gone everything issued under it is refused all the same (no link, no standing), and a
+/// new consent starts a new link at a random epoch.
 pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     let key = parsed.key.clone();
     let Some(loaded) = ctx.load::<LinkRecord>(&key)? else {
@@ -55,7 +57,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         key,
         Some(loaded.version),
         &Record::Link(link::unlinked(loaded.record)),
-        None,
+        Some(ctx.now.plus(ctx.config.policy().access_token_ttl)),
     )];
     puts.extend(ended);
     Ok(Decision::Commit(

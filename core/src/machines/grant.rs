@@ -43,7 +43,7 @@ pub(crate) enum Standing {
 pub(crate) fn standing(grant: &GrantRecord, link: Option<&LinkRecord>) -> Standing {
     if grant.revoked_at.is_some() {
         Standing::Revoked
-    } else if link.is_some_and(|l| l.epoch == grant.link_epoch) {
+    } else if super::link::stands(link, grant.link_epoch) {
         Standing::Live
     } else {
         Standing::Unlinked

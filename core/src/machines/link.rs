@@ -1,17 +1,19 @@
 //! The link of one user and one app: consented scopes, and an epoch bumped by every unlink.
 //!
-//! Every code and grant records the epoch it was made in and is void once the epoch moves, so
-//! an unlink is one write and a later check reads one record, however many tokens existed.
-//! The link also lists the grants of its epoch that never end by themselves, so that the
-//! unlink can give them (and their tokens) a purge time.
+//! Every code and grant records the epoch it was made in and is void once the epoch moves (or
+//! the link is gone), so an unlink is one transaction and a later check reads one record,
+//! however many tokens existed. The link also lists the grants of its epoch that never end by
+//! themselves, so that the unlink can give them (and their tokens) a purge time; the unlinked
+//! link goes with them. A new link starts at a random epoch: one made again after an earlier
+//! link was purged cannot match anything issued under that one.
 
 use crate::ids::GrantId;
 use crate::records::{LinkRecord, TokenAccessType};
 use crate::scope::ScopeSet;
 
-/// The current epoch; a pair that was never linked is at epoch 0.
-pub(crate) fn epoch(link: Option<&LinkRecord>) -> u64 {
-    link.map_or(0, |l| l.epoch)
+/// Whether something issued in `epoch` still stands: the link is there, at that epoch.
+pub(crate) fn stands(link: Option<&LinkRecord>, epoch: u64) -> bool {
+    link.is_some_and(|l| l.epoch == epoch)
 }
 
 /// Whether the user already consented to every scope of `scopes`, and to offline access if
@@ -26,15 +28,17 @@ pub(crate) fn has_granted(
     })
 }
 
-/// Consent: the scopes (and offline access) join those granted before, in the same epoch.
+/// Consent: the scopes (and offline access) join those granted before, in the same epoch; a
+/// new link starts at `first_epoch` (random).
 pub(crate) fn consented(
     link: Option<&LinkRecord>,
     scopes: &ScopeSet,
     access: TokenAccessType,
+    first_epoch: u64,
 ) -> LinkRecord {
     let offline = access == TokenAccessType::Offline;
     LinkRecord {
-        epoch: epoch(link),
+        epoch: link.map_or(first_epoch, |l| l.epoch),
         granted: link.map_or_else(|| scopes.clone(), |l| l.granted.union(scopes)),
         offline: offline || link.is_some_and(|l| l.offline),
         grants: link.map_or_else(Vec::new, |l| l.grants.clone()),
