@@ -68,7 +68,7 @@ echo "== npm package, hosts and interop clients: install, build the wasm (fails 
 pkg/scripts/setup.sh examples/worker tests/e2e conformance tests/bench
 jslog=$(mktemp)
 trap 'rm -f "$log" "$jslog"' EXIT
-node --test pkg/test/*.test.mjs examples/node/test/*.test.mjs examples/worker/test/*.test.mjs tests/e2e/*.test.mjs conformance/runners/*.test.mjs tests/bench/*/*.test.mjs tests/load/*.test.mjs tests/races/*.test.mjs 2>&1 \
+node --test pkg/test/*.test.mjs examples/node/test/*.test.mjs examples/worker/test/*.test.mjs tests/e2e/*.test.mjs conformance/runners/*.test.mjs tests/bench/*/*.test.mjs tests/load/*.test.mjs tests/races/*.test.mjs tests/soak/*.test.mjs 2>&1 \
   | tee "$jslog" | grep -E '^(not ok|# (tests|pass|fail|skipped)|# conformance)' || true
 js_passed=$(awk '/^# pass/ {print $3}' "$jslog")
 js_failed=$(awk '/^# fail/ {print $3}' "$jslog")
