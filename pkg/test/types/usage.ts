@@ -45,6 +45,14 @@ const server = createAuthServer({
   onAudit: (event) => console.log(event.event),
 });
 const response: Promise<Response> = server.fetch(new Request("http://localhost/oauth2/token"));
+// Where a request runs when records are spread over partitions (one Durable Object each).
+export async function routed(): Promise<Response> {
+  const { partition, request } = await server.route(new Request("http://localhost/oauth2/token", { method: "POST", body: "grant_type=refresh_token" }));
+  const named: string | null = server.core.partitionOf({ method: "GET", path: "/oauth2/authorize", headers: [], user: null });
+  // @ts-expect-error: the partition may be null (no account's records): handle it before naming an object
+  const object: string = partition;
+  return partition === null ? server.fetch(request) : new Response(`${partition} ${named} ${object}`);
+}
 // @ts-expect-error: unlinking is done by a user or a team admin, nobody else
 server.unlink("app", "dbid:a", "admin");
 createAuthServer({
