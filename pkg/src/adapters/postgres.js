@@ -27,7 +27,7 @@ export async function openPostgresStorage(url, { max = 10, ...options } = {}) {
   return { ...storage, close: () => pool.end() };
 }
 
-/** Storage on a `pg.Pool` (or anything with its `query`); creates its table and function if needed. */
+/** Storage on a `pg.Pool` (its `query` and `connect`); creates its table and function if needed. */
 export async function postgresStorage(pool, { table = "edgegrant_store", purgeBatch = 1000 } = {}) {
   if (!/^[A-Za-z_][A-Za-z0-9_]{0,40}$/.test(table)) throw new Error("edgegrant: invalid table name");
   const client = await pool.connect();
