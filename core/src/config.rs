@@ -223,6 +223,77 @@ impl Default for AttemptLimits {
     }
 }
 
+/// Which dialect the server speaks. SPEC.md's reference service is the default and stays
+/// exactly as it is; the standards profile adds what standards-based clients (MCP clients among
+/// them) expect to find: authorization server metadata (RFC 8414) and the issuer on every
+/// authorization response (RFC 9207).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Profile {
+    /// The reference service: nothing beyond SPEC.md is served.
+    #[default]
+    Reference,
+    /// The reference service and the standards around it.
+    Standards {
+        /// This server's issuer identifier.
+        issuer: Issuer,
+    },
+}
+
+/// An issuer identifier (RFC 8414 §2): an `https` URL without query or fragment, which clients
+/// compare as a string with the `iss` they are given. `http` is allowed on the loopback
+/// interface only, for local development.
+///
+/// ```
+/// # use edgegrant::Issuer;
+/// let issuer = Issuer::new("https://auth.example/tenant").unwrap();
+/// assert_eq!(issuer.metadata_path(), "/.well-known/oauth-authorization-server/tenant");
+/// assert!(Issuer::new("https://auth.example/?x=1").is_err());
+/// assert!(Issuer::new("http://auth.example").is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Issuer(String);
+
+impl Issuer {
+    /// Checks `text` as an issuer identifier; the error says what is wrong.
+    pub fn new(text: &str) -> Result<Issuer, &'static str> {
+        if !text.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err("must be visible ASCII, without spaces");
+        }
+        let uri = HttpUri::parse(text).ok_or("must be an https URL: https://host[:port][/path]")?;
+        if uri.userinfo {
+            return Err("must not carry user information (user@host)");
+        }
+        if uri.rest.contains(['?', '#']) {
+            return Err("must have no query or fragment (RFC 8414 §2)");
+        }
+        if uri.scheme == Scheme::Http && !uri.is_loopback() {
+            return Err("must use https (http only on the loopback interface)");
+        }
+        Ok(Issuer(text.to_owned()))
+    }
+
+    /// The identifier as configured.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// `scheme://authority`, where the endpoints are.
+    pub fn origin(&self) -> &str {
+        let path = HttpUri::parse(&self.0).map_or("", |uri| uri.rest);
+        self.0.get(..self.0.len() - path.len()).unwrap_or(&self.0)
+    }
+
+    /// Where the metadata is served (RFC 8414 §3.1): the well-known path, then the issuer's
+    /// own path without a trailing `/`.
+    pub fn metadata_path(&self) -> String {
+        let path = HttpUri::parse(&self.0).map_or("", |uri| uri.rest);
+        format!(
+            "/.well-known/oauth-authorization-server{}",
+            path.trim_end_matches('/')
+        )
+    }
+}
+
 impl Default for Policy {
     fn default() -> Self {
         Policy {
@@ -256,6 +327,8 @@ pub struct ConfigDocument {
     /// The host's templates of the pages of the flow (consent, code, error, sign-in); the
     /// core's plain defaults stand in for any left out.
     pub pages: PageTemplates,
+    /// The dialect: the reference service (default), or with the standards around it.
+    pub profile: Profile,
 }
 
 /// A validated configuration, indexed for lookups.
@@ -275,6 +348,7 @@ pub struct ConfigDocument {
 ///     policy: Policy::default(),
 ///     api_endpoints: [("/2/users/get_current_account".to_string(), Scope::new("account_info.read").unwrap())].into(),
 ///     pages: PageTemplates::default(),
+///     profile: Profile::Reference,
 /// }).unwrap();
 /// assert!(config.app("demo-app").is_some());
 /// ```
@@ -286,6 +360,7 @@ pub struct Config {
     policy: Policy,
     api_endpoints: BTreeMap<String, Scope>,
     pages: Pages,
+    profile: Profile,
 }
 
 impl Config {
@@ -341,6 +416,7 @@ impl Config {
             policy,
             api_endpoints: doc.api_endpoints,
             pages,
+            profile: doc.profile,
         })
     }
 
@@ -366,6 +442,19 @@ impl Config {
     /// The compiled page templates.
     pub(crate) fn pages(&self) -> &Pages {
         &self.pages
+    }
+
+    /// The dialect the server speaks.
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// The issuer identifier, in the standards profile.
+    pub fn issuer(&self) -> Option<&Issuer> {
+        match &self.profile {
+            Profile::Reference => None,
+            Profile::Standards { issuer } => Some(issuer),
+        }
     }
 
     /// The Required Scope of an API endpoint, or `None` if the host did not declare it.
@@ -440,6 +529,7 @@ impl From<Config> for ConfigDocument {
             policy: config.policy,
             api_endpoints: config.api_endpoints,
             pages: config.pages.source,
+            profile: config.profile,
         }
     }
 }
@@ -458,7 +548,8 @@ impl ConfigDocument {
     }
 
     /// Reads a configuration document from its JSON value: `apps`, and optionally `policy`,
-    /// `api_endpoints` and `pages`. The error names the field that is wrong.
+    /// `api_endpoints`, `pages` and `profile` (`{"kind": "reference"}`, the default, or
+    /// `{"kind": "standards", "issuer": "https://…"}`). The error names the field that is wrong.
     pub fn from_json_value(value: &Value) -> Result<Self, ConfigError> {
         let doc = object(value, "the configuration")?;
         let apps = match doc.get("apps") {
@@ -485,11 +576,16 @@ impl ConfigDocument {
             None => PageTemplates::default(),
             Some(pages) => PageTemplates::from_json_value(pages)?,
         };
+        let profile = match doc.get("profile") {
+            None => Profile::default(),
+            Some(profile) => profile_from_json(profile)?,
+        };
         Ok(ConfigDocument {
             apps,
             policy,
             api_endpoints,
             pages,
+            profile,
         })
     }
 
@@ -508,11 +604,12 @@ impl ConfigDocument {
 /// written, so a serializer's float formatting is never linked.
 impl Serialize for ConfigDocument {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut doc = s.serialize_map(Some(4))?;
+        let mut doc = s.serialize_map(Some(5))?;
         doc.serialize_entry("apps", &Each(&self.apps, AppJson))?;
         doc.serialize_entry("policy", &PolicyJson(&self.policy))?;
         doc.serialize_entry("api_endpoints", &EndpointsJson(&self.api_endpoints))?;
         doc.serialize_entry("pages", &self.pages)?;
+        doc.serialize_entry("profile", &ProfileJson(&self.profile))?;
         doc.end()
     }
 }
@@ -614,6 +711,41 @@ impl Serialize for AttemptsJson<'_> {
         out.serialize_entry("per_source", &u64::from(a.per_source))?;
         out.serialize_entry("per_account", &u64::from(a.per_account))?;
         out.end()
+    }
+}
+
+struct ProfileJson<'a>(&'a Profile);
+
+impl Serialize for ProfileJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut out = s.serialize_map(None)?;
+        match self.0 {
+            Profile::Reference => out.serialize_entry("kind", "reference")?,
+            Profile::Standards { issuer } => {
+                out.serialize_entry("kind", "standards")?;
+                out.serialize_entry("issuer", issuer.as_str())?;
+            }
+        }
+        out.end()
+    }
+}
+
+fn profile_from_json(value: &Value) -> Result<Profile, ConfigError> {
+    let profile = object(value, "profile")?;
+    let kind = profile
+        .get("kind")
+        .ok_or_else(|| problem("profile.kind", "is missing"))?;
+    match string(kind, "profile.kind")? {
+        "reference" => Ok(Profile::Reference),
+        "standards" => {
+            let issuer = profile
+                .get("issuer")
+                .ok_or_else(|| problem("profile.issuer", "is missing"))?;
+            let issuer = Issuer::new(string(issuer, "profile.issuer")?)
+                .map_err(|why| problem("profile.issuer", why))?;
+            Ok(Profile::Standards { issuer })
+        }
+        _ => Err(problem("profile.kind", "expected reference or standards")),
     }
 }
 

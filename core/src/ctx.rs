@@ -8,6 +8,7 @@
 use crate::config::Config;
 use crate::cors::Preflight;
 use crate::credentials::{AccessToken, AuthorizationCode, Entropy, RefreshToken};
+use crate::endpoints::discovery::Metadata;
 use crate::ids::AppKey;
 use crate::records::{
     AccessTokenRecord, AttemptsRecord, CodeRecord, GrantRecord, LinkRecord, Record, RecordKey,
@@ -76,6 +77,8 @@ pub(crate) enum Ending {
     Preflight(Preflight),
     /// The host's credential check may go ahead.
     AttemptsAllowed,
+    /// A request to the authorization server metadata (standards profile).
+    Metadata(Metadata),
 }
 
 /// The consent page's content.

@@ -82,6 +82,15 @@
 //! the host broke this contract (a record it was not asked for, bytes that are not a record).
 //! No input, however hostile, makes the core panic.
 //!
+//! ## Profiles
+//!
+//! [`Profile::Reference`] (the default) is SPEC.md's service, exactly. [`Profile::Standards`]
+//! adds, under a configured [`Issuer`], what standards-based clients expect to find: the
+//! authorization server metadata (RFC 8414) at the issuer's well-known path, computed from the
+//! configuration and readable from any origin, and `iss` on every authorization response that
+//! goes back to the client, success or error, query or fragment (RFC 9207). Neither reads a
+//! record; the host routes them like any request (their partition is `None`).
+//!
 //! ## The client side
 //!
 //! [`client`] holds the other half of the flow: a PKCE client machine for public clients, in the
@@ -180,7 +189,8 @@ mod time;
 mod wire;
 
 pub use config::{
-    App, AttemptLimits, Config, ConfigDocument, ConfigError, DefaultTokenType, Permissions, Policy,
+    App, AttemptLimits, Config, ConfigDocument, ConfigError, DefaultTokenType, Issuer, Permissions,
+    Policy, Profile,
 };
 pub use credentials::{
     AccessToken, AccessTokenDigest, AttempterDigest, AuthorizationCode, ClientSecret, CodeDigest,

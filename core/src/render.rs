@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use crate::config::Config;
 use crate::cors;
 use crate::ctx::{ConsentPage, Ending, TokenBody, Via};
+use crate::endpoints::discovery::{self, Metadata};
 use crate::pages::{lookup, page_data};
 use crate::records::TokenAccessType;
 use crate::refusal::Refusal;
@@ -288,6 +289,44 @@ fn refusal_response(refusal: &Refusal, via: &Via, config: &Config) -> HttpRespon
     }
 }
 
+/// The metadata document, public and cacheable, readable from any origin (browser-based
+/// clients discover the server too); a preflight for it; or 405.
+fn metadata_response(metadata: Metadata, config: &Config) -> (Outcome, HttpResponse) {
+    match (metadata, config.issuer()) {
+        (Metadata::Document, Some(issuer)) => (
+            Outcome::Metadata,
+            HttpResponse::new(
+                200,
+                &[
+                    ("Content-Type", "application/json"),
+                    ("Cache-Control", "public, max-age=3600"),
+                    ("Access-Control-Allow-Origin", "*"),
+                    ("X-Content-Type-Options", "nosniff"),
+                ],
+                discovery::document(config, issuer),
+            ),
+        ),
+        (Metadata::Preflight, Some(_)) => (
+            Outcome::Preflight,
+            HttpResponse::new(
+                204,
+                &[
+                    ("Access-Control-Allow-Origin", "*"),
+                    ("Access-Control-Allow-Methods", "GET"),
+                    ("Access-Control-Allow-Headers", "*"),
+                    ("Access-Control-Max-Age", "86400"),
+                ],
+                String::new(),
+            ),
+        ),
+        // The wrong method, or (never routed here) the reference profile.
+        _ => (
+            Outcome::Refused(Refusal::MethodNotAllowed),
+            plain_response(405, String::new()).with_header("Allow", "GET, OPTIONS"),
+        ),
+    }
+}
+
 /// RFC 6750 §3 status and challenge, with the reference service's body
 /// `{"error_summary": "<tag>/..", "error": {".tag": "<tag>", …}}`.
 fn bearer_refusal(refusal: &Refusal) -> HttpResponse {
@@ -386,6 +425,7 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Finished {
             Outcome::Preflight,
             HttpResponse::new(204, &cors::preflight_headers(&preflight), String::new()),
         ),
+        Ending::Metadata(metadata) => metadata_response(metadata, config),
         Ending::Refused(refusal, via) => {
             let response = refusal_response(&refusal, &via, config);
             (Outcome::Refused(refusal), response)

@@ -177,6 +177,8 @@ pub enum Outcome {
     Preflight,
     /// No attempter of an [`Input::Attempts`] is at its limit: the host may check.
     AttemptsAllowed,
+    /// The authorization server metadata (RFC 8414; standards profile).
+    Metadata,
     /// The request was refused, for this reason.
     Refused(Refusal),
 }
@@ -194,6 +196,7 @@ impl Outcome {
             Outcome::Unlinked => "unlinked",
             Outcome::Preflight => "preflight",
             Outcome::AttemptsAllowed => "attempts_allowed",
+            Outcome::Metadata => "metadata",
             Outcome::Refused(_) => "refused",
         }
     }

@@ -515,7 +515,9 @@ fn audit_events_and_documents_are_written_in_declaration_order() {
         "{text}"
     );
     assert!(
-        text.ends_with(r#""pages":{"consent":null,"code":null,"error":null,"sign_in":null}}"#),
+        text.ends_with(
+            r#""pages":{"consent":null,"code":null,"error":null,"sign_in":null},"profile":{"kind":"reference"}}"#
+        ),
         "{text}"
     );
 }

@@ -56,6 +56,8 @@ export interface ConfigDocument {
   /** Required Scope of each API endpoint, by path: `{"/2/users/get_current_account": "account_info.read"}`. */
   api_endpoints?: Record<string, Scope>;
   pages?: PageTemplates;
+  /** The dialect: SPEC.md's reference service (default), or with the standards around it (RFC 8414 metadata, RFC 9207 `iss`) under an issuer (https URL; http on loopback). */
+  profile?: { kind: "reference" } | { kind: "standards"; issuer: string };
 }
 
 export type ConfigCheck = { tag: "ok" } | { tag: "invalid"; content: string };

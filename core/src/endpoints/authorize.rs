@@ -178,6 +178,7 @@ fn validate(config: &Config, query: &str) -> Result<Authorization, Ending> {
         uri,
         mode,
         state: state.clone().ok().flatten().map(str::to_owned),
+        iss: config.issuer().map(|issuer| issuer.as_str().to_owned()),
     });
     let fail = |refusal| match &reply {
         Some(reply) => Ending::Refused(refusal, Via::Redirect(reply.clone())),

@@ -5,6 +5,7 @@
 pub(crate) mod api;
 pub(crate) mod attempts;
 pub(crate) mod authorize;
+pub(crate) mod discovery;
 mod issue;
 pub(crate) mod token;
 pub(crate) mod unlink;
@@ -63,6 +64,9 @@ impl Route {
                     None => Ending::Refused(Refusal::CrossOriginRefused, Via::Plain),
                 });
             }
+        }
+        if let Some(ending) = discovery::route(config, &request) {
+            return Route::Ended(ending);
         }
         let parsed = match request.path.as_str() {
             "/oauth2/authorize" => match request.method.as_str() {

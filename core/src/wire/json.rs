@@ -44,6 +44,28 @@ impl JsonObject {
         self
     }
 
+    /// Adds `"key": ["…", …]`.
+    pub fn strings<'a>(mut self, key: &str, values: impl IntoIterator<Item = &'a str>) -> Self {
+        self.key(key);
+        self.text.push(b'[');
+        for (i, value) in values.into_iter().enumerate() {
+            if i > 0 {
+                self.text.push(b',');
+            }
+            self.escaped(value);
+        }
+        self.text.push(b']');
+        self
+    }
+
+    /// Adds `"key": true` or `false`.
+    pub fn boolean(mut self, key: &str, value: bool) -> Self {
+        self.key(key);
+        self.text
+            .extend_from_slice(if value { b"true" } else { b"false" });
+        self
+    }
+
     /// Adds `"key": {…}`.
     pub fn object(mut self, key: &str, value: JsonObject) -> Self {
         self.key(key);
@@ -76,6 +98,10 @@ mod tests {
             .number("n", u64::MAX)
             .object("o", JsonObject::new().string(".tag", "x"))
             .object("empty", JsonObject::new())
+            .strings("list", ["a", "\"b\""])
+            .strings("none", [])
+            .boolean("yes", true)
+            .boolean("no", false)
             .finish();
         let value: Result<serde_json::Value, _> = serde_json::from_str(&text);
         let expected = serde_json::json!({
@@ -83,6 +109,10 @@ mod tests {
             "n": u64::MAX,
             "o": { ".tag": "x" },
             "empty": {},
+            "list": ["a", "\"b\""],
+            "none": [],
+            "yes": true,
+            "no": false,
         });
         assert_eq!(value.ok(), Some(expected), "{text}");
     }

@@ -17,11 +17,13 @@ pub(crate) struct ReplyTo {
     pub uri: RedirectUri,
     pub mode: ResponseMode,
     pub state: Option<String>,
+    /// The issuer to name in every response (RFC 9207), in the standards profile.
+    pub iss: Option<String>,
 }
 
 impl ReplyTo {
-    /// The URI with `params`, then `state` if the request had one, form-encoded into its
-    /// query or fragment.
+    /// The URI with `params`, then `state` if the request had one and `iss` if the server names
+    /// itself (RFC 9207), form-encoded into its query or fragment.
     pub fn location(&self, params: &[(&str, &str)]) -> String {
         let mut encoded = form_urlencoded::Serializer::new(String::new());
         for (name, value) in params {
@@ -29,6 +31,9 @@ impl ReplyTo {
         }
         if let Some(state) = &self.state {
             encoded.append_pair("state", state);
+        }
+        if let Some(iss) = &self.iss {
+            encoded.append_pair("iss", iss);
         }
         let encoded = encoded.finish();
         let uri = self.uri.as_str();

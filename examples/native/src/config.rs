@@ -240,15 +240,15 @@ pub fn accounts(users: Option<&Value>) -> Result<Vec<Account>, String> {
         .collect()
 }
 
-/// The core's configuration from a document's `apps` (absent: none), `policy` and
-/// `api_endpoints`, with the shared page templates; other fields are the host's.
+/// The core's configuration from a document's `apps` (absent: none), `policy`,
+/// `api_endpoints` and `profile`, with the shared page templates; other fields are the host's.
 pub fn core_config(doc: &Map<String, Value>) -> Result<Config, String> {
     let mut core = Map::new();
     core.insert(
         "apps".into(),
         doc.get("apps").cloned().unwrap_or(Value::Array(Vec::new())),
     );
-    for field in ["policy", "api_endpoints"] {
+    for field in ["policy", "api_endpoints", "profile"] {
         if let Some(value) = doc.get(field) {
             core.insert(field.into(), value.clone());
         }
