@@ -11,6 +11,7 @@
 //! response allows credentials.
 
 use crate::config::{App, Config};
+use crate::endpoints::token_admin;
 use crate::wire::http::HttpRequest;
 use crate::wire::uri::{origin, HttpUri};
 
@@ -27,6 +28,8 @@ const EXPOSED_HEADERS: &str = "WWW-Authenticate, Retry-After";
 pub(crate) fn methods(config: &Config, path: &str) -> Option<&'static str> {
     match path {
         "/oauth2/token" | "/2/auth/token/revoke" => Some("POST"),
+        // A browser-based public client revokes its tokens too (standards profile).
+        token_admin::REVOCATION_PATH if config.issuer().is_some() => Some("POST"),
         _ if config.required_scope(path).is_some() => Some("GET, POST"),
         _ => None,
     }

@@ -79,6 +79,21 @@ pub(crate) enum Ending {
     AttemptsAllowed,
     /// A request to the authorization server metadata (standards profile).
     Metadata(Metadata),
+    /// RFC 7009: done (or nothing to do; the answer is the same).
+    Revocation,
+    /// RFC 7662: a live token's content, or `None` (inactive).
+    Introspection(Option<Box<Introspected>>),
+}
+
+/// What introspection tells of a live token (RFC 7662 §2.2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Introspected {
+    pub app: AppKey,
+    pub account_id: AccountId,
+    pub scopes: ScopeSet,
+    pub expires_at: Option<UnixTime>,
+    /// An access token (`token_type: bearer`), or a refresh token.
+    pub access_token: bool,
 }
 
 /// The consent page's content.

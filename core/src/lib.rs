@@ -88,8 +88,10 @@
 //! adds, under a configured [`Issuer`], what standards-based clients expect to find: the
 //! authorization server metadata (RFC 8414) at the issuer's well-known path, computed from the
 //! configuration and readable from any origin, and `iss` on every authorization response that
-//! goes back to the client, success or error, query or fragment (RFC 9207). Neither reads a
-//! record; the host routes them like any request (their partition is `None`).
+//! goes back to the client, success or error, query or fragment (RFC 9207); revocation at
+//! `/oauth2/revoke` (RFC 7009) and introspection at `/oauth2/introspect` (RFC 7662), which
+//! authenticate the client as the token endpoint does. The metadata reads no record (its
+//! partition is `None`); revocation and introspection route to the token's partition.
 //!
 //! ## The client side
 //!

@@ -18,6 +18,7 @@ use std::fmt;
 
 use crate::config::Config;
 use crate::credentials::{sha256, AccessToken, AttempterDigest};
+use crate::endpoints::token_admin;
 use crate::ids::AccountId;
 use crate::step::Input;
 use crate::wire::bearer::bearer_token;
@@ -160,6 +161,17 @@ pub fn partition_of(config: &Config, input: &Input) -> Option<Partition> {
                 _ => return None,
             };
             Partition::of_credential(credential.ok()??)
+        }
+        token_admin::REVOCATION_PATH | token_admin::INTROSPECTION_PATH
+            if config.issuer().is_some() =>
+        {
+            let params = if request.body.is_empty() && config.policy().token_parameters_in_query {
+                Params::parse(request.query.as_bytes())
+            } else {
+                Params::parse(&request.body)
+            };
+            let token = params.one("token").ok()??;
+            Partition::of_credential(token.strip_prefix(AccessToken::PREFIX).unwrap_or(token))
         }
         _ => bearer_token(request)
             .ok()?

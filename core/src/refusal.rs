@@ -158,6 +158,15 @@ pub enum Refusal {
     AppRemoved,
     /// The token lacks the endpoint's Required Scope.
     MissingScope(Scope),
+
+    // ---- revocation (RFC 7009) and introspection (RFC 7662), standards profile --------------
+    /// No `token` parameter.
+    TokenMissing,
+    /// The token to revoke was issued to another app (RFC 7009 §2.1).
+    TokenOfAnotherApp,
+    /// The endpoint takes only a confidential client authenticated with its secret: a
+    /// confidential app that sent none, or any client at introspection that is not one.
+    ConfidentialClientRequired,
 }
 
 impl Refusal {
@@ -233,6 +242,9 @@ impl Refusal {
             AccessTokenRevoked => "access_token_revoked",
             AccessTokenUnlinked => "access_token_unlinked",
             MissingScope(_) => "missing_scope",
+            TokenMissing => "token_missing",
+            TokenOfAnotherApp => "token_of_another_app",
+            ConfidentialClientRequired => "confidential_client_required",
         }
     }
 }

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use crate::config::Config;
 use crate::cors;
-use crate::ctx::{ConsentPage, Ending, TokenBody, Via};
+use crate::ctx::{ConsentPage, Ending, Introspected, TokenBody, Via};
 use crate::endpoints::discovery::{self, Metadata};
 use crate::pages::{lookup, page_data};
 use crate::records::TokenAccessType;
@@ -36,7 +36,8 @@ impl Refusal {
             | MalformedBasic
             | ClientAuthenticationFailed
             | ProofMissing
-            | SecretRequired => "invalid_client",
+            | SecretRequired
+            | ConfidentialClientRequired => "invalid_client",
             UnknownCode
             | CodeOfAnotherApp
             | RedirectUriMismatch
@@ -49,7 +50,8 @@ impl Refusal {
             | UnknownRefreshToken
             | RefreshTokenRevoked
             | RefreshTokenUnlinked
-            | RefreshTokenOfAnotherApp => "invalid_grant",
+            | RefreshTokenOfAnotherApp
+            | TokenOfAnotherApp => "invalid_grant",
             UnknownAccessToken | AccessTokenExpired | AccessTokenRevoked | AccessTokenUnlinked
             | AppRemoved => "invalid_token",
             MissingScope(_) => "insufficient_scope",
@@ -130,6 +132,11 @@ impl Refusal {
             CodeExpired => "the code has expired",
             CodeUnlinked => "the user unlinked the app since consenting",
             RefreshTokenMissing => "refresh_token is missing",
+            TokenMissing => "token is missing",
+            TokenOfAnotherApp => "the token was issued to another app",
+            ConfidentialClientRequired => {
+                "this endpoint takes a confidential client authenticated with its secret"
+            }
             UnknownRefreshToken | RefreshTokenRevoked | RefreshTokenUnlinked => {
                 "the refresh token is invalid or revoked"
             }
@@ -289,6 +296,29 @@ fn refusal_response(refusal: &Refusal, via: &Via, config: &Config) -> HttpRespon
     }
 }
 
+/// RFC 7662 §2.2: `active`, and for a live token what it carries (keys in alphabetical order).
+fn introspection_body(found: Option<&Introspected>, config: &Config) -> String {
+    let Some(token) = found else {
+        return JsonObject::new().boolean("active", false).finish();
+    };
+    let mut body = JsonObject::new()
+        .boolean("active", true)
+        .string("client_id", token.app.as_str());
+    if let Some(at) = token.expires_at {
+        body = body.number("exp", at.0);
+    }
+    if let Some(issuer) = config.issuer() {
+        body = body.string("iss", issuer.as_str());
+    }
+    body = body
+        .string("scope", &token.scopes.to_string())
+        .string("sub", token.account_id.as_str());
+    if token.access_token {
+        body = body.string("token_type", "bearer");
+    }
+    body.finish()
+}
+
 /// The metadata document, public and cacheable, readable from any origin (browser-based
 /// clients discover the server too); a preflight for it; or 405.
 fn metadata_response(metadata: Metadata, config: &Config) -> (Outcome, HttpResponse) {
@@ -426,6 +456,15 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Finished {
             HttpResponse::new(204, &cors::preflight_headers(&preflight), String::new()),
         ),
         Ending::Metadata(metadata) => metadata_response(metadata, config),
+        // RFC 7009 §2.2: 200, and the body is not read.
+        Ending::Revocation => (
+            Outcome::Revoked,
+            json_response(200, String::new(), &[]).without_header("Content-Type"),
+        ),
+        Ending::Introspection(found) => (
+            Outcome::Introspected,
+            json_response(200, introspection_body(found.as_deref(), config), &[]),
+        ),
         Ending::Refused(refusal, via) => {
             let response = refusal_response(&refusal, &via, config);
             (Outcome::Refused(refusal), response)

@@ -179,6 +179,8 @@ pub enum Outcome {
     AttemptsAllowed,
     /// The authorization server metadata (RFC 8414; standards profile).
     Metadata,
+    /// An introspection answer (RFC 7662; standards profile), active or not.
+    Introspected,
     /// The request was refused, for this reason.
     Refused(Refusal),
 }
@@ -197,6 +199,7 @@ impl Outcome {
             Outcome::Preflight => "preflight",
             Outcome::AttemptsAllowed => "attempts_allowed",
             Outcome::Metadata => "metadata",
+            Outcome::Introspected => "introspected",
             Outcome::Refused(_) => "refused",
         }
     }

@@ -51,6 +51,10 @@ fn the_metadata_document_is_computed_from_the_configuration() {
             "grant_types_supported": ["authorization_code", "refresh_token", "implicit"],
             "code_challenge_methods_supported": ["S256", "plain"],
             "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
+            "revocation_endpoint": "https://auth.example/oauth2/revoke",
+            "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
+            "introspection_endpoint": "https://auth.example/oauth2/introspect",
+            "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
             "authorization_response_iss_parameter_supported": true,
         })
     );
@@ -230,4 +234,253 @@ fn the_issuer_is_checked_when_the_configuration_is_read() {
     };
     let again = ConfigDocument::from_json_value(&doc.to_json_value()).unwrap();
     assert_eq!(again.profile, doc.profile);
+}
+
+// ---- RFC 7009 revocation and RFC 7662 introspection ------------------------------------------
+
+fn post_form(
+    sim: &mut Sim,
+    path: &str,
+    form: &[(&str, &str)],
+    basic: Option<(&str, &str)>,
+) -> HttpResponse {
+    let mut request = form_request(form);
+    request.path = path.into();
+    if let Some((id, secret)) = basic {
+        request
+            .headers
+            .push(("Authorization".into(), basic_header(id, secret)));
+    }
+    http(sim.http(request, None))
+}
+
+fn introspect(sim: &mut Sim, token: &str) -> Value {
+    let response = post_form(
+        sim,
+        "/oauth2/introspect",
+        &[("token", token)],
+        Some((CONF_APP, CONF_SECRET)),
+    );
+    assert_eq!(response.status, 200, "{token:?}: {}", response.body);
+    assert_eq!(response.header("Cache-Control"), Some("no-store"));
+    serde_json::from_str(&response.body).unwrap()
+}
+
+#[test]
+fn revoking_either_token_ends_the_grant_and_unknown_tokens_get_200() {
+    let mut sim = standards(ISSUER);
+    // A public client revokes by its client_id: the refresh token ends the whole grant.
+    let tokens = sim.pkce_offline_tokens(&alice());
+    let access = tokens["access_token"].as_str().unwrap().to_owned();
+    let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
+    let revoked = post_form(
+        &mut sim,
+        "/oauth2/revoke",
+        &[
+            ("token", &refresh),
+            ("token_type_hint", "refresh_token"),
+            ("client_id", PKCE_APP),
+        ],
+        None,
+    );
+    assert_eq!((revoked.status, revoked.body.as_str()), (200, ""));
+    assert_eq!(
+        http(sim.api(GET_ACCOUNT, &access)).status,
+        401,
+        "the grant's access token ended too"
+    );
+    assert_eq!(
+        oauth_error(&sim.refresh(&refresh, PKCE_APP, None)),
+        "invalid_grant"
+    );
+    // Again, and with tokens that are unknown or not of the core's shape: the same 200, no write.
+    for token in [
+        refresh.as_str(),
+        "sl.AAAAAAAAAAAAAAAA.nothing",
+        "garbage",
+        &access,
+    ] {
+        let before = sim.store.clone();
+        let again = post_form(
+            &mut sim,
+            "/oauth2/revoke",
+            &[
+                ("token", token),
+                ("client_id", PKCE_APP),
+                ("token_type_hint", "no_such_hint"),
+            ],
+            None,
+        );
+        assert_eq!(again.status, 200, "{token}");
+        assert_eq!(sim.store, before, "{token}: nothing written");
+    }
+    // A confidential client revokes with its secret, by its access token: the refresh token ends too.
+    let code = sim.code_for(&conf_query("offline", "s"), &alice());
+    let tokens = json(&sim.exchange_confidential(&code));
+    let (access, refresh) = (
+        tokens["access_token"].as_str().unwrap().to_owned(),
+        tokens["refresh_token"].as_str().unwrap().to_owned(),
+    );
+    let revoked = post_form(
+        &mut sim,
+        "/oauth2/revoke",
+        &[("token", &access)],
+        Some((CONF_APP, CONF_SECRET)),
+    );
+    assert_eq!(revoked.status, 200);
+    assert_eq!(
+        oauth_error(&sim.refresh(&refresh, CONF_APP, Some(CONF_SECRET))),
+        "invalid_grant"
+    );
+}
+
+#[test]
+fn revocation_authenticates_the_client_and_refuses_another_apps_token() {
+    let mut sim = standards(ISSUER);
+    let tokens = sim.pkce_offline_tokens(&alice());
+    let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
+    // Another (confidential) app, properly authenticated, cannot revoke it.
+    let other = post_form(
+        &mut sim,
+        "/oauth2/revoke",
+        &[("token", &refresh)],
+        Some((CONF_APP, CONF_SECRET)),
+    );
+    assert_eq!(
+        (other.status, oauth_error(&other).as_str()),
+        (400, "invalid_grant")
+    );
+    // A confidential app must send its secret; a wrong one is invalid_client (401 with Basic).
+    let no_secret = post_form(
+        &mut sim,
+        "/oauth2/revoke",
+        &[("token", &refresh), ("client_id", CONF_APP)],
+        None,
+    );
+    assert_eq!(oauth_error(&no_secret), "invalid_client");
+    let wrong = post_form(
+        &mut sim,
+        "/oauth2/revoke",
+        &[("token", &refresh)],
+        Some((CONF_APP, "wrong")),
+    );
+    assert_eq!(
+        (wrong.status, oauth_error(&wrong).as_str()),
+        (401, "invalid_client")
+    );
+    let missing = post_form(&mut sim, "/oauth2/revoke", &[("client_id", PKCE_APP)], None);
+    assert_eq!(oauth_error(&missing), "invalid_request");
+    // Still alive after all that.
+    assert_eq!(
+        json(&sim.refresh(&refresh, PKCE_APP, None))["token_type"],
+        "bearer"
+    );
+    // And in the reference profile there is no such endpoint.
+    let mut reference = Sim::new(fixture_config());
+    let tokens = reference.pkce_offline_tokens(&alice());
+    let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
+    let none = post_form(
+        &mut reference,
+        "/oauth2/revoke",
+        &[("token", &refresh), ("client_id", PKCE_APP)],
+        None,
+    );
+    assert_eq!(none.status, 404);
+}
+
+#[test]
+fn introspection_says_what_a_live_token_carries_and_nothing_else() {
+    let mut sim = standards(ISSUER);
+    let tokens = sim.pkce_offline_tokens(&alice());
+    let access = tokens["access_token"].as_str().unwrap().to_owned();
+    let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
+    let expires_at = sim.now.0 + 14_400;
+    assert_eq!(
+        introspect(&mut sim, &access),
+        json!({
+            "active": true,
+            "client_id": PKCE_APP,
+            "exp": expires_at,
+            "iss": ISSUER,
+            "scope": "account_info.read files.metadata.read",
+            "sub": alice().account_id.as_str(),
+            "token_type": "bearer",
+        })
+    );
+    assert_eq!(
+        introspect(&mut sim, &refresh),
+        json!({
+            "active": true,
+            "client_id": PKCE_APP,
+            "iss": ISSUER,
+            "scope": "account_info.read files.metadata.read",
+            "sub": alice().account_id.as_str(),
+        })
+    );
+    // Expired at its expiry (not a second before), and then inactive with nothing else said.
+    sim.now = UnixTime(expires_at - 1);
+    assert_eq!(introspect(&mut sim, &access)["active"], true);
+    sim.now = UnixTime(expires_at);
+    assert_eq!(introspect(&mut sim, &access), json!({"active": false}));
+    assert_eq!(
+        introspect(&mut sim, &refresh)["active"],
+        true,
+        "the refresh token does not expire"
+    );
+    for token in [
+        "garbage",
+        "sl.AAAAAAAAAAAAAAAA.nothing",
+        "AAAAAAAAAAAAAAAA.x",
+    ] {
+        assert_eq!(
+            introspect(&mut sim, token),
+            json!({"active": false}),
+            "{token:?}"
+        );
+    }
+    let empty = post_form(
+        &mut sim,
+        "/oauth2/introspect",
+        &[("token", "")],
+        Some((CONF_APP, CONF_SECRET)),
+    );
+    assert_eq!(
+        (empty.status, oauth_error(&empty).as_str()),
+        (400, "invalid_request")
+    );
+    // Revoked: inactive.
+    let revoked = post_form(
+        &mut sim,
+        "/oauth2/revoke",
+        &[("token", &refresh), ("client_id", PKCE_APP)],
+        None,
+    );
+    assert_eq!(revoked.status, 200);
+    assert_eq!(introspect(&mut sim, &refresh), json!({"active": false}));
+}
+
+#[test]
+fn introspection_takes_a_confidential_client_with_its_secret() {
+    let mut sim = standards(ISSUER);
+    let tokens = sim.pkce_offline_tokens(&alice());
+    let access = tokens["access_token"].as_str().unwrap().to_owned();
+    let public = post_form(
+        &mut sim,
+        "/oauth2/introspect",
+        &[("token", &access), ("client_id", PKCE_APP)],
+        None,
+    );
+    assert_eq!(oauth_error(&public), "invalid_client");
+    let wrong = post_form(
+        &mut sim,
+        "/oauth2/introspect",
+        &[("token", &access)],
+        Some((CONF_APP, "wrong")),
+    );
+    assert_eq!(
+        (wrong.status, oauth_error(&wrong).as_str()),
+        (401, "invalid_client")
+    );
+    let get = http(sim.http(HttpRequest::new("GET", "/oauth2/introspect", ""), None));
+    assert_eq!(get.status, 405);
 }

@@ -4,9 +4,14 @@
 
 use crate::config::{Config, Issuer};
 use crate::ctx::Ending;
+use crate::endpoints::token_admin::{INTROSPECTION_PATH, REVOCATION_PATH};
 use crate::scope::ScopeSet;
 use crate::wire::http::HttpRequest;
 use crate::wire::json::JsonObject;
+
+/// Secrets in the Authorization header or the body; public clients with PKCE (or, to revoke,
+/// their client_id) alone.
+const CLIENT_AUTH: [&str; 3] = ["client_secret_basic", "client_secret_post", "none"];
 
 /// What a request to the metadata path gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,6 +80,15 @@ pub(crate) fn document(config: &Config, issuer: &Issuer) -> String {
             "grant_types_supported",
             with_implicit(&["authorization_code", "refresh_token"], "implicit"),
         )
+        .string(
+            "introspection_endpoint",
+            &format!("{origin}{INTROSPECTION_PATH}"),
+        )
+        // Only a confidential client, with its secret, may introspect.
+        .strings(
+            "introspection_endpoint_auth_methods_supported",
+            ["client_secret_basic", "client_secret_post"],
+        )
         .string("issuer", issuer.as_str())
         .strings(
             "response_modes_supported",
@@ -84,12 +98,10 @@ pub(crate) fn document(config: &Config, issuer: &Issuer) -> String {
             "response_types_supported",
             with_implicit(&["code"], "token"),
         )
+        .string("revocation_endpoint", &format!("{origin}{REVOCATION_PATH}"))
+        .strings("revocation_endpoint_auth_methods_supported", CLIENT_AUTH)
         .strings("scopes_supported", scopes.iter())
         .string("token_endpoint", &format!("{origin}/oauth2/token"))
-        // Secrets in the Authorization header or the body; public clients with PKCE alone.
-        .strings(
-            "token_endpoint_auth_methods_supported",
-            ["client_secret_basic", "client_secret_post", "none"],
-        )
+        .strings("token_endpoint_auth_methods_supported", CLIENT_AUTH)
         .finish()
 }

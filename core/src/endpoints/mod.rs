@@ -8,6 +8,7 @@ pub(crate) mod authorize;
 pub(crate) mod discovery;
 mod issue;
 pub(crate) mod token;
+pub(crate) mod token_admin;
 pub(crate) mod unlink;
 
 use crate::config::Config;
@@ -67,6 +68,9 @@ impl Route {
         }
         if let Some(ending) = discovery::route(config, &request) {
             return Route::Ended(ending);
+        }
+        if let Some(parsed) = token_admin::route(config, &request) {
+            return parsed.map_or_else(Route::Ended, Route::Token);
         }
         let parsed = match request.path.as_str() {
             "/oauth2/authorize" => match request.method.as_str() {

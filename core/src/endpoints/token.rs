@@ -9,6 +9,7 @@ use crate::credentials::{AccessToken, AuthorizationCode, RefreshToken};
 use crate::ctx::{create, replace, Ctx, Decision, Ending, Flow, TokenBody, Via};
 use crate::endpoints::attempts::{self, Guard};
 use crate::endpoints::issue::{issue_grant, revoke_grant};
+use crate::endpoints::token_admin;
 use crate::endpoints::within_limit;
 use crate::ids::{AppKey, User};
 use crate::machines::attempts::Attempter;
@@ -30,8 +31,8 @@ use crate::wire::http::HttpRequest;
 /// The client as authenticated: by its secret, or only identified by `client_id` (PKCE).
 #[derive(Clone, Debug)]
 pub(crate) struct Client {
-    app: AppKey,
-    has_secret: bool,
+    pub app: AppKey,
+    pub has_secret: bool,
     via_basic: bool,
     /// The failure counts that must be under their limits for a secret to be accepted (none
     /// when no secret was presented: there is nothing to guess).
@@ -39,7 +40,7 @@ pub(crate) struct Client {
 }
 
 impl Client {
-    fn refuse(&self, refusal: Refusal) -> Ending {
+    pub fn refuse(&self, refusal: Refusal) -> Ending {
         Ending::Refused(
             refusal,
             Via::Token {
@@ -66,9 +67,25 @@ pub(crate) enum Parsed {
         /// `scope`: `Err` when malformed, refused only once the token checks out.
         scope: Option<Result<ScopeSet, ()>>,
     },
+    /// RFC 7009 revocation, or RFC 7662 introspection (standards profile), of `token`: the
+    /// access or refresh token's record, `None` if it is of no shape the core mints.
+    Manage {
+        client: Client,
+        token: Option<RecordKey>,
+        operation: Operation,
+    },
     /// The client authentication failed (a wrong secret, an unknown app, a secret for a public
     /// app): counted against the app and the source, then `invalid_client`.
     Failed { via_basic: bool, guards: Vec<Guard> },
+}
+
+/// What a client asks of a token it holds (standards profile).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Operation {
+    /// RFC 7009: end its grant.
+    Revoke,
+    /// RFC 7662: is it live, and what does it carry.
+    Introspect,
 }
 
 impl Parsed {
@@ -77,7 +94,7 @@ impl Parsed {
     pub fn credential(&self) -> Option<&RecordKey> {
         match self {
             Parsed::Exchange { code, .. } => code.as_ref(),
-            Parsed::Refresh { token, .. } => token.as_ref(),
+            Parsed::Refresh { token, .. } | Parsed::Manage { token, .. } => token.as_ref(),
             Parsed::Failed { .. } => None,
         }
     }
@@ -85,7 +102,9 @@ impl Parsed {
     /// The authenticated app.
     pub fn client(&self) -> Option<&AppKey> {
         match self {
-            Parsed::Exchange { client, .. } | Parsed::Refresh { client, .. } => Some(&client.app),
+            Parsed::Exchange { client, .. }
+            | Parsed::Refresh { client, .. }
+            | Parsed::Manage { client, .. } => Some(&client.app),
             Parsed::Failed { .. } => None,
         }
     }
@@ -96,11 +115,7 @@ fn refuse<T>(refusal: Refusal) -> Result<T, Ending> {
 }
 
 pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, Ending> {
-    if !request.method.eq_ignore_ascii_case("POST") {
-        return refuse(Refusal::MethodNotAllowed);
-    }
-    within_limit(config, request, Via::Token { basic: false })?;
-    let params = parameters(config, request)?;
+    let params = form_parameters(config, request)?;
     let grant_type = match params.one("grant_type") {
         Err(Repeated(name)) => return refuse(Refusal::Repeated(name)),
         Ok(None) => return refuse(Refusal::GrantTypeMissing),
@@ -150,6 +165,19 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
     }
 }
 
+/// `POST` only, within the input limit, and the parameters — for the token endpoint and the
+/// endpoints that share its client authentication.
+pub(crate) fn form_parameters<'r>(
+    config: &Config,
+    request: &'r HttpRequest,
+) -> Result<Params<'r>, Ending> {
+    if !request.method.eq_ignore_ascii_case("POST") {
+        return refuse(Refusal::MethodNotAllowed);
+    }
+    within_limit(config, request, Via::Token { basic: false })?;
+    parameters(config, request)
+}
+
 /// The request's parameters: the form body (RFC 6749 §4.1.3, §6), or — for clients such as the
 /// official Dropbox SDKs, which send an empty body — the URL query, if the policy allows. Never
 /// both: a request that splits its parameters cannot say which copy counts.
@@ -175,7 +203,7 @@ fn parameters<'r>(config: &Config, request: &'r HttpRequest) -> Result<Params<'r
 /// Identifies the client and checks its secret in constant time. A client without a secret is
 /// only identified; the grant decides whether PKCE stands in for the secret.
 /// The client, or — when its secret (or its very key) is wrong — the failure to count.
-fn authenticate(
+pub(crate) fn authenticate(
     config: &Config,
     request: &HttpRequest,
     params: &Params,
@@ -268,6 +296,16 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
                 return Ok(Decision::End(client.refuse(Refusal::UnknownRefreshToken)));
             };
             refresh(ctx, client, token, scope.as_ref())
+        }
+        Parsed::Manage {
+            client,
+            token,
+            operation,
+        } => {
+            if let Some(limited) = guard(ctx, client, token.as_ref())? {
+                return Ok(limited);
+            }
+            token_admin::decide(ctx, client, token.as_ref(), *operation)
         }
     }
 }

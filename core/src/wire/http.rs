@@ -136,4 +136,10 @@ impl HttpResponse {
         self.headers.push((name.to_owned(), value.to_owned()));
         self
     }
+
+    /// Drops every header called `name`.
+    pub(crate) fn without_header(mut self, name: &str) -> Self {
+        self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
+        self
+    }
 }

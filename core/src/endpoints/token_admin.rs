@@ -1,0 +1,192 @@
+//! Token administration, in the standards profile: revocation (RFC 7009) at `/oauth2/revoke`
+//! and introspection (RFC 7662) at `/oauth2/introspect`. Both authenticate the client as the
+//! token endpoint does (with the same counts of failures) and take the token in a `token`
+//! parameter; its shape says whether it is an access or a refresh token, so
+//! `token_type_hint` is ignored (RFC 7009 §2.1 allows it).
+
+use crate::config::{App, Config};
+use crate::credentials::{AccessToken, RefreshToken};
+use crate::ctx::{Ctx, Decision, Ending, Flow, Introspected, Loaded};
+use crate::endpoints::issue::revoke_grant;
+use crate::endpoints::token::{authenticate, form_parameters, Client, Operation, Parsed};
+use crate::ids::{AccountId, AppKey, GrantId};
+use crate::machines::access_token;
+use crate::machines::grant::{self, Standing};
+use crate::records::{AccessTokenRecord, GrantRecord, LinkRecord, RecordKey, RefreshTokenRecord};
+use crate::refusal::Refusal;
+use crate::step::{AuditEvent, Transaction};
+use crate::wire::form::Repeated;
+use crate::wire::http::HttpRequest;
+
+/// Where RFC 7009 revocation is served.
+pub(crate) const REVOCATION_PATH: &str = "/oauth2/revoke";
+/// Where RFC 7662 introspection is served.
+pub(crate) const INTROSPECTION_PATH: &str = "/oauth2/introspect";
+
+/// The parsed request, if `request` is for one of these endpoints (standards profile only).
+pub(crate) fn route(config: &Config, request: &HttpRequest) -> Option<Result<Parsed, Ending>> {
+    config.issuer()?;
+    let operation = match request.path.as_str() {
+        REVOCATION_PATH => Operation::Revoke,
+        INTROSPECTION_PATH => Operation::Introspect,
+        _ => return None,
+    };
+    Some(parse(config, request, operation))
+}
+
+fn parse(config: &Config, request: &HttpRequest, operation: Operation) -> Result<Parsed, Ending> {
+    let params = form_parameters(config, request)?;
+    let client = match authenticate(config, request, &params)? {
+        Ok(client) => client,
+        Err(failed) => return Ok(failed),
+    };
+    // A confidential client authenticates (RFC 7009 §2.1); a public one is known by its
+    // client_id. Introspection tells about tokens of any app: only a confidential client
+    // with its secret may ask (RFC 7662 §2.1, §4).
+    let confidential = config
+        .app(client.app.as_str())
+        .is_some_and(App::is_confidential);
+    if (confidential || operation == Operation::Introspect) && !client.has_secret {
+        return Err(client.refuse(Refusal::ConfidentialClientRequired));
+    }
+    let token = params
+        .one("token")
+        .map_err(|Repeated(name)| client.refuse(Refusal::Repeated(name)))?;
+    let Some(token) = token else {
+        return Err(client.refuse(Refusal::TokenMissing));
+    };
+    let token = if token.starts_with("sl.") {
+        AccessToken::key_of(token)
+    } else {
+        RefreshToken::key_of(token)
+    };
+    Ok(Parsed::Manage {
+        client,
+        token,
+        operation,
+    })
+}
+
+pub(crate) fn decide(
+    ctx: &Ctx<'_>,
+    client: &Client,
+    token: Option<&RecordKey>,
+    operation: Operation,
+) -> Flow<Decision> {
+    let held = match token {
+        Some(key) => held(ctx, key)?,
+        None => None,
+    };
+    match operation {
+        Operation::Revoke => revoke(ctx, client, held),
+        Operation::Introspect => Ok(Decision::End(Ending::Introspection(
+            held.and_then(|held| introspected(ctx, held)).map(Box::new),
+        ))),
+    }
+}
+
+/// A token found, with its grant and where that grant stands.
+struct Held<'a> {
+    app: &'a AppKey,
+    account_id: &'a AccountId,
+    grant_id: &'a GrantId,
+    grant_key: RecordKey,
+    grant: Loaded<'a, GrantRecord>,
+    live: bool,
+    /// For an access token, its record; `None` for a refresh token.
+    access: Option<&'a AccessTokenRecord>,
+}
+
+/// The token under `key` and its grant (with the link, in one batch), if both are there.
+fn held<'a>(ctx: &Ctx<'a>, key: &RecordKey) -> Flow<Option<Held<'a>>> {
+    let partition = key.partition();
+    let (app, account_id, grant_id, access) = match key {
+        RecordKey::AccessToken(..) => match ctx.load::<AccessTokenRecord>(key)? {
+            Some(found) => {
+                let r = found.record;
+                (&r.app, &r.account_id, &r.grant, Some(r))
+            }
+            None => return Ok(None),
+        },
+        RecordKey::RefreshToken(..) => match ctx.load::<RefreshTokenRecord>(key)? {
+            Some(found) => {
+                let r = found.record;
+                (&r.app, &r.account_id, &r.grant, None)
+            }
+            None => return Ok(None),
+        },
+        _ => return Ok(None),
+    };
+    let grant_key = RecordKey::Grant(partition, grant_id.clone());
+    let link_key = RecordKey::Link(partition, app.clone(), account_id.clone());
+    ctx.need(&[&grant_key, &link_key])?;
+    let Some(grant) = ctx.load::<GrantRecord>(&grant_key)? else {
+        return Ok(None);
+    };
+    let link = ctx.load::<LinkRecord>(&link_key)?;
+    let live = grant::standing(grant.record, link.map(|l| l.record)) == Standing::Live;
+    Ok(Some(Held {
+        app,
+        account_id,
+        grant_id,
+        grant_key,
+        grant,
+        live,
+        access,
+    }))
+}
+
+/// RFC 7009: the token's grant ends, with every token of it. An unknown, garbled or already
+/// ended token gets the same answer (§2.2); a token of another app is refused (§2.1).
+fn revoke(ctx: &Ctx<'_>, client: &Client, held: Option<Held<'_>>) -> Flow<Decision> {
+    let Some(held) = held else {
+        return Ok(Decision::End(Ending::Revocation));
+    };
+    if held.app != &client.app {
+        return Ok(Decision::End(client.refuse(Refusal::TokenOfAnotherApp)));
+    }
+    if !held.live {
+        return Ok(Decision::End(Ending::Revocation));
+    }
+    let audit = AuditEvent::GrantRevoked {
+        app: held.app.clone(),
+        account_id: held.account_id.clone(),
+        grant: held.grant_id.clone(),
+    };
+    let puts = revoke_grant(ctx, held.grant_key, &held.grant)?;
+    Ok(Decision::Commit(
+        Transaction {
+            puts,
+            audit: vec![audit],
+        },
+        Ending::Revocation,
+    ))
+}
+
+/// RFC 7662 §2.2: what a live token carries; `None` — `active: false` and nothing else — for
+/// anything not live (expired, revoked, unlinked, of a removed app).
+fn introspected(ctx: &Ctx<'_>, held: Held<'_>) -> Option<Introspected> {
+    if !held.live || ctx.config.app(held.app.as_str()).is_none() {
+        return None;
+    }
+    let grant = held.grant.record;
+    match held.access {
+        Some(token) => {
+            access_token::check(token, ctx.now).ok()?;
+            Some(Introspected {
+                app: held.app.clone(),
+                account_id: held.account_id.clone(),
+                scopes: token.scopes.clone(),
+                expires_at: token.expires_at,
+                access_token: true,
+            })
+        }
+        None => Some(Introspected {
+            app: held.app.clone(),
+            account_id: held.account_id.clone(),
+            scopes: grant.scopes.clone(),
+            expires_at: None,
+            access_token: false,
+        }),
+    }
+}
