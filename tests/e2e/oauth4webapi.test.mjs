@@ -1,0 +1,116 @@
+// Interop with a published standards-based client: oauth4webapi (npm), which discovers the
+// server from its issuer alone (RFC 8414), runs the code flow with PKCE, checks the `iss` of
+// the authorization response (RFC 9207), refreshes, introspects (RFC 7662) and revokes (RFC
+// 7009) — unmodified, against the three hosts in the standards profile. Nothing is given to it
+// but the issuer URL and its client credentials.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import * as oauth from "oauth4webapi";
+import { ALICE, REDIRECT, apps, browse, root } from "./interop.mjs";
+
+/** A port nobody listens on now: the issuer names it before the host starts. */
+async function freePort() {
+  const server = createServer();
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  const { port } = server.address();
+  await new Promise((ok) => server.close(ok));
+  return port;
+}
+
+/** The host's sample configuration in the standards profile, issuer http://127.0.0.1:<port>/. */
+function standardsConfig(sample, port, dir) {
+  const doc = JSON.parse(readFileSync(sample, "utf8"));
+  const path = join(dir, "config.json");
+  writeFileSync(path, JSON.stringify({ ...doc, profile: { kind: "standards", issuer: `http://127.0.0.1:${port}/` } }));
+  return path;
+}
+
+const hosts = {
+  node: async (port, dir) => {
+    const { startServer } = await import(pathToFileURL(join(root, "examples/node/server.mjs")).href);
+    return startServer(standardsConfig(join(root, "examples/node/config.sample.json"), port, dir), { port, allowSampleSecret: true, onAudit: () => {} });
+  },
+  native: async (port, dir) => {
+    const { startNative } = await import(pathToFileURL(join(root, "examples/native/start.mjs")).href);
+    return startNative(standardsConfig(join(root, "examples/node/config.sample.json"), port, dir), { port, allowSampleSecret: true });
+  },
+  worker: async (port, dir) => {
+    const { startWorker } = await import(pathToFileURL(join(root, "examples/worker/dev.mjs")).href);
+    return startWorker({ configPath: standardsConfig(join(root, "examples/worker/config.sample.json"), port, dir), port, persistTo: join(dir, "state"), allowSampleSecret: true });
+  },
+};
+
+const insecure = { [oauth.allowInsecureRequests]: true }; // the hosts run on http://127.0.0.1
+const [publicApp, confidentialApp] = apps;
+
+for (const [name, start] of Object.entries(hosts)) {
+  test(`oauth4webapi against the ${name} host: discovery, PKCE code flow with iss checked, refresh, introspection, revocation`, { timeout: 20 * 60_000 }, async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), `edgegrant-oauth4webapi-${name}-`));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const port = await freePort();
+    const host = await start(port, dir);
+    t.after(() => host.close());
+    const issuer = new URL(`http://127.0.0.1:${port}/`);
+
+    // Discovery from the issuer alone.
+    const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: "oauth2", ...insecure }));
+    assert.equal(as.issuer, issuer.href);
+    assert.equal(as.authorization_response_iss_parameter_supported, true);
+    assert.ok(as.revocation_endpoint && as.introspection_endpoint);
+
+    // The code flow of a public client with PKCE; the browser plays the user.
+    const client = { client_id: publicApp.clientId };
+    const verifier = oauth.generateRandomCodeVerifier();
+    const state = oauth.generateRandomState();
+    const authorize = new URL(as.authorization_endpoint);
+    for (const [k, v] of Object.entries({
+      client_id: client.client_id,
+      redirect_uri: REDIRECT,
+      response_type: "code",
+      code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: "S256",
+      state,
+      token_access_type: "offline",
+    })) authorize.searchParams.set(k, v);
+    const { redirect } = await browse(authorize.href, `http://127.0.0.1:${port}`, ALICE);
+    // The client checks iss against the discovered issuer (RFC 9207): a forged one is refused.
+    const forged = new URL(redirect);
+    forged.searchParams.set("iss", "https://evil.example/");
+    assert.throws(() => oauth.validateAuthResponse(as, client, forged, state), /iss/);
+    const params = oauth.validateAuthResponse(as, client, new URL(redirect), state);
+
+    const tokens = await oauth.processAuthorizationCodeResponse(
+      as,
+      client,
+      await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, REDIRECT, verifier, insecure),
+    );
+    assert.equal(tokens.token_type, "bearer");
+    assert.ok(tokens.refresh_token, "offline access");
+    const refreshed = await oauth.processRefreshTokenResponse(as, client, await oauth.refreshTokenGrantRequest(as, client, oauth.None(), tokens.refresh_token, insecure));
+    assert.match(refreshed.access_token, /^sl\./);
+
+    // A resource server (the confidential app, with its secret) asks whether tokens are live.
+    const server = { client_id: confidentialApp.clientId };
+    const serverAuth = oauth.ClientSecretBasic(confidentialApp.clientSecret);
+    const introspect = async (token) =>
+      oauth.processIntrospectionResponse(as, server, await oauth.introspectionRequest(as, server, serverAuth, token, insecure));
+    const live = await introspect(refreshed.access_token);
+    assert.equal(live.active, true);
+    assert.equal(live.client_id, publicApp.clientId);
+    assert.equal(live.sub, ALICE.account_id);
+    assert.equal(live.iss, issuer.href);
+
+    // The public client revokes its refresh token: the whole grant ends.
+    await oauth.processRevocationResponse(await oauth.revocationRequest(as, client, oauth.None(), tokens.refresh_token, insecure));
+    for (const token of [tokens.access_token, refreshed.access_token, tokens.refresh_token]) {
+      assert.deepEqual(await introspect(token), { active: false });
+    }
+    const api = await fetch(`http://127.0.0.1:${port}/2/users/get_current_account`, { method: "POST", headers: { authorization: `Bearer ${refreshed.access_token}` } });
+    assert.equal(api.status, 401);
+  });
+}
