@@ -457,6 +457,11 @@ impl Config {
         }
     }
 
+    /// The Required Scope of every declared API endpoint (a scope once per endpoint).
+    pub fn required_scopes(&self) -> impl Iterator<Item = &Scope> {
+        self.api_endpoints.values()
+    }
+
     /// The Required Scope of an API endpoint, or `None` if the host did not declare it.
     pub fn required_scope(&self, endpoint: &str) -> Option<&Scope> {
         self.api_endpoints.get(endpoint)

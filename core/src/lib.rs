@@ -90,8 +90,10 @@
 //! configuration and readable from any origin, and `iss` on every authorization response that
 //! goes back to the client, success or error, query or fragment (RFC 9207); revocation at
 //! `/oauth2/revoke` (RFC 7009) and introspection at `/oauth2/introspect` (RFC 7662), which
-//! authenticate the client as the token endpoint does. The metadata reads no record (its
-//! partition is `None`); revocation and introspection route to the token's partition.
+//! authenticate the client as the token endpoint does; and the protected-resource metadata of
+//! the API served beside it (RFC 9728), named by `resource_metadata` in every bearer challenge.
+//! The metadata reads no record (its partition is `None`); revocation and introspection route
+//! to the token's partition.
 //!
 //! ## The client side
 //!

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use crate::config::Config;
 use crate::cors;
 use crate::ctx::{ConsentPage, Ending, Introspected, TokenBody, Via};
-use crate::endpoints::discovery::{self, Metadata};
+use crate::endpoints::discovery::{self, Document, Metadata};
 use crate::pages::{lookup, page_data};
 use crate::records::TokenAccessType;
 use crate::refusal::Refusal;
@@ -292,7 +292,7 @@ fn refusal_response(refusal: &Refusal, via: &Via, config: &Config) -> HttpRespon
                 _ => json_response(400, body, &[]),
             }
         }
-        Via::Bearer => bearer_refusal(refusal),
+        Via::Bearer => bearer_refusal(refusal, config),
     }
 }
 
@@ -323,7 +323,7 @@ fn introspection_body(found: Option<&Introspected>, config: &Config) -> String {
 /// clients discover the server too); a preflight for it; or 405.
 fn metadata_response(metadata: Metadata, config: &Config) -> (Outcome, HttpResponse) {
     match (metadata, config.issuer()) {
-        (Metadata::Document, Some(issuer)) => (
+        (Metadata::Document(document), Some(issuer)) => (
             Outcome::Metadata,
             HttpResponse::new(
                 200,
@@ -333,7 +333,10 @@ fn metadata_response(metadata: Metadata, config: &Config) -> (Outcome, HttpRespo
                     ("Access-Control-Allow-Origin", "*"),
                     ("X-Content-Type-Options", "nosniff"),
                 ],
-                discovery::document(config, issuer),
+                match document {
+                    Document::AuthorizationServer => discovery::document(config, issuer),
+                    Document::ProtectedResource => discovery::resource_document(config, issuer),
+                },
             ),
         ),
         (Metadata::Preflight, Some(_)) => (
@@ -359,7 +362,10 @@ fn metadata_response(metadata: Metadata, config: &Config) -> (Outcome, HttpRespo
 
 /// RFC 6750 §3 status and challenge, with the reference service's body
 /// `{"error_summary": "<tag>/..", "error": {".tag": "<tag>", …}}`.
-fn bearer_refusal(refusal: &Refusal) -> HttpResponse {
+///
+/// In the standards profile every challenge also names the API's metadata (RFC 9728 §5.1), so
+/// a client that knows only the API finds its authorization server.
+fn bearer_refusal(refusal: &Refusal, config: &Config) -> HttpResponse {
     let (status, challenge, tag) = match refusal {
         Refusal::BearerMissing => (
             401,
@@ -399,6 +405,13 @@ fn bearer_refusal(refusal: &Refusal) -> HttpResponse {
             ),
             "invalid_access_token",
         ),
+    };
+    let challenge = match config.issuer() {
+        Some(issuer) => format!(
+            "{challenge}, resource_metadata=\"{}\"",
+            discovery::resource_metadata_url(issuer)
+        ),
+        None => challenge,
     };
     let mut error = JsonObject::new().string(".tag", tag);
     if let Refusal::MissingScope(scope) = refusal {

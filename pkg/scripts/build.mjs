@@ -47,9 +47,10 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * transaction, and reading links of format 2) to 100.0 KiB: moved to 100.5, on purpose.
  * Issue 17's standards profile (the profile and issuer in the configuration, RFC 8414
  * metadata written without a JSON tree, RFC 9207 `iss`) took it to 102.3 KiB, and its RFC 7009
- * revocation and RFC 7662 introspection to 104.4 KiB: 104.5, on purpose.
+ * revocation and RFC 7662 introspection to 104.4 KiB, and RFC 9728 resource metadata to
+ * 105.0 KiB: 105.5, on purpose.
  */
-const BUDGETS = { edgegrant_wasm: 104.5 * 1024, edgegrant_client: 75 * 1024 };
+const BUDGETS = { edgegrant_wasm: 105.5 * 1024, edgegrant_client: 75 * 1024 };
 
 const modules = [
   { feature: "server", name: "edgegrant_wasm" },

@@ -484,3 +484,65 @@ fn introspection_takes_a_confidential_client_with_its_secret() {
     let get = http(sim.http(HttpRequest::new("GET", "/oauth2/introspect", ""), None));
     assert_eq!(get.status, 405);
 }
+
+// ---- RFC 9728: the API this host serves ----------------------------------------------------
+
+#[test]
+fn the_api_publishes_its_metadata_and_its_challenges_point_there() {
+    let mut sim = standards(ISSUER);
+    let response = get(&mut sim, "GET", "/.well-known/oauth-protected-resource");
+    assert_eq!(response.status, 200);
+    assert_eq!(header(&response, "Access-Control-Allow-Origin"), Some("*"));
+    let doc: Value = serde_json::from_str(&response.body).unwrap();
+    assert_eq!(
+        doc,
+        json!({
+            "resource": ISSUER,
+            "authorization_servers": [ISSUER],
+            "bearer_methods_supported": ["header"],
+            // The Required Scopes of the declared endpoints, each once.
+            "scopes_supported": ["account_info.read", "files.content.write", "files.metadata.read", "team_info.read"],
+        })
+    );
+    // A call without a token, with a dead one, without the scope: each challenge names it.
+    let expected = format!("resource_metadata=\"{ISSUER}/.well-known/oauth-protected-resource\"");
+    let bare = http(sim.http(HttpRequest::new("POST", GET_ACCOUNT, ""), None));
+    assert_eq!(bare.status, 401);
+    let challenge = bare.header("WWW-Authenticate").unwrap();
+    assert!(
+        challenge.starts_with("Bearer realm=\"api\", ") && challenge.ends_with(&expected),
+        "{challenge}"
+    );
+    let dead = http(sim.api(GET_ACCOUNT, "sl.AAAAAAAAAAAAAAAA.nothing"));
+    assert!(dead
+        .header("WWW-Authenticate")
+        .unwrap()
+        .ends_with(&expected));
+    let tokens = sim.pkce_offline_tokens(&alice());
+    let narrow = http(sim.api("/2/files/upload", tokens["access_token"].as_str().unwrap()));
+    assert_eq!(narrow.status, 403);
+    assert!(narrow
+        .header("WWW-Authenticate")
+        .unwrap()
+        .contains("insufficient_scope"));
+    assert!(narrow
+        .header("WWW-Authenticate")
+        .unwrap()
+        .ends_with(&expected));
+    // The reference profile: neither the document nor the parameter.
+    let mut reference = Sim::new(fixture_config());
+    assert_eq!(
+        get(
+            &mut reference,
+            "GET",
+            "/.well-known/oauth-protected-resource"
+        )
+        .status,
+        404
+    );
+    let bare = http(reference.http(HttpRequest::new("POST", GET_ACCOUNT, ""), None));
+    assert_eq!(
+        bare.header("WWW-Authenticate"),
+        Some("Bearer realm=\"api\"")
+    );
+}

@@ -1,6 +1,7 @@
-//! Authorization server metadata (RFC 8414), in the standards profile: a document computed from
-//! the configuration, served at the issuer's well-known path to anyone, from any origin. It
-//! reads no record and names no secret.
+//! Metadata, in the standards profile: the authorization server's (RFC 8414), served at the
+//! issuer's well-known path, and that of the API this host protects (RFC 9728), which names
+//! this server as its authorization server — documents computed from the configuration, served
+//! to anyone, from any origin. They read no record and name no secret.
 
 use crate::config::{Config, Issuer};
 use crate::ctx::Ending;
@@ -13,11 +14,20 @@ use crate::wire::json::JsonObject;
 /// their client_id) alone.
 const CLIENT_AUTH: [&str; 3] = ["client_secret_basic", "client_secret_post", "none"];
 
-/// What a request to the metadata path gets.
+/// Which document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Document {
+    /// RFC 8414: this authorization server.
+    AuthorizationServer,
+    /// RFC 9728: the API served beside it (the `/2/` endpoints), protected by it.
+    ProtectedResource,
+}
+
+/// What a request to a metadata path gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Metadata {
     /// `GET`: the document.
-    Document,
+    Document(Document),
     /// `OPTIONS`: a CORS preflight (a browser-based client sending headers of its own).
     Preflight,
     /// Any other method: 405.
@@ -28,18 +38,43 @@ pub(crate) enum Metadata {
 /// profile, which serves no metadata).
 pub(crate) fn route(config: &Config, request: &HttpRequest) -> Option<Ending> {
     let issuer = config.issuer()?;
-    let path = request.path.strip_prefix(WELL_KNOWN)?;
-    if !is_issuer_path(issuer, path) {
+    let document = if request.path == PROTECTED_RESOURCE {
+        Document::ProtectedResource
+    } else if is_issuer_path(issuer, request.path.strip_prefix(WELL_KNOWN)?) {
+        Document::AuthorizationServer
+    } else {
         return None;
-    }
+    };
     Some(Ending::Metadata(match request.method.as_str() {
-        "GET" => Metadata::Document,
+        "GET" => Metadata::Document(document),
         "OPTIONS" => Metadata::Preflight,
         _ => Metadata::WrongMethod,
     }))
 }
 
 const WELL_KNOWN: &str = "/.well-known/oauth-authorization-server";
+
+/// Where the API's metadata is (RFC 9728 §3.1: its resource identifier is this host's origin,
+/// which has no path).
+const PROTECTED_RESOURCE: &str = "/.well-known/oauth-protected-resource";
+
+/// The URL of the API's metadata, for the `resource_metadata` of its challenges (RFC 9728 §5.1).
+pub(crate) fn resource_metadata_url(issuer: &Issuer) -> String {
+    format!("{}{PROTECTED_RESOURCE}", issuer.origin())
+}
+
+/// RFC 9728 §2: the API this host serves — its identifier (the origin), the authorization
+/// server that protects it, the scopes its endpoints require, and how to present a token.
+pub(crate) fn resource_document(config: &Config, issuer: &Issuer) -> String {
+    // A scope set: sorted, each once, with the code the core has for scopes anyway.
+    let scopes = ScopeSet::from_scopes(config.required_scopes().cloned());
+    JsonObject::new()
+        .strings("authorization_servers", [issuer.as_str()])
+        .strings("bearer_methods_supported", ["header"])
+        .string("resource", issuer.origin())
+        .strings("scopes_supported", scopes.iter())
+        .finish()
+}
 
 /// Whether `path` (after the well-known prefix) is the issuer's own path, as RFC 8414 §3.1
 /// inserts it: without a trailing `/`.
