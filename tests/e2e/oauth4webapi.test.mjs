@@ -1,5 +1,6 @@
-// Interop with a published standards-based client: oauth4webapi (npm), which discovers the
-// server from its issuer alone (RFC 8414), runs the code flow with PKCE, checks the `iss` of
+// Interop with a published standards-based client: oauth4webapi (npm), which finds the server
+// from a challenge of its API (RFC 9728) and discovers it from its issuer (RFC 8414), runs the
+// code flow with PKCE, checks the `iss` of
 // the authorization response (RFC 9207), refreshes, introspects (RFC 7662) and revokes (RFC
 // 7009) — unmodified, against the three hosts in the standards profile. Nothing is given to it
 // but the issuer URL and its client credentials.
@@ -56,6 +57,17 @@ for (const [name, start] of Object.entries(hosts)) {
     const host = await start(port, dir);
     t.after(() => host.close());
     const issuer = new URL(`http://127.0.0.1:${port}/`);
+
+    // As an MCP client starts, knowing only the API: a call with a dead token is challenged, the
+    // challenge names the API's metadata (RFC 9728), and that names the authorization server.
+    const challenged = await oauth
+      .protectedResourceRequest("sl.AAAAAAAAAAAAAAAA.nothing", "POST", new URL("/2/users/get_current_account", issuer), new Headers(), null, insecure)
+      .then(() => null, (error) => error);
+    assert.ok(challenged instanceof oauth.WWWAuthenticateChallengeError, String(challenged));
+    const bearer = challenged.cause.find((c) => c.scheme === "bearer");
+    assert.equal(bearer.parameters.resource_metadata, new URL("/.well-known/oauth-protected-resource", issuer).href);
+    const resource = await oauth.processResourceDiscoveryResponse(issuer, await oauth.resourceDiscoveryRequest(issuer, insecure));
+    assert.deepEqual(resource.authorization_servers, [issuer.href]);
 
     // Discovery from the issuer alone.
     const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: "oauth2", ...insecure }));
