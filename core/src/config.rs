@@ -236,7 +236,27 @@ pub enum Profile {
     Standards {
         /// This server's issuer identifier.
         issuer: Issuer,
+        /// The resources (RFC 8707) it issues tokens for besides the API it serves itself
+        /// (whose identifier is the issuer's origin): APIs on other hosts, MCP servers.
+        resources: Vec<Resource>,
     },
+}
+
+/// A resource identifier (RFC 8707 §2): an API or MCP server this authorization server issues
+/// tokens for, `https` (or `http` on loopback), without query or fragment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resource(String);
+
+impl Resource {
+    /// Checks `text` as a resource identifier; the error says what is wrong.
+    pub fn new(text: &str) -> Result<Resource, &'static str> {
+        Issuer::new(text).map(|checked| Resource(checked.0))
+    }
+
+    /// The identifier as configured.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 /// An issuer identifier (RFC 8414 §2): an `https` URL without query or fragment, which clients
@@ -453,7 +473,18 @@ impl Config {
     pub fn issuer(&self) -> Option<&Issuer> {
         match &self.profile {
             Profile::Reference => None,
-            Profile::Standards { issuer } => Some(issuer),
+            Profile::Standards { issuer, .. } => Some(issuer),
+        }
+    }
+
+    /// Whether tokens may be issued for `resource` (RFC 8707): the API served here (the
+    /// issuer's origin) or a configured one. Never in the reference profile.
+    pub fn knows_resource(&self, resource: &str) -> bool {
+        match &self.profile {
+            Profile::Reference => false,
+            Profile::Standards { issuer, resources } => {
+                issuer.origin() == resource || resources.iter().any(|r| r.as_str() == resource)
+            }
         }
     }
 
@@ -554,7 +585,8 @@ impl ConfigDocument {
 
     /// Reads a configuration document from its JSON value: `apps`, and optionally `policy`,
     /// `api_endpoints`, `pages` and `profile` (`{"kind": "reference"}`, the default, or
-    /// `{"kind": "standards", "issuer": "https://…"}`). The error names the field that is wrong.
+    /// `{"kind": "standards", "issuer": "https://…", "resources": ["https://…"]}`). The error
+    /// names the field that is wrong.
     pub fn from_json_value(value: &Value) -> Result<Self, ConfigError> {
         let doc = object(value, "the configuration")?;
         let apps = match doc.get("apps") {
@@ -726,9 +758,10 @@ impl Serialize for ProfileJson<'_> {
         let mut out = s.serialize_map(None)?;
         match self.0 {
             Profile::Reference => out.serialize_entry("kind", "reference")?,
-            Profile::Standards { issuer } => {
+            Profile::Standards { issuer, resources } => {
                 out.serialize_entry("kind", "standards")?;
                 out.serialize_entry("issuer", issuer.as_str())?;
+                out.serialize_entry("resources", &Each(resources, Resource::as_str))?;
             }
         }
         out.end()
@@ -748,7 +781,16 @@ fn profile_from_json(value: &Value) -> Result<Profile, ConfigError> {
                 .ok_or_else(|| problem("profile.issuer", "is missing"))?;
             let issuer = Issuer::new(string(issuer, "profile.issuer")?)
                 .map_err(|why| problem("profile.issuer", why))?;
-            Ok(Profile::Standards { issuer })
+            let mut resources = Vec::new();
+            if let Some(list) = profile.get("resources") {
+                for (i, resource) in array(list, "profile.resources")?.iter().enumerate() {
+                    let at = format!("profile.resources[{i}]");
+                    resources.push(
+                        Resource::new(string(resource, &at)?).map_err(|why| problem(&at, why))?,
+                    );
+                }
+            }
+            Ok(Profile::Standards { issuer, resources })
         }
         _ => Err(problem("profile.kind", "expected reference or standards")),
     }

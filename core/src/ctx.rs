@@ -10,6 +10,7 @@ use crate::cors::Preflight;
 use crate::credentials::{AccessToken, AuthorizationCode, Entropy, RefreshToken};
 use crate::endpoints::discovery::Metadata;
 use crate::ids::AppKey;
+use crate::records::Resources;
 use crate::records::{
     AccessTokenRecord, AttemptsRecord, CodeRecord, GrantRecord, LinkRecord, Record, RecordKey,
     RefreshTokenRecord,
@@ -94,6 +95,8 @@ pub(crate) struct Introspected {
     pub expires_at: Option<UnixTime>,
     /// An access token (`token_type: bearer`), or a refresh token.
     pub access_token: bool,
+    /// The resources it is for (RFC 8707); empty: none named.
+    pub audience: Resources,
 }
 
 /// The consent page's content.

@@ -90,8 +90,10 @@
 //! configuration and readable from any origin, and `iss` on every authorization response that
 //! goes back to the client, success or error, query or fragment (RFC 9207); revocation at
 //! `/oauth2/revoke` (RFC 7009) and introspection at `/oauth2/introspect` (RFC 7662), which
-//! authenticate the client as the token endpoint does; and the protected-resource metadata of
-//! the API served beside it (RFC 9728), named by `resource_metadata` in every bearer challenge.
+//! authenticate the client as the token endpoint does; resource indicators (RFC 8707: codes
+//! and grants carry the resources consented to, access tokens their audience, and the bearer
+//! check refuses a token for another resource); and the protected-resource metadata of the API
+//! served beside it (RFC 9728), named by `resource_metadata` in every bearer challenge.
 //! The metadata reads no record (its partition is `None`); revocation and introspection route
 //! to the token's partition.
 //!
@@ -194,7 +196,7 @@ mod wire;
 
 pub use config::{
     App, AttemptLimits, Config, ConfigDocument, ConfigError, DefaultTokenType, Issuer, Permissions,
-    Policy, Profile,
+    Policy, Profile, Resource,
 };
 pub use credentials::{
     AccessToken, AccessTokenDigest, AttempterDigest, AuthorizationCode, ClientSecret, CodeDigest,
@@ -207,7 +209,7 @@ pub use partition::{partition_of, BadPartition, Partition};
 pub use pkce::{ChallengeMethod, CodeChallenge, CodeVerifier};
 pub use records::{
     AccessTokenRecord, AttemptsRecord, BadRecord, BadRecordKey, CodeRecord, CodeState, GrantRecord,
-    LinkRecord, Record, RecordKey, RefreshTokenRecord, Stored, TokenAccessType,
+    LinkRecord, Record, RecordKey, RefreshTokenRecord, Resources, Stored, TokenAccessType,
     FORMAT as RECORD_FORMAT,
 };
 pub use refusal::Refusal;

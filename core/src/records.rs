@@ -60,6 +60,48 @@ pub struct CodeRecord {
     pub expires_at: UnixTime,
     /// Issued or redeemed.
     pub state: CodeState,
+    /// The resources the tokens may be for (RFC 8707); empty when none was named.
+    pub resources: Resources,
+}
+
+/// Resource identifiers (RFC 8707), sorted, each once; stored as one space-separated string
+/// (identifiers hold no space: they are checked as visible ASCII), so a record carries them at
+/// the cost of a string. Empty: none named.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Resources(String);
+
+impl Resources {
+    /// The set of `names` (any order, repeats allowed).
+    pub fn from_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Resources {
+        let mut sorted: Vec<&str> = Vec::new();
+        for name in names {
+            if let Err(at) = sorted.binary_search(&name) {
+                sorted.insert(at, name);
+            }
+        }
+        Resources(sorted.join(" "))
+    }
+
+    /// Whether none is named.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Each identifier, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        self.0.split(' ').filter(|name| !name.is_empty())
+    }
+
+    /// Whether `name` is one of them.
+    pub fn contains(&self, name: &str) -> bool {
+        self.iter().any(|r| r == name)
+    }
+
+    /// Whether every one of `other` is one of these.
+    pub fn covers(&self, other: &Resources) -> bool {
+        other.iter().all(|r| self.contains(r))
+    }
 }
 
 /// One grant: the tokens that one consent produced, ended together by one revocation.
@@ -85,6 +127,8 @@ pub struct GrantRecord {
     /// The digest of its access token if that one never expires (a legacy long-lived token):
     /// a revocation purges it with the grant. Short-lived ones purge themselves on expiry.
     pub long_lived_token: Option<AccessTokenDigest>,
+    /// The resources consented to (RFC 8707): a refresh may narrow to some of them.
+    pub resources: Resources,
 }
 
 /// An access token, stored under its digest.
@@ -100,6 +144,8 @@ pub struct AccessTokenRecord {
     pub scopes: ScopeSet,
     /// `None` for a legacy long-lived token.
     pub expires_at: Option<UnixTime>,
+    /// The resources it is for (RFC 8707 audience); empty: any this server protects.
+    pub audience: Resources,
 }
 
 /// A refresh token, stored under its digest. It never expires by time.
@@ -153,7 +199,8 @@ pub struct AttemptsRecord {
 /// partition; records of format 1 sit under keys of the older shape that nothing reads, so
 /// there is nothing to upgrade: they are refused as [`BadRecord`]. Format 3 added the link's
 /// list of grants; a link of format 2 is read with an empty list (its grants still end with an
-/// unlink, by the epoch, but are not purged by it).
+/// unlink, by the epoch, but are not purged by it). Format 4 added the resources of codes and
+/// grants and the audience of access tokens (RFC 8707); older ones read with none.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Record {
     /// Under [`RecordKey::Code`].
@@ -171,11 +218,26 @@ pub enum Record {
 }
 
 /// The format of stored records: the first byte of every [`Record::encode`].
-pub const FORMAT: u8 = 3;
+pub const FORMAT: u8 = 4;
 
-/// The postcard tag of [`Record::Link`] (its variant index, one byte), the one variant that
-/// format 3 changed.
+/// The postcard tags of the variants (their index, one byte) whose record gained a last field
+/// since a format: an empty list (one zero byte) appended reads an older record as the new.
+const CODE_TAG: u8 = 0;
+const ACCESS_TOKEN_TAG: u8 = 1;
+const GRANT_TAG: u8 = 3;
 const LINK_TAG: u8 = 4;
+
+/// Whether a record of `format` with this tag lacks a trailing list the current format has.
+fn lacks_trailing_list(format: u8, tag: u8) -> bool {
+    match tag {
+        // Format 3 added the link's grants.
+        LINK_TAG => format < 3,
+        // Format 4 added the code's, grant's and access token's resources (an empty string,
+        // like an empty list, is one zero byte).
+        CODE_TAG | ACCESS_TOKEN_TAG | GRANT_TAG => format < 4,
+        _ => false,
+    }
+}
 
 impl Record {
     /// The record in its stored form: opaque bytes for the host, which stores them beside the
@@ -197,11 +259,11 @@ impl Record {
                 Ok((record, [])) => Ok(record),
                 _ => Err(BadRecord),
             },
-            // Format 2 lacked only the link's list of grants, its last field: an empty list is
-            // one zero byte. Every other record reads as it is.
-            Some((2, rest)) => {
+            // Formats 2 and 3 lacked a trailing list on some records (see
+            // `lacks_trailing_list`): an empty list is one zero byte.
+            Some((&format @ (2 | 3), rest)) => {
                 let upgraded = match rest.first() {
-                    Some(&LINK_TAG) => [rest, &[0]].concat(),
+                    Some(&tag) if lacks_trailing_list(format, tag) => [rest, &[0]].concat(),
                     _ => rest.to_vec(),
                 };
                 match postcard::take_from_bytes(&upgraded) {

@@ -167,6 +167,12 @@ pub enum Refusal {
     /// The endpoint takes only a confidential client authenticated with its secret: a
     /// confidential app that sent none, or any client at introspection that is not one.
     ConfidentialClientRequired,
+
+    // ---- resource indicators (RFC 8707), standards profile ----------------------------------
+    /// A `resource` this server issues no tokens for, or one beyond what was consented to.
+    InvalidTarget,
+    /// The access token is for another resource than the API it was presented to.
+    TokenForAnotherResource,
 }
 
 impl Refusal {
@@ -245,6 +251,8 @@ impl Refusal {
             TokenMissing => "token_missing",
             TokenOfAnotherApp => "token_of_another_app",
             ConfidentialClientRequired => "confidential_client_required",
+            InvalidTarget => "invalid_target",
+            TokenForAnotherResource => "token_for_another_resource",
         }
     }
 }

@@ -52,8 +52,13 @@ impl Refusal {
             | RefreshTokenUnlinked
             | RefreshTokenOfAnotherApp
             | TokenOfAnotherApp => "invalid_grant",
-            UnknownAccessToken | AccessTokenExpired | AccessTokenRevoked | AccessTokenUnlinked
-            | AppRemoved => "invalid_token",
+            UnknownAccessToken
+            | AccessTokenExpired
+            | AccessTokenRevoked
+            | AccessTokenUnlinked
+            | AppRemoved
+            | TokenForAnotherResource => "invalid_token",
+            InvalidTarget => "invalid_target",
             MissingScope(_) => "insufficient_scope",
             Contention | StorageUnavailable | TooManyAttempts(_) => "temporarily_unavailable",
             NotFound => "not_found",
@@ -137,6 +142,8 @@ impl Refusal {
             ConfidentialClientRequired => {
                 "this endpoint takes a confidential client authenticated with its secret"
             }
+            InvalidTarget => "the resource is unknown or was not consented to",
+            TokenForAnotherResource => "the access token is for another resource",
             UnknownRefreshToken | RefreshTokenRevoked | RefreshTokenUnlinked => {
                 "the refresh token is invalid or revoked"
             }
@@ -301,9 +308,11 @@ fn introspection_body(found: Option<&Introspected>, config: &Config) -> String {
     let Some(token) = found else {
         return JsonObject::new().boolean("active", false).finish();
     };
-    let mut body = JsonObject::new()
-        .boolean("active", true)
-        .string("client_id", token.app.as_str());
+    let mut body = JsonObject::new().boolean("active", true);
+    if !token.audience.is_empty() {
+        body = body.strings("aud", token.audience.iter());
+    }
+    body = body.string("client_id", token.app.as_str());
     if let Some(at) = token.expires_at {
         body = body.number("exp", at.0);
     }
@@ -388,7 +397,8 @@ fn bearer_refusal(refusal: &Refusal, config: &Config) -> HttpResponse {
         Refusal::UnknownAccessToken
         | Refusal::AccessTokenRevoked
         | Refusal::AccessTokenUnlinked
-        | Refusal::AppRemoved => (
+        | Refusal::AppRemoved
+        | Refusal::TokenForAnotherResource => (
             401,
             format!(
                 "Bearer realm=\"api\", error=\"invalid_token\", error_description=\"{}\"",

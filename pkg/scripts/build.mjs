@@ -47,10 +47,13 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * transaction, and reading links of format 2) to 100.0 KiB: moved to 100.5, on purpose.
  * Issue 17's standards profile (the profile and issuer in the configuration, RFC 8414
  * metadata written without a JSON tree, RFC 9207 `iss`) took it to 102.3 KiB, and its RFC 7009
- * revocation and RFC 7662 introspection to 104.4 KiB, and RFC 9728 resource metadata to
- * 105.0 KiB: 105.5, on purpose.
+ * revocation and RFC 7662 introspection to 104.4 KiB, RFC 9728 resource metadata to 105.0 KiB,
+ * and RFC 8707 resource indicators (resources on codes, grants and access tokens, checked at
+ * authorize, exchange, refresh and the bearer check) to 108.2 KiB: 108.5, on purpose. The last
+ * step costs more than its code suggests (3.2 KiB; a Vec<String> in the records had cost 4.9)
+ * and was not profiled: the next size work starts there.
  */
-const BUDGETS = { edgegrant_wasm: 105.5 * 1024, edgegrant_client: 75 * 1024 };
+const BUDGETS = { edgegrant_wasm: 108.5 * 1024, edgegrant_client: 75 * 1024 };
 
 const modules = [
   { feature: "server", name: "edgegrant_wasm" },

@@ -13,6 +13,7 @@ fn standards(issuer: &str) -> Sim {
     let mut doc = fixture_document();
     doc.profile = Profile::Standards {
         issuer: Issuer::new(issuer).unwrap(),
+        resources: Vec::new(),
     };
     Sim::new(Config::new(doc).unwrap())
 }
@@ -75,6 +76,7 @@ fn the_metadata_follows_the_policy_and_the_apps() {
     doc.policy.require_s256 = true;
     doc.profile = Profile::Standards {
         issuer: Issuer::new(ISSUER).unwrap(),
+        resources: Vec::new(),
     };
     let mut sim = Sim::new(Config::new(doc).unwrap());
     let doc: Value = serde_json::from_str(&get(&mut sim, "GET", WELL_KNOWN).body).unwrap();
@@ -190,7 +192,8 @@ fn the_issuer_is_checked_when_the_configuration_is_read() {
     assert_eq!(
         with(json!({"kind": "standards", "issuer": "http://127.0.0.1:8787"})),
         Ok(Profile::Standards {
-            issuer: Issuer::new("http://127.0.0.1:8787").unwrap()
+            issuer: Issuer::new("http://127.0.0.1:8787").unwrap(),
+            resources: Vec::new(),
         })
     );
     for (profile, why) in [
@@ -231,6 +234,7 @@ fn the_issuer_is_checked_when_the_configuration_is_read() {
     let mut doc = fixture_document();
     doc.profile = Profile::Standards {
         issuer: Issuer::new(ISSUER).unwrap(),
+        resources: Vec::new(),
     };
     let again = ConfigDocument::from_json_value(&doc.to_json_value()).unwrap();
     assert_eq!(again.profile, doc.profile);
@@ -545,4 +549,149 @@ fn the_api_publishes_its_metadata_and_its_challenges_point_there() {
         bare.header("WWW-Authenticate"),
         Some("Bearer realm=\"api\"")
     );
+}
+
+// ---- RFC 8707: tokens bound to the resources they are for ----------------------------------
+
+const MCP: &str = "https://mcp.example/mcp";
+const OTHER: &str = "https://other.example/api";
+
+fn with_resources() -> Sim {
+    let mut doc = fixture_document();
+    doc.profile = Profile::Standards {
+        issuer: Issuer::new(ISSUER).unwrap(),
+        resources: vec![Resource::new(MCP).unwrap(), Resource::new(OTHER).unwrap()],
+    };
+    Sim::new(Config::new(doc).unwrap())
+}
+
+/// A PKCE code for alice naming `resources` at authorization.
+fn code_for(sim: &mut Sim, resources: &[&str]) -> String {
+    let mut q = pkce_offline_query("r");
+    for resource in resources {
+        q.push_str(&format!("&resource={}", encode_component(resource)));
+    }
+    sim.code_for(&q, &alice())
+}
+
+fn exchange(sim: &mut Sim, code: &str, resources: &[&str]) -> HttpResponse {
+    let mut form: Vec<(&str, &str)> = pkce_exchange(code, VERIFIER).to_vec();
+    form.extend(resources.iter().map(|r| ("resource", *r)));
+    sim.token(&form, None)
+}
+
+fn refresh_for(sim: &mut Sim, refresh: &str, resources: &[&str]) -> HttpResponse {
+    let mut form = vec![
+        ("grant_type", "refresh_token"),
+        ("refresh_token", refresh),
+        ("client_id", PKCE_APP),
+    ];
+    form.extend(resources.iter().map(|r| ("resource", *r)));
+    sim.token(&form, None)
+}
+
+fn served(sim: &mut Sim, token: &str) -> bool {
+    matches!(sim.api(GET_ACCOUNT, token), Answer::Serve(_))
+}
+
+#[test]
+fn a_token_serves_only_the_resources_it_was_issued_for() {
+    let mut sim = with_resources();
+    // Both this host's API and the MCP server, consented at once.
+    let code = code_for(&mut sim, &[MCP, ISSUER]);
+    let both = json(&exchange(&mut sim, &code, &[]));
+    let both_token = both["access_token"].as_str().unwrap().to_owned();
+    assert!(
+        served(&mut sim, &both_token),
+        "this host's API is among its resources"
+    );
+    assert_eq!(
+        introspect(&mut sim, &both_token)["aud"],
+        json!([ISSUER, MCP])
+    );
+    // A refresh narrows to the MCP server alone: that token is refused here, as RFC 6750's
+    // invalid_token, and introspection tells the MCP server it is its own.
+    let refresh = both["refresh_token"].as_str().unwrap().to_owned();
+    let narrowed = json(&refresh_for(&mut sim, &refresh, &[MCP]));
+    let mcp_token = narrowed["access_token"].as_str().unwrap().to_owned();
+    let refused = sim.api(GET_ACCOUNT, &mcp_token);
+    assert_eq!(refused.refusal(), Some(&Refusal::TokenForAnotherResource));
+    let refused = http(refused);
+    assert_eq!(refused.status, 401);
+    assert!(refused
+        .header("WWW-Authenticate")
+        .unwrap()
+        .contains("error=\"invalid_token\""));
+    assert_eq!(introspect(&mut sim, &mcp_token)["aud"], json!([MCP]));
+    // Never wider than what was consented, and never a resource the server does not know.
+    for (resources, why) in [
+        (&[OTHER][..], "known but not consented"),
+        (&["https://evil.example"][..], "unknown"),
+    ] {
+        let wider = refresh_for(&mut sim, &refresh, resources);
+        assert_eq!(
+            (wider.status, oauth_error(&wider).as_str()),
+            (400, "invalid_target"),
+            "{why}"
+        );
+    }
+    // A refresh naming nothing gets the whole consented set again.
+    let again = json(&refresh_for(&mut sim, &refresh, &[]));
+    assert!(served(&mut sim, again["access_token"].as_str().unwrap()));
+}
+
+#[test]
+fn resources_are_checked_at_authorization_and_at_the_exchange() {
+    let mut sim = with_resources();
+    // An unknown resource is refused back at the client, with the issuer.
+    let mut q = pkce_offline_query("u");
+    q.push_str("&resource=https%3A%2F%2Fevil.example%2F");
+    let refused = http(sim.authorize(&q, Some(&alice())));
+    let location = refused.header("Location").unwrap().to_owned();
+    assert_eq!(
+        redirect_param(&location, "error").as_deref(),
+        Some("invalid_target")
+    );
+    assert_eq!(redirect_param(&location, "iss").as_deref(), Some(ISSUER));
+    // The exchange may name a subset of the code's resources, not another one.
+    let code = code_for(&mut sim, &[MCP]);
+    let other = exchange(&mut sim, &code, &[OTHER]);
+    assert_eq!(oauth_error(&other), "invalid_target");
+    let code = code_for(&mut sim, &[MCP]);
+    let token = json(&exchange(&mut sim, &code, &[MCP]));
+    assert!(
+        !served(&mut sim, token["access_token"].as_str().unwrap()),
+        "an MCP server's token is not this API's"
+    );
+    // No resource named at all: the token serves this host's API as before.
+    let code = code_for(&mut sim, &[]);
+    let token = json(&exchange(&mut sim, &code, &[]));
+    let plain = token["access_token"].as_str().unwrap().to_owned();
+    assert!(served(&mut sim, &plain));
+    assert!(introspect(&mut sim, &plain).get("aud").is_none());
+}
+
+#[test]
+fn the_reference_profile_ignores_resource_and_old_records_read_with_none() {
+    let mut sim = Sim::new(fixture_config());
+    let mut q = pkce_offline_query("x");
+    q.push_str("&resource=https%3A%2F%2Fevil.example%2F");
+    let code = sim.code_for(&q, &alice());
+    let tokens = json(&exchange(&mut sim, &code, &["https://evil.example/"]));
+    let access = tokens["access_token"].as_str().unwrap().to_owned();
+    assert!(
+        served(&mut sim, &access),
+        "SPEC.md's service does not read the parameter"
+    );
+    // Records of format 3 had no resources: they read with none.
+    let key = AccessToken::key_of(&access).unwrap();
+    let mut bytes = sim.store.get(&key).unwrap().bytes.clone();
+    let current = Record::decode(&bytes).unwrap();
+    assert_eq!(
+        bytes.pop(),
+        Some(0),
+        "an empty audience is one zero byte, last"
+    );
+    bytes[0] = 3;
+    assert_eq!(Record::decode(&bytes), Ok(current));
 }

@@ -79,6 +79,15 @@ fn authenticate<'a>(ctx: &Ctx<'a>, key: Option<&RecordKey>) -> Flow<Result<Beare
     if ctx.config.app(token.app.as_str()).is_none() {
         return Ok(Err(Refusal::AppRemoved));
     }
+    // A token bound to resources (RFC 8707) serves only them: here, the API of this host.
+    if !token.audience.is_empty()
+        && !ctx
+            .config
+            .issuer()
+            .is_some_and(|issuer| token.audience.contains(issuer.origin()))
+    {
+        return Ok(Err(Refusal::TokenForAnotherResource));
+    }
     let grant_key = RecordKey::Grant(partition, token.grant.clone());
     let link_key = RecordKey::Link(partition, token.app.clone(), token.account_id.clone());
     ctx.need(&[&grant_key, &link_key])?;

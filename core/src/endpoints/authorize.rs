@@ -16,6 +16,7 @@ use crate::machines::grant::GrantTerms;
 use crate::machines::link;
 use crate::partition::Partition;
 use crate::pkce::{ChallengeMethod, CodeChallenge};
+use crate::records::Resources;
 use crate::records::{LinkRecord, Record, RecordKey, TokenAccessType};
 use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
@@ -39,6 +40,8 @@ pub(crate) struct Authorization {
     scopes: ScopeSet,
     access_type: TokenAccessType,
     challenge: Option<CodeChallenge>,
+    /// The resources the tokens are for (RFC 8707; standards profile), sorted.
+    resources: Resources,
     /// Where the answer goes; `None`: the code is shown on a page.
     reply: Option<ReplyTo>,
     /// The raw query, for the consent form.
@@ -226,15 +229,30 @@ fn validate(config: &Config, query: &str) -> Result<Authorization, Ending> {
         },
     };
     let challenge = pkce(config, app, response_type, &params).map_err(fail)?;
+    let resources = resources(config, &params).map_err(fail)?;
     Ok(Authorization {
         app: app.key.clone(),
         response_type,
         scopes,
         access_type,
         challenge,
+        resources,
         reply,
         query: query.to_owned(),
     })
+}
+
+/// The resources named (RFC 8707 §2), each one this server issues tokens for; none in the
+/// reference profile, which does not read the parameter.
+pub(crate) fn resources(config: &Config, params: &Params) -> Result<Resources, Refusal> {
+    if config.issuer().is_none() {
+        return Ok(Resources::default());
+    }
+    if params.all("resource").all(|r| config.knows_resource(r)) {
+        Ok(Resources::from_names(params.all("resource")))
+    } else {
+        Err(Refusal::InvalidTarget)
+    }
 }
 
 /// The PKCE parameters: a well-formed challenge with a known method, S256 when policy demands,
@@ -352,6 +370,7 @@ fn issue_code(
             scopes: request.scopes.clone(),
             access_type: request.access_type,
             link_epoch,
+            resources: request.resources.clone(),
         },
         ctx.now,
         ctx.config.policy(),
@@ -420,8 +439,10 @@ fn issue_implicit(
             scopes: request.scopes.clone(),
             link_epoch,
             pkce: false,
+            resources: request.resources.clone(),
         },
         request.access_type,
+        request.resources.clone(),
     );
     let expires_in_text = expires_in.map(|s| s.0.to_string());
     let scope = grant.scopes.to_string();

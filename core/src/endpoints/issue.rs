@@ -7,6 +7,7 @@ use crate::ids::GrantId;
 use crate::machines::grant::{self, GrantTerms};
 use crate::machines::{access_token, link, refresh_token};
 use crate::partition::Partition;
+use crate::records::Resources;
 use crate::records::{
     AccessTokenRecord, GrantRecord, LinkRecord, Record, RecordKey, RefreshTokenRecord,
     TokenAccessType,
@@ -30,18 +31,25 @@ pub(crate) struct IssuedGrant {
 /// Issues grant `grant_id` (drawn from the request's entropy by the caller, which may need it
 /// first): an access token, and a refresh token for offline access.
 ///
-/// Everything lies in `partition`, the user's.
+/// Everything lies in `partition`, the user's. The access token is for `audience` (RFC 8707).
 pub(crate) fn issue_grant(
     ctx: &Ctx<'_>,
     partition: Partition,
     grant_id: GrantId,
     terms: GrantTerms<'_>,
     access_type: TokenAccessType,
+    audience: Resources,
 ) -> IssuedGrant {
     let mut grant = grant::new(terms);
     let expires_at = access_token::expires_at(access_type, ctx.now, ctx.config.policy());
     let access_token = AccessToken::mint(partition, ctx.entropy);
-    let access_record = access_token::mint(&grant_id, &grant, grant.scopes.clone(), expires_at);
+    let access_record = access_token::mint(
+        &grant_id,
+        &grant,
+        grant.scopes.clone(),
+        expires_at,
+        audience,
+    );
     let refresh = (access_type == TokenAccessType::Offline).then(|| {
         (
             RefreshToken::mint(partition, ctx.entropy),

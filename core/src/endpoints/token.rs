@@ -8,6 +8,7 @@ use crate::config::Config;
 use crate::credentials::{AccessToken, AuthorizationCode, RefreshToken};
 use crate::ctx::{create, replace, Ctx, Decision, Ending, Flow, TokenBody, Via};
 use crate::endpoints::attempts::{self, Guard};
+use crate::endpoints::authorize;
 use crate::endpoints::issue::{issue_grant, revoke_grant};
 use crate::endpoints::token_admin;
 use crate::endpoints::within_limit;
@@ -17,6 +18,7 @@ use crate::machines::code::{self, Exchange};
 use crate::machines::grant::{self, GrantTerms, Standing};
 use crate::machines::{access_token, link, refresh_token};
 use crate::pkce::CodeVerifier;
+use crate::records::Resources;
 use crate::records::{
     CodeRecord, CodeState, GrantRecord, LinkRecord, Record, RecordKey, RefreshTokenRecord,
     TokenAccessType,
@@ -60,12 +62,16 @@ pub(crate) enum Parsed {
         code: Option<RecordKey>,
         redirect_uri: Option<String>,
         verifier: Option<CodeVerifier>,
+        /// `resource` (RFC 8707; standards profile): the audience asked for, sorted.
+        resources: Resources,
     },
     Refresh {
         client: Client,
         token: Option<RecordKey>,
         /// `scope`: `Err` when malformed, refused only once the token checks out.
         scope: Option<Result<ScopeSet, ()>>,
+        /// `resource`, as for the exchange: a narrowing of the grant's.
+        resources: Resources,
     },
     /// RFC 7009 revocation, or RFC 7662 introspection (standards profile), of `token`: the
     /// access or refresh token's record, `None` if it is of no shape the core mints.
@@ -131,6 +137,8 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
             .one(name)
             .map_err(|Repeated(name)| client.refuse(Refusal::Repeated(name)))
     };
+    let resources =
+        authorize::resources(config, &params).map_err(|refusal| client.refuse(refusal))?;
     if grant_type == "authorization_code" {
         let Some(code) = read("code")? else {
             return Err(client.refuse(Refusal::CodeMissing));
@@ -150,6 +158,7 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
             code,
             redirect_uri,
             verifier,
+            resources,
         })
     } else {
         let Some(token) = read("refresh_token")? else {
@@ -161,6 +170,7 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
             client,
             token,
             scope,
+            resources,
         })
     }
 }
@@ -269,6 +279,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
             code,
             redirect_uri,
             verifier,
+            resources,
         } => {
             if let Some(limited) = guard(ctx, client, code.as_ref())? {
                 return Ok(limited);
@@ -282,12 +293,14 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
                 code,
                 redirect_uri.as_deref(),
                 verifier.as_ref(),
+                resources,
             )
         }
         Parsed::Refresh {
             client,
             token,
             scope,
+            resources,
         } => {
             if let Some(limited) = guard(ctx, client, token.as_ref())? {
                 return Ok(limited);
@@ -295,7 +308,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
             let Some(token) = token else {
                 return Ok(Decision::End(client.refuse(Refusal::UnknownRefreshToken)));
             };
-            refresh(ctx, client, token, scope.as_ref())
+            refresh(ctx, client, token, scope.as_ref(), resources)
         }
         Parsed::Manage {
             client,
@@ -324,6 +337,7 @@ fn exchange_code(
     code_key: &RecordKey,
     redirect_uri: Option<&str>,
     verifier: Option<&CodeVerifier>,
+    resources: &Resources,
 ) -> Flow<Decision> {
     let end = |refusal| Ok(Decision::End(client.refuse(refusal)));
     let partition = code_key.partition();
@@ -356,6 +370,10 @@ fn exchange_code(
     if !link::stands(link_record, record.link_epoch) {
         return end(Refusal::CodeUnlinked);
     }
+    let audience = match grant::audience(&record.resources, resources) {
+        Ok(audience) => audience,
+        Err(refusal) => return end(refusal),
+    };
 
     let user = User {
         account_id: record.account_id.clone(),
@@ -371,8 +389,10 @@ fn exchange_code(
             scopes: record.scopes.clone(),
             link_epoch: record.link_epoch,
             pkce: record.challenge.is_some(),
+            resources: record.resources.clone(),
         },
         record.access_type,
+        audience,
     );
     let audit = AuditEvent::TokensIssued {
         app: record.app.clone(),
@@ -449,6 +469,7 @@ fn refresh(
     client: &Client,
     token: &RecordKey,
     scope: Option<&Result<ScopeSet, ()>>,
+    resources: &Resources,
 ) -> Flow<Decision> {
     let end = |refusal| Ok(Decision::End(client.refuse(refusal)));
     let partition = token.partition();
@@ -484,10 +505,14 @@ fn refresh(
         Ok(scopes) => scopes,
         Err(refusal) => return end(refusal),
     };
+    let audience = match grant::audience(&grant.resources, resources) {
+        Ok(audience) => audience,
+        Err(refusal) => return end(refusal),
+    };
     let expires_at =
         access_token::expires_at(TokenAccessType::Offline, ctx.now, ctx.config.policy());
     let access = AccessToken::mint(partition, ctx.entropy);
-    let access_record = access_token::mint(&record.grant, grant, scopes, expires_at);
+    let access_record = access_token::mint(&record.grant, grant, scopes, expires_at, audience);
     let audit = AuditEvent::AccessTokenRefreshed {
         app: record.app.clone(),
         account_id: record.account_id.clone(),

@@ -179,6 +179,7 @@ fn introspected(ctx: &Ctx<'_>, held: Held<'_>) -> Option<Introspected> {
                 scopes: token.scopes.clone(),
                 expires_at: token.expires_at,
                 access_token: true,
+                audience: token.audience.clone(),
             })
         }
         None => Some(Introspected {
@@ -187,6 +188,7 @@ fn introspected(ctx: &Ctx<'_>, held: Held<'_>) -> Option<Introspected> {
             scopes: grant.scopes.clone(),
             expires_at: None,
             access_token: false,
+            audience: grant.resources.clone(),
         }),
     }
 }

@@ -2,6 +2,7 @@
 
 use crate::config::Policy;
 use crate::ids::GrantId;
+use crate::records::Resources;
 use crate::records::{AccessTokenRecord, GrantRecord, TokenAccessType};
 use crate::refusal::Refusal;
 use crate::scope::{Scope, ScopeSet};
@@ -31,6 +32,7 @@ pub(crate) fn mint(
     grant: &GrantRecord,
     scopes: ScopeSet,
     expires_at: Option<UnixTime>,
+    audience: Resources,
 ) -> AccessTokenRecord {
     AccessTokenRecord {
         grant: grant_id.clone(),
@@ -38,6 +40,7 @@ pub(crate) fn mint(
         account_id: grant.account_id.clone(),
         scopes,
         expires_at,
+        audience,
     }
 }
 

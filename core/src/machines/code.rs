@@ -4,6 +4,7 @@
 use crate::config::Policy;
 use crate::ids::{AppKey, GrantId, RedirectUri, User};
 use crate::pkce::{CodeChallenge, CodeVerifier};
+use crate::records::Resources;
 use crate::records::{CodeRecord, CodeState, TokenAccessType};
 use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
@@ -18,6 +19,8 @@ pub(crate) struct CodeTerms {
     pub scopes: ScopeSet,
     pub access_type: TokenAccessType,
     pub link_epoch: u64,
+    /// The resources named at authorization (RFC 8707), sorted, each once.
+    pub resources: Resources,
 }
 
 /// Issues a code that lives for the policy's `code_ttl` from `now`.
@@ -33,6 +36,7 @@ pub(crate) fn issue(terms: CodeTerms, now: UnixTime, policy: &Policy) -> CodeRec
         link_epoch: terms.link_epoch,
         expires_at: now.plus(policy.code_ttl),
         state: CodeState::Issued,
+        resources: terms.resources,
     }
 }
 

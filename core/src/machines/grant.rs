@@ -2,7 +2,8 @@
 //! and every access token later minted from it. Revoking the grant ends all of them at once.
 
 use crate::ids::{AppKey, User};
-use crate::records::{GrantRecord, LinkRecord};
+use crate::records::{GrantRecord, LinkRecord, Resources};
+use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
 use crate::time::UnixTime;
 
@@ -13,6 +14,8 @@ pub(crate) struct GrantTerms<'a> {
     pub scopes: ScopeSet,
     pub link_epoch: u64,
     pub pkce: bool,
+    /// The resources consented to (RFC 8707).
+    pub resources: Resources,
 }
 
 /// A new, live grant.
@@ -27,6 +30,7 @@ pub(crate) fn new(terms: GrantTerms<'_>) -> GrantRecord {
         revoked_at: None,
         refresh_token: None,
         long_lived_token: None,
+        resources: terms.resources,
     }
 }
 
@@ -56,4 +60,17 @@ pub(crate) fn revoked(grant: &GrantRecord, now: UnixTime) -> GrantRecord {
         revoked_at: Some(grant.revoked_at.unwrap_or(now)),
         ..grant.clone()
     }
+}
+
+/// The audience of a token minted from what was consented to (RFC 8707 §2.2): the resources
+/// asked for, which must be among those consented to (when any were named), or else all of
+/// those. `requested` holds only resources the server knows (checked when parsed).
+pub(crate) fn audience(consented: &Resources, requested: &Resources) -> Result<Resources, Refusal> {
+    if requested.is_empty() {
+        return Ok(consented.clone());
+    }
+    if !consented.is_empty() && !consented.covers(requested) {
+        return Err(Refusal::InvalidTarget);
+    }
+    Ok(requested.clone())
 }

@@ -41,6 +41,15 @@ impl<'a> Params<'a> {
         }
         Ok(first.map(|(_, v)| v.as_ref()).filter(|v| !v.is_empty()))
     }
+
+    /// Every value of `name`, a parameter that may repeat (RFC 8707 `resource`), in order;
+    /// values sent empty are left out.
+    pub fn all<'s>(&'s self, name: &'s str) -> impl Iterator<Item = &'s str> {
+        self.pairs
+            .iter()
+            .filter(move |(n, v)| n == name && !v.is_empty())
+            .map(|(_, v)| v.as_ref())
+    }
 }
 
 /// `piece` as text when decoding would not change it.
