@@ -56,8 +56,8 @@ export interface ConfigDocument {
   /** Required Scope of each API endpoint, by path: `{"/2/users/get_current_account": "account_info.read"}`. */
   api_endpoints?: Record<string, Scope>;
   pages?: PageTemplates;
-  /** The dialect: SPEC.md's reference service (default), or with the standards around it (RFC 8414 metadata, RFC 9207 `iss`) under an issuer (https URL; http on loopback). */
-  profile?: { kind: "reference" } | { kind: "standards"; issuer: string };
+  /** The dialect: SPEC.md's reference service (default), or with the standards around it (RFC 8414, 9207, 7009, 7662, 8707, 9728) under an issuer, with the resources it issues tokens for besides its own API (https URLs; http on loopback). */
+  profile?: { kind: "reference" } | { kind: "standards"; issuer: string; resources?: string[] };
 }
 
 export type ConfigCheck = { tag: "ok" } | { tag: "invalid"; content: string };
