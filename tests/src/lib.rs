@@ -842,6 +842,7 @@ pub fn fixture_document() -> ConfigDocument {
         ],
         policy: Policy::default(),
         pages: PageTemplates::default(),
+        profile: Profile::Reference,
         api_endpoints: [
             (GET_ACCOUNT, "account_info.read"),
             (LIST_FOLDER, "files.metadata.read"),
