@@ -9,6 +9,7 @@ import {
 import { memoryStorage } from "edgegrant/adapters/memory";
 import { sqliteStorage } from "edgegrant/adapters/sqlite";
 import { openPostgresStorage } from "edgegrant/adapters/postgres";
+import { protectedResource } from "edgegrant/resource";
 import { durableObjectStorage } from "edgegrant/adapters/durable-object";
 import { kvTokenStorage, type KvNamespace } from "edgegrant/adapters/kv";
 
@@ -179,3 +180,20 @@ declare function location(url: string): void;
 // @ts-expect-error: access is online or offline, the legacy type is the server's business
 createPkceClient({ client_id: "a", authorize_url: "", token_url: "", revoke_url: "", access_type: "legacy" });
 export { wrongApp, pageHook, adapters, client, nodeHost, lowerDown, mapStorage, jsonStorage, nextVersion, required };
+
+// A resource server on another host: metadata, challenges, the token check.
+export async function resourceServer(request: Request): Promise<Response> {
+  const rs = protectedResource({
+    resource: "https://mcp.example/mcp",
+    issuer: "https://auth.example/",
+    scopes: ["account_info.read"],
+    introspection: { endpoint: "https://auth.example/oauth2/introspect", clientId: "rs", clientSecret: "secret" },
+  });
+  if (new URL(request.url).pathname === rs.metadataPath) return rs.metadata();
+  const checked = await rs.check(request, "account_info.read");
+  if (checked.response) return checked.response;
+  const subject: string = checked.token.sub;
+  // @ts-expect-error: a checked token is live by construction
+  const inactive: false = checked.token.active;
+  return Response.json({ subject, inactive, challenge: rs.challenge("invalid_token") });
+}

@@ -1,0 +1,69 @@
+// A resource server's side of the standards profile, for an API on another host than the
+// authorization server (an MCP server, say): its protected-resource metadata (RFC 9728), the
+// challenge that points clients there, and the token check by introspection (RFC 7662) — the
+// token must be live, issued for this resource (RFC 8707 `aud`) and carry the required scope.
+// The authorization server lists this resource in its profile's `resources`.
+
+const WELL_KNOWN = "/.well-known/oauth-protected-resource";
+
+/**
+ * `resource`: this API's identifier (as the authorization server lists it); `issuer`: the
+ * authorization server's; `scopes`: the scopes its endpoints require; `introspection`: the
+ * endpoint, and this resource server's client credentials there (a confidential app).
+ */
+export function protectedResource({ resource, issuer, scopes = [], introspection }) {
+  const id = new URL(resource);
+  // RFC 9728 §3.1: the well-known segment between the host and the resource's path.
+  const metadataPath = `${WELL_KNOWN}${id.pathname === "/" ? "" : id.pathname.replace(/\/$/, "")}`;
+  const metadataUrl = `${id.origin}${metadataPath}`;
+  const document = JSON.stringify({
+    authorization_servers: [issuer],
+    bearer_methods_supported: ["header"],
+    resource,
+    scopes_supported: [...new Set(scopes)].sort(),
+  });
+  const basic = `Basic ${btoa(`${encodeURIComponent(introspection.clientId)}:${encodeURIComponent(introspection.clientSecret)}`)}`;
+
+  /** RFC 6750 §3 challenge naming the metadata (RFC 9728 §5.1). */
+  const challenge = (error, extra = "") =>
+    `Bearer realm="api"${error ? `, error="${error}"${extra}` : ""}, resource_metadata="${metadataUrl}"`;
+  const refuse = (status, error, extra) =>
+    new Response(null, { status, headers: { "WWW-Authenticate": challenge(error, extra), "Cache-Control": "no-store" } });
+
+  return {
+    /** Where the metadata is served, on this API's host. */
+    metadataPath,
+    /** The metadata document (answer `GET metadataPath` with it). */
+    metadata: () =>
+      new Response(document, {
+        headers: { "Content-Type": "application/json", "Cache-Control": "public, max-age=3600", "Access-Control-Allow-Origin": "*" },
+      }),
+    challenge,
+    /**
+     * Checks the request's bearer token for `requiredScope`: resolves `{ token }` (the
+     * introspection answer) when it may be served, or `{ response }` — the 401/403 to send.
+     * Throws if the introspection endpoint cannot be reached (answer 503 then).
+     */
+    async check(request, requiredScope) {
+      const header = request.headers.get("authorization") ?? "";
+      const match = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/i.exec(header);
+      if (!match) return { response: refuse(401) };
+      const answer = await fetch(introspection.endpoint, {
+        method: "POST",
+        headers: { authorization: basic, "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ token: match[1] }),
+      });
+      if (!answer.ok) throw new Error(`edgegrant: introspection answered ${answer.status}`);
+      const token = await answer.json();
+      const audience = Array.isArray(token.aud) ? token.aud : token.aud === undefined ? [] : [token.aud];
+      // Live, issued by this authorization server, for this resource.
+      if (token.active !== true || token.iss !== issuer || !audience.includes(resource)) {
+        return { response: refuse(401, "invalid_token") };
+      }
+      if (requiredScope && !String(token.scope ?? "").split(" ").includes(requiredScope)) {
+        return { response: refuse(403, "insufficient_scope", `, scope="${requiredScope}"`) };
+      }
+      return { token };
+    },
+  };
+}

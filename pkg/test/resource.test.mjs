@@ -1,0 +1,107 @@
+// The resource server's helper (edgegrant/resource) for an API on another host: an authorization
+// server in the standards profile that lists the API as a resource, and the API on its own
+// port using the helper — metadata, challenges, and the token check by introspection (live,
+// for this resource, with the scope).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import http from "node:http";
+import { Readable } from "node:stream";
+import { createAuthServer } from "../src/node.js";
+import { memoryStorage } from "../src/adapters/memory.js";
+import { protectedResource } from "../src/resource.js";
+import { ALICE, CONF_APP, CONF_SECRET, PKCE_APP, PKCE_REDIRECT, VERIFIER, config, form, pkceQuery } from "./fixtures.mjs";
+
+/** A node:http server for a Fetch handler set later (the ports must be known first). */
+async function listen(t) {
+  const slot = {};
+  const server = http.createServer(async (req, res) => {
+    const body = req.method === "GET" || req.method === "HEAD" ? undefined : Readable.toWeb(req);
+    const response = await slot.fetch(new Request(`http://127.0.0.1${req.url}`, { method: req.method, headers: req.headers, body, duplex: "half" }));
+    res.writeHead(response.status, [...response.headers].flat());
+    res.end(Buffer.from(await response.arrayBuffer()));
+  });
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  t.after(() => new Promise((ok) => (server.closeAllConnections(), server.close(ok))));
+  slot.url = `http://127.0.0.1:${server.address().port}`;
+  return slot;
+}
+
+test("an API on another host serves only live tokens issued for it, with the scope, and points clients to its authorization server", async (t) => {
+  const as = await listen(t);
+  const api = await listen(t);
+  const issuer = `${as.url}/`;
+  const resource = `${api.url}/mcp`;
+  const auth = createAuthServer({
+    config: { ...config(), profile: { kind: "standards", issuer, resources: [resource] } },
+    storage: memoryStorage(),
+    onAudit: () => {},
+    hooks: { currentUser: () => ALICE },
+  });
+  // The requests reach it as http://127.0.0.1/…: give them the port they came to (the core
+  // checks a consent form's origin against it).
+  as.fetch = (request) => {
+    const url = new URL(request.url);
+    return auth.fetch(new Request(`${as.url}${url.pathname}${url.search}`, request));
+  };
+  const rs = protectedResource({
+    resource,
+    issuer,
+    scopes: ["account_info.read"],
+    introspection: { endpoint: `${as.url}/oauth2/introspect`, clientId: CONF_APP, clientSecret: CONF_SECRET },
+  });
+  api.fetch = async (request) => {
+    const url = new URL(request.url);
+    if (url.pathname === rs.metadataPath) return rs.metadata();
+    const { token, response } = await rs.check(request, url.searchParams.get("scope") ?? "account_info.read");
+    return response ?? Response.json({ sub: token.sub });
+  };
+
+  /** A token for alice from the PKCE app, naming `resources`. */
+  async function tokenFor(resources) {
+    const query = `${pkceQuery()}${resources.map((r) => `&resource=${encodeURIComponent(r)}`).join("")}`;
+    const consent = await auth.handle({
+      method: "POST",
+      path: "/oauth2/authorize",
+      headers: [["content-type", "application/x-www-form-urlencoded"], ["sec-fetch-site", "same-origin"]],
+      body: new TextEncoder().encode(new URLSearchParams({ query, decision: "allow" }).toString()),
+      user: ALICE,
+    });
+    const code = new URL(consent.headers.find(([n]) => n.toLowerCase() === "location")[1]).searchParams.get("code");
+    const exchange = await auth.handle({ path: "/oauth2/token", ...form({ grant_type: "authorization_code", code, client_id: PKCE_APP, code_verifier: VERIFIER, redirect_uri: PKCE_REDIRECT }) });
+    assert.equal(exchange.status, 200, exchange.body);
+    return JSON.parse(exchange.body).access_token;
+  }
+  const call = (token, scope) =>
+    fetch(`${api.url}/mcp/tools${scope ? `?scope=${scope}` : ""}`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+
+  // The metadata, at the well-known path with the resource's path (RFC 9728 §3.1).
+  assert.equal(rs.metadataPath, "/.well-known/oauth-protected-resource/mcp");
+  const metadata = await (await fetch(`${api.url}${rs.metadataPath}`)).json();
+  assert.deepEqual(metadata, { authorization_servers: [issuer], bearer_methods_supported: ["header"], resource, scopes_supported: ["account_info.read"] });
+
+  // No token: the challenge names the metadata.
+  const bare = await call(null);
+  assert.equal(bare.status, 401);
+  assert.equal(bare.headers.get("www-authenticate"), `Bearer realm="api", resource_metadata="${api.url}/.well-known/oauth-protected-resource/mcp"`);
+
+  // A token issued for this resource: served.
+  const mine = await tokenFor([resource]);
+  const served = await call(mine);
+  assert.equal(served.status, 200);
+  assert.deepEqual(await served.json(), { sub: ALICE.account_id });
+  // Without the scope the endpoint requires: 403 insufficient_scope.
+  const narrow = await call(mine, "files.content.write");
+  assert.equal(narrow.status, 403);
+  assert.match(narrow.headers.get("www-authenticate"), /error="insufficient_scope", scope="files.content.write"/);
+
+  // A token issued for no resource (the authorization server's own API): not this API's.
+  const theirs = await tokenFor([]);
+  const refused = await call(theirs);
+  assert.equal(refused.status, 401);
+  assert.match(refused.headers.get("www-authenticate"), /error="invalid_token"/);
+
+  // Revoked at the authorization server: refused at once.
+  const revoked = await auth.handle({ path: "/oauth2/revoke", ...form({ token: mine, client_id: PKCE_APP }) });
+  assert.equal(revoked.status, 200);
+  assert.equal((await call(mine)).status, 401);
+});
