@@ -23,6 +23,7 @@ use crate::ids::AccountId;
 use crate::step::Input;
 use crate::wire::bearer::bearer_token;
 use crate::wire::form::Params;
+use crate::wire::http::HttpRequest;
 
 /// Which partition a record lives in: 96 bits, shown as 16 URL-safe base64 characters.
 ///
@@ -150,11 +151,7 @@ pub fn partition_of(config: &Config, input: &Input) -> Option<Partition> {
     match request.path.as_str() {
         "/oauth2/authorize" => user.as_ref().map(|u| Partition::of_account(&u.account_id)),
         "/oauth2/token" => {
-            let params = if request.body.is_empty() && config.policy().token_parameters_in_query {
-                Params::parse(request.query.as_bytes())
-            } else {
-                Params::parse(&request.body)
-            };
+            let params = token_params(config, request);
             let credential = match params.one("grant_type") {
                 Ok(Some("authorization_code")) => params.one("code"),
                 Ok(Some("refresh_token")) => params.one("refresh_token"),
@@ -165,11 +162,7 @@ pub fn partition_of(config: &Config, input: &Input) -> Option<Partition> {
         token_admin::REVOCATION_PATH | token_admin::INTROSPECTION_PATH
             if config.issuer().is_some() =>
         {
-            let params = if request.body.is_empty() && config.policy().token_parameters_in_query {
-                Params::parse(request.query.as_bytes())
-            } else {
-                Params::parse(&request.body)
-            };
+            let params = token_params(config, request);
             let token = params.one("token").ok()??;
             Partition::of_credential(token.strip_prefix(AccessToken::PREFIX).unwrap_or(token))
         }
@@ -177,5 +170,16 @@ pub fn partition_of(config: &Config, input: &Input) -> Option<Partition> {
             .ok()?
             .strip_prefix(AccessToken::PREFIX)
             .and_then(Partition::of_credential),
+    }
+}
+
+/// The parameters of a request to the token endpoint or one sharing its rules (revocation,
+/// introspection): the body, or the query when the body is empty and the policy allows it.
+/// Only read for routing: the endpoint itself refuses what it must.
+fn token_params<'r>(config: &Config, request: &'r HttpRequest) -> Params<'r> {
+    if request.body.is_empty() && config.policy().token_parameters_in_query {
+        Params::parse(request.query.as_bytes())
+    } else {
+        Params::parse(&request.body)
     }
 }

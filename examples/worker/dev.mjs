@@ -23,7 +23,8 @@ export const SAMPLE_CONFIG = join(here, "config.sample.json");
 // No metrics, no request for the `cf` object, no banner (its update check asks the registry).
 const OFFLINE = { WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_HIDE_BANNER: "true" };
 
-function freePort(host) {
+/** A port nobody listens on now, on `host`. */
+export function freePort(host) {
   return new Promise((ok, fail) => {
     const server = createServer().on("error", fail);
     server.listen(0, host, () => {

@@ -7,21 +7,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import * as oauth from "oauth4webapi";
+import { freePort } from "../../examples/worker/dev.mjs";
 import { ALICE, REDIRECT, apps, browse, root } from "./interop.mjs";
 
-/** A port nobody listens on now: the issuer names it before the host starts. */
-async function freePort() {
-  const server = createServer();
-  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
-  const { port } = server.address();
-  await new Promise((ok) => server.close(ok));
-  return port;
-}
 
 /** The host's sample configuration in the standards profile, issuer http://127.0.0.1:<port>/. */
 function standardsConfig(sample, port, dir) {
@@ -53,7 +45,7 @@ for (const [name, start] of Object.entries(hosts)) {
   test(`oauth4webapi against the ${name} host: discovery, PKCE code flow with iss checked, refresh, introspection, revocation`, { timeout: 20 * 60_000 }, async (t) => {
     const dir = mkdtempSync(join(tmpdir(), `edgegrant-oauth4webapi-${name}-`));
     t.after(() => rmSync(dir, { recursive: true, force: true }));
-    const port = await freePort();
+    const port = await freePort("127.0.0.1"); // the issuer names it before the host starts
     const host = await start(port, dir);
     t.after(() => host.close());
     const issuer = new URL(`http://127.0.0.1:${port}/`);

@@ -51,6 +51,20 @@ fn keys_touched(sim: &Sim, input: Input) -> Vec<RecordKey> {
     }
 }
 
+/// Two copies of `sim` at time `at`: its store as it is, and purged at `at` — a purge on time
+/// must change no answer.
+fn with_and_without_purge(sim: &Sim, at: u64) -> [Sim; 2] {
+    let now = UnixTime(at);
+    let mut purged = sim.store.clone();
+    purged.purge(now);
+    [sim.store.clone(), purged].map(|store| {
+        let mut probe = Sim::new(fixture_config());
+        probe.store = store;
+        probe.now = now;
+        probe
+    })
+}
+
 fn token_input(form: &[(&str, &str)]) -> Input {
     let mut request = form_request(form);
     request.path = "/oauth2/token".into();
@@ -271,13 +285,7 @@ fn revoked_grants_expire_with_their_tokens_and_purging_changes_no_answer() {
         revoked_at.0 + ACCESS_TTL + 1,
         T0.0 + 3 * ACCESS_TTL,
     ] {
-        sim.now = UnixTime(at);
-        let mut purged = sim.store.clone();
-        purged.purge(sim.now);
-        for store in [sim.store.clone(), purged] {
-            let mut probe = Sim::new(fixture_config());
-            probe.store = store;
-            probe.now = sim.now;
+        for mut probe in with_and_without_purge(&sim, at) {
             let refused = probe.refresh(&refresh, PKCE_APP, None);
             assert_eq!(refused.status, 400, "at {at}");
             assert_eq!(oauth_error(&refused), "invalid_grant");
@@ -368,13 +376,7 @@ fn unlinked_grants_expire_with_their_tokens_and_a_revoked_one_leaves_the_list() 
         unlinked_at.0 + ACCESS_TTL,
         unlinked_at.0 + ACCESS_TTL + 1,
     ] {
-        sim.now = UnixTime(at);
-        let mut purged = sim.store.clone();
-        purged.purge(sim.now);
-        for store in [sim.store.clone(), purged] {
-            let mut probe = Sim::new(fixture_config());
-            probe.store = store;
-            probe.now = sim.now;
+        for mut probe in with_and_without_purge(&sim, at) {
             for grant in &grants {
                 let refused =
                     probe.refresh(grant["refresh_token"].as_str().unwrap(), PKCE_APP, None);
