@@ -239,7 +239,52 @@ pub enum Profile {
         /// The resources (RFC 8707) it issues tokens for besides the API it serves itself
         /// (whose identifier is the issuer's origin): APIs on other hosts, MCP servers.
         resources: Vec<Resource>,
+        /// How refresh tokens rotate (RFC 9700 §4.14.2).
+        rotation: Rotation,
     },
+}
+
+/// Refresh-token rotation, in the standards profile (the reference profile's refresh tokens
+/// are reusable, as SPEC.md has them).
+///
+/// A rotating refresh returns a new refresh token and supersedes the one presented. Presenting
+/// the superseded token again within [`retry_window`](Self::retry_window) of its rotation —
+/// and before its successor has been used — gets the same answer again (the same access and
+/// refresh token), so a response lost on the way never locks the user out; presenting it at any
+/// other time revokes the whole grant, since the token is then in two hands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rotation {
+    /// Whose refreshes rotate. Default: public clients.
+    pub clients: RotatedClients,
+    /// How long after a rotation a retry with the superseded token gets the same answer:
+    /// 0..=300 s, less than the access-token lifetime. Default 60.
+    pub retry_window: Seconds,
+    /// How long a superseded token is kept so that its reuse is caught (after that it is
+    /// refused as unknown, without revoking anything): at least the retry window. Default
+    /// 2 592 000 s (30 days).
+    pub reuse_detection: Seconds,
+}
+
+impl Default for Rotation {
+    fn default() -> Self {
+        Rotation {
+            clients: RotatedClients::Public,
+            retry_window: Seconds(60),
+            reuse_detection: Seconds(2_592_000),
+        }
+    }
+}
+
+/// Whose refresh tokens rotate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RotatedClients {
+    /// Refreshes made without a client secret (a public client, or a confidential one using
+    /// its PKCE grant with `client_id` alone): OAuth 2.1 and RFC 9700 §4.14.2 require it of
+    /// refresh tokens that are not sender-constrained.
+    #[default]
+    Public,
+    /// Every refresh.
+    All,
 }
 
 /// A resource identifier (RFC 8707 §2): an API or MCP server this authorization server issues
@@ -410,6 +455,9 @@ impl Config {
                 "must be at least one second",
             ));
         }
+        if let Profile::Standards { rotation, .. } = &doc.profile {
+            check_rotation(rotation, &policy)?;
+        }
         let pages = Pages::compile(doc.pages)?;
         if let Some(path) = doc.api_endpoints.keys().find(|p| !p.starts_with("/2/")) {
             return Err(ConfigError::EndpointPath(path.clone()));
@@ -469,6 +517,14 @@ impl Config {
         &self.profile
     }
 
+    /// How refresh tokens rotate: never in the reference profile.
+    pub fn rotation(&self) -> Option<&Rotation> {
+        match &self.profile {
+            Profile::Reference => None,
+            Profile::Standards { rotation, .. } => Some(rotation),
+        }
+    }
+
     /// The issuer identifier, in the standards profile.
     pub fn issuer(&self) -> Option<&Issuer> {
         match &self.profile {
@@ -482,9 +538,9 @@ impl Config {
     pub fn knows_resource(&self, resource: &str) -> bool {
         match &self.profile {
             Profile::Reference => false,
-            Profile::Standards { issuer, resources } => {
-                issuer.origin() == resource || resources.iter().any(|r| r.as_str() == resource)
-            }
+            Profile::Standards {
+                issuer, resources, ..
+            } => issuer.origin() == resource || resources.iter().any(|r| r.as_str() == resource),
         }
     }
 
@@ -758,10 +814,15 @@ impl Serialize for ProfileJson<'_> {
         let mut out = s.serialize_map(None)?;
         match self.0 {
             Profile::Reference => out.serialize_entry("kind", "reference")?,
-            Profile::Standards { issuer, resources } => {
+            Profile::Standards {
+                issuer,
+                resources,
+                rotation,
+            } => {
                 out.serialize_entry("kind", "standards")?;
                 out.serialize_entry("issuer", issuer.as_str())?;
                 out.serialize_entry("resources", &Each(resources, Resource::as_str))?;
+                out.serialize_entry("rotation", &RotationJson(rotation))?;
             }
         }
         out.end()
@@ -790,10 +851,84 @@ fn profile_from_json(value: &Value) -> Result<Profile, ConfigError> {
                     );
                 }
             }
-            Ok(Profile::Standards { issuer, resources })
+            let rotation = match profile.get("rotation") {
+                None => Rotation::default(),
+                Some(value) => rotation_from_json(value)?,
+            };
+            Ok(Profile::Standards {
+                issuer,
+                resources,
+                rotation,
+            })
         }
         _ => Err(problem("profile.kind", "expected reference or standards")),
     }
+}
+
+struct RotationJson<'a>(&'a Rotation);
+
+impl Serialize for RotationJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let rotation = self.0;
+        let mut out = s.serialize_map(None)?;
+        let clients = match rotation.clients {
+            RotatedClients::Public => "public",
+            RotatedClients::All => "all",
+        };
+        out.serialize_entry("clients", clients)?;
+        out.serialize_entry("retry_window", &rotation.retry_window.0)?;
+        out.serialize_entry("reuse_detection", &rotation.reuse_detection.0)?;
+        out.end()
+    }
+}
+
+fn rotation_from_json(value: &Value) -> Result<Rotation, ConfigError> {
+    let fields = object(value, "profile.rotation")?;
+    let mut rotation = Rotation::default();
+    if let Some(clients) = fields.get("clients") {
+        rotation.clients = match string(clients, "profile.rotation.clients")? {
+            "public" => RotatedClients::Public,
+            "all" => RotatedClients::All,
+            _ => {
+                return Err(problem(
+                    "profile.rotation.clients",
+                    "expected public or all",
+                ))
+            }
+        };
+    }
+    if let Some(window) = fields.get("retry_window") {
+        rotation.retry_window = Seconds(whole(window, "profile.rotation.retry_window")?);
+    }
+    if let Some(kept) = fields.get("reuse_detection") {
+        rotation.reuse_detection = Seconds(whole(kept, "profile.rotation.reuse_detection")?);
+    }
+    Ok(rotation)
+}
+
+/// The bounds of [`Rotation`]: a retry window short enough that the answer it repeats is still
+/// live (its access token), and reuse caught at least as long as a retry is honoured.
+fn check_rotation(rotation: &Rotation, policy: &Policy) -> Result<(), ConfigError> {
+    let window = rotation.retry_window.0;
+    if window > 300 {
+        return Err(problem(
+            "profile.rotation.retry_window",
+            "must be at most 300 seconds",
+        ));
+    }
+    if window >= policy.access_token_ttl.0 {
+        return Err(problem(
+            "profile.rotation.retry_window",
+            "must be shorter than policy.access_token_ttl (a retry repeats a live access token)",
+        ));
+    }
+    if rotation.reuse_detection.0 < window.max(1) {
+        return Err(problem(
+            "profile.rotation.reuse_detection",
+            "must be at least one second and at least the retry window",
+        ));
+    }
+    Ok(())
 }
 
 struct EndpointsJson<'a>(&'a BTreeMap<String, Scope>);

@@ -21,8 +21,9 @@ pub const ENTROPY_LEN: usize = 112;
 /// `getrandom`). The core derives every token from it and never draws randomness itself, so
 /// fixed entropy gives fixed tokens in a test vector.
 ///
-/// Layout: bytes 0–31 the code or access token, 32–63 the refresh token, 64–79 the grant id,
-/// 80–87 a new link's first epoch; the rest is reserved. Each credential carries 256 bits.
+/// Layout: bytes 0–31 the code or access token, 32–63 the refresh token (or the seed of a
+/// rotation, from which its tokens are derived), 64–79 the grant id, 80–87 a new link's first
+/// epoch; the rest is reserved. Each credential carries 256 bits.
 #[derive(Clone)]
 pub struct Entropy([u8; ENTROPY_LEN]);
 
@@ -272,6 +273,70 @@ impl RefreshToken {
             partition,
             Self::digest_of(presented),
         ))
+    }
+}
+
+/// The secret of one refresh-token rotation, stored in the grant: the successor tokens are
+/// derived from it and the superseded token, so that a retry with that token can be given them
+/// again although only their digests are stored. Neither part alone yields them; the grant
+/// keeps only its last rotation's seed, so no older token leads anywhere.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct RotationSeed([u8; 32]);
+
+impl RotationSeed {
+    /// A fresh seed (the entropy's refresh-token bytes: a rotation mints no other token from
+    /// them).
+    pub(crate) fn draw(entropy: &Entropy) -> Self {
+        RotationSeed(entropy.secondary())
+    }
+
+    /// SHA-256 of `label`, the seed and the superseded token. The labels end with a NUL and
+    /// the seed has a fixed length, so no two inputs share an encoding.
+    fn derive(&self, label: &[u8], superseded: &RefreshToken) -> [u8; 32] {
+        let token = superseded.0.as_bytes();
+        let mut input = Vec::with_capacity(label.len() + 32 + token.len());
+        input.extend_from_slice(label);
+        input.extend_from_slice(&self.0);
+        input.extend_from_slice(token);
+        sha256(&input)
+    }
+
+    /// The refresh token that supersedes `superseded` in this rotation.
+    pub(crate) fn refresh_token(
+        &self,
+        partition: Partition,
+        superseded: &RefreshToken,
+    ) -> RefreshToken {
+        let secret = self.derive(b"edgegrant rotation refresh token\0", superseded);
+        RefreshToken(minted("", partition, &secret))
+    }
+
+    /// The access token this rotation answers with.
+    pub(crate) fn access_token(
+        &self,
+        partition: Partition,
+        superseded: &RefreshToken,
+    ) -> AccessToken {
+        let secret = self.derive(b"edgegrant rotation access token\0", superseded);
+        AccessToken(minted(AccessToken::PREFIX, partition, &secret))
+    }
+}
+
+impl fmt::Debug for RotationSeed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("RotationSeed(<redacted>)")
+    }
+}
+
+impl Serialize for RotationSeed {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for RotationSeed {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <[u8; 32]>::deserialize(d).map(RotationSeed)
     }
 }
 

@@ -93,7 +93,11 @@
 //! authenticate the client as the token endpoint does; resource indicators (RFC 8707: codes
 //! and grants carry the resources consented to, access tokens their audience, and the bearer
 //! check refuses a token for another resource); and the protected-resource metadata of the API
-//! served beside it (RFC 9728), named by `resource_metadata` in every bearer challenge.
+//! served beside it (RFC 9728), named by `resource_metadata` in every bearer challenge; and
+//! refresh-token [`Rotation`] (RFC 9700 §4.14.2) for refreshes made without a client secret (or
+//! every one): a retry of a rotated refresh inside its window gets the same answer — derived
+//! again from a [`RotationSeed`] in the grant, since only digests are stored, so the host sees
+//! a read and no write — and a superseded token at any other time revokes its grant.
 //! The metadata reads no record (its partition is `None`); revocation and introspection route
 //! to the token's partition.
 //!
@@ -196,11 +200,11 @@ mod wire;
 
 pub use config::{
     App, AttemptLimits, Config, ConfigDocument, ConfigError, DefaultTokenType, Issuer, Permissions,
-    Policy, Profile, Resource,
+    Policy, Profile, Resource, RotatedClients, Rotation,
 };
 pub use credentials::{
     AccessToken, AccessTokenDigest, AttempterDigest, AuthorizationCode, ClientSecret, CodeDigest,
-    Entropy, RefreshToken, RefreshTokenDigest, SecretDigest, ENTROPY_LEN,
+    Entropy, RefreshToken, RefreshTokenDigest, RotationSeed, SecretDigest, ENTROPY_LEN,
 };
 pub use ids::{AccountId, AppKey, GrantId, InvalidId, RedirectUri, Uid, User};
 pub use machines::attempts::Attempter;
@@ -209,8 +213,8 @@ pub use partition::{partition_of, BadPartition, Partition};
 pub use pkce::{ChallengeMethod, CodeChallenge, CodeVerifier};
 pub use records::{
     AccessTokenRecord, AttemptsRecord, BadRecord, BadRecordKey, CodeRecord, CodeState, GrantRecord,
-    LinkRecord, Record, RecordKey, RefreshTokenRecord, Resources, Stored, TokenAccessType,
-    FORMAT as RECORD_FORMAT,
+    LastRotation, LinkRecord, Record, RecordKey, RefreshTokenRecord, Resources, Stored,
+    TokenAccessType, FORMAT as RECORD_FORMAT,
 };
 pub use refusal::Refusal;
 pub use request::Request;

@@ -5,7 +5,9 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-use crate::credentials::{AccessTokenDigest, AttempterDigest, CodeDigest, RefreshTokenDigest};
+use crate::credentials::{
+    AccessTokenDigest, AttempterDigest, CodeDigest, RefreshTokenDigest, RotationSeed,
+};
 use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, Uid};
 use crate::partition::Partition;
 use crate::pkce::CodeChallenge;
@@ -122,13 +124,29 @@ pub struct GrantRecord {
     pub pkce: bool,
     /// Set when the grant was revoked (revoke endpoint or code reuse).
     pub revoked_at: Option<UnixTime>,
-    /// The digest of its refresh token, if it has one: a revocation purges it with the grant.
+    /// The digest of its current refresh token, if it has one: a revocation purges it with the
+    /// grant, and a token of the grant that is not this one was superseded by a rotation.
     pub refresh_token: Option<RefreshTokenDigest>,
     /// The digest of its access token if that one never expires (a legacy long-lived token):
     /// a revocation purges it with the grant. Short-lived ones purge themselves on expiry.
     pub long_lived_token: Option<AccessTokenDigest>,
     /// The resources consented to (RFC 8707): a refresh may narrow to some of them.
     pub resources: Resources,
+    /// Its last refresh-token rotation, if its refresh token ever rotated: what a retry of
+    /// that refresh needs.
+    pub rotation: Option<LastRotation>,
+}
+
+/// A grant's last refresh-token rotation (standards profile).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastRotation {
+    /// The token it superseded: presented again within the retry window (and before its
+    /// successor is used) it gets the same answer; at any other time it revokes the grant.
+    pub superseded: RefreshTokenDigest,
+    /// When it happened.
+    pub at: UnixTime,
+    /// What its tokens were derived from, with the superseded token.
+    pub seed: RotationSeed,
 }
 
 /// An access token, stored under its digest.
@@ -200,7 +218,8 @@ pub struct AttemptsRecord {
 /// there is nothing to upgrade: they are refused as [`BadRecord`]. Format 3 added the link's
 /// list of grants; a link of format 2 is read with an empty list (its grants still end with an
 /// unlink, by the epoch, but are not purged by it). Format 4 added the resources of codes and
-/// grants and the audience of access tokens (RFC 8707); older ones read with none.
+/// grants and the audience of access tokens (RFC 8707); older ones read with none. Format 5
+/// added the grant's last rotation; older grants read as never rotated.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Record {
     /// Under [`RecordKey::Code`].
@@ -218,24 +237,26 @@ pub enum Record {
 }
 
 /// The format of stored records: the first byte of every [`Record::encode`].
-pub const FORMAT: u8 = 4;
+pub const FORMAT: u8 = 5;
 
-/// The postcard tags of the variants (their index, one byte) whose record gained a last field
-/// since a format: an empty list (one zero byte) appended reads an older record as the new.
+/// The postcard tags of the variants (their index, one byte) whose record gained last fields
+/// since a format: each an empty list, an empty string or `None`, all one zero byte, so zero
+/// bytes appended read an older record as the new.
 const CODE_TAG: u8 = 0;
 const ACCESS_TOKEN_TAG: u8 = 1;
 const GRANT_TAG: u8 = 3;
 const LINK_TAG: u8 = 4;
 
-/// Whether a record of `format` with this tag lacks a trailing list the current format has.
-fn lacks_trailing_list(format: u8, tag: u8) -> bool {
+/// How many trailing fields a record of `format` with this tag lacks.
+fn missing_trailing_fields(format: u8, tag: u8) -> usize {
+    // Format 3 added the link's grants; format 4 the code's, grant's and access token's
+    // resources; format 5 the grant's last rotation.
+    let added_since = |formats: &[u8]| formats.iter().filter(|&&f| format < f).count();
     match tag {
-        // Format 3 added the link's grants.
-        LINK_TAG => format < 3,
-        // Format 4 added the code's, grant's and access token's resources (an empty string,
-        // like an empty list, is one zero byte).
-        CODE_TAG | ACCESS_TOKEN_TAG | GRANT_TAG => format < 4,
-        _ => false,
+        LINK_TAG => added_since(&[3]),
+        CODE_TAG | ACCESS_TOKEN_TAG => added_since(&[4]),
+        GRANT_TAG => added_since(&[4, 5]),
+        _ => 0,
     }
 }
 
@@ -259,13 +280,14 @@ impl Record {
                 Ok((record, [])) => Ok(record),
                 _ => Err(BadRecord),
             },
-            // Formats 2 and 3 lacked a trailing list on some records (see
-            // `lacks_trailing_list`): an empty list is one zero byte.
-            Some((&format @ (2 | 3), rest)) => {
-                let upgraded = match rest.first() {
-                    Some(&tag) if lacks_trailing_list(format, tag) => [rest, &[0]].concat(),
-                    _ => rest.to_vec(),
-                };
+            // Formats 2 to 4 lacked trailing fields on some records (see
+            // `missing_trailing_fields`): each empty one is one zero byte.
+            Some((&format @ 2..=4, rest)) => {
+                let missing = rest
+                    .first()
+                    .map_or(0, |&tag| missing_trailing_fields(format, tag));
+                let mut upgraded = rest.to_vec();
+                upgraded.resize(rest.len() + missing, 0);
                 match postcard::take_from_bytes(&upgraded) {
                     Ok((record, [])) => Ok(record),
                     _ => Err(BadRecord),

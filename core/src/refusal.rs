@@ -134,6 +134,13 @@ pub enum Refusal {
     RefreshTokenRevoked,
     /// The user unlinked the app since the refresh token was issued.
     RefreshTokenUnlinked,
+    /// The refresh token was superseded by a rotation and is presented again outside its
+    /// retry window, or after its successor was used: it is in two hands, so its grant is
+    /// revoked (RFC 9700 §4.14.2).
+    RefreshTokenReused,
+    /// A retry of a rotated refresh (inside its window) asked for other scopes or resources
+    /// than the refresh it repeats: only the same request gets the same answer.
+    RetryDiffers,
     /// The refresh token was issued to another app.
     RefreshTokenOfAnotherApp,
     /// The refresh token came from a secret-authenticated exchange and no secret was sent.
@@ -237,6 +244,8 @@ impl Refusal {
             UnknownRefreshToken => "unknown_refresh_token",
             RefreshTokenRevoked => "refresh_token_revoked",
             RefreshTokenUnlinked => "refresh_token_unlinked",
+            RefreshTokenReused => "refresh_token_reused",
+            RetryDiffers => "retry_differs",
             RefreshTokenOfAnotherApp => "refresh_token_of_another_app",
             SecretRequired => "secret_required",
             ScopeWidened => "scope_widened",

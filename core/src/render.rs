@@ -50,6 +50,8 @@ impl Refusal {
             | UnknownRefreshToken
             | RefreshTokenRevoked
             | RefreshTokenUnlinked
+            | RefreshTokenReused
+            | RetryDiffers
             | RefreshTokenOfAnotherApp
             | TokenOfAnotherApp => "invalid_grant",
             UnknownAccessToken
@@ -147,6 +149,10 @@ impl Refusal {
             UnknownRefreshToken | RefreshTokenRevoked | RefreshTokenUnlinked => {
                 "the refresh token is invalid or revoked"
             }
+            RefreshTokenReused => {
+                "the refresh token was replaced by a newer one; its grant is revoked"
+            }
+            RetryDiffers => "a retried refresh must ask for what the first one asked",
             RefreshTokenOfAnotherApp => "the refresh token was issued to another app",
             SecretRequired => "client_secret is required for this refresh token",
             ScopeWidened => "scope must be a subset of the granted scopes",

@@ -284,6 +284,26 @@ pub enum AuditEvent {
         /// The grant.
         grant: GrantId,
     },
+    /// A refresh rotated the refresh token (standards profile): a new access token and a new
+    /// refresh token, the one presented superseded.
+    RefreshTokenRotated {
+        /// The app.
+        app: AppKey,
+        /// The user.
+        account_id: AccountId,
+        /// The grant.
+        grant: GrantId,
+    },
+    /// A superseded refresh token was presented outside its retry window: the grant is
+    /// revoked.
+    RefreshTokenReused {
+        /// The app.
+        app: AppKey,
+        /// The user.
+        account_id: AccountId,
+        /// The revoked grant.
+        grant: GrantId,
+    },
     /// An authorization code was presented again: the grant it produced is revoked.
     CodeReused {
         /// The app.
@@ -320,6 +340,8 @@ impl AuditEvent {
             AuditEvent::CodeIssued { .. } => "code_issued",
             AuditEvent::TokensIssued { .. } => "tokens_issued",
             AuditEvent::AccessTokenRefreshed { .. } => "access_token_refreshed",
+            AuditEvent::RefreshTokenRotated { .. } => "refresh_token_rotated",
+            AuditEvent::RefreshTokenReused { .. } => "refresh_token_reused",
             AuditEvent::CodeReused { .. } => "code_reused",
             AuditEvent::GrantRevoked { .. } => "grant_revoked",
             AuditEvent::Unlinked { .. } => "unlinked",
@@ -348,6 +370,12 @@ impl Serialize for AuditEvent {
                 app, account_id, ..
             }
             | AuditEvent::AccessTokenRefreshed {
+                app, account_id, ..
+            }
+            | AuditEvent::RefreshTokenRotated {
+                app, account_id, ..
+            }
+            | AuditEvent::RefreshTokenReused {
                 app, account_id, ..
             }
             | AuditEvent::CodeReused {
@@ -393,6 +421,8 @@ impl Serialize for AuditEvent {
                 out.serialize_entry("access_expires_at", &access_expires_at.map(|t| t.0))?;
             }
             AuditEvent::AccessTokenRefreshed { grant, .. }
+            | AuditEvent::RefreshTokenRotated { grant, .. }
+            | AuditEvent::RefreshTokenReused { grant, .. }
             | AuditEvent::CodeReused { grant, .. }
             | AuditEvent::GrantRevoked { grant, .. } => {
                 out.serialize_entry("grant", grant.as_str())?;

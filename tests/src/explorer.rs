@@ -230,7 +230,8 @@ fn walk(
 }
 
 /// Every stored record is reachable and consistent: tokens point at an existing grant of the
-/// same app and user (an access token with no more scopes than its grant), every grant at the
+/// same app and user (an access token with no more scopes than its grant), every grant at its
+/// current refresh token, if it names one, and at the
 /// link of its app and user at an epoch not ahead of it, every redeemed code at its grant; and
 /// every record of an account lies in that account's partition.
 pub fn check_store(store: &Store) {
@@ -273,6 +274,11 @@ pub fn check_store(store: &Store) {
                 );
             }
             Record::Grant(owner) => {
+                // A rotation never leaves a grant naming a token that is not stored.
+                if let Some(current) = owner.refresh_token {
+                    let current = RecordKey::RefreshToken(key.partition(), current);
+                    assert!(store.get(&current).is_some(), "{key}: no {current}");
+                }
                 let link_key = RecordKey::link(owner.app.clone(), owner.account_id.clone());
                 match store.record(&link_key) {
                     Some(Record::Link(link)) => assert!(
@@ -329,7 +335,12 @@ pub fn validates(config: &Arc<Config>, store: &Store, now: UnixTime, access_toke
 /// A deployment where alice went through the public app's offline flow: it, her access token
 /// and her refresh token.
 pub fn signed_in() -> (crate::Sim, String, String) {
-    let mut sim = crate::Sim::new(crate::fixture_config());
+    signed_in_with(crate::fixture_config())
+}
+
+/// [`signed_in`] under another configuration.
+pub fn signed_in_with(config: Config) -> (crate::Sim, String, String) {
+    let mut sim = crate::Sim::new(config);
     let tokens = sim.pkce_offline_tokens(&crate::alice());
     let text = |name: &str| tokens[name].as_str().unwrap_or_default().to_owned();
     (sim, text("access_token"), text("refresh_token"))

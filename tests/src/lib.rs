@@ -860,6 +860,18 @@ pub fn fixture_config() -> Config {
     Config::new(fixture_document()).expect("fixture config")
 }
 
+/// The fixture in the standards profile (issuer `https://auth.example`), rotating refresh
+/// tokens as `rotation` says.
+pub fn standards_config(rotation: Rotation) -> Config {
+    let mut doc = fixture_document();
+    doc.profile = Profile::Standards {
+        issuer: Issuer::new("https://auth.example").expect("a valid issuer"),
+        resources: Vec::new(),
+        rotation,
+    };
+    Config::new(doc).expect("the fixture is valid")
+}
+
 /// A user.
 pub fn user(account: &str, uid: &str) -> User {
     User {

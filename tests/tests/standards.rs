@@ -14,6 +14,7 @@ fn standards(issuer: &str) -> Sim {
     doc.profile = Profile::Standards {
         issuer: Issuer::new(issuer).unwrap(),
         resources: Vec::new(),
+        rotation: Rotation::default(),
     };
     Sim::new(Config::new(doc).unwrap())
 }
@@ -75,6 +76,7 @@ fn the_metadata_follows_the_policy_and_the_apps() {
     doc.profile = Profile::Standards {
         issuer: Issuer::new(ISSUER).unwrap(),
         resources: Vec::new(),
+        rotation: Rotation::default(),
     };
     let mut sim = Sim::new(Config::new(doc).unwrap());
     let doc: Value = serde_json::from_str(&get(&mut sim, "GET", WELL_KNOWN).body).unwrap();
@@ -192,6 +194,7 @@ fn the_issuer_is_checked_when_the_configuration_is_read() {
         Ok(Profile::Standards {
             issuer: Issuer::new("http://127.0.0.1:8787").unwrap(),
             resources: Vec::new(),
+            rotation: Rotation::default(),
         })
     );
     for (profile, why) in [
@@ -233,6 +236,7 @@ fn the_issuer_is_checked_when_the_configuration_is_read() {
     doc.profile = Profile::Standards {
         issuer: Issuer::new(ISSUER).unwrap(),
         resources: Vec::new(),
+        rotation: Rotation::default(),
     };
     let again = ConfigDocument::from_json_value(&doc.to_json_value()).unwrap();
     assert_eq!(again.profile, doc.profile);
@@ -559,6 +563,7 @@ fn with_resources() -> Sim {
     doc.profile = Profile::Standards {
         issuer: Issuer::new(ISSUER).unwrap(),
         resources: vec![Resource::new(MCP).unwrap(), Resource::new(OTHER).unwrap()],
+        rotation: Rotation::default(),
     };
     Sim::new(Config::new(doc).unwrap())
 }
@@ -621,6 +626,8 @@ fn a_token_serves_only_the_resources_it_was_issued_for() {
         .unwrap()
         .contains("error=\"invalid_token\""));
     assert_eq!(introspect(&mut sim, &mcp_token)["aud"], json!([MCP]));
+    // The PKCE app is a public client: its refresh token rotated (see the rotation tests).
+    let refresh = narrowed["refresh_token"].as_str().unwrap().to_owned();
     // Never wider than what was consented, and never a resource the server does not know.
     for (resources, why) in [
         (&[OTHER][..], "known but not consented"),

@@ -5,8 +5,8 @@
 //! time) and hashes the presented code or refresh token, once; deciding loads the records.
 
 use crate::config::Config;
-use crate::credentials::{AccessToken, AuthorizationCode, RefreshToken};
-use crate::ctx::{create, replace, Ctx, Decision, Ending, Flow, TokenBody, Via};
+use crate::credentials::{AccessToken, AuthorizationCode, RefreshToken, RotationSeed};
+use crate::ctx::{create, replace, Ctx, Decision, Ending, Flow, Loaded, TokenBody, Via};
 use crate::endpoints::attempts::{self, Guard};
 use crate::endpoints::authorize;
 use crate::endpoints::issue::{issue_grant, revoke_grant};
@@ -16,12 +16,14 @@ use crate::ids::{AppKey, User};
 use crate::machines::attempts::Attempter;
 use crate::machines::code::{self, Exchange};
 use crate::machines::grant::{self, GrantTerms, Standing};
+use crate::machines::refresh_token::Position;
 use crate::machines::{access_token, link, refresh_token};
+use crate::partition::Partition;
 use crate::pkce::CodeVerifier;
 use crate::records::Resources;
 use crate::records::{
-    CodeRecord, CodeState, GrantRecord, LinkRecord, Record, RecordKey, RefreshTokenRecord,
-    TokenAccessType,
+    AccessTokenRecord, CodeRecord, CodeState, GrantRecord, LastRotation, LinkRecord, Record,
+    RecordKey, RefreshTokenRecord, TokenAccessType,
 };
 use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
@@ -68,6 +70,8 @@ pub(crate) enum Parsed {
     Refresh {
         client: Client,
         token: Option<RecordKey>,
+        /// The token as presented: a rotation derives its successors from it.
+        presented: RefreshToken,
         /// `scope`: `Err` when malformed, refused only once the token checks out.
         scope: Option<Result<ScopeSet, ()>>,
         /// `resource`, as for the exchange: a narrowing of the grant's.
@@ -165,10 +169,10 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
             return Err(client.refuse(Refusal::RefreshTokenMissing));
         };
         let scope = read("scope")?.map(|s| ScopeSet::parse(s).map_err(|_| ()));
-        let token = RefreshToken::key_of(token);
         Ok(Parsed::Refresh {
             client,
-            token,
+            token: RefreshToken::key_of(token),
+            presented: RefreshToken::presented(token),
             scope,
             resources,
         })
@@ -299,6 +303,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         Parsed::Refresh {
             client,
             token,
+            presented,
             scope,
             resources,
         } => {
@@ -308,7 +313,13 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
             let Some(token) = token else {
                 return Ok(Decision::End(client.refuse(Refusal::UnknownRefreshToken)));
             };
-            refresh(ctx, client, token, scope.as_ref(), resources)
+            let request = RefreshRequest {
+                token,
+                presented,
+                scope: scope.as_ref(),
+                resources,
+            };
+            refresh(ctx, client, &request)
         }
         Parsed::Manage {
             client,
@@ -463,15 +474,21 @@ fn code_reused(ctx: &Ctx<'_>, client: &Client, key: RecordKey) -> Flow<Decision>
     }
 }
 
-/// `grant_type=refresh_token`: a new short-lived access token; the refresh token stays as is.
-fn refresh(
-    ctx: &Ctx<'_>,
-    client: &Client,
-    token: &RecordKey,
-    scope: Option<&Result<ScopeSet, ()>>,
-    resources: &Resources,
-) -> Flow<Decision> {
+/// A refresh as asked.
+struct RefreshRequest<'p> {
+    /// Where the presented token's record is.
+    token: &'p RecordKey,
+    presented: &'p RefreshToken,
+    /// `scope`: `Err` when malformed.
+    scope: Option<&'p Result<ScopeSet, ()>>,
+    resources: &'p Resources,
+}
+
+/// `grant_type=refresh_token`: a new short-lived access token. The refresh token stays as it
+/// is, or — when the standards profile rotates it — is superseded by a new one.
+fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow<Decision> {
     let end = |refusal| Ok(Decision::End(client.refuse(refusal)));
+    let token = request.token;
     let partition = token.partition();
     let Some(loaded) = ctx.load::<RefreshTokenRecord>(token)? else {
         return end(Refusal::UnknownRefreshToken);
@@ -486,51 +503,182 @@ fn refresh(
     let Some(grant) = ctx.load::<GrantRecord>(&grant_key)? else {
         return end(Refusal::UnknownRefreshToken);
     };
-    let grant = grant.record;
-    if let Err(refusal) = refresh_token::check_client(grant, client.has_secret) {
+    if let Err(refusal) = refresh_token::check_client(grant.record, client.has_secret) {
         return end(refusal);
     }
     let link = ctx.load::<LinkRecord>(&link_key)?;
-    match grant::standing(grant, link.map(|l| l.record)) {
+    match grant::standing(grant.record, link.map(|l| l.record)) {
         Standing::Live => {}
         Standing::Revoked => return end(Refusal::RefreshTokenRevoked),
         Standing::Unlinked => return end(Refusal::RefreshTokenUnlinked),
     }
-    let requested = match scope {
+    // Reuse is judged before the parameters: a superseded token revokes whatever it asks.
+    let rotation = ctx.config.rotation();
+    let digest = RefreshToken::digest_of(request.presented.expose());
+    let position = refresh_token::position(grant.record, &digest, ctx.now, rotation);
+    if position == Position::Reused {
+        return refresh_token_reused(ctx, client, grant_key, &grant);
+    }
+    let requested = match request.scope {
         None => None,
         Some(Ok(set)) => Some(set),
         Some(Err(())) => return end(Refusal::MalformedScope),
     };
-    let scopes = match refresh_token::scopes(grant, requested) {
+    let scopes = match refresh_token::scopes(grant.record, requested) {
         Ok(scopes) => scopes,
         Err(refusal) => return end(refusal),
     };
-    let audience = match grant::audience(&grant.resources, resources) {
+    let audience = match grant::audience(&grant.record.resources, request.resources) {
         Ok(audience) => audience,
         Err(refusal) => return end(refusal),
     };
+    if let Position::Retry(last) = position {
+        let retried = Retried {
+            partition,
+            seed: &last.seed,
+            presented: request.presented,
+        };
+        return retry(ctx, client, &retried, &scopes, &audience);
+    }
     let expires_at =
         access_token::expires_at(TokenAccessType::Offline, ctx.now, ctx.config.policy());
-    let access = AccessToken::mint(partition, ctx.entropy);
-    let access_record = access_token::mint(&record.grant, grant, scopes, expires_at, audience);
-    let audit = AuditEvent::AccessTokenRefreshed {
-        app: record.app.clone(),
-        account_id: record.account_id.clone(),
-        grant: record.grant.clone(),
+    let rotates = refresh_token::rotates(rotation, client.has_secret);
+    let seed = RotationSeed::draw(ctx.entropy);
+    let access = if rotates {
+        seed.access_token(partition, request.presented)
+    } else {
+        AccessToken::mint(partition, ctx.entropy)
     };
-    let put = create(
+    let access_record =
+        access_token::mint(&record.grant, grant.record, scopes, expires_at, audience);
+    let mut puts = vec![create(
         RecordKey::AccessToken(partition, access.digest()),
         &Record::AccessToken(access_record),
         access_token::purge_after(expires_at, ctx.config.policy()),
-    );
-    Ok(Decision::commit_one(
-        put,
-        audit,
+    )];
+    let mut successor = None;
+    if let Some(policy) = rotation.filter(|_| rotates) {
+        let next = seed.refresh_token(partition, request.presented);
+        let rotated = GrantRecord {
+            refresh_token: Some(next.digest()),
+            rotation: Some(LastRotation {
+                superseded: digest,
+                at: ctx.now,
+                seed,
+            }),
+            ..grant.record.clone()
+        };
+        // The grant at the version read: of two refreshes racing with one token, one rotates
+        // and the other, deciding again, finds itself a retry of it.
+        puts.push(replace(
+            grant_key,
+            Some(grant.version),
+            &Record::Grant(rotated),
+            None,
+        ));
+        puts.push(create(
+            RecordKey::RefreshToken(partition, next.digest()),
+            &Record::RefreshToken(refresh_token::mint(&record.grant, grant.record)),
+            None,
+        ));
+        // The superseded token is kept as long as its reuse is to be caught.
+        puts.push(replace(
+            token.clone(),
+            Some(loaded.version),
+            &Record::RefreshToken(record.clone()),
+            Some(ctx.now.plus(policy.reuse_detection)),
+        ));
+        successor = Some(next);
+    }
+    let audit = if successor.is_some() {
+        AuditEvent::RefreshTokenRotated {
+            app: record.app.clone(),
+            account_id: record.account_id.clone(),
+            grant: record.grant.clone(),
+        }
+    } else {
+        AuditEvent::AccessTokenRefreshed {
+            app: record.app.clone(),
+            account_id: record.account_id.clone(),
+            grant: record.grant.clone(),
+        }
+    };
+    Ok(Decision::Commit(
+        Transaction {
+            puts,
+            audit: vec![audit],
+        },
         Ending::Tokens(Box::new(TokenBody {
             access_token: access,
             expires_in: expires_at.map(|at| at.seconds_from(ctx.now)),
-            refresh_token: None,
+            refresh_token: successor,
             exchange: None,
         })),
+    ))
+}
+
+/// What a retried rotation's tokens are derived from.
+struct Retried<'p> {
+    partition: Partition,
+    seed: &'p RotationSeed,
+    presented: &'p RefreshToken,
+}
+
+/// A retry inside the window of the rotation that superseded the presented token: the same
+/// answer again — its access token (still live: the window is shorter than its lifetime) and
+/// its successor — if the retry asks for what that refresh asked. Nothing is written.
+fn retry(
+    ctx: &Ctx<'_>,
+    client: &Client,
+    retried: &Retried<'_>,
+    scopes: &ScopeSet,
+    audience: &Resources,
+) -> Flow<Decision> {
+    let access = retried
+        .seed
+        .access_token(retried.partition, retried.presented);
+    let key = RecordKey::AccessToken(retried.partition, access.digest());
+    let Some(found) = ctx.load::<AccessTokenRecord>(&key)? else {
+        return Ok(Decision::End(client.refuse(Refusal::RetryDiffers)));
+    };
+    let first = found.record;
+    if &first.scopes != scopes || &first.audience != audience {
+        return Ok(Decision::End(client.refuse(Refusal::RetryDiffers)));
+    }
+    Ok(Decision::End(Ending::Tokens(Box::new(TokenBody {
+        expires_in: first.expires_at.map(|at| at.seconds_from(ctx.now)),
+        access_token: access,
+        refresh_token: Some(
+            retried
+                .seed
+                .refresh_token(retried.partition, retried.presented),
+        ),
+        exchange: None,
+    }))))
+}
+
+/// A superseded refresh token presented outside its retry window: refuse, and revoke its grant
+/// (RFC 9700 §4.14.2: one of its two holders is not the user's app).
+fn refresh_token_reused(
+    ctx: &Ctx<'_>,
+    client: &Client,
+    grant_key: RecordKey,
+    grant: &Loaded<'_, GrantRecord>,
+) -> Flow<Decision> {
+    let RecordKey::Grant(_, grant_id) = &grant_key else {
+        return Ok(Decision::End(client.refuse(Refusal::RefreshTokenReused)));
+    };
+    let audit = AuditEvent::RefreshTokenReused {
+        app: grant.record.app.clone(),
+        account_id: grant.record.account_id.clone(),
+        grant: grant_id.clone(),
+    };
+    let puts = revoke_grant(ctx, grant_key.clone(), grant)?;
+    Ok(Decision::Commit(
+        Transaction {
+            puts,
+            audit: vec![audit],
+        },
+        client.refuse(Refusal::RefreshTokenReused),
     ))
 }

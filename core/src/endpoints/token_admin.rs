@@ -92,6 +92,10 @@ struct Held<'a> {
     grant_id: &'a GrantId,
     grant_key: RecordKey,
     grant: Loaded<'a, GrantRecord>,
+    /// Whether the grant stands (not revoked, not unlinked).
+    grant_live: bool,
+    /// Whether the token itself is live: its grant stands and, for a refresh token, it was
+    /// not superseded by a rotation.
     live: bool,
     /// For an access token, its record; `None` for a refresh token.
     access: Option<&'a AccessTokenRecord>,
@@ -124,20 +128,27 @@ fn held<'a>(ctx: &Ctx<'a>, key: &RecordKey) -> Flow<Option<Held<'a>>> {
         return Ok(None);
     };
     let link = ctx.load::<LinkRecord>(&link_key)?;
-    let live = grant::standing(grant.record, link.map(|l| l.record)) == Standing::Live;
+    let grant_live = grant::standing(grant.record, link.map(|l| l.record)) == Standing::Live;
+    // A refresh token a rotation superseded is no longer live, even inside its retry window.
+    let superseded = match (key, &grant.record.refresh_token) {
+        (RecordKey::RefreshToken(_, presented), Some(current)) => presented != current,
+        _ => false,
+    };
     Ok(Some(Held {
         app,
         account_id,
         grant_id,
         grant_key,
         grant,
-        live,
+        grant_live,
+        live: grant_live && !superseded,
         access,
     }))
 }
 
-/// RFC 7009: the token's grant ends, with every token of it. An unknown, garbled or already
-/// ended token gets the same answer (§2.2); a token of another app is refused (§2.1).
+/// RFC 7009: the token's grant ends, with every token of it — also for a refresh token a
+/// rotation superseded, which only its grant's holders can present. An unknown, garbled or
+/// already ended token gets the same answer (§2.2); a token of another app is refused (§2.1).
 fn revoke(ctx: &Ctx<'_>, client: &Client, held: Option<Held<'_>>) -> Flow<Decision> {
     let Some(held) = held else {
         return Ok(Decision::End(Ending::Revocation));
@@ -145,7 +156,7 @@ fn revoke(ctx: &Ctx<'_>, client: &Client, held: Option<Held<'_>>) -> Flow<Decisi
     if held.app != &client.app {
         return Ok(Decision::End(client.refuse(Refusal::TokenOfAnotherApp)));
     }
-    if !held.live {
+    if !held.grant_live {
         return Ok(Decision::End(Ending::Revocation));
     }
     let audit = AuditEvent::GrantRevoked {

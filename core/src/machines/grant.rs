@@ -31,6 +31,7 @@ pub(crate) fn new(terms: GrantTerms<'_>) -> GrantRecord {
         refresh_token: None,
         long_lived_token: None,
         resources: terms.resources,
+        rotation: None,
     }
 }
 

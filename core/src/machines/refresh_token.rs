@@ -1,10 +1,15 @@
-//! Refresh tokens: minted with an offline grant, bound to its app and user, reusable, never
-//! expiring by time; they end only with their grant (revocation, code reuse, unlink).
+//! Refresh tokens: minted with an offline grant, bound to its app and user, never expiring by
+//! time; they end only with their grant (revocation, code reuse, unlink). Reusable as SPEC.md
+//! has them; in the standards profile a refresh may rotate the token instead (RFC 9700
+//! §4.14.2): the grant then names its current token and its last rotation.
 
+use crate::config::{RotatedClients, Rotation};
+use crate::credentials::RefreshTokenDigest;
 use crate::ids::{AppKey, GrantId};
-use crate::records::{GrantRecord, RefreshTokenRecord};
+use crate::records::{GrantRecord, LastRotation, RefreshTokenRecord};
 use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
+use crate::time::UnixTime;
 
 /// The record of the refresh token of `grant`.
 pub(crate) fn mint(grant_id: &GrantId, grant: &GrantRecord) -> RefreshTokenRecord {
@@ -44,5 +49,53 @@ pub(crate) fn scopes(
         None => Ok(grant.scopes.clone()),
         Some(narrower) if narrower.is_subset(&grant.scopes) => Ok(narrower.clone()),
         Some(_) => Err(Refusal::ScopeWidened),
+    }
+}
+
+/// Whether this refresh rotates the token: never without a rotation policy (the reference
+/// profile); for a refresh made without a client secret, or for every one.
+pub(crate) fn rotates(rotation: Option<&Rotation>, has_secret: bool) -> bool {
+    match rotation.map(|r| r.clients) {
+        None => false,
+        Some(RotatedClients::Public) => !has_secret,
+        Some(RotatedClients::All) => true,
+    }
+}
+
+/// Where the presented token stands in its grant's line of rotations.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Position<'g> {
+    /// The grant's current token.
+    Current,
+    /// The token the grant's last rotation superseded, presented again within the retry
+    /// window: that rotation's answer is given again.
+    Retry(&'g LastRotation),
+    /// A superseded token at any other time: in two hands.
+    Reused,
+}
+
+/// Where `presented` stands in `grant`, at `now`. The retry window is half-open: a retry at
+/// `at + retry_window` is too late. Without a rotation policy there is no window, but a token
+/// superseded while there was one stays superseded.
+pub(crate) fn position<'g>(
+    grant: &'g GrantRecord,
+    presented: &RefreshTokenDigest,
+    now: UnixTime,
+    rotation: Option<&Rotation>,
+) -> Position<'g> {
+    // Grants written before refresh digests were kept name none: their one token is current.
+    if grant
+        .refresh_token
+        .is_none_or(|current| &current == presented)
+    {
+        return Position::Current;
+    }
+    match (&grant.rotation, rotation) {
+        (Some(last), Some(policy))
+            if &last.superseded == presented && now < last.at.plus(policy.retry_window) =>
+        {
+            Position::Retry(last)
+        }
+        _ => Position::Reused,
     }
 }

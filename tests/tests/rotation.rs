@@ -1,0 +1,448 @@
+//! Refresh-token rotation (issue 17, part 4; RFC 9700 §4.14.2, OAuth 2.1 §4.3.1): in the
+//! standards profile a refresh without a client secret supersedes the token presented; a retry
+//! of it inside the window gets the same answer; a superseded token at any other time revokes
+//! the grant. The reference profile keeps SPEC.md's reusable refresh tokens.
+
+use edgegrant::*;
+use edgegrant_tests::explorer::*;
+use edgegrant_tests::*;
+use serde_json::{json, Value};
+
+const WINDOW: u64 = 60;
+
+fn rotating() -> Sim {
+    Sim::new(standards_config(Rotation::default()))
+}
+
+/// Alice's tokens from the public app's offline flow: (access, refresh).
+fn signed_in_on(sim: &mut Sim) -> (String, String) {
+    let tokens = sim.pkce_offline_tokens(&alice());
+    let text = |name: &str| tokens[name].as_str().unwrap().to_owned();
+    (text("access_token"), text("refresh_token"))
+}
+
+fn refresh(sim: &mut Sim, token: &str) -> Answer {
+    sim.refresh_answer(token, PKCE_APP, None)
+}
+
+/// A successful refresh's body.
+fn refreshed(sim: &mut Sim, token: &str) -> Value {
+    let answer = refresh(sim, token);
+    assert_eq!(answer.response().status, 200, "{}", answer.response().body);
+    json(answer.response())
+}
+
+fn text(body: &Value, name: &str) -> String {
+    body[name]
+        .as_str()
+        .unwrap_or_else(|| panic!("no {name} in {body}"))
+        .to_owned()
+}
+
+fn served(sim: &mut Sim, access: &str) -> bool {
+    matches!(sim.api(GET_ACCOUNT, access), Answer::Serve(_))
+}
+
+fn grant_of(sim: &Sim, refresh: &str) -> GrantRecord {
+    let key = RefreshToken::key_of(refresh).unwrap();
+    let Some(Record::RefreshToken(token)) = sim.store.record(&key) else {
+        panic!("no refresh token record");
+    };
+    match sim
+        .store
+        .record(&RecordKey::Grant(key.partition(), token.grant))
+    {
+        Some(Record::Grant(grant)) => grant,
+        other => panic!("no grant: {other:?}"),
+    }
+}
+
+#[test]
+fn a_public_clients_refresh_rotates_the_refresh_token() {
+    let mut sim = rotating();
+    let (_, first) = signed_in_on(&mut sim);
+    let body = refreshed(&mut sim, &first);
+    let second = text(&body, "refresh_token");
+    assert_ne!(second, first, "a new refresh token");
+    assert!(served(&mut sim, &text(&body, "access_token")));
+    assert!(matches!(
+        sim.audit.last(),
+        Some(AuditEvent::RefreshTokenRotated { .. })
+    ));
+    // The grant names its new token; the superseded one is kept only while its reuse is to
+    // be caught.
+    let grant = grant_of(&sim, &second);
+    assert_eq!(grant.refresh_token, Some(RefreshToken::digest_of(&second)));
+    let superseded = RefreshToken::key_of(&first).unwrap();
+    assert_eq!(
+        sim.store.purge_after(&superseded),
+        Some(sim.now.plus(Seconds(2_592_000)))
+    );
+    assert_eq!(
+        sim.store
+            .purge_after(&RefreshToken::key_of(&second).unwrap()),
+        None,
+        "the current token lives as long as its grant"
+    );
+    // And the new token rotates in turn.
+    sim.advance(3600);
+    let third = text(&refreshed(&mut sim, &second), "refresh_token");
+    assert!(third != second && third != first);
+    check_store(&sim.store);
+}
+
+#[test]
+fn a_retry_inside_the_window_gets_the_same_answer_and_writes_nothing() {
+    for late in [WINDOW - 1, WINDOW, WINDOW + 1] {
+        let mut sim = rotating();
+        let (_, first) = signed_in_on(&mut sim);
+        let answer = refreshed(&mut sim, &first);
+        let written = sim.store.clone();
+        sim.advance(late);
+        let retry = refresh(&mut sim, &first);
+        if late < WINDOW {
+            // The response was lost on the way: the client sends the same request again.
+            let again = json(retry.response());
+            assert_eq!(again["access_token"], answer["access_token"], "at +{late}");
+            assert_eq!(again["refresh_token"], answer["refresh_token"]);
+            assert_eq!(again["expires_in"], json!(14_400 - late), "the same expiry");
+            assert_eq!(sim.store, written, "nothing written");
+            assert!(served(&mut sim, &text(&answer, "access_token")));
+        } else {
+            // From the window's end on, the superseded token is in other hands: the grant
+            // ends, with the tokens the rotation gave.
+            let response = retry.response();
+            assert_eq!(
+                (response.status, oauth_error(response).as_str()),
+                (400, "invalid_grant"),
+                "at +{late}"
+            );
+            assert_eq!(retry.refusal(), Some(&Refusal::RefreshTokenReused));
+            assert!(matches!(
+                sim.audit.last(),
+                Some(AuditEvent::RefreshTokenReused { .. })
+            ));
+            assert!(!served(&mut sim, &text(&answer, "access_token")));
+            let successor = refresh(&mut sim, &text(&answer, "refresh_token"));
+            assert_eq!(successor.refusal(), Some(&Refusal::RefreshTokenRevoked));
+        }
+        check_store(&sim.store);
+    }
+}
+
+#[test]
+fn once_the_successor_is_used_the_superseded_token_revokes_the_grant_even_inside_the_window() {
+    let mut sim = rotating();
+    let (_, first) = signed_in_on(&mut sim);
+    let second = text(&refreshed(&mut sim, &first), "refresh_token");
+    // Using the successor proves its answer arrived: no retry of the first is honest now.
+    let third = refreshed(&mut sim, &second);
+    let reused = refresh(&mut sim, &first);
+    assert_eq!(reused.refusal(), Some(&Refusal::RefreshTokenReused));
+    assert!(!served(&mut sim, &text(&third, "access_token")));
+    assert_eq!(
+        refresh(&mut sim, &text(&third, "refresh_token")).refusal(),
+        Some(&Refusal::RefreshTokenRevoked)
+    );
+}
+
+#[test]
+fn a_superseded_token_revokes_whatever_it_asks_and_a_differing_retry_is_refused_alone() {
+    // Reuse is judged before the parameters: a malformed scope does not save the grant.
+    let mut sim = rotating();
+    let (_, first) = signed_in_on(&mut sim);
+    let second = text(&refreshed(&mut sim, &first), "refresh_token");
+    sim.advance(WINDOW);
+    let form = [
+        ("grant_type", "refresh_token"),
+        ("refresh_token", first.as_str()),
+        ("client_id", PKCE_APP),
+        ("scope", "not a valid scope!"),
+    ];
+    let reused = sim.token_form_answer(&form, None);
+    assert_eq!(reused.refusal(), Some(&Refusal::RefreshTokenReused));
+    assert_eq!(
+        refresh(&mut sim, &second).refusal(),
+        Some(&Refusal::RefreshTokenRevoked)
+    );
+
+    // Inside the window a retry must ask what the first asked: one asking for fewer scopes is
+    // refused, and nothing is revoked.
+    let mut sim = rotating();
+    let (_, first) = signed_in_on(&mut sim);
+    let answer = refreshed(&mut sim, &first);
+    let narrower = [
+        ("grant_type", "refresh_token"),
+        ("refresh_token", first.as_str()),
+        ("client_id", PKCE_APP),
+        ("scope", "account_info.read"),
+    ];
+    let differing = sim.token_form_answer(&narrower, None);
+    assert_eq!(differing.refusal(), Some(&Refusal::RetryDiffers));
+    assert_eq!(oauth_error(differing.response()), "invalid_grant");
+    assert!(served(&mut sim, &text(&answer, "access_token")));
+    assert_eq!(refresh(&mut sim, &first).response().status, 200);
+}
+
+#[test]
+fn confidential_clients_keep_their_token_unless_every_refresh_rotates() {
+    let offline_conf = |sim: &mut Sim| {
+        let code = sim.code_for(&conf_query("offline", "c"), &alice());
+        text(&json(&sim.exchange_confidential(&code)), "refresh_token")
+    };
+    let mut sim = rotating();
+    let token = offline_conf(&mut sim);
+    for _ in 0..2 {
+        let body = json(&sim.refresh(&token, CONF_APP, Some(CONF_SECRET)));
+        assert!(body.get("refresh_token").is_none(), "reusable: {body}");
+    }
+    assert!(matches!(
+        sim.audit.last(),
+        Some(AuditEvent::AccessTokenRefreshed { .. })
+    ));
+
+    let mut sim = Sim::new(standards_config(Rotation {
+        clients: RotatedClients::All,
+        ..Rotation::default()
+    }));
+    let token = offline_conf(&mut sim);
+    let body = json(&sim.refresh(&token, CONF_APP, Some(CONF_SECRET)));
+    let next = text(&body, "refresh_token");
+    assert_ne!(next, token);
+    sim.advance(WINDOW);
+    let reused = sim.refresh_answer(&token, CONF_APP, Some(CONF_SECRET));
+    assert_eq!(reused.refusal(), Some(&Refusal::RefreshTokenReused));
+}
+
+#[test]
+fn the_reference_profile_never_rotates() {
+    let mut sim = Sim::new(fixture_config());
+    let (_, token) = signed_in_on(&mut sim);
+    for _ in 0..3 {
+        sim.advance(3600);
+        let body = refreshed(&mut sim, &token);
+        assert!(body.get("refresh_token").is_none(), "SPEC.md: reusable");
+    }
+}
+
+#[test]
+fn a_superseded_token_is_inactive_at_introspection_and_its_revocation_ends_the_grant() {
+    let introspect = |sim: &mut Sim, token: &str| {
+        let body = form_body(&[("token", token)]);
+        let mut request = HttpRequest::new("POST", "/oauth2/introspect", "");
+        request.body = body.into_bytes();
+        request.headers = vec![
+            (
+                "Content-Type".into(),
+                "application/x-www-form-urlencoded".into(),
+            ),
+            ("Authorization".into(), basic_header(CONF_APP, CONF_SECRET)),
+        ];
+        json(&http(sim.http(request, None)))
+    };
+    let mut sim = rotating();
+    let (_, first) = signed_in_on(&mut sim);
+    let answer = refreshed(&mut sim, &first);
+    let second = text(&answer, "refresh_token");
+    assert_eq!(introspect(&mut sim, &first), json!({"active": false}));
+    assert_eq!(introspect(&mut sim, &second)["active"], json!(true));
+
+    // RFC 7009 with the superseded token: only the grant's holders have it; the grant ends.
+    let form = form_body(&[("token", &first), ("client_id", PKCE_APP)]);
+    let mut request = HttpRequest::new("POST", "/oauth2/revoke", "");
+    request.body = form.into_bytes();
+    request.headers = vec![(
+        "Content-Type".into(),
+        "application/x-www-form-urlencoded".into(),
+    )];
+    assert_eq!(http(sim.http(request, None)).status, 200);
+    assert_eq!(introspect(&mut sim, &second), json!({"active": false}));
+    assert!(!served(&mut sim, &text(&answer, "access_token")));
+}
+
+#[test]
+fn rotated_records_are_purged_with_their_grant_and_by_their_own_time() {
+    let mut sim = rotating();
+    let (_, first) = signed_in_on(&mut sim);
+    let mut current = first.clone();
+    for _ in 0..3 {
+        sim.advance(3600);
+        current = text(&refreshed(&mut sim, &current), "refresh_token");
+    }
+    // An unlink ends the grant: its current token gets a purge time with it.
+    sim.unlink(PKCE_APP, &alice(), Unlinker::User);
+    assert_eq!(
+        refresh(&mut sim, &current).refusal(),
+        Some(&Refusal::RefreshTokenUnlinked)
+    );
+    // Once the superseded tokens' reuse detection is over, nothing of the grant is left.
+    sim.advance(2_592_000);
+    sim.store.purge(sim.now);
+    let left: Vec<String> = sim
+        .store
+        .iter()
+        .filter(|(_, v)| {
+            matches!(
+                v.record(),
+                Ok(Record::RefreshToken(_) | Record::AccessToken(_) | Record::Grant(_))
+            )
+        })
+        .map(|(k, _)| k.to_string())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    // A superseded token now finds nothing: refused, and nothing to revoke.
+    assert_eq!(
+        refresh(&mut sim, &first).refusal(),
+        Some(&Refusal::UnknownRefreshToken)
+    );
+}
+
+#[test]
+fn the_rotation_policy_is_checked_and_round_trips() {
+    let with = |rotation: Value| {
+        let mut doc = fixture_document().to_json_value();
+        doc["profile"] =
+            json!({"kind": "standards", "issuer": "https://auth.example", "rotation": rotation});
+        Config::from_json(&doc.to_string()).map(|config| config.rotation().copied())
+    };
+    assert_eq!(
+        with(json!({})).unwrap(),
+        Some(Rotation::default()),
+        "public clients, 60 s, 30 days"
+    );
+    assert_eq!(
+        with(json!({"clients": "all", "retry_window": 0, "reuse_detection": 86400})).unwrap(),
+        Some(Rotation {
+            clients: RotatedClients::All,
+            retry_window: Seconds(0),
+            reuse_detection: Seconds(86_400),
+        })
+    );
+    for (rotation, why) in [
+        (json!({"clients": "none"}), "expected public or all"),
+        (json!({"retry_window": 301}), "at most 300 seconds"),
+        (json!({"retry_window": -1}), "whole number"),
+        (
+            json!({"retry_window": 120, "reuse_detection": 60}),
+            "at least the retry window",
+        ),
+        (json!({"reuse_detection": 0}), "at least one second"),
+    ] {
+        let error = with(rotation.clone()).unwrap_err().to_string();
+        assert!(error.contains(why), "{rotation}: {error}");
+    }
+    // The window must be shorter than an access token's life: a retry repeats a live one.
+    let mut doc = fixture_document().to_json_value();
+    doc["policy"]["access_token_ttl"] = json!(60);
+    doc["profile"] = json!({"kind": "standards", "issuer": "https://auth.example"});
+    let error = Config::from_json(&doc.to_string()).unwrap_err().to_string();
+    assert!(
+        error.contains("shorter than policy.access_token_ttl"),
+        "{error}"
+    );
+    // The document round-trips with its rotation.
+    let config = standards_config(Rotation {
+        clients: RotatedClients::All,
+        retry_window: Seconds(5),
+        reuse_detection: Seconds(600),
+    });
+    let text = serde_json::to_string(&config).unwrap();
+    assert_eq!(
+        Config::from_json(&text).unwrap().rotation(),
+        config.rotation()
+    );
+}
+
+#[test]
+fn a_grant_of_format_4_reads_as_never_rotated() {
+    let mut sim = rotating();
+    let (_, refresh) = signed_in_on(&mut sim);
+    let grant = grant_of(&sim, &refresh);
+    let mut bytes = Record::Grant(grant.clone()).encode();
+    assert_eq!(bytes.pop(), Some(0), "no rotation is one zero byte, last");
+    bytes[0] = 4;
+    assert_eq!(Record::decode(&bytes), Ok(Record::Grant(grant)));
+}
+
+// ---- races and crashes ----------------------------------------------------------------------
+
+/// Every interleaving of two and three refreshes with one token, and of two with a crash at any
+/// point followed by the client's retry: all succeed with one and the same answer (one
+/// rotation), the grant stays live, and its current token is the one they were all given.
+#[test]
+fn racing_and_retried_refreshes_of_one_token_rotate_once_and_agree() {
+    let (sim, _, refresh) = signed_in_with(standards_config(Rotation::default()));
+    for racers in [2, 3] {
+        let inputs = vec![refresh_input(&refresh); racers];
+        let crashes: &[usize] = if racers == 2 { &[0, 1] } else { &[0] };
+        for &crash in crashes {
+            let schedules = explore(&sim.config, &sim.store, sim.now, &inputs, crash, &mut |s| {
+                let delivered: Vec<(String, Option<String>)> = (0..racers)
+                    .flat_map(|actor| s.answers[actor].iter().filter_map(token_response))
+                    .collect();
+                assert_eq!(delivered.len(), racers, "every one answered: {:?}", s.trace);
+                assert!(
+                    delivered.windows(2).all(|w| w[0] == w[1]),
+                    "one answer: {delivered:?}"
+                );
+                let (access, next) = &delivered[0];
+                let next = next.as_deref().expect("a rotated token");
+                assert_ne!(next, refresh);
+                let rotations = s
+                    .trace
+                    .iter()
+                    .filter(|e| {
+                        matches!(e, Event::Commit { audit, .. }
+                            if matches!(audit.first(), Some(AuditEvent::RefreshTokenRotated { .. })))
+                    })
+                    .count();
+                assert_eq!(rotations, 1, "{:?}", s.trace);
+                assert!(validates(&sim.config, &s.store, sim.now, access));
+                let mut after = Sim::new(Config::clone(&sim.config));
+                after.store = s.store.clone();
+                after.now = sim.now;
+                assert_eq!(
+                    after.run(refresh_input(next)).response().status,
+                    200,
+                    "the answer's token is current"
+                );
+            });
+            println!("rotation: {racers} refreshes, {crash} crash(es): {schedules} schedules");
+            assert!(schedules >= 2);
+        }
+    }
+}
+
+/// A stale retry (after the window) racing the successor's own refresh: whichever order, the
+/// grant ends up revoked, and no token handed out in the race stays live.
+#[test]
+fn a_late_retry_racing_the_successor_leaves_nothing_live() {
+    let (mut sim, _, first) = signed_in_with(standards_config(Rotation::default()));
+    let second = text(&refreshed(&mut sim, &first), "refresh_token");
+    sim.advance(WINDOW);
+    let inputs = [refresh_input(&first), refresh_input(&second)];
+    for crash in [0, 1] {
+        let schedules = explore(&sim.config, &sim.store, sim.now, &inputs, crash, &mut |s| {
+            assert!(
+                s.commit_of(|e| matches!(e, AuditEvent::RefreshTokenReused { .. }))
+                    .is_some(),
+                "{:?}",
+                s.trace
+            );
+            for (access, refresh) in
+                (0..2).flat_map(|a| s.answers[a].iter().filter_map(token_response))
+            {
+                assert!(!validates(&sim.config, &s.store, sim.now, &access));
+                let mut after = Sim::new(Config::clone(&sim.config));
+                after.store = s.store.clone();
+                after.now = sim.now;
+                let refused = after.run(refresh_input(&refresh.expect("rotated")));
+                assert_eq!(refused.refusal(), Some(&Refusal::RefreshTokenRevoked));
+            }
+        });
+        println!(
+            "rotation: late retry racing the successor, {crash} crash(es): {schedules} schedules"
+        );
+        assert!(schedules >= 2);
+    }
+}
