@@ -328,15 +328,29 @@ impl fmt::Debug for RotationSeed {
     }
 }
 
+/// As bytes: an array would be 32 elements, each a call of its own in the wasm.
 impl Serialize for RotationSeed {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(s)
+        s.serialize_bytes(&self.0)
     }
 }
 
 impl<'de> Deserialize<'de> for RotationSeed {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        <[u8; 32]>::deserialize(d).map(RotationSeed)
+        struct Bytes;
+        impl serde::de::Visitor<'_> for Bytes {
+            type Value = RotationSeed;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("32 bytes")
+            }
+            fn visit_bytes<E: serde::de::Error>(self, bytes: &[u8]) -> Result<RotationSeed, E> {
+                bytes
+                    .try_into()
+                    .map(RotationSeed)
+                    .map_err(|_| E::invalid_length(bytes.len(), &self))
+            }
+        }
+        d.deserialize_bytes(Bytes)
     }
 }
 

@@ -51,9 +51,14 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * and RFC 8707 resource indicators (resources on codes, grants and access tokens, checked at
  * authorize, exchange, refresh and the bearer check) to 108.2 KiB: 108.5, on purpose. The last
  * step costs more than its code suggests (3.2 KiB; a Vec<String> in the records had cost 4.9)
- * and was not profiled: the next size work starts there.
+ * and was not profiled: the next size work starts there. Refresh-token rotation took it to
+ * 110.7 KiB: 111.0, on purpose. Profiled (`twiggy diff` of the server build before and after,
+ * names kept): +5.6 KB raw, of which the refresh decision +2.5 KB, reading and checking the
+ * rotation policy +1.5 KB, the grant's new field and the seed's codec +1.0 KB, refusal texts
+ * +0.7 KB — proportional to the feature, nothing accidental; a seed serialized as an array
+ * instead of bytes had cost 0.7 KiB more.
  */
-const BUDGETS = { edgegrant_wasm: 108.5 * 1024, edgegrant_client: 75 * 1024 };
+const BUDGETS = { edgegrant_wasm: 111.0 * 1024, edgegrant_client: 75 * 1024 };
 
 const modules = [
   { feature: "server", name: "edgegrant_wasm" },

@@ -56,8 +56,18 @@ export interface ConfigDocument {
   /** Required Scope of each API endpoint, by path: `{"/2/users/get_current_account": "account_info.read"}`. */
   api_endpoints?: Record<string, Scope>;
   pages?: PageTemplates;
-  /** The dialect: SPEC.md's reference service (default), or with the standards around it (RFC 8414, 9207, 7009, 7662, 8707, 9728) under an issuer, with the resources it issues tokens for besides its own API (https URLs; http on loopback). */
-  profile?: { kind: "reference" } | { kind: "standards"; issuer: string; resources?: string[] };
+  /** The dialect: SPEC.md's reference service (default), or with the standards around it (RFC 8414, 9207, 7009, 7662, 8707, 9728, refresh-token rotation) under an issuer, with the resources it issues tokens for besides its own API (https URLs; http on loopback). */
+  profile?: { kind: "reference" } | { kind: "standards"; issuer: string; resources?: string[]; rotation?: Rotation };
+}
+
+/** Refresh-token rotation (standards profile). A retry of a rotated refresh within `retry_window` seconds gets the same answer; a superseded token at any other time revokes its grant. */
+export interface Rotation {
+  /** Whose refreshes rotate: those made without a client secret (default), or all. */
+  clients?: "public" | "all";
+  /** Seconds, 0..=300, shorter than the access-token lifetime. Default 60. */
+  retry_window?: number;
+  /** Seconds a superseded token is kept to catch its reuse. Default 2592000 (30 days). */
+  reuse_detection?: number;
 }
 
 export type ConfigCheck = { tag: "ok" } | { tag: "invalid"; content: string };
