@@ -1,9 +1,9 @@
 // Interop with a published standards-based client: oauth4webapi (npm), which finds the server
 // from a challenge of its API (RFC 9728) and discovers it from its issuer (RFC 8414), runs the
-// code flow with PKCE, checks the `iss` of
-// the authorization response (RFC 9207), refreshes, introspects (RFC 7662) and revokes (RFC
-// 7009) — unmodified, against the three hosts in the standards profile. Nothing is given to it
-// but the issuer URL and its client credentials.
+// code flow with PKCE, checks the `iss` of the authorization response (RFC 9207), refreshes (the
+// public client's refresh token rotates), introspects (RFC 7662) and revokes (RFC 7009) —
+// unmodified, against the three hosts in the standards profile. Nothing is given to it but the
+// issuer URL and its client credentials.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -95,23 +95,27 @@ for (const [name, start] of Object.entries(hosts)) {
     );
     assert.equal(tokens.token_type, "bearer");
     assert.ok(tokens.refresh_token, "offline access");
-    const refreshed = await oauth.processRefreshTokenResponse(as, client, await oauth.refreshTokenGrantRequest(as, client, oauth.None(), tokens.refresh_token, insecure));
-    assert.match(refreshed.access_token, /^sl\./);
-
     // A resource server (the confidential app, with its secret) asks whether tokens are live.
     const server = { client_id: confidentialApp.clientId };
     const serverAuth = oauth.ClientSecretBasic(confidentialApp.clientSecret);
     const introspect = async (token) =>
       oauth.processIntrospectionResponse(as, server, await oauth.introspectionRequest(as, server, serverAuth, token, insecure));
+    const refreshed = await oauth.processRefreshTokenResponse(as, client, await oauth.refreshTokenGrantRequest(as, client, oauth.None(), tokens.refresh_token, insecure));
+    assert.match(refreshed.access_token, /^sl\./);
+    // A public client's refresh token rotates (RFC 9700 §4.14.2); the client keeps the new one.
+    assert.ok(refreshed.refresh_token && refreshed.refresh_token !== tokens.refresh_token, "rotated");
+    assert.equal((await introspect(tokens.refresh_token)).active, false, "the superseded token is not live");
+
     const live = await introspect(refreshed.access_token);
     assert.equal(live.active, true);
     assert.equal(live.client_id, publicApp.clientId);
     assert.equal(live.sub, ALICE.account_id);
     assert.equal(live.iss, issuer.href);
 
-    // The public client revokes its refresh token: the whole grant ends.
+    // The public client revokes its first refresh token, superseded as it is: the whole grant
+    // ends (only the grant's holders have that token).
     await oauth.processRevocationResponse(await oauth.revocationRequest(as, client, oauth.None(), tokens.refresh_token, insecure));
-    for (const token of [tokens.access_token, refreshed.access_token, tokens.refresh_token]) {
+    for (const token of [tokens.access_token, refreshed.access_token, refreshed.refresh_token]) {
       assert.deepEqual(await introspect(token), { active: false });
     }
     const api = await fetch(`http://127.0.0.1:${port}/2/users/get_current_account`, { method: "POST", headers: { authorization: `Bearer ${refreshed.access_token}` } });
