@@ -22,6 +22,11 @@ pub enum Refusal {
     /// The store kept refusing this request's writes because racing requests won
     /// ([`Policy::max_attempts`](crate::Policy) in a row): 503, try again.
     Contention,
+    /// A retry of a rotated refresh found no record of the answer it repeats: the store does not
+    /// show it yet (an eventually consistent token store, such as Workers KV, read moments after
+    /// the rotation elsewhere). 503, try again: the answer is there, and refusing would lock the
+    /// user out.
+    RetryNotYetVisible,
     /// The store failed (the host reported it with
     /// [`Request::unavailable`](crate::Request::unavailable)): 503, try again.
     StorageUnavailable,
@@ -193,6 +198,7 @@ impl Refusal {
             MethodNotAllowed => "method_not_allowed",
             Contention => "contention",
             StorageUnavailable => "storage_unavailable",
+            RetryNotYetVisible => "retry_not_yet_visible",
             TooManyAttempts(_) => "too_many_attempts",
             CrossOriginRefused => "cross_origin_refused",
             Repeated(_) => "repeated",

@@ -62,7 +62,9 @@ impl Refusal {
             | TokenForAnotherResource => "invalid_token",
             InvalidTarget => "invalid_target",
             MissingScope(_) => "insufficient_scope",
-            Contention | StorageUnavailable | TooManyAttempts(_) => "temporarily_unavailable",
+            Contention | StorageUnavailable | RetryNotYetVisible | TooManyAttempts(_) => {
+                "temporarily_unavailable"
+            }
             NotFound => "not_found",
             _ => "invalid_request",
         }
@@ -81,6 +83,7 @@ impl Refusal {
             MethodNotAllowed => "the endpoint does not accept this method",
             Contention => "storage contention, retry",
             StorageUnavailable => "storage is unavailable, retry",
+            RetryNotYetVisible => "the answer to this retry is not stored yet, retry",
             TooManyAttempts(wait) => {
                 return Cow::Owned(format!(
                     "too many failed attempts; retry in {} seconds",
@@ -251,10 +254,16 @@ fn refusal_response(refusal: &Refusal, via: &Via, config: &Config) -> HttpRespon
     };
     match via {
         // The request as a whole could not be carried out: the client may retry it as it is.
-        _ if matches!(refusal, Refusal::Contention | Refusal::StorageUnavailable) => match via {
-            Via::Page => error_page(503).with_header("Retry-After", "1"),
-            _ => json_response(503, error_body(&description), &[("Retry-After", "1")]),
-        },
+        _ if matches!(
+            refusal,
+            Refusal::Contention | Refusal::StorageUnavailable | Refusal::RetryNotYetVisible
+        ) =>
+        {
+            match via {
+                Via::Page => error_page(503).with_header("Retry-After", "1"),
+                _ => json_response(503, error_body(&description), &[("Retry-After", "1")]),
+            }
+        }
         // RFC 6585 §4: 429 with how long to wait; the credentials were not even checked.
         _ if matches!(refusal, Refusal::TooManyAttempts(_)) => {
             let wait = match refusal {

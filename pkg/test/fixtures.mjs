@@ -34,6 +34,9 @@ export function config() {
   };
 }
 
+/** The same apps in the standards profile: a public client's refresh token rotates (retry window 60 s). */
+export const standardsConfig = () => ({ ...config(), profile: { kind: "standards", issuer: "https://auth.example" } });
+
 export const pkceQuery = (state = "xyz") =>
   new URLSearchParams({
     client_id: PKCE_APP,

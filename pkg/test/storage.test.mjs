@@ -263,6 +263,22 @@ test("kv + durable-object: token records live in KV, codes, grants and links do 
   assert.equal((await flow.run(host, flow.apiCall(access_token))).status, 401);
 });
 
+test("kv + durable-object: a rotation creates its tokens and expires the superseded one, after the strong transaction decided", async () => {
+  const host = remote(`db${++files}`, "kv");
+  const later = Math.floor(Date.now() / 1000) + 3600;
+  await host.apply({ puts: [put("p/refresh:old", null, bytes(1)), put("p/grant:g", null, bytes(1))], audit: [] });
+  // Lost: the grant moved on; the new records are taken back and the old one keeps no expiration.
+  const lost = [put("p/access:a", null, bytes(2)), put("p/refresh:new", null, bytes(2)), put("p/refresh:old", 1, bytes(1), later), put("p/grant:g", 7, bytes(2))];
+  assert.equal(await host.apply({ puts: lost, audit: [] }), false);
+  assert.deepEqual(await kvKeys(host.db), [{ name: "p/refresh:old", expiration: null }]);
+  // Applied: the new records are there, and the superseded token expires at its purge time.
+  const won = [put("p/access:a", null, bytes(2)), put("p/refresh:new", null, bytes(2)), put("p/refresh:old", 1, bytes(1), later), put("p/grant:g", 1, bytes(2))];
+  assert.equal(await host.apply({ puts: won, audit: [] }), true);
+  const held = Object.fromEntries((await kvKeys(host.db)).map((k) => [k.name, k.expiration]));
+  assert.deepEqual(held, { "p/access:a": null, "p/refresh:new": null, "p/refresh:old": later });
+  assert.deepEqual(await readOne(host, "p/grant:g"), { version: 2, bytes: [2] });
+});
+
 test("kv + durable-object: a token record is read back from KV as its bytes, at version 1", async () => {
   const host = remote(`db${++files}`, "kv");
   assert.equal(await host.apply({ puts: [put("p/access:t", null, bytes(7, 0, 200)), put("p/link:a:b", null, bytes(1))], audit: [] }), true);

@@ -5,11 +5,11 @@
 //   { "kind": "sqlite", "path": "…" } | { "kind": "postgres", "url": "…", "table": "…" }
 //   | { "kind": "durable-object" | "kv", "url": "<the workerd test Worker>", "db": "…" }
 //
-// Messages: {id, op: "handle", input} → {id, result}; {id, op: "unlink", app, account} →
+// Messages: {id, op: "handle", input, profile?: "reference" | "standards"} → {id, result}; {id, op: "unlink", app, account} →
 // {id, result}; {id, op: "stats"} → {id, result: {conflicts, unavailable}}. It exits when the
 // channel closes.
 import { createAuthServer } from "../../pkg/src/node.js";
-import { config } from "../../pkg/test/fixtures.mjs";
+import { config, standardsConfig } from "../../pkg/test/fixtures.mjs";
 import { remoteStorage } from "../../pkg/test/workerd-storage.js";
 
 const spec = JSON.parse(process.argv[2]);
@@ -45,7 +45,11 @@ const storage = {
     return applied;
   },
 };
-const server = createAuthServer({ config: config(), storage, onAudit: () => {} });
+// One server per profile on the same store: the rotation race runs in the standards profile.
+const servers = {
+  reference: createAuthServer({ config: config(), storage, onAudit: () => {} }),
+  standards: createAuthServer({ config: standardsConfig(), storage, onAudit: () => {} }),
+};
 
 /** The parts of a driver result the race suite judges (and nothing it cannot clone). */
 const summary = (result) => {
@@ -53,11 +57,11 @@ const summary = (result) => {
   return { kind: result.kind, status: result.status, outcome: result.outcome, refusal: result.refusal, body: result.body, headers: result.headers };
 };
 
-process.on("message", async ({ id, op, input, app, account }) => {
+process.on("message", async ({ id, op, input, profile = "reference", app, account }) => {
   try {
     let result;
-    if (op === "handle") result = summary(await server.handle(input));
-    else if (op === "unlink") result = summary(await server.unlink(app, account));
+    if (op === "handle") result = summary(await servers[profile].handle(input));
+    else if (op === "unlink") result = summary(await servers.reference.unlink(app, account));
     else if (op === "stats") result = { ...stats };
     else throw new Error(`unknown op ${op}`);
     process.send({ id, result });

@@ -4,11 +4,14 @@
 //
 //   code      one authorization code presented to every host at once;
 //   revoke    one host revokes a grant while the others refresh its refresh token;
-//   unlink    one host unlinks the app while another redeems a code of it and the rest refresh.
+//   unlink    one host unlinks the app while another redeems a code of it and the rest refresh;
+//   rotate    (standards profile) every host refreshes one rotating refresh token at once.
 //
 // Invariants, judged after every race: no code yields tokens twice (0 double redemptions); after
 // an acknowledged revocation or unlink no access token of the grant or link is served and its
-// refresh token is refused (0 tokens alive); a code replay ends what the code produced. The
+// refresh token is refused (0 tokens alive); a code replay ends what the code produced; the
+// refreshes of one rotating token all get one and the same answer (0 split answers), whose token
+// then rotates in turn, after which the superseded one ends the grant. The
 // hosts' own counts of lost conditional writes show that the races were real (they met in the
 // store, not one after another).
 //
@@ -20,7 +23,7 @@ import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { createAuthServer } from "../../pkg/src/node.js";
 import { memoryStorage } from "../../pkg/src/adapters/memory.js";
-import { GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, VERIFIER, config, form, pkceQuery } from "../../pkg/test/fixtures.mjs";
+import { GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, VERIFIER, config, form, pkceQuery, standardsConfig } from "../../pkg/test/fixtures.mjs";
 
 const CHILD = fileURLToPath(new URL("./host-child.mjs", import.meta.url));
 
@@ -48,7 +51,7 @@ export async function processHosts(spec, count) {
           child.send({ id, ...message });
         });
       return {
-        handle: (input) => call({ op: "handle", input }),
+        handle: (input, profile) => call({ op: "handle", input, profile }),
         unlink: (app, account) => call({ op: "unlink", app, account }),
         stats: () => call({ op: "stats" }),
         close: () =>
@@ -79,11 +82,14 @@ export function memoryHosts(count) {
         return applied;
       },
     };
-    const server = createAuthServer({ config: config(), storage, onAudit: () => {} });
+    const servers = {
+      reference: createAuthServer({ config: config(), storage, onAudit: () => {} }),
+      standards: createAuthServer({ config: standardsConfig(), storage, onAudit: () => {} }),
+    };
     const summary = (r) => ({ kind: r.kind, status: r.status, outcome: r.outcome, refusal: r.refusal, body: r.body, headers: r.headers });
     return {
-      handle: async (input) => summary(await server.handle(input)),
-      unlink: async (app, account) => summary(await server.unlink(app, account)),
+      handle: async (input, profile = "reference") => summary(await servers[profile].handle(input)),
+      unlink: async (app, account) => summary(await servers.reference.unlink(app, account)),
       stats: async () => ({ ...stats }),
       close: async () => {},
     };
@@ -104,7 +110,7 @@ const accountOf = (round) => ({ account_id: `dbid:race${String(round).padStart(3
  * counts; `violations` lists every broken invariant (empty when all held).
  */
 export async function runRaces(hosts, { rounds = 100, lanes = 4 } = {}) {
-  const counts = { races: 0, codeRaces: 0, revokeRaces: 0, unlinkRaces: 0, tokensChecked: 0, doubleRedemptions: 0, aliveAfterEnd: 0, unavailable: 0 };
+  const counts = { races: 0, codeRaces: 0, revokeRaces: 0, unlinkRaces: 0, rotateRaces: 0, tokensChecked: 0, doubleRedemptions: 0, splitAnswers: 0, aliveAfterEnd: 0, unavailable: 0 };
   const violations = [];
   const violate = (what) => {
     violations.push(what);
@@ -112,25 +118,27 @@ export async function runRaces(hosts, { rounds = 100, lanes = 4 } = {}) {
   const K = hosts.length;
   const started = performance.now();
 
-  async function must(host, input, what) {
-    const result = await host.handle(input);
+  async function must(host, input, profile, tries = 1) {
+    const result = await host.handle(input, profile);
     if (result.status >= 500) {
       counts.unavailable++;
-      return must(host, input, what); // the store was busy (503): the client retries, as it is told to
+      // A store that stays busy is broken, not busy: fail rather than retry for ever.
+      if (tries >= 50) throw new Error(`a request was refused ${tries} times in a row: ${result.status} ${result.body}`);
+      return must(host, input, profile, tries + 1); // the store was busy (503): the client retries, as it is told to
     }
     return result;
   }
   async function consent(host, account) {
     const body = new TextEncoder().encode(new URLSearchParams({ query: pkceQuery(), decision: "allow" }).toString());
     const headers = [["content-type", "application/x-www-form-urlencoded"], ["sec-fetch-site", "same-origin"]];
-    const reply = await must(host, { method: "POST", path: "/oauth2/authorize", headers, body, user: account }, "consent");
+    const reply = await must(host, { method: "POST", path: "/oauth2/authorize", headers, body, user: account });
     const location = reply.headers?.find(([name]) => name.toLowerCase() === "location")?.[1];
     const code = location && new URL(location).searchParams.get("code");
     if (!code) throw new Error(`consent did not redirect with a code: ${reply.status} ${reply.body}`);
     return code;
   }
   async function exchange(host, account) {
-    const reply = await must(host, codeRequest(await consent(host, account)), "exchange");
+    const reply = await must(host, codeRequest(await consent(host, account)));
     if (reply.outcome !== "tokens") throw new Error(`exchange failed: ${reply.status} ${reply.body}`);
     const { access_token, refresh_token } = JSON.parse(reply.body);
     return { access: access_token, refresh: refresh_token };
@@ -138,7 +146,7 @@ export async function runRaces(hosts, { rounds = 100, lanes = 4 } = {}) {
   /** Every token in `tokens` refused by a host, and `refresh` refused as invalid_grant. */
   async function allDead(tokens, refresh, what, round) {
     for (const [i, token] of tokens.entries()) {
-      const reply = await must(hosts[(round + i) % K], apiCall(token), "api");
+      const reply = await must(hosts[(round + i) % K], apiCall(token));
       counts.tokensChecked++;
       if (reply.kind === "serve" || reply.status !== 401) {
         counts.aliveAfterEnd++;
@@ -146,7 +154,7 @@ export async function runRaces(hosts, { rounds = 100, lanes = 4 } = {}) {
       }
     }
     if (refresh) {
-      const reply = await must(hosts[round % K], refreshRequest(refresh), "refresh");
+      const reply = await must(hosts[round % K], refreshRequest(refresh));
       counts.tokensChecked++;
       if (reply.outcome === "tokens" || JSON.parse(reply.body).error !== "invalid_grant") {
         counts.aliveAfterEnd++;
@@ -155,7 +163,7 @@ export async function runRaces(hosts, { rounds = 100, lanes = 4 } = {}) {
     }
   }
   /** The same request on every host at once (retrying a 503 on its host). */
-  const everywhere = (input) => Promise.all(hosts.map((host) => must(host, input)));
+  const everywhere = (input, profile) => Promise.all(hosts.map((host) => must(host, input, profile)));
   const minted = (results) => results.filter((r) => r.outcome === "tokens").map((r) => JSON.parse(r.body).access_token);
 
   async function round(n) {
@@ -197,7 +205,28 @@ export async function runRaces(hosts, { rounds = 100, lanes = 4 } = {}) {
       await allDead([linked.access, ...late, ...minted(more)], linked.refresh, "after an acknowledged unlink", n);
       if (refreshOf) await allDead([], refreshOf, "a code redeemed as the app was unlinked", n);
     }
-    counts.races += 3;
+    // One rotating refresh token, every host at once (standards profile; the account of its own).
+    const rotating = accountOf(rounds + n);
+    const standards = await exchange(host(0), rotating);
+    const answers = await everywhere(refreshRequest(standards.refresh), "standards");
+    counts.rotateRaces++;
+    const bodies = answers.map((r) => (r.outcome === "tokens" ? JSON.parse(r.body) : null));
+    const pairs = new Set(bodies.map((b) => (b ? `${b.access_token} ${b.refresh_token}` : "refused")));
+    if (pairs.size !== 1 || pairs.has("refused") || !bodies[0].refresh_token || bodies[0].refresh_token === standards.refresh) {
+      counts.splitAnswers++;
+      violate(`round ${n}: ${K} refreshes of one rotating token answered ${[...pairs].join(" | ")}`);
+    } else {
+      // The answer's token is current: it rotates in turn; then the superseded one, presented
+      // after its successor was used, ends the grant with everything the race handed out.
+      const next = await must(host(1), refreshRequest(bodies[0].refresh_token), "standards");
+      if (next.outcome !== "tokens") violate(`round ${n}: the rotated token does not refresh: ${next.status} ${next.body}`);
+      else {
+        const reused = await must(host(2), refreshRequest(standards.refresh), "standards");
+        if (reused.refusal !== "refresh_token_reused") violate(`round ${n}: a superseded token was not caught: ${reused.status} ${reused.body}`);
+        else await allDead([bodies[0].access_token, JSON.parse(next.body).access_token], JSON.parse(next.body).refresh_token, "after a superseded token was reused", n);
+      }
+    }
+    counts.races += 4;
   }
 
   let next = 0;
@@ -215,9 +244,9 @@ export async function runRaces(hosts, { rounds = 100, lanes = 4 } = {}) {
 
 /** One line of a run's figures. */
 export const lineOf = (name, { counts }) =>
-  `races ${name}: ${counts.races} races (${counts.codeRaces} code, ${counts.revokeRaces} revoke, ${counts.unlinkRaces} unlink) in ${counts.seconds.toFixed(1)} s; ` +
-  `${counts.conflicts} lost conditional writes, ${counts.unavailable} busy retries; ${counts.doubleRedemptions} double redemptions, ` +
-  `${counts.aliveAfterEnd} tokens alive after revoke/unlink (${counts.tokensChecked} checked)`;
+  `races ${name}: ${counts.races} races (${counts.codeRaces} code, ${counts.revokeRaces} revoke, ${counts.unlinkRaces} unlink, ${counts.rotateRaces} rotate) in ${counts.seconds.toFixed(1)} s; ` +
+  `${counts.conflicts} lost conditional writes, ${counts.unavailable} busy retries; ${counts.doubleRedemptions} double redemptions, ${counts.splitAnswers} split rotation answers, ` +
+  `${counts.aliveAfterEnd} tokens alive after revoke/unlink/reuse (${counts.tokensChecked} checked)`;
 
 /** The stores the suite runs on, each opened for `hosts` hosts; resolves `{ hosts, close }`. */
 export async function openStores(names, hostsPer) {

@@ -131,6 +131,29 @@ fn a_retry_inside_the_window_gets_the_same_answer_and_writes_nothing() {
 }
 
 #[test]
+fn a_retry_the_store_cannot_show_yet_is_told_to_try_again_not_refused() {
+    // On an eventually consistent token store (Workers KV) a retry on another host may read
+    // before the rotation's access token arrives there: 503 and Retry-After, never
+    // invalid_grant, which would end the client's session.
+    let mut sim = rotating();
+    let (_, first) = signed_in_on(&mut sim);
+    let answer = refreshed(&mut sim, &first);
+    let access = AccessToken::key_of(&text(&answer, "access_token")).unwrap();
+    let held = sim.store.remove(&access).unwrap();
+    let lagging = refresh(&mut sim, &first);
+    assert_eq!(lagging.refusal(), Some(&Refusal::RetryNotYetVisible));
+    let response = lagging.response();
+    assert_eq!(
+        (response.status, oauth_error(response).as_str()),
+        (503, "temporarily_unavailable")
+    );
+    assert_eq!(response.header("Retry-After"), Some("1"));
+    sim.store
+        .put_raw(access, held.version, &held.record().unwrap());
+    assert_eq!(json(refresh(&mut sim, &first).response()), answer);
+}
+
+#[test]
 fn once_the_successor_is_used_the_superseded_token_revokes_the_grant_even_inside_the_window() {
     let mut sim = rotating();
     let (_, first) = signed_in_on(&mut sim);

@@ -638,8 +638,10 @@ fn retry(
         .seed
         .access_token(retried.partition, retried.presented);
     let key = RecordKey::AccessToken(retried.partition, access.digest());
+    // Stored with the rotation, and live for longer than the window: if it is not found, the
+    // store does not show it yet.
     let Some(found) = ctx.load::<AccessTokenRecord>(&key)? else {
-        return Ok(Decision::End(client.refuse(Refusal::RetryDiffers)));
+        return Ok(Decision::End(client.refuse(Refusal::RetryNotYetVisible)));
     };
     let first = found.record;
     if &first.scopes != scopes || &first.audience != audience {

@@ -3,8 +3,9 @@
 // being fresh or a write being conditional: the access- and refresh-token records. Those are
 // written once under a fresh 256-bit digest and never changed again — revocation and unlinking
 // change the grant and link records, which stay in the strong store with codes. (A revocation
-// also writes the grant's refresh token back unchanged with a purge time, at version 1: here
-// that sets its KV expiration, after the strong transaction applied.) A bearer check
+// also writes the grant's refresh token back unchanged with a purge time, at version 1, and a
+// rotation the token it supersedes: here that sets its KV expiration, after the strong
+// transaction applied.) A bearer check
 // reads the token from KV and its grant and link from the strong store, so a stale KV read can
 // only miss a token written moments ago elsewhere (a spurious 401), never accept a revoked or
 // expired one.
@@ -52,19 +53,12 @@ export function kvTokenStorage(kv, strong, { prefix = "" } = {}) {
         // A contract breach, not a conflict: KV cannot honour a version condition.
         if (expect !== null) throw new Error(`edgegrant: ${key} is write-once, but a put expects version ${expect}`);
       }
-      if (expiring.length > 0) {
-        // The strong transaction (the grant's revocation) decides; the expirations follow it,
-        // best effort: a record that outlives its purge time is dead weight, never live.
-        if (tokenPuts.length > 0) throw new Error("edgegrant: a transaction both creates and expires token records");
-        const applied = strongPuts.length === 0 || (await strong.apply({ puts: strongPuts, audit }));
-        if (applied) await Promise.all(expiring.map(({ key, bytes, purgeAfter }) => kv.put(kvKey(key), bytes, expiration(purgeAfter))));
-        return applied;
-      }
       // The collision guard for broken entropy, best effort: KV has no conditional put.
       const existing = await Promise.all(tokenPuts.map(({ key }) => kv.get(kvKey(key))));
       if (existing.some((value) => value !== null)) return false;
       const written = [];
       const unwrite = () => Promise.all(written.map((key) => kv.delete(key)));
+      let applied;
       try {
         await Promise.all(
           tokenPuts.map(({ key, bytes, purgeAfter }) => {
@@ -73,13 +67,20 @@ export function kvTokenStorage(kv, strong, { prefix = "" } = {}) {
             return kv.put(kvKey(key), bytes, expiration(purgeAfter));
           }),
         );
-        const applied = strongPuts.length === 0 || (await strong.apply({ puts: strongPuts, audit }));
-        if (!applied) await unwrite();
-        return applied;
+        applied = strongPuts.length === 0 || (await strong.apply({ puts: strongPuts, audit }));
       } catch (error) {
         await unwrite().catch(() => {});
         throw error;
       }
+      if (!applied) {
+        await unwrite();
+        return false;
+      }
+      // The strong transaction (a revocation, a rotation) decided; the expirations follow it,
+      // best effort: a record that outlives its purge time is dead weight, never live. Nothing
+      // written is taken back from here on.
+      await Promise.allSettled(expiring.map(({ key, bytes, purgeAfter }) => kv.put(kvKey(key), bytes, expiration(purgeAfter))));
+      return true;
     },
 
     /** Purges the strong store; KV expires token records by itself at their purge time. */
