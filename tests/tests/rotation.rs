@@ -238,6 +238,44 @@ fn confidential_clients_keep_their_token_unless_every_refresh_rotates() {
 }
 
 #[test]
+fn a_confidential_app_refreshing_by_its_pkce_grant_without_the_secret_rotates() {
+    // Without its secret the app is a public client for this refresh (its grant came from a
+    // PKCE exchange): the token rotates. With the secret the new token is simply used again.
+    let mut sim = rotating();
+    let q = query(&[
+        ("client_id", CONF_APP),
+        ("response_type", "code"),
+        ("redirect_uri", CONF_REDIRECT),
+        ("token_access_type", "offline"),
+        ("code_challenge", CHALLENGE),
+        ("code_challenge_method", "S256"),
+    ]);
+    let code = sim.code_for(&q, &alice());
+    let exchanged = json(&sim.token(
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", CONF_REDIRECT),
+            ("code_verifier", VERIFIER),
+        ],
+        Some((CONF_APP, CONF_SECRET)),
+    ));
+    let first = text(&exchanged, "refresh_token");
+    let rotated = json(&sim.refresh(&first, CONF_APP, None));
+    let second = text(&rotated, "refresh_token");
+    assert_ne!(second, first);
+    let kept = json(&sim.refresh(&second, CONF_APP, Some(CONF_SECRET)));
+    assert!(kept.get("refresh_token").is_none(), "{kept}");
+    sim.advance(WINDOW);
+    assert_eq!(
+        sim.refresh_answer(&first, CONF_APP, Some(CONF_SECRET))
+            .refusal(),
+        Some(&Refusal::RefreshTokenReused),
+        "superseded whoever presents it"
+    );
+}
+
+#[test]
 fn the_reference_profile_never_rotates() {
     let mut sim = Sim::new(fixture_config());
     let (_, token) = signed_in_on(&mut sim);
