@@ -133,8 +133,9 @@ pub struct GrantRecord {
     /// The resources consented to (RFC 8707): a refresh may narrow to some of them.
     pub resources: Resources,
     /// Its last refresh-token rotation, if its refresh token ever rotated: what a retry of
-    /// that refresh needs.
-    pub rotation: Option<LastRotation>,
+    /// that refresh needs. Boxed: most grants never rotate, and every record moves through
+    /// the host's loads at the size of the largest.
+    pub rotation: Option<Box<LastRotation>>,
 }
 
 /// A grant's last refresh-token rotation (standards profile).

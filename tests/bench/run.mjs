@@ -48,7 +48,7 @@ const size = (name) => {
 };
 const sizes = { server: size("edgegrant_wasm"), client: size("edgegrant_client") };
 const budgets = Object.fromEntries(
-  [...readFileSync(join(root, "pkg/scripts/build.mjs"), "utf8").matchAll(/(edgegrant_\w+): (\d+) \* 1024/g)].map(([, name, kib]) => [name, Number(kib) * 1024]),
+  [...readFileSync(join(root, "pkg/scripts/build.mjs"), "utf8").matchAll(/(edgegrant_\w+): ([\d.]+) \* 1024/g)].map(([, name, kib]) => [name, Number(kib) * 1024]),
 );
 const SIZE_GOAL = 64 * 1024;
 console.error("cold start: fresh Node processes");

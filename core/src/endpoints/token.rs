@@ -70,8 +70,9 @@ pub(crate) enum Parsed {
     Refresh {
         client: Client,
         token: Option<RecordKey>,
-        /// The token as presented: a rotation derives its successors from it.
-        presented: RefreshToken,
+        /// The token as presented, kept only where tokens rotate (a rotation derives its
+        /// successors from it); the reference profile has no use for a copy.
+        presented: Option<RefreshToken>,
         /// `scope`: `Err` when malformed, refused only once the token checks out.
         scope: Option<Result<ScopeSet, ()>>,
         /// `resource`, as for the exchange: a narrowing of the grant's.
@@ -172,7 +173,9 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
         Ok(Parsed::Refresh {
             client,
             token: RefreshToken::key_of(token),
-            presented: RefreshToken::presented(token),
+            presented: config
+                .rotation()
+                .map(|_| RefreshToken::presented(token)),
             scope,
             resources,
         })
@@ -315,7 +318,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
             };
             let request = RefreshRequest {
                 token,
-                presented,
+                presented: presented.as_ref(),
                 scope: scope.as_ref(),
                 resources,
             };
@@ -478,7 +481,8 @@ fn code_reused(ctx: &Ctx<'_>, client: &Client, key: RecordKey) -> Flow<Decision>
 struct RefreshRequest<'p> {
     /// Where the presented token's record is.
     token: &'p RecordKey,
-    presented: &'p RefreshToken,
+    /// The token itself, where tokens rotate.
+    presented: Option<&'p RefreshToken>,
     /// `scope`: `Err` when malformed.
     scope: Option<&'p Result<ScopeSet, ()>>,
     resources: &'p Resources,
@@ -513,9 +517,14 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
         Standing::Unlinked => return end(Refusal::RefreshTokenUnlinked),
     }
     // Reuse is judged before the parameters: a superseded token revokes whatever it asks.
-    let rotation = ctx.config.rotation();
-    let digest = RefreshToken::digest_of(request.presented.expose());
-    let position = refresh_token::position(grant.record, &digest, ctx.now, rotation);
+    let RecordKey::RefreshToken(_, digest) = token else {
+        return end(Refusal::UnknownRefreshToken);
+    };
+    let digest = *digest;
+    // Where tokens rotate, the token as presented was kept for the rotation to derive from.
+    let rotation = ctx.config.rotation().zip(request.presented);
+    let policy = rotation.map(|(policy, _)| policy);
+    let position = refresh_token::position(grant.record, &digest, ctx.now, policy);
     if position == Position::Reused {
         return refresh_token_reused(ctx, client, grant_key, &grant);
     }
@@ -532,22 +541,21 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
         Ok(audience) => audience,
         Err(refusal) => return end(refusal),
     };
-    if let Position::Retry(last) = position {
+    if let (Position::Retry(last), Some((_, presented))) = (&position, rotation) {
         let retried = Retried {
             partition,
             seed: &last.seed,
-            presented: request.presented,
+            presented,
         };
         return retry(ctx, client, &retried, &scopes, &audience);
     }
     let expires_at =
         access_token::expires_at(TokenAccessType::Offline, ctx.now, ctx.config.policy());
-    let rotates = refresh_token::rotates(rotation, client.has_secret);
+    let rotating = rotation.filter(|_| refresh_token::rotates(policy, client.has_secret));
     let seed = RotationSeed::draw(ctx.entropy);
-    let access = if rotates {
-        seed.access_token(partition, request.presented)
-    } else {
-        AccessToken::mint(partition, ctx.entropy)
+    let access = match rotating {
+        Some((_, presented)) => seed.access_token(partition, presented),
+        None => AccessToken::mint(partition, ctx.entropy),
     };
     let access_record =
         access_token::mint(&record.grant, grant.record, scopes, expires_at, audience);
@@ -557,15 +565,15 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
         access_token::purge_after(expires_at, ctx.config.policy()),
     )];
     let mut successor = None;
-    if let Some(policy) = rotation.filter(|_| rotates) {
-        let next = seed.refresh_token(partition, request.presented);
+    if let Some((policy, presented)) = rotating {
+        let next = seed.refresh_token(partition, presented);
         let rotated = GrantRecord {
             refresh_token: Some(next.digest()),
-            rotation: Some(LastRotation {
+            rotation: Some(Box::new(LastRotation {
                 superseded: digest,
                 at: ctx.now,
                 seed,
-            }),
+            })),
             ..grant.record.clone()
         };
         // The grant at the version read: of two refreshes racing with one token, one rotates
