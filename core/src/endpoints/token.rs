@@ -173,9 +173,7 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
         Ok(Parsed::Refresh {
             client,
             token: RefreshToken::key_of(token),
-            presented: config
-                .rotation()
-                .map(|_| RefreshToken::presented(token)),
+            presented: config.rotation().map(|_| RefreshToken::presented(token)),
             scope,
             resources,
         })
