@@ -288,19 +288,62 @@ pub enum RotatedClients {
 }
 
 /// A resource identifier (RFC 8707 §2): an API or MCP server this authorization server issues
-/// tokens for, `https` (or `http` on loopback), without query or fragment.
+/// tokens for, `https` (or `http` on loopback), without query or fragment. Kept in its
+/// [canonical form](Resource::canonical), the form tokens name it by.
+///
+/// ```
+/// # use edgegrant::Resource;
+/// let mcp = Resource::new("HTTPS://MCP.example:443/mcp").unwrap();
+/// assert_eq!(mcp.as_str(), "https://mcp.example/mcp");
+/// assert_eq!(Resource::new("https://api.example/").unwrap().as_str(), "https://api.example");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Resource(String);
 
 impl Resource {
     /// Checks `text` as a resource identifier; the error says what is wrong.
     pub fn new(text: &str) -> Result<Resource, &'static str> {
-        Issuer::new(text).map(|checked| Resource(checked.0))
+        // The issuer's rules (https, or http on loopback; no query, fragment or user), then
+        // the canonical form of the whole identifier.
+        Issuer::new(text)?;
+        Resource::canonical(text)
+            .map(Resource)
+            .ok_or("must be an https URL: https://host[:port][/path]")
     }
 
-    /// The identifier as configured.
+    /// The identifier, canonical.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The canonical form of an `http(s)` resource identifier, by RFC 3986's syntax- and
+    /// scheme-based normalization (§6.2.2, §6.2.3): scheme and host in lower case, the
+    /// scheme's default port left out, and an empty path the same as `/` — written without it,
+    /// the form MCP clients are asked to use. So `https://Auth.example:443/` and
+    /// `https://auth.example` name one resource; paths are compared as they are written
+    /// (`/mcp` and `/mcp/` are two). `None` for anything else, or with a query, a fragment or
+    /// user information.
+    pub fn canonical(text: &str) -> Option<String> {
+        let uri = HttpUri::parse(text)?;
+        if uri.userinfo
+            || uri.rest.contains(['?', '#'])
+            || !text.bytes().all(|b| b.is_ascii_graphic())
+        {
+            return None;
+        }
+        let scheme = match uri.scheme {
+            Scheme::Http => "http://",
+            Scheme::Https => "https://",
+        };
+        // The authority as written, but for the case of the host and a default port.
+        let default_port = uri.port == Some(uri.scheme.default_port());
+        let authority = text.get(scheme.len()..text.len() - uri.rest.len())?;
+        let authority = match authority.rsplit_once(':') {
+            Some((host, _)) if default_port => host,
+            _ => authority,
+        };
+        let path = if uri.rest == "/" { "" } else { uri.rest };
+        Some([scheme, &authority.to_ascii_lowercase(), path].concat())
     }
 }
 
@@ -316,7 +359,11 @@ impl Resource {
 /// assert!(Issuer::new("http://auth.example").is_err());
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Issuer(String);
+pub struct Issuer {
+    text: String,
+    /// The canonical identifier of the API served beside the server: the issuer's origin.
+    resource: String,
+}
 
 impl Issuer {
     /// Checks `text` as an issuer identifier; the error says what is wrong.
@@ -334,24 +381,36 @@ impl Issuer {
         if uri.scheme == Scheme::Http && !uri.is_loopback() {
             return Err("must use https (http only on the loopback interface)");
         }
-        Ok(Issuer(text.to_owned()))
+        let origin = text.get(..text.len() - uri.rest.len()).unwrap_or(text);
+        Ok(Issuer {
+            text: text.to_owned(),
+            resource: Resource::canonical(origin).unwrap_or_else(|| origin.to_owned()),
+        })
     }
 
     /// The identifier as configured.
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.text
     }
 
     /// `scheme://authority`, where the endpoints are.
     pub fn origin(&self) -> &str {
-        let path = HttpUri::parse(&self.0).map_or("", |uri| uri.rest);
-        self.0.get(..self.0.len() - path.len()).unwrap_or(&self.0)
+        let path = HttpUri::parse(&self.text).map_or("", |uri| uri.rest);
+        self.text
+            .get(..self.text.len() - path.len())
+            .unwrap_or(&self.text)
+    }
+
+    /// The resource identifier (RFC 8707) of the API served beside this server: the issuer's
+    /// origin, [canonical](Resource::canonical).
+    pub fn resource(&self) -> &str {
+        &self.resource
     }
 
     /// Where the metadata is served (RFC 8414 §3.1): the well-known path, then the issuer's
     /// own path without a trailing `/`.
     pub fn metadata_path(&self) -> String {
-        let path = HttpUri::parse(&self.0).map_or("", |uri| uri.rest);
+        let path = HttpUri::parse(&self.text).map_or("", |uri| uri.rest);
         format!(
             "/.well-known/oauth-authorization-server{}",
             path.trim_end_matches('/')
@@ -533,14 +592,15 @@ impl Config {
         }
     }
 
-    /// Whether tokens may be issued for `resource` (RFC 8707): the API served here (the
-    /// issuer's origin) or a configured one. Never in the reference profile.
+    /// Whether tokens may be issued for `resource` (RFC 8707), given in its
+    /// [canonical form](Resource::canonical): the API served here (the issuer's origin) or a
+    /// configured one. Never in the reference profile.
     pub fn knows_resource(&self, resource: &str) -> bool {
         match &self.profile {
             Profile::Reference => false,
             Profile::Standards {
                 issuer, resources, ..
-            } => issuer.origin() == resource || resources.iter().any(|r| r.as_str() == resource),
+            } => issuer.resource() == resource || resources.iter().any(|r| r.as_str() == resource),
         }
     }
 

@@ -56,9 +56,12 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * names kept): +5.6 KB raw, of which the refresh decision +2.5 KB, reading and checking the
  * rotation policy +1.5 KB, the grant's new field and the seed's codec +1.0 KB, refusal texts
  * +0.7 KB — proportional to the feature, nothing accidental; a seed serialized as an array
- * instead of bytes had cost 0.7 KiB more.
+ * instead of bytes had cost 0.7 KiB more. Resource identifiers compared in canonical form
+ * (RFC 3986 §6.2.2-6.2.3, so that `https://api.example/` names `https://api.example`) took it
+ * to 111.2 KiB: 111.5, on purpose (a first version formatting the port cost 0.4 KiB more, on
+ * the client module too).
  */
-const BUDGETS = { edgegrant_wasm: 111.0 * 1024, edgegrant_client: 75 * 1024 };
+const BUDGETS = { edgegrant_wasm: 111.5 * 1024, edgegrant_client: 75 * 1024 };
 
 const modules = [
   { feature: "server", name: "edgegrant_wasm" },

@@ -7,12 +7,27 @@
 const WELL_KNOWN = "/.well-known/oauth-protected-resource";
 
 /**
+ * A resource identifier in the form the authorization server puts in `aud`: scheme and host in
+ * lower case, no default port, an empty path the same as `/` and written without it (RFC 3986
+ * §6.2.2-6.2.3); other paths as written.
+ */
+const canonical = (text) => {
+  try {
+    const url = new URL(text);
+    return `${url.origin}${url.pathname === "/" ? "" : url.pathname}`;
+  } catch {
+    return null;
+  }
+};
+
+/**
  * `resource`: this API's identifier (as the authorization server lists it); `issuer`: the
  * authorization server's; `scopes`: the scopes its endpoints require; `introspection`: the
  * endpoint, and this resource server's client credentials there (a confidential app).
  */
 export function protectedResource({ resource, issuer, scopes = [], introspection }) {
   const id = new URL(resource);
+  const audienceName = canonical(resource);
   // RFC 9728 §3.1: the well-known segment between the host and the resource's path.
   const metadataPath = `${WELL_KNOWN}${id.pathname === "/" ? "" : id.pathname.replace(/\/$/, "")}`;
   const metadataUrl = `${id.origin}${metadataPath}`;
@@ -57,7 +72,7 @@ export function protectedResource({ resource, issuer, scopes = [], introspection
       const token = await answer.json();
       const audience = Array.isArray(token.aud) ? token.aud : token.aud === undefined ? [] : [token.aud];
       // Live, issued by this authorization server, for this resource.
-      if (token.active !== true || token.iss !== issuer || !audience.includes(resource)) {
+      if (token.active !== true || token.iss !== issuer || !audience.some((aud) => canonical(aud) === audienceName)) {
         return { response: refuse(401, "invalid_token") };
       }
       if (requiredScope && !String(token.scope ?? "").split(" ").includes(requiredScope)) {

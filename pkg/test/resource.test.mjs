@@ -32,7 +32,8 @@ test("an API on another host serves only live tokens issued for it, with the sco
   const issuer = `${as.url}/`;
   const resource = `${api.url}/mcp`;
   const auth = createAuthServer({
-    config: { ...config(), profile: { kind: "standards", issuer, resources: [resource] } },
+    // The API's own origin is a resource too, listed without a trailing slash.
+    config: { ...config(), profile: { kind: "standards", issuer, resources: [resource, api.url] } },
     storage: memoryStorage(),
     onAudit: () => {},
     hooks: { currentUser: () => ALICE },
@@ -99,6 +100,17 @@ test("an API on another host serves only live tokens issued for it, with the sco
   const refused = await call(theirs);
   assert.equal(refused.status, 401);
   assert.match(refused.headers.get("www-authenticate"), /error="invalid_token"/);
+
+  // An identifier spelled another way names the same resource (RFC 3986 §6.2.3): a client
+  // naming the origin with its "/" (as the MCP TypeScript SDK does) gets a token that a
+  // resource server configured either way accepts.
+  const rootToken = await tokenFor([`${api.url}/`]);
+  for (const spelling of [`${api.url}/`, api.url]) {
+    const root = protectedResource({ resource: spelling, issuer, introspection: { endpoint: `${as.url}/oauth2/introspect`, clientId: CONF_APP, clientSecret: CONF_SECRET } });
+    const checked = await root.check(new Request(`${api.url}/`, { headers: { authorization: `Bearer ${rootToken}` } }));
+    assert.ok(checked.token, `${spelling}: ${checked.response?.status}`);
+  }
+  assert.equal((await call(rootToken)).status, 401, "the origin's token is not the /mcp resource's");
 
   // Revoked at the authorization server: refused at once.
   const revoked = await auth.handle({ path: "/oauth2/revoke", ...form({ token: mine, client_id: PKCE_APP }) });

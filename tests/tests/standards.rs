@@ -700,3 +700,61 @@ fn the_reference_profile_ignores_resource_and_old_records_read_with_none() {
     bytes[0] = 3;
     assert_eq!(Record::decode(&bytes), Ok(current));
 }
+
+#[test]
+fn resource_identifiers_compare_in_canonical_form() {
+    // RFC 3986 §6.2.2-6.2.3: case of scheme and host, the default port and an empty path do
+    // not make another resource — the MCP TypeScript SDK names an origin with its `/`.
+    let mut sim = with_resources();
+    for spelling in [
+        "https://auth.example/",
+        "HTTPS://Auth.Example:443",
+        "https://auth.example",
+    ] {
+        let code = code_for(&mut sim, &[spelling]);
+        let token = json(&exchange(&mut sim, &code, &[spelling]));
+        let access = token["access_token"].as_str().unwrap().to_owned();
+        assert!(served(&mut sim, &access), "{spelling}");
+        assert_eq!(
+            introspect(&mut sim, &access)["aud"],
+            json!([ISSUER]),
+            "{spelling}"
+        );
+    }
+    let code = code_for(&mut sim, &["https://MCP.example:443/mcp"]);
+    let token = json(&exchange(&mut sim, &code, &[]));
+    let access = token["access_token"].as_str().unwrap().to_owned();
+    assert_eq!(introspect(&mut sim, &access)["aud"], json!([MCP]));
+    // Paths are compared as written: another path, or a query, is another resource.
+    for other in [
+        "https://mcp.example/mcp/",
+        "https://mcp.example/MCP",
+        "https://auth.example/?x=1",
+        "https://auth.example:8443",
+        "http://auth.example",
+    ] {
+        let mut q = pkce_offline_query("o");
+        q.push_str(&format!("&resource={}", encode_component(other)));
+        let refused = http(sim.authorize(&q, Some(&alice())));
+        let location = refused.header("Location").unwrap().to_owned();
+        assert_eq!(
+            redirect_param(&location, "error").as_deref(),
+            Some("invalid_target"),
+            "{other}"
+        );
+    }
+    // Configured resources are kept canonical too, and the metadata names the canonical form.
+    let mut doc = fixture_document();
+    doc.profile = Profile::Standards {
+        issuer: Issuer::new("https://Auth.Example:443/").unwrap(),
+        resources: vec![Resource::new("https://MCP.example/mcp").unwrap()],
+        rotation: Rotation::default(),
+    };
+    let mut sim = Sim::new(Config::new(doc).unwrap());
+    let metadata = get(&mut sim, "GET", "/.well-known/oauth-protected-resource");
+    let metadata: Value = serde_json::from_str(&metadata.body).unwrap();
+    assert_eq!(metadata["resource"], "https://auth.example");
+    let code = code_for(&mut sim, &["https://auth.example/", MCP]);
+    let token = json(&exchange(&mut sim, &code, &["https://auth.example"]));
+    assert!(served(&mut sim, token["access_token"].as_str().unwrap()));
+}

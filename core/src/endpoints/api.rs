@@ -84,7 +84,7 @@ fn authenticate<'a>(ctx: &Ctx<'a>, key: Option<&RecordKey>) -> Flow<Result<Beare
         && !ctx
             .config
             .issuer()
-            .is_some_and(|issuer| token.audience.contains(issuer.origin()))
+            .is_some_and(|issuer| token.audience.contains(issuer.resource()))
     {
         return Ok(Err(Refusal::TokenForAnotherResource));
     }

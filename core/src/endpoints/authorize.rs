@@ -5,7 +5,7 @@
 //! completes a re-authorization at once (SPEC.md: "completes automatically"), shows the consent
 //! page, or — for the consent form's Allow — issues the code.
 
-use crate::config::{redirect_matches, App, Config, DefaultTokenType};
+use crate::config::{redirect_matches, App, Config, DefaultTokenType, Resource};
 use crate::credentials::AuthorizationCode;
 use crate::ctx::{create, replace, ConsentPage, Ctx, Decision, Ending, Flow, Via};
 use crate::endpoints::issue::{issue_grant, IssuedGrant};
@@ -248,11 +248,16 @@ pub(crate) fn resources(config: &Config, params: &Params) -> Result<Resources, R
     if config.issuer().is_none() {
         return Ok(Resources::default());
     }
-    if params.all("resource").all(|r| config.knows_resource(r)) {
-        Ok(Resources::from_names(params.all("resource")))
-    } else {
-        Err(Refusal::InvalidTarget)
+    // Compared and kept in canonical form: `https://api.example/` and `https://api.example`
+    // name one resource, and a token names it one way.
+    let mut named = Vec::new();
+    for presented in params.all("resource") {
+        match Resource::canonical(presented) {
+            Some(resource) if config.knows_resource(&resource) => named.push(resource),
+            _ => return Err(Refusal::InvalidTarget),
+        }
     }
+    Ok(Resources::from_names(named.iter().map(String::as_str)))
 }
 
 /// The PKCE parameters: a well-formed challenge with a known method, S256 when policy demands,

@@ -71,7 +71,7 @@ pub(crate) fn resource_document(config: &Config, issuer: &Issuer) -> String {
     JsonObject::new()
         .strings("authorization_servers", [issuer.as_str()])
         .strings("bearer_methods_supported", ["header"])
-        .string("resource", issuer.origin())
+        .string("resource", issuer.resource())
         .strings("scopes_supported", scopes.iter())
         .finish()
 }

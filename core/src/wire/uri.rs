@@ -14,7 +14,7 @@ pub(crate) enum Scheme {
 }
 
 impl Scheme {
-    fn default_port(self) -> u16 {
+    pub(crate) fn default_port(self) -> u16 {
         match self {
             Scheme::Http => 80,
             Scheme::Https => 443,
