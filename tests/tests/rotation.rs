@@ -415,13 +415,17 @@ fn the_rotation_policy_is_checked_and_round_trips() {
 }
 
 #[test]
-fn a_grant_of_format_4_reads_as_never_rotated() {
+fn grants_of_formats_3_and_4_read_as_never_rotated() {
     let mut sim = rotating();
     let (_, refresh) = signed_in_on(&mut sim);
     let grant = grant_of(&sim, &refresh);
     let mut bytes = Record::Grant(grant.clone()).encode();
     assert_eq!(bytes.pop(), Some(0), "no rotation is one zero byte, last");
     bytes[0] = 4;
+    assert_eq!(Record::decode(&bytes), Ok(Record::Grant(grant.clone())));
+    // Format 3 lacked the resources too: two fields to read as empty.
+    assert_eq!(bytes.pop(), Some(0), "no resources: an empty string, one zero byte");
+    bytes[0] = 3;
     assert_eq!(Record::decode(&bytes), Ok(Record::Grant(grant)));
 }
 
