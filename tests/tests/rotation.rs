@@ -424,7 +424,11 @@ fn grants_of_formats_3_and_4_read_as_never_rotated() {
     bytes[0] = 4;
     assert_eq!(Record::decode(&bytes), Ok(Record::Grant(grant.clone())));
     // Format 3 lacked the resources too: two fields to read as empty.
-    assert_eq!(bytes.pop(), Some(0), "no resources: an empty string, one zero byte");
+    assert_eq!(
+        bytes.pop(),
+        Some(0),
+        "no resources: an empty string, one zero byte"
+    );
     bytes[0] = 3;
     assert_eq!(Record::decode(&bytes), Ok(Record::Grant(grant)));
 }
