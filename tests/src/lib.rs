@@ -432,13 +432,48 @@ impl Sim {
         form: &[(&str, &str)],
         basic: Option<(&str, &str)>,
     ) -> Answer {
+        self.post_form_answer("/oauth2/token", form, basic)
+    }
+
+    /// `POST path` with a form body and optional Basic credentials (the token endpoint and the
+    /// endpoints sharing its client authentication: RFC 7009, RFC 7662).
+    pub fn post_form(
+        &mut self,
+        path: &str,
+        form: &[(&str, &str)],
+        basic: Option<(&str, &str)>,
+    ) -> HttpResponse {
+        self.post_form_answer(path, form, basic).response().clone()
+    }
+
+    /// [`Sim::post_form`], answered.
+    pub fn post_form_answer(
+        &mut self,
+        path: &str,
+        form: &[(&str, &str)],
+        basic: Option<(&str, &str)>,
+    ) -> Answer {
         let mut request = form_request(form);
+        request.path = path.into();
         if let Some((id, secret)) = basic {
             request
                 .headers
                 .push(("Authorization".to_owned(), basic_header(id, secret)));
         }
-        self.token_answer(request)
+        self.http(request, None)
+    }
+
+    /// RFC 7662 introspection of `token` by the confidential fixture app: the answer's JSON
+    /// (which must be a 200, never cached).
+    pub fn introspect(&mut self, token: &str) -> Value {
+        let response = self.post_form(
+            "/oauth2/introspect",
+            &[("token", token)],
+            Some((CONF_APP, CONF_SECRET)),
+        );
+        assert_eq!(response.status, 200, "{token:?}: {}", response.body);
+        assert_eq!(response.header("Cache-Control"), Some("no-store"));
+        serde_json::from_str(&response.body).expect("introspection answers JSON")
     }
 
     /// `POST /oauth2/token` with a hand-built request (its path is set here).
@@ -905,6 +940,19 @@ pub fn pkce_offline_query(state: &str) -> String {
         ("code_challenge", CHALLENGE),
         ("code_challenge_method", "S256"),
         ("state", state),
+    ])
+}
+
+/// The confidential app's offline code-flow query with a PKCE challenge: a grant it may later
+/// refresh by `client_id` alone.
+pub fn conf_pkce_offline_query() -> String {
+    query(&[
+        ("client_id", CONF_APP),
+        ("response_type", "code"),
+        ("redirect_uri", CONF_REDIRECT),
+        ("token_access_type", "offline"),
+        ("code_challenge", CHALLENGE),
+        ("code_challenge_method", "S256"),
     ])
 }
 

@@ -25,6 +25,17 @@ fn refresh(sim: &mut Sim, token: &str) -> Answer {
     sim.refresh_answer(token, PKCE_APP, None)
 }
 
+/// A refresh asking for `scope`.
+fn refresh_asking(sim: &mut Sim, token: &str, scope: &str) -> Answer {
+    let form = [
+        ("grant_type", "refresh_token"),
+        ("refresh_token", token),
+        ("client_id", PKCE_APP),
+        ("scope", scope),
+    ];
+    sim.token_form_answer(&form, None)
+}
+
 /// A successful refresh's body.
 fn refreshed(sim: &mut Sim, token: &str) -> Value {
     let answer = refresh(sim, token);
@@ -176,13 +187,7 @@ fn a_superseded_token_revokes_whatever_it_asks_and_a_differing_retry_is_refused_
     let (_, first) = signed_in_on(&mut sim);
     let second = text(&refreshed(&mut sim, &first), "refresh_token");
     sim.advance(WINDOW);
-    let form = [
-        ("grant_type", "refresh_token"),
-        ("refresh_token", first.as_str()),
-        ("client_id", PKCE_APP),
-        ("scope", "not a valid scope!"),
-    ];
-    let reused = sim.token_form_answer(&form, None);
+    let reused = refresh_asking(&mut sim, &first, "not a valid scope!");
     assert_eq!(reused.refusal(), Some(&Refusal::RefreshTokenReused));
     assert_eq!(
         refresh(&mut sim, &second).refusal(),
@@ -194,13 +199,7 @@ fn a_superseded_token_revokes_whatever_it_asks_and_a_differing_retry_is_refused_
     let mut sim = rotating();
     let (_, first) = signed_in_on(&mut sim);
     let answer = refreshed(&mut sim, &first);
-    let narrower = [
-        ("grant_type", "refresh_token"),
-        ("refresh_token", first.as_str()),
-        ("client_id", PKCE_APP),
-        ("scope", "account_info.read"),
-    ];
-    let differing = sim.token_form_answer(&narrower, None);
+    let differing = refresh_asking(&mut sim, &first, "account_info.read");
     assert_eq!(differing.refusal(), Some(&Refusal::RetryDiffers));
     assert_eq!(oauth_error(differing.response()), "invalid_grant");
     assert!(served(&mut sim, &text(&answer, "access_token")));
@@ -242,15 +241,7 @@ fn a_confidential_app_refreshing_by_its_pkce_grant_without_the_secret_rotates() 
     // Without its secret the app is a public client for this refresh (its grant came from a
     // PKCE exchange): the token rotates. With the secret the new token is simply used again.
     let mut sim = rotating();
-    let q = query(&[
-        ("client_id", CONF_APP),
-        ("response_type", "code"),
-        ("redirect_uri", CONF_REDIRECT),
-        ("token_access_type", "offline"),
-        ("code_challenge", CHALLENGE),
-        ("code_challenge_method", "S256"),
-    ]);
-    let code = sim.code_for(&q, &alice());
+    let code = sim.code_for(&conf_pkce_offline_query(), &alice());
     let exchanged = json(&sim.token(
         &[
             ("grant_type", "authorization_code"),
@@ -288,36 +279,21 @@ fn the_reference_profile_never_rotates() {
 
 #[test]
 fn a_superseded_token_is_inactive_at_introspection_and_its_revocation_ends_the_grant() {
-    let introspect = |sim: &mut Sim, token: &str| {
-        let body = form_body(&[("token", token)]);
-        let mut request = HttpRequest::new("POST", "/oauth2/introspect", "");
-        request.body = body.into_bytes();
-        request.headers = vec![
-            (
-                "Content-Type".into(),
-                "application/x-www-form-urlencoded".into(),
-            ),
-            ("Authorization".into(), basic_header(CONF_APP, CONF_SECRET)),
-        ];
-        json(&http(sim.http(request, None)))
-    };
     let mut sim = rotating();
     let (_, first) = signed_in_on(&mut sim);
     let answer = refreshed(&mut sim, &first);
     let second = text(&answer, "refresh_token");
-    assert_eq!(introspect(&mut sim, &first), json!({"active": false}));
-    assert_eq!(introspect(&mut sim, &second)["active"], json!(true));
+    assert_eq!(sim.introspect(&first), json!({"active": false}));
+    assert_eq!(sim.introspect(&second)["active"], json!(true));
 
     // RFC 7009 with the superseded token: only the grant's holders have it; the grant ends.
-    let form = form_body(&[("token", &first), ("client_id", PKCE_APP)]);
-    let mut request = HttpRequest::new("POST", "/oauth2/revoke", "");
-    request.body = form.into_bytes();
-    request.headers = vec![(
-        "Content-Type".into(),
-        "application/x-www-form-urlencoded".into(),
-    )];
-    assert_eq!(http(sim.http(request, None)).status, 200);
-    assert_eq!(introspect(&mut sim, &second), json!({"active": false}));
+    let revoked = sim.post_form(
+        "/oauth2/revoke",
+        &[("token", &first), ("client_id", PKCE_APP)],
+        None,
+    );
+    assert_eq!(revoked.status, 200);
+    assert_eq!(sim.introspect(&second), json!({"active": false}));
     assert!(!served(&mut sim, &text(&answer, "access_token")));
 }
 

@@ -244,34 +244,6 @@ fn the_issuer_is_checked_when_the_configuration_is_read() {
 
 // ---- RFC 7009 revocation and RFC 7662 introspection ------------------------------------------
 
-fn post_form(
-    sim: &mut Sim,
-    path: &str,
-    form: &[(&str, &str)],
-    basic: Option<(&str, &str)>,
-) -> HttpResponse {
-    let mut request = form_request(form);
-    request.path = path.into();
-    if let Some((id, secret)) = basic {
-        request
-            .headers
-            .push(("Authorization".into(), basic_header(id, secret)));
-    }
-    http(sim.http(request, None))
-}
-
-fn introspect(sim: &mut Sim, token: &str) -> Value {
-    let response = post_form(
-        sim,
-        "/oauth2/introspect",
-        &[("token", token)],
-        Some((CONF_APP, CONF_SECRET)),
-    );
-    assert_eq!(response.status, 200, "{token:?}: {}", response.body);
-    assert_eq!(response.header("Cache-Control"), Some("no-store"));
-    serde_json::from_str(&response.body).unwrap()
-}
-
 #[test]
 fn revoking_either_token_ends_the_grant_and_unknown_tokens_get_200() {
     let mut sim = standards(ISSUER);
@@ -279,8 +251,7 @@ fn revoking_either_token_ends_the_grant_and_unknown_tokens_get_200() {
     let tokens = sim.pkce_offline_tokens(&alice());
     let access = tokens["access_token"].as_str().unwrap().to_owned();
     let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
-    let revoked = post_form(
-        &mut sim,
+    let revoked = sim.post_form(
         "/oauth2/revoke",
         &[
             ("token", &refresh),
@@ -307,8 +278,7 @@ fn revoking_either_token_ends_the_grant_and_unknown_tokens_get_200() {
         &access,
     ] {
         let before = sim.store.clone();
-        let again = post_form(
-            &mut sim,
+        let again = sim.post_form(
             "/oauth2/revoke",
             &[
                 ("token", token),
@@ -327,8 +297,7 @@ fn revoking_either_token_ends_the_grant_and_unknown_tokens_get_200() {
         tokens["access_token"].as_str().unwrap().to_owned(),
         tokens["refresh_token"].as_str().unwrap().to_owned(),
     );
-    let revoked = post_form(
-        &mut sim,
+    let revoked = sim.post_form(
         "/oauth2/revoke",
         &[("token", &access)],
         Some((CONF_APP, CONF_SECRET)),
@@ -346,8 +315,7 @@ fn revocation_authenticates_the_client_and_refuses_another_apps_token() {
     let tokens = sim.pkce_offline_tokens(&alice());
     let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
     // Another (confidential) app, properly authenticated, cannot revoke it.
-    let other = post_form(
-        &mut sim,
+    let other = sim.post_form(
         "/oauth2/revoke",
         &[("token", &refresh)],
         Some((CONF_APP, CONF_SECRET)),
@@ -357,15 +325,13 @@ fn revocation_authenticates_the_client_and_refuses_another_apps_token() {
         (400, "invalid_grant")
     );
     // A confidential app must send its secret; a wrong one is invalid_client (401 with Basic).
-    let no_secret = post_form(
-        &mut sim,
+    let no_secret = sim.post_form(
         "/oauth2/revoke",
         &[("token", &refresh), ("client_id", CONF_APP)],
         None,
     );
     assert_eq!(oauth_error(&no_secret), "invalid_client");
-    let wrong = post_form(
-        &mut sim,
+    let wrong = sim.post_form(
         "/oauth2/revoke",
         &[("token", &refresh)],
         Some((CONF_APP, "wrong")),
@@ -374,7 +340,7 @@ fn revocation_authenticates_the_client_and_refuses_another_apps_token() {
         (wrong.status, oauth_error(&wrong).as_str()),
         (401, "invalid_client")
     );
-    let missing = post_form(&mut sim, "/oauth2/revoke", &[("client_id", PKCE_APP)], None);
+    let missing = sim.post_form("/oauth2/revoke", &[("client_id", PKCE_APP)], None);
     assert_eq!(oauth_error(&missing), "invalid_request");
     // Still alive after all that.
     assert_eq!(
@@ -385,8 +351,7 @@ fn revocation_authenticates_the_client_and_refuses_another_apps_token() {
     let mut reference = Sim::new(fixture_config());
     let tokens = reference.pkce_offline_tokens(&alice());
     let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
-    let none = post_form(
-        &mut reference,
+    let none = reference.post_form(
         "/oauth2/revoke",
         &[("token", &refresh), ("client_id", PKCE_APP)],
         None,
@@ -402,7 +367,7 @@ fn introspection_says_what_a_live_token_carries_and_nothing_else() {
     let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
     let expires_at = sim.now.0 + 14_400;
     assert_eq!(
-        introspect(&mut sim, &access),
+        sim.introspect(&access),
         json!({
             "active": true,
             "client_id": PKCE_APP,
@@ -414,7 +379,7 @@ fn introspection_says_what_a_live_token_carries_and_nothing_else() {
         })
     );
     assert_eq!(
-        introspect(&mut sim, &refresh),
+        sim.introspect(&refresh),
         json!({
             "active": true,
             "client_id": PKCE_APP,
@@ -425,11 +390,11 @@ fn introspection_says_what_a_live_token_carries_and_nothing_else() {
     );
     // Expired at its expiry (not a second before), and then inactive with nothing else said.
     sim.now = UnixTime(expires_at - 1);
-    assert_eq!(introspect(&mut sim, &access)["active"], true);
+    assert_eq!(sim.introspect(&access)["active"], true);
     sim.now = UnixTime(expires_at);
-    assert_eq!(introspect(&mut sim, &access), json!({"active": false}));
+    assert_eq!(sim.introspect(&access), json!({"active": false}));
     assert_eq!(
-        introspect(&mut sim, &refresh)["active"],
+        sim.introspect(&refresh)["active"],
         true,
         "the refresh token does not expire"
     );
@@ -438,14 +403,9 @@ fn introspection_says_what_a_live_token_carries_and_nothing_else() {
         "sl.AAAAAAAAAAAAAAAA.nothing",
         "AAAAAAAAAAAAAAAA.x",
     ] {
-        assert_eq!(
-            introspect(&mut sim, token),
-            json!({"active": false}),
-            "{token:?}"
-        );
+        assert_eq!(sim.introspect(token), json!({"active": false}), "{token:?}");
     }
-    let empty = post_form(
-        &mut sim,
+    let empty = sim.post_form(
         "/oauth2/introspect",
         &[("token", "")],
         Some((CONF_APP, CONF_SECRET)),
@@ -455,14 +415,13 @@ fn introspection_says_what_a_live_token_carries_and_nothing_else() {
         (400, "invalid_request")
     );
     // Revoked: inactive.
-    let revoked = post_form(
-        &mut sim,
+    let revoked = sim.post_form(
         "/oauth2/revoke",
         &[("token", &refresh), ("client_id", PKCE_APP)],
         None,
     );
     assert_eq!(revoked.status, 200);
-    assert_eq!(introspect(&mut sim, &refresh), json!({"active": false}));
+    assert_eq!(sim.introspect(&refresh), json!({"active": false}));
 }
 
 #[test]
@@ -470,15 +429,13 @@ fn introspection_takes_a_confidential_client_with_its_secret() {
     let mut sim = standards(ISSUER);
     let tokens = sim.pkce_offline_tokens(&alice());
     let access = tokens["access_token"].as_str().unwrap().to_owned();
-    let public = post_form(
-        &mut sim,
+    let public = sim.post_form(
         "/oauth2/introspect",
         &[("token", &access), ("client_id", PKCE_APP)],
         None,
     );
     assert_eq!(oauth_error(&public), "invalid_client");
-    let wrong = post_form(
-        &mut sim,
+    let wrong = sim.post_form(
         "/oauth2/introspect",
         &[("token", &access)],
         Some((CONF_APP, "wrong")),
@@ -608,10 +565,7 @@ fn a_token_serves_only_the_resources_it_was_issued_for() {
         served(&mut sim, &both_token),
         "this host's API is among its resources"
     );
-    assert_eq!(
-        introspect(&mut sim, &both_token)["aud"],
-        json!([ISSUER, MCP])
-    );
+    assert_eq!(sim.introspect(&both_token)["aud"], json!([ISSUER, MCP]));
     // A refresh narrows to the MCP server alone: that token is refused here, as RFC 6750's
     // invalid_token, and introspection tells the MCP server it is its own.
     let refresh = both["refresh_token"].as_str().unwrap().to_owned();
@@ -625,7 +579,7 @@ fn a_token_serves_only_the_resources_it_was_issued_for() {
         .header("WWW-Authenticate")
         .unwrap()
         .contains("error=\"invalid_token\""));
-    assert_eq!(introspect(&mut sim, &mcp_token)["aud"], json!([MCP]));
+    assert_eq!(sim.introspect(&mcp_token)["aud"], json!([MCP]));
     // The PKCE app is a public client: its refresh token rotated (see the rotation tests).
     let refresh = narrowed["refresh_token"].as_str().unwrap().to_owned();
     // Never wider than what was consented, and never a resource the server does not know.
@@ -673,7 +627,7 @@ fn resources_are_checked_at_authorization_and_at_the_exchange() {
     let token = json(&exchange(&mut sim, &code, &[]));
     let plain = token["access_token"].as_str().unwrap().to_owned();
     assert!(served(&mut sim, &plain));
-    assert!(introspect(&mut sim, &plain).get("aud").is_none());
+    assert!(sim.introspect(&plain).get("aud").is_none());
 }
 
 #[test]
@@ -716,7 +670,7 @@ fn resource_identifiers_compare_in_canonical_form() {
         let access = token["access_token"].as_str().unwrap().to_owned();
         assert!(served(&mut sim, &access), "{spelling}");
         assert_eq!(
-            introspect(&mut sim, &access)["aud"],
+            sim.introspect(&access)["aud"],
             json!([ISSUER]),
             "{spelling}"
         );
@@ -724,7 +678,7 @@ fn resource_identifiers_compare_in_canonical_form() {
     let code = code_for(&mut sim, &["https://MCP.example:443/mcp"]);
     let token = json(&exchange(&mut sim, &code, &[]));
     let access = token["access_token"].as_str().unwrap().to_owned();
-    assert_eq!(introspect(&mut sim, &access)["aud"], json!([MCP]));
+    assert_eq!(sim.introspect(&access)["aud"], json!([MCP]));
     // Paths are compared as written: another path, or a query, is another resource.
     for other in [
         "https://mcp.example/mcp/",

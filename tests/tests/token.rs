@@ -847,14 +847,7 @@ fn parameters_split_between_query_and_body_or_refused_by_policy_are_invalid_requ
 #[test]
 fn a_confidential_apps_pkce_grant_refreshes_without_its_secret_and_no_other_does() {
     let mut sim = sim();
-    let pkce = query(&[
-        ("client_id", CONF_APP),
-        ("response_type", "code"),
-        ("redirect_uri", CONF_REDIRECT),
-        ("token_access_type", "offline"),
-        ("code_challenge", CHALLENGE),
-        ("code_challenge_method", "S256"),
-    ]);
+    let pkce = conf_pkce_offline_query();
     let code = sim.code_for(&pkce, &alice());
     let tokens = sim.token(
         &[
