@@ -191,21 +191,20 @@ pub struct Policy {
     pub attempts: AttemptLimits,
 }
 
-/// How many failed credential checks each attempter may have within one window before every
-/// check is refused with `429` and `Retry-After` until the window ends. Counts are kept in the
+/// How many failed credential checks each attempter may have within one window before its
+/// checks are refused with `429` and `Retry-After` until the window ends. Counts are kept in the
 /// host's store (so they hold across instances), under a digest of the attempter. `0` turns a
 /// limit off.
 ///
-/// A per-client limit lets anyone who knows an app key make that app wait by failing on its
-/// behalf; it is set high, so that it only stops a sustained guess, while the per-source limit
-/// stops one address early. Checks racing each other may each pass before any of them records
-/// its failure: the count can overshoot by the number of checks in flight.
+/// At the token endpoint a failed client authentication is counted against its source, and a
+/// source at its limit has its failures answered `429`; a correct client secret is never held
+/// back by any count — secrets are high-entropy, and a count of an app's failures (its key is
+/// public) would let anyone make that app wait. Checks racing each other may each pass before
+/// any of them records its failure: the count can overshoot by the number in flight.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AttemptLimits {
     /// The window, from the first failure on. Default 900 s.
     pub window: Seconds,
-    /// Failed client authentications per app. Default 100.
-    pub per_client: u32,
     /// Failed checks per network source (as the host names it). Default 50.
     pub per_source: u32,
     /// Failed sign-ins per account name (the host's sign-in). Default 10.
@@ -216,7 +215,6 @@ impl Default for AttemptLimits {
     fn default() -> Self {
         AttemptLimits {
             window: Seconds(900),
-            per_client: 100,
             per_source: 50,
             per_account: 10,
         }
@@ -241,7 +239,23 @@ pub enum Profile {
         resources: Vec<Resource>,
         /// How refresh tokens rotate (RFC 9700 §4.14.2).
         rotation: Rotation,
+        /// The apps that serve resources and may introspect the access tokens issued for
+        /// them (RFC 7662 §4); without one, only a token's own app learns anything of it.
+        resource_servers: Vec<ResourceServer>,
     },
+}
+
+/// An app that serves some of the configured resources (an API or MCP server on another
+/// host, checking tokens by introspection): it may introspect the access tokens issued for
+/// those resources, and only those. Refresh tokens are never described to it: a resource
+/// server has no use for them, and a resource that took one for an access token would serve
+/// its holder forever.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceServer {
+    /// The app the resource server authenticates as (a confidential app).
+    pub app: AppKey,
+    /// The resources it serves: configured resources, or the issuer's origin.
+    pub resources: Vec<Resource>,
 }
 
 /// Refresh-token rotation, in the standards profile (the reference profile's refresh tokens
@@ -393,6 +407,14 @@ impl Issuer {
         &self.text
     }
 
+    /// The scheme, `https` (or `http` on loopback), in lower case.
+    pub fn scheme(&self) -> &'static str {
+        match HttpUri::parse(&self.text).map(|uri| uri.scheme) {
+            Some(Scheme::Http) => "http",
+            _ => "https",
+        }
+    }
+
     /// `scheme://authority`, where the endpoints are.
     pub fn origin(&self) -> &str {
         let path = HttpUri::parse(&self.text).map_or("", |uri| uri.rest);
@@ -538,13 +560,48 @@ impl Config {
                 Err(at) => apps.insert(at, app),
             }
         }
-        Ok(Config {
+        let config = Config {
             apps,
             policy,
             api_endpoints: doc.api_endpoints,
             pages,
             profile: doc.profile,
-        })
+        };
+        config.check_resource_servers()?;
+        Ok(config)
+    }
+
+    /// Each resource server is a confidential app (introspection takes a secret) and serves
+    /// resources this server issues tokens for.
+    fn check_resource_servers(&self) -> Result<(), ConfigError> {
+        let Profile::Standards {
+            resource_servers, ..
+        } = &self.profile
+        else {
+            return Ok(());
+        };
+        for (i, server) in resource_servers.iter().enumerate() {
+            if !self
+                .app(server.app.as_str())
+                .is_some_and(App::is_confidential)
+            {
+                return Err(problem(
+                    &format!("profile.resource_servers[{i}].app"),
+                    "must be a registered app with a secret",
+                ));
+            }
+            if let Some(j) = server
+                .resources
+                .iter()
+                .position(|r| !self.knows_resource(r.as_str()))
+            {
+                return Err(problem(
+                    &format!("profile.resource_servers[{i}].resources[{j}]"),
+                    "must be one of profile.resources or the issuer's origin",
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// The app registered under `key`.
@@ -601,6 +658,18 @@ impl Config {
             Profile::Standards {
                 issuer, resources, ..
             } => issuer.resource() == resource || resources.iter().any(|r| r.as_str() == resource),
+        }
+    }
+
+    /// Whether `app` serves `resource` (given canonical) as a configured resource server.
+    pub fn serves(&self, app: &AppKey, resource: &str) -> bool {
+        match &self.profile {
+            Profile::Reference => false,
+            Profile::Standards {
+                resource_servers, ..
+            } => resource_servers
+                .iter()
+                .any(|s| &s.app == app && s.resources.iter().any(|r| r.as_str() == resource)),
         }
     }
 
@@ -858,9 +927,8 @@ struct AttemptsJson<'a>(&'a AttemptLimits);
 impl Serialize for AttemptsJson<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let a = self.0;
-        let mut out = s.serialize_map(Some(4))?;
+        let mut out = s.serialize_map(Some(3))?;
         out.serialize_entry("window", &a.window.0)?;
-        out.serialize_entry("per_client", &u64::from(a.per_client))?;
         out.serialize_entry("per_source", &u64::from(a.per_source))?;
         out.serialize_entry("per_account", &u64::from(a.per_account))?;
         out.end()
@@ -878,11 +946,18 @@ impl Serialize for ProfileJson<'_> {
                 issuer,
                 resources,
                 rotation,
+                resource_servers,
             } => {
                 out.serialize_entry("kind", "standards")?;
                 out.serialize_entry("issuer", issuer.as_str())?;
                 out.serialize_entry("resources", &Each(resources, Resource::as_str))?;
                 out.serialize_entry("rotation", &RotationJson(rotation))?;
+                if !resource_servers.is_empty() {
+                    out.serialize_entry(
+                        "resource_servers",
+                        &Each(resource_servers, ResourceServerJson),
+                    )?;
+                }
             }
         }
         out.end()
@@ -902,13 +977,27 @@ fn profile_from_json(value: &Value) -> Result<Profile, ConfigError> {
                 .ok_or_else(|| problem("profile.issuer", "is missing"))?;
             let issuer = Issuer::new(string(issuer, "profile.issuer")?)
                 .map_err(|why| problem("profile.issuer", why))?;
-            let mut resources = Vec::new();
-            if let Some(list) = profile.get("resources") {
-                for (i, resource) in array(list, "profile.resources")?.iter().enumerate() {
-                    let at = format!("profile.resources[{i}]");
-                    resources.push(
-                        Resource::new(string(resource, &at)?).map_err(|why| problem(&at, why))?,
-                    );
+            let resources = match profile.get("resources") {
+                Some(list) => resources_from_json(list, "profile.resources")?,
+                None => Vec::new(),
+            };
+            let mut resource_servers = Vec::new();
+            if let Some(list) = profile.get("resource_servers") {
+                for (i, server) in array(list, "profile.resource_servers")?.iter().enumerate() {
+                    let at = format!("profile.resource_servers[{i}]");
+                    let fields = object(server, &at)?;
+                    let app_at = format!("{at}.app");
+                    let app = fields
+                        .get("app")
+                        .ok_or_else(|| problem(&app_at, "is missing"))?;
+                    let app = AppKey::new(string(app, &app_at)?)
+                        .map_err(|_| problem(&app_at, "is not an app key"))?;
+                    let list_at = format!("{at}.resources");
+                    let list = fields
+                        .get("resources")
+                        .ok_or_else(|| problem(&list_at, "is missing"))?;
+                    let resources = resources_from_json(list, &list_at)?;
+                    resource_servers.push(ResourceServer { app, resources });
                 }
             }
             let rotation = match profile.get("rotation") {
@@ -919,9 +1008,31 @@ fn profile_from_json(value: &Value) -> Result<Profile, ConfigError> {
                 issuer,
                 resources,
                 rotation,
+                resource_servers,
             })
         }
         _ => Err(problem("profile.kind", "expected reference or standards")),
+    }
+}
+
+/// A list of resource identifiers, each checked.
+fn resources_from_json(list: &Value, at: &str) -> Result<Vec<Resource>, ConfigError> {
+    let mut resources = Vec::new();
+    for (i, resource) in array(list, at)?.iter().enumerate() {
+        let at = format!("{at}[{i}]");
+        resources.push(Resource::new(string(resource, &at)?).map_err(|why| problem(&at, why))?);
+    }
+    Ok(resources)
+}
+
+struct ResourceServerJson<'a>(&'a ResourceServer);
+
+impl Serialize for ResourceServerJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut out = s.serialize_map(Some(2))?;
+        out.serialize_entry("app", self.0.app.as_str())?;
+        out.serialize_entry("resources", &Each(&self.0.resources, Resource::as_str))?;
+        out.end()
     }
 }
 
@@ -1142,7 +1253,10 @@ fn attempts_from_json(value: &Value, at: &str) -> Result<AttemptLimits, ConfigEr
         let at = format!("{at}.{name}");
         match name.as_str() {
             "window" => limits.window = Seconds(whole(value, &at)?),
-            "per_client" => limits.per_client = count(value, &at)?,
+            // No longer a limit (see AttemptLimits): still accepted, for older documents.
+            "per_client" => {
+                count(value, &at)?;
+            }
             "per_source" => limits.per_source = count(value, &at)?,
             "per_account" => limits.per_account = count(value, &at)?,
             _ => {}

@@ -55,8 +55,8 @@
 //! partition as distribution key) routes each request by [`partition_of`]`(config, input)`, a
 //! pure function of the input that reads nothing and hashes no secret: every credential
 //! carries its partition in its visible form (`sl.<partition>.<secret>`). It runs the request
-//! where that partition lives; only a token request's failure counts lie elsewhere (read in the
-//! credential's batch, written alone). A credential with a garbled partition part is refused
+//! where that partition lives; only the failure count of a client authentication that failed
+//! lies elsewhere (read and written alone: a correct secret reads no count). A credential with a garbled partition part is refused
 //! without any read; a forged one names records that do not exist.
 //!
 //! ## Purge times
@@ -200,7 +200,7 @@ mod wire;
 
 pub use config::{
     App, AttemptLimits, Config, ConfigDocument, ConfigError, DefaultTokenType, Issuer, Permissions,
-    Policy, Profile, Resource, RotatedClients, Rotation,
+    Policy, Profile, Resource, ResourceServer, RotatedClients, Rotation,
 };
 pub use credentials::{
     AccessToken, AccessTokenDigest, AttempterDigest, AuthorizationCode, ClientSecret, CodeDigest,

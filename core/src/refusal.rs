@@ -34,6 +34,9 @@ pub enum Refusal {
     /// window ([`AttemptLimits`](crate::AttemptLimits)): 429, retry after this long. The
     /// credentials are not even checked.
     TooManyAttempts(Seconds),
+    /// An attempter of the host's own check ([`Input::Attempts`](crate::Input::Attempts)) that
+    /// no one can have typed: empty, over 256 bytes, or with control characters (400).
+    MalformedAttempter,
     /// A CORS preflight from an origin no app registered, or for a method the endpoint does
     /// not take (403, no CORS headers).
     CrossOriginRefused,
@@ -200,6 +203,7 @@ impl Refusal {
             StorageUnavailable => "storage_unavailable",
             RetryNotYetVisible => "retry_not_yet_visible",
             TooManyAttempts(_) => "too_many_attempts",
+            MalformedAttempter => "malformed_attempter",
             CrossOriginRefused => "cross_origin_refused",
             Repeated(_) => "repeated",
             ClientIdMissing => "client_id_missing",

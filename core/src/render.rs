@@ -91,6 +91,7 @@ impl Refusal {
                 ))
             }
             CrossOriginRefused => "this origin may not call this endpoint",
+            MalformedAttempter => "an attempter is empty, too long or has control characters",
             ClientIdMissing => "client_id is missing",
             UnknownClient => "no app is registered under this client_id",
             RedirectUriNotRegistered => "redirect_uri is not registered for this app",
@@ -295,6 +296,7 @@ fn refusal_response(refusal: &Refusal, via: &Via, config: &Config) -> HttpRespon
         }
         Via::Plain => match refusal {
             Refusal::CrossOriginRefused => plain_response(403, "Forbidden".to_owned()),
+            Refusal::MalformedAttempter => plain_response(400, "Bad Request".to_owned()),
             _ => plain_response(404, "Not Found".to_owned()),
         },
         Via::Page => error_page(400),

@@ -244,10 +244,11 @@ impl Request {
     }
 
     /// Whether the answer may be shared with the page at `origin`: tokens, a revocation and an
-    /// API answer with the origins of the app they are for; a refusal with those of any app.
+    /// API answer with the origins of the app they are for (an RFC 7009 revocation: the app
+    /// that asked); a refusal with those of any app.
     fn shares(&self, ending: &Ending, origin: &str) -> bool {
         let app = match ending {
-            Ending::Tokens(_) => self.route.client(),
+            Ending::Tokens(_) | Ending::Revocation => self.route.client(),
             Ending::Revoked(app) => Some(app),
             Ending::Serve(principal) => Some(&principal.app),
             Ending::Refused(..) => return cors::any_app_allows(&self.config, origin),

@@ -231,7 +231,7 @@ export function signInRoutes(config, { title = "host", clock = systemClock, atte
     if (url.pathname === "/signin" && request.method === "POST") {
       // Login CSRF: another site must not sign a browser in (to its own account): the rule the
       // consent form follows, from the core.
-      if (isCrossSite(request.headers, url.host)) {
+      if (isCrossSite(request.headers, url.host, url.protocol.slice(0, -1))) {
         await drain(request);
         return signInPage("/", { status: 403, error: "This sign-in form was sent from another site." });
       }
@@ -256,7 +256,7 @@ export function signInRoutes(config, { title = "host", clock = systemClock, atte
       return new Response(null, { status: 303, headers: { Location: target, "Set-Cookie": cookie, "Cache-Control": "no-store" } });
     }
     if (url.pathname === "/signout" && request.method === "POST") {
-      if (isCrossSite(request.headers, url.host)) {
+      if (isCrossSite(request.headers, url.host, url.protocol.slice(0, -1))) {
         await drain(request);
         return page(403, "Sign out", `${STYLE}<h1>Sign out</h1><p>This form was sent from another site.</p>`);
       }
@@ -347,7 +347,9 @@ function nodeRoutes(config, auth, clock) {
     const body = await nodeBody(req, limit);
     const user = people.signedIn(rawHeader(req.rawHeaders, "cookie"));
     // The socket's peer: failed client authentications are counted against it.
-    const result = await auth.handle({ method: req.method, url: req.url, headers: req.rawHeaders, body, user, source: req.socket.remoteAddress });
+    // The scheme the socket speaks: a consent form from this host on the other one is refused.
+    const scheme = req.socket.encrypted ? "https" : "http";
+    const result = await auth.handle({ method: req.method, url: req.url, headers: req.rawHeaders, body, user, source: req.socket.remoteAddress, scheme });
     if (result.kind === "reply") {
       res.writeHead(result.status, result.headers.flat());
       res.end(result.body);

@@ -59,9 +59,13 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * instead of bytes had cost 0.7 KiB more. Resource identifiers compared in canonical form
  * (RFC 3986 §6.2.2-6.2.3, so that `https://api.example/` names `https://api.example`) took it
  * to 111.2 KiB: 111.5, on purpose (a first version formatting the port cost 0.4 KiB more, on
- * the client module too).
+ * the client module too). Issue 25's first hardening steps (who may introspect what, with the
+ * configuration's resource servers; the scheme in the consent form's origin check; attempters
+ * as two structured lists, names with control characters refused; CORS for RFC 7009) took it
+ * to 114.2 KiB: 114.5, on purpose — not profiled yet (the attempters first crossed as JSON
+ * parsed into serde_json maps, which cost 14 KiB more: two string lists cost almost nothing).
  */
-const BUDGETS = { edgegrant_wasm: 111.5 * 1024, edgegrant_client: 75 * 1024 };
+const BUDGETS = { edgegrant_wasm: 114.5 * 1024, edgegrant_client: 75 * 1024 };
 
 const modules = [
   { feature: "server", name: "edgegrant_wasm" },

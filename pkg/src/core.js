@@ -68,13 +68,15 @@ export function createCore(config) {
   const core = new bindings.Core(JSON.stringify(config));
   return {
     /**
-     * Starts an HTTP request: `{ method, path, query, headers, body, user, source }` (`headers` as
-     * rawHeaders, pairs, Headers or already NUL-joined; `body` a Uint8Array; `user` `{ account_id, uid }` or null;
-     * `source` the client's address, which failed client authentications are counted against),
-     * at `now` (Unix seconds) with fresh `entropy`.
+     * Starts an HTTP request: `{ method, path, query, headers, body, user, source, scheme }`
+     * (`headers` as rawHeaders, pairs, Headers or already NUL-joined; `body` a Uint8Array; `user`
+     * `{ account_id, uid }` or null; `source` the client's address, which failed client
+     * authentications are counted against; `scheme` "http" or "https" when the host knows how
+     * the client reached it, so that a form from the same host on the other scheme is another
+     * site's), at `now` (Unix seconds) with fresh `entropy`.
      */
-    request({ method, path, query = "", headers, body, user, source }, now, entropy) {
-      return core.request(method, path, query, joinedHeaders(headers), body ?? NO_BODY, user?.account_id, user?.uid, source ?? undefined, now, entropy);
+    request({ method, path, query = "", headers, body, user, source, scheme }, now, entropy) {
+      return core.request(method, path, query, joinedHeaders(headers), body ?? NO_BODY, user?.account_id, user?.uid, source ?? undefined, scheme ?? undefined, now, entropy);
     },
     /**
      * The partition the request is routed to (see the crate docs, "Partitions"): where every
@@ -86,14 +88,20 @@ export function createCore(config) {
     },
     /**
      * Starts a credential check of the host's own: `attempters` as `{ account }` / `{ source }`
-     * objects; `failed` false before the check, true to count a failed one.
+     * objects; `failed` false before the check, true to count a failed one. They cross as two
+     * lists, each value whole: a name typed at sign-in cannot spell another attempter.
      */
     attempts(attempters, failed, now, entropy) {
-      const flat = [];
+      const kinds = [];
+      const values = [];
       for (const attempter of attempters) {
-        for (const kind of ["account", "source", "client"]) if (attempter[kind] !== undefined) flat.push(kind, String(attempter[kind]));
+        for (const kind of ["account", "source"]) {
+          if (attempter[kind] === undefined) continue;
+          kinds.push(kind);
+          values.push(String(attempter[kind]));
+        }
       }
-      return core.attempts(flat.join("\0"), failed, now, entropy);
+      return core.attempts(kinds, values, failed, now, entropy);
     },
     /** Starts an unlink of `app` for `accountId`, by "user" or "team_admin". */
     unlink: (app, accountId, by, now, entropy) => core.unlink(app, accountId, by, now, entropy),
@@ -123,16 +131,17 @@ export function secretDigest(secret) {
 /**
  * Whether a form post may come from another site (CSRF), by the rule the core's consent form
  * follows: `Sec-Fetch-Site` decides when present (only `same-origin` passes), otherwise `Origin`,
- * when present, must name `host`. `headers` as rawHeaders, pairs or a Headers object; `host` the
- * authority the request was sent to (a Fetch Request's URL host).
+ * when present, must name `host` — on `scheme` ("http" or "https"), when the host knows how the
+ * client reached it. `headers` as rawHeaders, pairs or a Headers object; `host` the authority the
+ * request was sent to (a Fetch Request's URL host).
  */
-export function isCrossSite(headers, host) {
+export function isCrossSite(headers, host, scheme) {
   ready();
   const flat = ["host", host];
   for (const [name, value] of Array.isArray(headers) && !Array.isArray(headers[0]) ? pairsOf(headers) : headers) {
     if (name.toLowerCase() !== "host") flat.push(name, value);
   }
-  return bindings.isCrossSite(flat.join("\0"));
+  return bindings.isCrossSite(flat.join("\0"), scheme ?? undefined);
 }
 
 function* pairsOf(raw) {

@@ -98,6 +98,8 @@ export interface PlainRequest {
   user?: User | null;
   /** The client's address (the socket's, or one a trusted proxy names): failed client authentications are counted against it. */
   source?: string;
+  /** How the client reached this server, when the host knows (a TLS socket: "https"): a form from the same host on the other scheme is another site's. */
+  scheme?: "http" | "https";
 }
 
 export interface Hooks {
@@ -164,7 +166,7 @@ export function checkConfig(config: ConfigDocument): ConfigCheck;
 export function migrateApp(config: ConfigDocument, app: string): ConfigDocument;
 export function secretDigest(secret: string): string;
 /** Whether a form post may come from another site: the consent form's CSRF rule, for a host's own forms (sign-in, sign-out). `host`: the authority the request was sent to. */
-export function isCrossSite(headers: Headers | [string, string][] | string[], host: string): boolean;
+export function isCrossSite(headers: Headers | [string, string][] | string[], host: string, scheme?: "http" | "https" | null): boolean;
 export function entropyLength(): number;
 export function createAuthServer(options: AuthServerOptions): AuthServer;
 /** Runs a request of the core to its end against `storage`, and frees it. */

@@ -71,8 +71,10 @@ export function protectedResource({ resource, issuer, scopes = [], introspection
       if (!answer.ok) throw new Error(`edgegrant: introspection answered ${answer.status}`);
       const token = await answer.json();
       const audience = Array.isArray(token.aud) ? token.aud : token.aud === undefined ? [] : [token.aud];
-      // Live, issued by this authorization server, for this resource.
-      if (token.active !== true || token.iss !== issuer || !audience.some((aud) => canonical(aud) === audienceName)) {
+      // A live access token (a bearer token that expires: a refresh token is neither, and is
+      // never served), issued by this authorization server, for this resource.
+      const access = String(token.token_type).toLowerCase() === "bearer" && Number.isFinite(token.exp) && token.exp * 1000 > Date.now();
+      if (token.active !== true || !access || token.iss !== issuer || !audience.some((aud) => canonical(aud) === audienceName)) {
         return { response: refuse(401, "invalid_token") };
       }
       if (requiredScope && !String(token.scope ?? "").split(" ").includes(requiredScope)) {

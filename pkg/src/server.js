@@ -268,9 +268,11 @@ export function createAuthServer(options) {
   };
 
   /**
-   * The plain-value entry: `{ method, url | path + query, headers, body, user }` — `url` as
-   * node:http's `req.url`, `headers` as its `rawHeaders` (or pairs), `body` a Uint8Array (one
-   * byte past `maxInputBytes` is enough), `user` the signed-in `{ account_id, uid }` or null.
+   * The plain-value entry: `{ method, url | path + query, headers, body, user, source, scheme }`
+   * — `url` as node:http's `req.url`, `headers` as its `rawHeaders` (or pairs), `body` a
+   * Uint8Array (one byte past `maxInputBytes` is enough), `user` the signed-in `{ account_id,
+   * uid }` or null, `source` the client's address, `scheme` "http" or "https" when the host
+   * knows how the client reached it (a TLS socket, say).
    * Resolves a reply to send or an authorized call to serve (see runRequest).
    */
   function handle(input) {
@@ -283,7 +285,7 @@ export function createAuthServer(options) {
     }
     const now = clock();
     return run(
-      withEntropy((entropy) => core.request({ method: input.method, path, query, headers: input.headers, body: input.body, user: input.user ?? null, source: input.source }, now, entropy)),
+      withEntropy((entropy) => core.request({ method: input.method, path, query, headers: input.headers, body: input.body, user: input.user ?? null, source: input.source, scheme: input.scheme }, now, entropy)),
     );
   }
 
@@ -298,7 +300,9 @@ export function createAuthServer(options) {
     const body = request.body ? await readBody(request, limit) : NO_BODY;
     let user = currentUser(request);
     if (settled(user)) user = await user;
-    return { url, plain: { method: request.method, path: url.pathname, query: url.search.slice(1), headers, body, user: user ?? null } };
+    // The URL's scheme is how the client reached this server (a Worker's is the edge's).
+    const scheme = url.protocol.slice(0, -1);
+    return { url, plain: { method: request.method, path: url.pathname, query: url.search.slice(1), headers, body, user: user ?? null, scheme } };
   }
 
   async function serve(request) {

@@ -9,7 +9,7 @@ import { Readable } from "node:stream";
 import { createAuthServer } from "../src/node.js";
 import { memoryStorage } from "../src/adapters/memory.js";
 import { protectedResource } from "../src/resource.js";
-import { ALICE, CONF_APP, CONF_SECRET, PKCE_APP, PKCE_REDIRECT, VERIFIER, config, form, pkceQuery } from "./fixtures.mjs";
+import { ALICE, CONF_APP, CONF_REDIRECT, CONF_SECRET, PKCE_APP, PKCE_REDIRECT, VERIFIER, config, form, pkceQuery } from "./fixtures.mjs";
 
 /** A node:http server for a Fetch handler set later (the ports must be known first). */
 async function listen(t) {
@@ -32,8 +32,12 @@ test("an API on another host serves only live tokens issued for it, with the sco
   const issuer = `${as.url}/`;
   const resource = `${api.url}/mcp`;
   const auth = createAuthServer({
-    // The API's own origin is a resource too, listed without a trailing slash.
-    config: { ...config(), profile: { kind: "standards", issuer, resources: [resource, api.url] } },
+    // The API's own origin is a resource too, listed without a trailing slash. The API
+    // introspects as the confidential app: its resource server (RFC 7662 §4).
+    config: {
+      ...config(),
+      profile: { kind: "standards", issuer, resources: [resource, api.url], resource_servers: [{ app: CONF_APP, resources: [resource, api.url] }] },
+    },
     storage: memoryStorage(),
     onAudit: () => {},
     hooks: { currentUser: () => ALICE },
@@ -57,9 +61,8 @@ test("an API on another host serves only live tokens issued for it, with the sco
     return response ?? Response.json({ sub: token.sub });
   };
 
-  /** A token for alice from the PKCE app, naming `resources`. */
-  async function tokenFor(resources) {
-    const query = `${pkceQuery()}${resources.map((r) => `&resource=${encodeURIComponent(r)}`).join("")}`;
+  /** Alice's consent to `query`: the code. */
+  async function codeFor(query) {
     const consent = await auth.handle({
       method: "POST",
       path: "/oauth2/authorize",
@@ -67,7 +70,11 @@ test("an API on another host serves only live tokens issued for it, with the sco
       body: new TextEncoder().encode(new URLSearchParams({ query, decision: "allow" }).toString()),
       user: ALICE,
     });
-    const code = new URL(consent.headers.find(([n]) => n.toLowerCase() === "location")[1]).searchParams.get("code");
+    return new URL(consent.headers.find(([n]) => n.toLowerCase() === "location")[1]).searchParams.get("code");
+  }
+  /** A token for alice from the PKCE app, naming `resources`. */
+  async function tokenFor(resources) {
+    const code = await codeFor(`${pkceQuery()}${resources.map((r) => `&resource=${encodeURIComponent(r)}`).join("")}`);
     const exchange = await auth.handle({ path: "/oauth2/token", ...form({ grant_type: "authorization_code", code, client_id: PKCE_APP, code_verifier: VERIFIER, redirect_uri: PKCE_REDIRECT }) });
     assert.equal(exchange.status, 200, exchange.body);
     return JSON.parse(exchange.body).access_token;
@@ -111,6 +118,19 @@ test("an API on another host serves only live tokens issued for it, with the sco
     assert.ok(checked.token, `${spelling}: ${checked.response?.status}`);
   }
   assert.equal((await call(rootToken)).status, 401, "the origin's token is not the /mcp resource's");
+
+  // A refresh token is no access token: refused even where introspection describes it (here
+  // the resource server is the token's own app), so its holder cannot call the API with it.
+  const offline = new URLSearchParams({ client_id: CONF_APP, response_type: "code", redirect_uri: CONF_REDIRECT, token_access_type: "offline", resource });
+  const conf = await auth.handle({
+    path: "/oauth2/token",
+    ...form({ grant_type: "authorization_code", code: await codeFor(offline.toString()), redirect_uri: CONF_REDIRECT, client_id: CONF_APP, client_secret: CONF_SECRET }),
+  });
+  const { access_token: confAccess, refresh_token: confRefresh } = JSON.parse(conf.body);
+  assert.equal((await call(confAccess)).status, 200, "its access token is served");
+  const byRefresh = await call(confRefresh);
+  assert.equal(byRefresh.status, 401, "its refresh token is not");
+  assert.match(byRefresh.headers.get("www-authenticate"), /error="invalid_token"/);
 
   // Revoked at the authorization server: refused at once.
   const revoked = await auth.handle({ path: "/oauth2/revoke", ...form({ token: mine, client_id: PKCE_APP }) });

@@ -15,11 +15,17 @@ import { freePort } from "../../examples/worker/dev.mjs";
 import { ALICE, REDIRECT, apps, browse, root } from "./interop.mjs";
 
 
-/** The host's sample configuration in the standards profile, issuer http://127.0.0.1:<port>/. */
+/**
+ * The host's sample configuration in the standards profile, issuer http://127.0.0.1:<port>/;
+ * the confidential app is the resource server of the API served there (RFC 7662 §4: it may
+ * introspect the access tokens issued for it).
+ */
 function standardsConfig(sample, port, dir) {
   const doc = JSON.parse(readFileSync(sample, "utf8"));
   const path = join(dir, "config.json");
-  writeFileSync(path, JSON.stringify({ ...doc, profile: { kind: "standards", issuer: `http://127.0.0.1:${port}/` } }));
+  const origin = `http://127.0.0.1:${port}`;
+  const resource_servers = [{ app: apps[1].clientId, resources: [origin] }];
+  writeFileSync(path, JSON.stringify({ ...doc, profile: { kind: "standards", issuer: `${origin}/`, resource_servers } }));
   return path;
 }
 
@@ -104,7 +110,8 @@ for (const [name, start] of Object.entries(hosts)) {
     assert.match(refreshed.access_token, /^sl\./);
     // A public client's refresh token rotates (RFC 9700 §4.14.2); the client keeps the new one.
     assert.ok(refreshed.refresh_token && refreshed.refresh_token !== tokens.refresh_token, "rotated");
-    assert.equal((await introspect(tokens.refresh_token)).active, false, "the superseded token is not live");
+    // A resource server learns of access tokens only: of a refresh token, nothing.
+    assert.deepEqual(await introspect(refreshed.refresh_token), { active: false }, "a refresh token is not a resource server's to learn of");
 
     const live = await introspect(refreshed.access_token);
     assert.equal(live.active, true);

@@ -903,6 +903,7 @@ pub fn standards_config(rotation: Rotation) -> Config {
         issuer: Issuer::new("https://auth.example").expect("a valid issuer"),
         resources: Vec::new(),
         rotation,
+        resource_servers: Vec::new(),
     };
     Config::new(doc).expect("the fixture is valid")
 }

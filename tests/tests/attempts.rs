@@ -1,18 +1,19 @@
-//! Limits on failed credential checks (issue 15, RFC 6749 §10.10): counted per app and per
-//! source at the token endpoint, per account name and source at the host's own sign-in
-//! (`Input::Attempts`), in the store, to the exact second the window ends. The per-app limit at
-//! the token endpoint is also a conformance vector (`attempts/client-secret-limit`).
+//! Limits on failed credential checks (issue 15, RFC 6749 §10.10; issue 25): at the token
+//! endpoint a failure is counted per source, a source at its limit has its failures answered
+//! 429, and no count ever holds back a correct client secret; at the host's own sign-in
+//! (`Input::Attempts`) per account name and source; in the store, to the exact second the
+//! window ends. The token endpoint's rule is also a conformance vector
+//! (`attempts/client-secret-limit`).
 
 use edgegrant::*;
 use edgegrant_tests::*;
 
 const WINDOW: u64 = 60;
 
-fn sim_with_limits(per_client: u32, per_source: u32, per_account: u32) -> Sim {
+fn sim_with_limits(per_source: u32, per_account: u32) -> Sim {
     let mut doc = fixture_document();
     doc.policy.attempts = AttemptLimits {
         window: Seconds(WINDOW),
-        per_client,
         per_source,
         per_account,
     };
@@ -33,15 +34,15 @@ fn token_request(sim: &mut Sim, app: &str, secret: &str, source: &str) -> Answer
 }
 
 #[test]
-fn failures_are_counted_per_source_across_apps_and_unknown_keys() {
-    let mut sim = sim_with_limits(0, 3, 0);
+fn failures_are_counted_per_source_and_never_hold_a_correct_secret() {
+    let mut sim = sim_with_limits(3, 0);
     // Three failures from one address, against three different app keys (one unknown).
     for app in [CONF_APP, TEAM_APP, "no-such-app"] {
         let answer = token_request(&mut sim, app, "guess", "198.51.100.7");
         assert_eq!(answer.refusal(), Some(&Refusal::ClientAuthenticationFailed));
     }
-    // That address is held, whatever it presents; another address is not.
-    let held = token_request(&mut sim, CONF_APP, CONF_SECRET, "198.51.100.7");
+    // That address's next failure is answered 429, not counted; another address's is counted.
+    let held = token_request(&mut sim, CONF_APP, "guess", "198.51.100.7");
     assert_eq!(
         held.refusal(),
         Some(&Refusal::TooManyAttempts(Seconds(WINDOW)))
@@ -49,33 +50,50 @@ fn failures_are_counted_per_source_across_apps_and_unknown_keys() {
     let response = http(held);
     assert_eq!(response.status, 429);
     assert_eq!(response.header("Retry-After"), Some("60"));
-    let other = token_request(&mut sim, CONF_APP, CONF_SECRET, "203.0.113.9");
-    assert_eq!(other.refusal(), Some(&Refusal::UnknownRefreshToken));
-    // The unknown key created no count of its own: only the source and the two real apps'.
+    let other = token_request(&mut sim, CONF_APP, "guess", "203.0.113.9");
+    assert_eq!(other.refusal(), Some(&Refusal::ClientAuthenticationFailed));
+    // The right secret passes from the held address all the same.
+    let right = token_request(&mut sim, CONF_APP, CONF_SECRET, "198.51.100.7");
+    assert_eq!(right.refusal(), Some(&Refusal::UnknownRefreshToken));
+    // Counts exist per source only: none per app, none for the unknown key.
     let counts = sim
         .store
         .iter()
         .filter(|(key, _)| matches!(key, RecordKey::Attempts(_)))
         .count();
-    assert_eq!(counts, 3);
-    // Exactly at the window's end the address may try again.
+    assert_eq!(counts, 2);
+    // Exactly at the window's end the address's failures are counted again.
     sim.now = UnixTime(T0.0 + WINDOW - 1);
-    let last_second = token_request(&mut sim, CONF_APP, CONF_SECRET, "198.51.100.7");
+    let last_second = token_request(&mut sim, CONF_APP, "guess", "198.51.100.7");
     assert_eq!(
         last_second.refusal(),
         Some(&Refusal::TooManyAttempts(Seconds(1)))
     );
     sim.now = UnixTime(T0.0 + WINDOW);
-    let again = token_request(&mut sim, CONF_APP, CONF_SECRET, "198.51.100.7");
-    assert_eq!(again.refusal(), Some(&Refusal::UnknownRefreshToken));
+    let again = token_request(&mut sim, CONF_APP, "guess", "198.51.100.7");
+    assert_eq!(again.refusal(), Some(&Refusal::ClientAuthenticationFailed));
+}
+
+#[test]
+fn no_ones_failures_make_an_apps_correct_secret_fail() {
+    // Anyone knows an app's key: failures in its name from many addresses (each under its own
+    // limit, default policy) must not make the app's own requests wait.
+    let mut sim = Sim::new(fixture_config());
+    for i in 0..150 {
+        let source = format!("198.51.{}.{}", i / 250, i % 250);
+        let answer = token_request(&mut sim, CONF_APP, "guess", &source);
+        assert_eq!(answer.refusal(), Some(&Refusal::ClientAuthenticationFailed));
+    }
+    let right = token_request(&mut sim, CONF_APP, CONF_SECRET, "203.0.113.9");
+    assert_eq!(right.refusal(), Some(&Refusal::UnknownRefreshToken));
 }
 
 #[test]
 fn a_public_app_without_a_secret_is_never_held() {
-    let mut sim = sim_with_limits(1, 1, 0);
+    let mut sim = sim_with_limits(1, 0);
     let tokens = sim.pkce_offline_tokens(&alice());
     let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
-    // A failure from the same source holds secret-bearing requests from it...
+    // A failure from a source puts it at its limit...
     let failed = token_request(&mut sim, CONF_APP, "guess", "192.0.2.1");
     assert_eq!(failed.refusal(), Some(&Refusal::ClientAuthenticationFailed));
     // ...but a public client presents nothing to guess: its refresh is not held.
@@ -90,7 +108,7 @@ fn a_public_app_without_a_secret_is_never_held() {
 
 #[test]
 fn the_hosts_sign_in_is_limited_per_account_and_source() {
-    let mut sim = sim_with_limits(0, 0, 2);
+    let mut sim = sim_with_limits(0, 2);
     let alice_tries = || Input::Attempts {
         attempters: vec![
             Attempter::Account("alice".into()),
@@ -154,4 +172,37 @@ fn the_hosts_sign_in_is_limited_per_account_and_source() {
     assert_eq!(partitions.len(), 2);
     assert_ne!(partitions[0], partitions[1]);
     assert!(matches!(request.poll(), Step::Respond(_)));
+}
+
+#[test]
+fn an_attempter_no_one_can_have_typed_is_refused_and_counts_nothing() {
+    // A name with a NUL once split into other attempters in the bindings; now attempters are
+    // structured, and names with control characters (or empty, or over 256 bytes) are refused.
+    let mut sim = sim_with_limits(1, 1);
+    for name in [
+        "alice\0source\x00203.0.113.9".to_owned(),
+        "alice\nbob".to_owned(),
+        String::new(),
+        "a".repeat(257),
+    ] {
+        let answer = sim.run(Input::Attempts {
+            attempters: vec![Attempter::Account(name.clone())],
+            failed: true,
+        });
+        assert_eq!(
+            answer.refusal(),
+            Some(&Refusal::MalformedAttempter),
+            "{name:?}"
+        );
+        assert_eq!(http(answer).status, 400);
+    }
+    assert!(!sim
+        .store
+        .iter()
+        .any(|(key, _)| matches!(key, RecordKey::Attempts(_))));
+    let typed = sim.run(Input::Attempts {
+        attempters: vec![Attempter::Account("a".repeat(256))],
+        failed: false,
+    });
+    assert_eq!(typed.outcome(), &Outcome::AttemptsAllowed);
 }

@@ -279,9 +279,21 @@ fn the_reference_profile_never_rotates() {
 
 #[test]
 fn a_superseded_token_is_inactive_at_introspection_and_its_revocation_ends_the_grant() {
+    // The confidential app's PKCE grant, refreshed without the secret: it rotates, and the app
+    // (the token's own: no one else learns of a refresh token) introspects both tokens.
     let mut sim = rotating();
-    let (_, first) = signed_in_on(&mut sim);
-    let answer = refreshed(&mut sim, &first);
+    let code = sim.code_for(&conf_pkce_offline_query(), &alice());
+    let exchanged = json(&sim.token(
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", CONF_REDIRECT),
+            ("code_verifier", VERIFIER),
+        ],
+        Some((CONF_APP, CONF_SECRET)),
+    ));
+    let first = text(&exchanged, "refresh_token");
+    let answer = json(&sim.refresh(&first, CONF_APP, None));
     let second = text(&answer, "refresh_token");
     assert_eq!(sim.introspect(&first), json!({"active": false}));
     assert_eq!(sim.introspect(&second)["active"], json!(true));
@@ -289,8 +301,8 @@ fn a_superseded_token_is_inactive_at_introspection_and_its_revocation_ends_the_g
     // RFC 7009 with the superseded token: only the grant's holders have it; the grant ends.
     let revoked = sim.post_form(
         "/oauth2/revoke",
-        &[("token", &first), ("client_id", PKCE_APP)],
-        None,
+        &[("token", &first)],
+        Some((CONF_APP, CONF_SECRET)),
     );
     assert_eq!(revoked.status, 200);
     assert_eq!(sim.introspect(&second), json!({"active": false}));

@@ -15,6 +15,7 @@ fn standards(issuer: &str) -> Sim {
         issuer: Issuer::new(issuer).unwrap(),
         resources: Vec::new(),
         rotation: Rotation::default(),
+        resource_servers: Vec::new(),
     };
     Sim::new(Config::new(doc).unwrap())
 }
@@ -77,6 +78,7 @@ fn the_metadata_follows_the_policy_and_the_apps() {
         issuer: Issuer::new(ISSUER).unwrap(),
         resources: Vec::new(),
         rotation: Rotation::default(),
+        resource_servers: Vec::new(),
     };
     let mut sim = Sim::new(Config::new(doc).unwrap());
     let doc: Value = serde_json::from_str(&get(&mut sim, "GET", WELL_KNOWN).body).unwrap();
@@ -195,6 +197,7 @@ fn the_issuer_is_checked_when_the_configuration_is_read() {
             issuer: Issuer::new("http://127.0.0.1:8787").unwrap(),
             resources: Vec::new(),
             rotation: Rotation::default(),
+            resource_servers: Vec::new(),
         })
     );
     for (profile, why) in [
@@ -237,9 +240,58 @@ fn the_issuer_is_checked_when_the_configuration_is_read() {
         issuer: Issuer::new(ISSUER).unwrap(),
         resources: Vec::new(),
         rotation: Rotation::default(),
+        resource_servers: Vec::new(),
     };
     let again = ConfigDocument::from_json_value(&doc.to_json_value()).unwrap();
     assert_eq!(again.profile, doc.profile);
+}
+
+#[test]
+fn a_consent_form_from_the_same_host_on_the_other_scheme_is_another_sites() {
+    // A browser that sends Origin but not Sec-Fetch-Site: the host matches, the scheme decides.
+    let posted_from = |origin: &str, scheme: Option<&str>| {
+        let mut form = consent_form(&conf_query("online", "x"), Decision::Allow);
+        form.headers.retain(|(name, _)| name != "Sec-Fetch-Site");
+        form.headers.push(("Host".into(), "auth.example".into()));
+        form.headers.push(("Origin".into(), origin.into()));
+        form.scheme = scheme.map(str::to_owned);
+        form
+    };
+    let cross_site = |sim: &mut Sim, form: HttpRequest| {
+        sim.http(form, Some(&alice())).refusal() == Some(&Refusal::CrossSiteConsent)
+    };
+    // The issuer (https) names the scheme, whatever the host reports.
+    let mut sim = standards(ISSUER);
+    assert!(cross_site(
+        &mut sim,
+        posted_from("http://auth.example", None)
+    ));
+    assert!(cross_site(
+        &mut sim,
+        posted_from("http://auth.example", Some("http"))
+    ));
+    assert!(!cross_site(
+        &mut sim,
+        posted_from("https://auth.example", None)
+    ));
+    // Without an issuer, the scheme the host reports; unknown, the host alone decides.
+    let mut sim = Sim::new(fixture_config());
+    assert!(cross_site(
+        &mut sim,
+        posted_from("http://auth.example", Some("https"))
+    ));
+    assert!(cross_site(
+        &mut sim,
+        posted_from("https://auth.example", Some("http"))
+    ));
+    assert!(!cross_site(
+        &mut sim,
+        posted_from("https://auth.example", Some("https"))
+    ));
+    assert!(!cross_site(
+        &mut sim,
+        posted_from("http://auth.example", None)
+    ));
 }
 
 // ---- RFC 7009 revocation and RFC 7662 introspection ------------------------------------------
@@ -362,7 +414,8 @@ fn revocation_authenticates_the_client_and_refuses_another_apps_token() {
 #[test]
 fn introspection_says_what_a_live_token_carries_and_nothing_else() {
     let mut sim = standards(ISSUER);
-    let tokens = sim.pkce_offline_tokens(&alice());
+    let code = sim.code_for(&conf_query("offline", "i"), &alice());
+    let tokens = json(&sim.exchange_confidential(&code));
     let access = tokens["access_token"].as_str().unwrap().to_owned();
     let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
     let expires_at = sim.now.0 + 14_400;
@@ -370,10 +423,10 @@ fn introspection_says_what_a_live_token_carries_and_nothing_else() {
         sim.introspect(&access),
         json!({
             "active": true,
-            "client_id": PKCE_APP,
+            "client_id": CONF_APP,
             "exp": expires_at,
             "iss": ISSUER,
-            "scope": "account_info.read files.metadata.read",
+            "scope": "account_info.read files.content.read files.content.write",
             "sub": alice().account_id.as_str(),
             "token_type": "bearer",
         })
@@ -382,12 +435,21 @@ fn introspection_says_what_a_live_token_carries_and_nothing_else() {
         sim.introspect(&refresh),
         json!({
             "active": true,
-            "client_id": PKCE_APP,
+            "client_id": CONF_APP,
             "iss": ISSUER,
-            "scope": "account_info.read files.metadata.read",
+            "scope": "account_info.read files.content.read files.content.write",
             "sub": alice().account_id.as_str(),
         })
     );
+    // RFC 7662 §4: another confidential app learns nothing of them, not even that they live.
+    for token in [&access, &refresh] {
+        let asked = sim.post_form(
+            "/oauth2/introspect",
+            &[("token", token)],
+            Some((TEAM_APP, TEAM_SECRET)),
+        );
+        assert_eq!(asked.body, r#"{"active":false}"#);
+    }
     // Expired at its expiry (not a second before), and then inactive with nothing else said.
     sim.now = UnixTime(expires_at - 1);
     assert_eq!(sim.introspect(&access)["active"], true);
@@ -417,8 +479,8 @@ fn introspection_says_what_a_live_token_carries_and_nothing_else() {
     // Revoked: inactive.
     let revoked = sim.post_form(
         "/oauth2/revoke",
-        &[("token", &refresh), ("client_id", PKCE_APP)],
-        None,
+        &[("token", &refresh)],
+        Some((CONF_APP, CONF_SECRET)),
     );
     assert_eq!(revoked.status, 200);
     assert_eq!(sim.introspect(&refresh), json!({"active": false}));
@@ -446,6 +508,58 @@ fn introspection_takes_a_confidential_client_with_its_secret() {
     );
     let get = http(sim.http(HttpRequest::new("GET", "/oauth2/introspect", ""), None));
     assert_eq!(get.status, 405);
+}
+
+#[test]
+fn resource_servers_are_confidential_apps_serving_known_resources() {
+    let with = |servers: Value| {
+        let mut doc = fixture_document().to_json_value();
+        doc["profile"] = json!({
+            "kind": "standards",
+            "issuer": ISSUER,
+            "resources": ["https://mcp.example/mcp"],
+            "resource_servers": servers,
+        });
+        ConfigDocument::from_json_value(&doc).and_then(Config::new)
+    };
+    let good = json!([{"app": CONF_APP, "resources": ["HTTPS://mcp.example:443/mcp", ISSUER]}]);
+    let config = with(good).unwrap();
+    let conf = AppKey::new(CONF_APP).unwrap();
+    assert!(config.serves(&conf, "https://mcp.example/mcp"), "canonical");
+    assert!(config.serves(&conf, "https://auth.example"));
+    assert!(!config.serves(&AppKey::new(TEAM_APP).unwrap(), "https://mcp.example/mcp"));
+    // The JSON form round-trips.
+    let again = Config::new(
+        ConfigDocument::from_json_value(&ConfigDocument::from(config.clone()).to_json_value())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(again.profile(), config.profile());
+    for (servers, why) in [
+        (
+            json!([{"app": "nobody", "resources": [ISSUER]}]),
+            "a registered app with a secret",
+        ),
+        (
+            json!([{"app": PKCE_APP, "resources": [ISSUER]}]),
+            "a registered app with a secret",
+        ),
+        (
+            json!([{"app": CONF_APP, "resources": ["https://elsewhere.example"]}]),
+            "resource_servers[0].resources[0]: must be one of profile.resources",
+        ),
+        (
+            json!([{"app": CONF_APP}]),
+            "resource_servers[0].resources: is missing",
+        ),
+        (
+            json!([{"resources": [ISSUER]}]),
+            "resource_servers[0].app: is missing",
+        ),
+    ] {
+        let error = with(servers.clone()).unwrap_err().to_string();
+        assert!(error.contains(why), "{servers}: {error}");
+    }
 }
 
 // ---- RFC 9728: the API this host serves ----------------------------------------------------
@@ -521,6 +635,12 @@ fn with_resources() -> Sim {
         issuer: Issuer::new(ISSUER).unwrap(),
         resources: vec![Resource::new(MCP).unwrap(), Resource::new(OTHER).unwrap()],
         rotation: Rotation::default(),
+        // The confidential app serves the MCP server and the API here: it introspects the
+        // public app's access tokens issued for them.
+        resource_servers: vec![ResourceServer {
+            app: AppKey::new(CONF_APP).unwrap(),
+            resources: vec![Resource::new(MCP).unwrap(), Resource::new(ISSUER).unwrap()],
+        }],
     };
     Sim::new(Config::new(doc).unwrap())
 }
@@ -627,7 +747,10 @@ fn resources_are_checked_at_authorization_and_at_the_exchange() {
     let token = json(&exchange(&mut sim, &code, &[]));
     let plain = token["access_token"].as_str().unwrap().to_owned();
     assert!(served(&mut sim, &plain));
-    assert!(sim.introspect(&plain).get("aud").is_none());
+    // It names no resource: it is for the API here, which the resource server serves too.
+    let described = sim.introspect(&plain);
+    assert_eq!(described["active"], true);
+    assert!(described.get("aud").is_none());
 }
 
 #[test]
@@ -703,6 +826,7 @@ fn resource_identifiers_compare_in_canonical_form() {
         issuer: Issuer::new("https://Auth.Example:443/").unwrap(),
         resources: vec![Resource::new("https://MCP.example/mcp").unwrap()],
         rotation: Rotation::default(),
+        resource_servers: Vec::new(),
     };
     let mut sim = Sim::new(Config::new(doc).unwrap());
     let metadata = get(&mut sim, "GET", "/.well-known/oauth-protected-resource");

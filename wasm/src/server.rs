@@ -42,7 +42,7 @@ export interface Policy {
   /** How many lost races for its writes one request may have before the core answers 503 (default 5). */
   max_attempts?: number;
   /** Failed credential checks allowed per window before 429 (0: no limit). */
-  attempts?: { window?: number; per_client?: number; per_source?: number; per_account?: number };
+  attempts?: { window?: number; per_source?: number; per_account?: number };
   /** Allow http redirect URIs off the loopback interface (default false: https, or http on 127.0.0.1, [::1], localhost only). */
   allow_http_redirect_uris?: boolean;
 }
@@ -131,11 +131,13 @@ pub fn secret_digest(secret: &str) -> String {
 }
 
 /// Whether a form post with these headers (names and values alternately, joined by NUL, the
-/// `Host` among them) may come from another site: the rule the consent form follows
+/// `Host` among them), to this server reached by `scheme` (`http`, `https`, or unknown), may
+/// come from another site: the rule the consent form follows
 /// (`edgegrant::HttpRequest::is_cross_site`), for a host's own forms.
 #[wasm_bindgen(js_name = isCrossSite)]
-pub fn is_cross_site(headers: &str) -> bool {
+pub fn is_cross_site(headers: &str, scheme: Option<String>) -> bool {
     let mut request = HttpRequest::new("POST", "/", "");
+    request.scheme = scheme;
     let mut names_and_values = headers.split('\0');
     while let (Some(name), Some(value)) = (names_and_values.next(), names_and_values.next()) {
         request.headers.push((name.to_owned(), value.to_owned()));
@@ -172,6 +174,7 @@ fn http_input(
     account_id: Option<String>,
     uid: Option<String>,
     source: Option<String>,
+    scheme: Option<String>,
 ) -> Result<Input, JsError> {
     let mut pairs = Vec::new();
     let mut names_and_values = headers.split('\0');
@@ -192,6 +195,7 @@ fn http_input(
         headers: pairs,
         body,
         source,
+        scheme,
     };
     Ok(Input::Http { request, user })
 }
@@ -246,10 +250,13 @@ impl Core {
         #[wasm_bindgen(js_name = accountId)] account_id: Option<String>,
         uid: Option<String>,
         source: Option<String>,
+        scheme: Option<String>,
         now: f64,
         entropy: &[u8],
     ) -> Result<Request, JsError> {
-        let input = http_input(method, path, query, headers, body, account_id, uid, source)?;
+        let input = http_input(
+            method, path, query, headers, body, account_id, uid, source, scheme,
+        )?;
         self.start(input, now, entropy)
     }
 
@@ -268,7 +275,9 @@ impl Core {
         #[wasm_bindgen(js_name = accountId)] account_id: Option<String>,
         uid: Option<String>,
     ) -> Result<Option<String>, JsError> {
-        let input = http_input(method, path, query, headers, body, account_id, uid, None)?;
+        let input = http_input(
+            method, path, query, headers, body, account_id, uid, None, None,
+        )?;
         Ok(edgegrant::partition_of(&self.config, &input).map(|p| p.to_string()))
     }
 
@@ -299,26 +308,29 @@ impl Core {
         self.start(input, now, entropy)
     }
 
-    /// Starts a credential check of the host's own (its sign-in form): `attempters` as kinds
-    /// and values alternately, joined by NUL (`account`, `source`); `failed: false` before the
-    /// check (may it go ahead?), `true` after a failed one (count it).
+    /// Starts a credential check of the host's own (its sign-in form): the attempters as two
+    /// lists of one length, `kinds` (`account`, `source`) and `values` — each value whole, so
+    /// no name typed at sign-in can spell another attempter; `failed: false` before the check
+    /// (may it go ahead?), `true` after a failed one (count it).
     pub fn attempts(
         &self,
-        attempters: &str,
+        kinds: Vec<String>,
+        values: Vec<String>,
         failed: bool,
         now: f64,
         entropy: &[u8],
     ) -> Result<Request, JsError> {
-        let mut parts = attempters.split('\0');
-        let mut list = Vec::new();
-        while let (Some(kind), Some(value)) = (parts.next(), parts.next()) {
-            list.push(match kind {
-                "account" => Attempter::Account(value.to_owned()),
-                "source" => Attempter::Source(value.to_owned()),
-                "client" => Attempter::Client(value.to_owned()),
+        if kinds.len() != values.len() {
+            return Err(JsError::new("attempts: one value per kind"));
+        }
+        let mut list = Vec::with_capacity(kinds.len());
+        for (kind, value) in kinds.iter().zip(values) {
+            list.push(match kind.as_str() {
+                "account" => Attempter::Account(value),
+                "source" => Attempter::Source(value),
                 other => {
                     return Err(JsError::new(&format!(
-                        "attempts: an attempter is account, source or client, got {other}"
+                        "attempts: an attempter is account or source, got {other}"
                     )))
                 }
             });

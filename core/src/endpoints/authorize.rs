@@ -5,7 +5,7 @@
 //! completes a re-authorization at once (SPEC.md: "completes automatically"), shows the consent
 //! page, or — for the consent form's Allow — issues the code.
 
-use crate::config::{redirect_matches, App, Config, DefaultTokenType, Resource};
+use crate::config::{redirect_matches, App, Config, DefaultTokenType, Issuer, Resource};
 use crate::credentials::AuthorizationCode;
 use crate::ctx::{create, replace, ConsentPage, Ctx, Decision, Ending, Flow, Via};
 use crate::endpoints::issue::{issue_grant, IssuedGrant};
@@ -102,7 +102,12 @@ pub(crate) fn parse_consent(
     user: Option<User>,
 ) -> Result<Parsed, Ending> {
     within_limit(config, request, Via::Page)?;
-    if request.is_cross_site() {
+    // The issuer names this server's scheme for certain; else the host may have reported it.
+    let scheme = config
+        .issuer()
+        .map(Issuer::scheme)
+        .or(request.scheme.as_deref());
+    if request.is_cross_site_on(scheme) {
         return page(Refusal::CrossSiteConsent);
     }
     let form = Params::parse(&request.body);

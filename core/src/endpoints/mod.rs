@@ -15,6 +15,7 @@ use crate::config::Config;
 use crate::cors;
 use crate::ctx::{Ctx, Decision, Ending, Flow, Via};
 use crate::ids::AppKey;
+use crate::machines::attempts::Attempter;
 use crate::partition::Partition;
 use crate::records::RecordKey;
 use crate::refusal::Refusal;
@@ -51,10 +52,13 @@ impl Route {
                 by,
             } => return Route::Unlink(unlink::Parsed::new(app, account_id, by)),
             Input::Attempts { attempters, failed } => {
+                if !attempters.iter().all(Attempter::is_well_formed) {
+                    return Route::Ended(Ending::Refused(Refusal::MalformedAttempter, Via::Plain));
+                }
                 return Route::Attempts(attempts::Parsed {
                     guards: attempts::guards(&attempters, &config.policy().attempts),
                     failed,
-                })
+                });
             }
             Input::Http { request, user } => (request, user),
         };

@@ -38,9 +38,6 @@ pub(crate) struct Client {
     pub app: AppKey,
     pub has_secret: bool,
     via_basic: bool,
-    /// The failure counts that must be under their limits for a secret to be accepted (none
-    /// when no secret was presented: there is nothing to guess).
-    guards: Vec<Guard>,
 }
 
 impl Client {
@@ -236,20 +233,19 @@ pub(crate) fn authenticate(
         Ending::Refused(refusal, Via::Token { basic })
     })?;
     let app = config.app(&presented.client_id);
-    // Counted against the app (only a registered one: an unknown key would let anyone create
-    // counts at will) and against the source.
-    let mut attempters = Vec::with_capacity(2);
-    if let Some(app) = app {
-        attempters.push(Attempter::Client(app.key.as_str().to_owned()));
-    }
-    if let Some(source) = &request.source {
-        attempters.push(Attempter::Source(source.clone()));
-    }
-    let guards = || attempts::guards(&attempters, &config.policy().attempts);
+    // A failure is counted against its source: at the limit, failures are answered 429. Never
+    // against the app, whose key is public: anyone could make its own requests wait. And no
+    // count holds back a correct secret — secrets are high-entropy, so counting guesses buys
+    // nothing, and no one's failures may lock a client out.
     let failed = || {
+        let attempters: Vec<Attempter> = request
+            .source
+            .iter()
+            .map(|source| Attempter::Source(source.clone()))
+            .collect();
         Ok(Err(Parsed::Failed {
             via_basic: presented.via_basic,
-            guards: guards(),
+            guards: attempts::guards(&attempters, &config.policy().attempts),
         }))
     };
     let Some(app) = app else {
@@ -264,11 +260,6 @@ pub(crate) fn authenticate(
         app: app.key.clone(),
         has_secret: presented.secret.is_some(),
         via_basic: presented.via_basic,
-        guards: if presented.secret.is_some() {
-            guards()
-        } else {
-            Vec::new()
-        },
     }))
 }
 
@@ -286,9 +277,6 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
             verifier,
             resources,
         } => {
-            if let Some(limited) = guard(ctx, client, code.as_ref())? {
-                return Ok(limited);
-            }
             let Some(code) = code else {
                 return Ok(Decision::End(client.refuse(Refusal::UnknownCode)));
             };
@@ -308,9 +296,6 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
             scope,
             resources,
         } => {
-            if let Some(limited) = guard(ctx, client, token.as_ref())? {
-                return Ok(limited);
-            }
             let Some(token) = token else {
                 return Ok(Decision::End(client.refuse(Refusal::UnknownRefreshToken)));
             };
@@ -326,20 +311,8 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
             client,
             token,
             operation,
-        } => {
-            if let Some(limited) = guard(ctx, client, token.as_ref())? {
-                return Ok(limited);
-            }
-            token_admin::decide(ctx, client, token.as_ref(), *operation)
-        }
+        } => token_admin::decide(ctx, client, token.as_ref(), *operation),
     }
-}
-
-/// A client at its limit gets 429 before its secret counts for anything. Its counts are read in
-/// the batch of `first`, the first record the grant needs anyway.
-fn guard(ctx: &Ctx<'_>, client: &Client, first: Option<&RecordKey>) -> Flow<Option<Decision>> {
-    Ok(attempts::limited(ctx, &client.guards, first)?
-        .map(|wait| Decision::End(client.refuse(Refusal::TooManyAttempts(wait)))))
 }
 
 /// `grant_type=authorization_code`.

@@ -80,7 +80,8 @@ pub(crate) fn decide(
     match operation {
         Operation::Revoke => revoke(ctx, client, held),
         Operation::Introspect => Ok(Decision::End(Ending::Introspection(
-            held.and_then(|held| introspected(ctx, held)).map(Box::new),
+            held.and_then(|held| introspected(ctx, client, held))
+                .map(Box::new),
         ))),
     }
 }
@@ -175,14 +176,30 @@ fn revoke(ctx: &Ctx<'_>, client: &Client, held: Option<Held<'_>>) -> Flow<Decisi
 }
 
 /// RFC 7662 §2.2: what a live token carries; `None` — `active: false` and nothing else — for
-/// anything not live (expired, revoked, unlinked, of a removed app).
-fn introspected(ctx: &Ctx<'_>, held: Held<'_>) -> Option<Introspected> {
+/// anything not live (expired, revoked, unlinked, of a removed app), and for anything `client`
+/// may not learn of (§4): it learns of its own tokens, and a resource server of the access
+/// tokens issued for a resource it serves — never of a refresh token it does not own, so no
+/// resource can take one for an access token.
+fn introspected(ctx: &Ctx<'_>, client: &Client, held: Held<'_>) -> Option<Introspected> {
     if !held.live || ctx.config.app(held.app.as_str()).is_none() {
         return None;
     }
+    let own = held.app == &client.app;
     let grant = held.grant.record;
     match held.access {
         Some(token) => {
+            // A token naming no resource is for the API served here, the issuer's origin.
+            let here = ctx.config.issuer().map(|issuer| issuer.resource());
+            let served = || {
+                let mut audience = token.audience.iter().peekable();
+                match audience.peek() {
+                    None => here.is_some_and(|here| ctx.config.serves(&client.app, here)),
+                    Some(_) => audience.any(|resource| ctx.config.serves(&client.app, resource)),
+                }
+            };
+            if !own && !served() {
+                return None;
+            }
             access_token::check(token, ctx.now).ok()?;
             Some(Introspected {
                 app: held.app.clone(),
@@ -193,6 +210,7 @@ fn introspected(ctx: &Ctx<'_>, held: Held<'_>) -> Option<Introspected> {
                 audience: token.audience.clone(),
             })
         }
+        None if !own => None,
         None => Some(Introspected {
             app: held.app.clone(),
             account_id: held.account_id.clone(),

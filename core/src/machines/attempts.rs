@@ -12,8 +12,6 @@ use crate::time::{is_expired, Seconds, UnixTime};
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Attempter {
-    /// An app authenticating with its secret at the token endpoint.
-    Client(String),
     /// A network source as the host names it (the client's IP address).
     Source(String),
     /// An account name tried at the host's own sign-in.
@@ -23,10 +21,16 @@ pub enum Attempter {
 impl Attempter {
     fn kind(&self) -> (&'static str, &str) {
         match self {
-            Attempter::Client(app) => ("client", app),
             Attempter::Source(address) => ("source", address),
             Attempter::Account(name) => ("account", name),
         }
+    }
+
+    /// Whether it is what a person or a network can present: 1 to 256 bytes, no control
+    /// characters (an account name with a NUL or a line break was never typed into a form).
+    pub fn is_well_formed(&self) -> bool {
+        let (_, value) = self.kind();
+        (1..=256).contains(&value.len()) && !value.chars().any(char::is_control)
     }
 
     /// Where its count is stored.
@@ -43,7 +47,6 @@ impl Attempter {
     /// How many failures it may have per window (`0`: unlimited).
     pub(crate) fn limit(&self, limits: &AttemptLimits) -> u32 {
         match self {
-            Attempter::Client(_) => limits.per_client,
             Attempter::Source(_) => limits.per_source,
             Attempter::Account(_) => limits.per_account,
         }

@@ -20,6 +20,11 @@ pub struct HttpRequest {
     /// trusted proxy names): failed client authentications are counted against it
     /// ([`AttemptLimits`](crate::AttemptLimits)). `None` when unknown.
     pub source: Option<String>,
+    /// The scheme the client reached this server by, `http` or `https`, when the host knows it
+    /// (a Worker from the request's URL, a server from its socket): a form posted from the
+    /// same host on the other scheme is another site's. `None` when unknown (behind a proxy
+    /// that does not say); the issuer's scheme stands in where there is one.
+    pub scheme: Option<String>,
 }
 
 impl HttpRequest {
@@ -32,6 +37,7 @@ impl HttpRequest {
             headers: Vec::new(),
             body: Vec::new(),
             source: None,
+            scheme: None,
         }
     }
 
@@ -53,22 +59,31 @@ impl HttpRequest {
     /// Whether a state-changing form post may come from another site (CSRF), by the rule the
     /// consent form follows and a host applies to its own forms (sign-in, sign-out):
     /// `Sec-Fetch-Site`, which pages cannot set, decides when present (only `same-origin`
-    /// passes); otherwise `Origin`, when present, must be this server's (the `Host` the request
-    /// was sent to). A form posted from a `Referrer-Policy: no-referrer` page carries
-    /// `Origin: null` in Chromium, but Chromium sends `Sec-Fetch-Site` too. A request with
-    /// neither header (an old browser, a script) passes: it cannot have come from a page of
-    /// another site in a browser that sends them.
+    /// passes); otherwise `Origin`, when present, must be this server's: the `Host` the request
+    /// was sent to, on the [`scheme`](Self::scheme) it came by when the host reported one. A
+    /// form posted from a `Referrer-Policy: no-referrer` page carries `Origin: null` in
+    /// Chromium, but Chromium sends `Sec-Fetch-Site` too. A request with neither header (an old
+    /// browser, a script) passes: it cannot have come from a page of another site in a browser
+    /// that sends them.
     ///
     /// ```
     /// use edgegrant::HttpRequest;
     /// let mut post = HttpRequest::new("POST", "/signin", "");
     /// post.headers.push(("Host".into(), "auth.example".into()));
-    /// post.headers.push(("Origin".into(), "https://evil.example".into()));
-    /// assert!(post.is_cross_site());
+    /// post.headers.push(("Origin".into(), "http://auth.example".into()));
+    /// assert!(!post.is_cross_site(), "the scheme is unknown");
+    /// post.scheme = Some("https".into());
+    /// assert!(post.is_cross_site(), "same host, other scheme");
     /// post.headers.push(("Sec-Fetch-Site".into(), "same-origin".into()));
     /// assert!(!post.is_cross_site());
     /// ```
     pub fn is_cross_site(&self) -> bool {
+        self.is_cross_site_on(self.scheme.as_deref())
+    }
+
+    /// [`is_cross_site`](Self::is_cross_site), this server being reached by `scheme` (when
+    /// known).
+    pub(crate) fn is_cross_site_on(&self, scheme: Option<&str>) -> bool {
         if let Some(site) = self.header_values("sec-fetch-site").next() {
             return self.header_values("sec-fetch-site").count() != 1
                 || !site.trim().eq_ignore_ascii_case("same-origin");
@@ -80,12 +95,17 @@ impl HttpRequest {
         if origins.next().is_some() {
             return true;
         }
-        let authority = origin
-            .strip_prefix("https://")
-            .or_else(|| origin.strip_prefix("http://"));
-        match (authority, self.single_header("host")) {
-            (Some(authority), Some(host)) => !authority.eq_ignore_ascii_case(host.trim()),
-            _ => true,
+        let Some((origin_scheme, authority)) = origin
+            .trim()
+            .split_once("://")
+            .filter(|(s, _)| s.eq_ignore_ascii_case("https") || s.eq_ignore_ascii_case("http"))
+        else {
+            return true;
+        };
+        let other_scheme = scheme.is_some_and(|known| !known.eq_ignore_ascii_case(origin_scheme));
+        match self.single_header("host") {
+            Some(host) => other_scheme || !authority.eq_ignore_ascii_case(host.trim()),
+            None => true,
         }
     }
 

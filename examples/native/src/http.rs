@@ -128,6 +128,7 @@ pub async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
                 body,
                 // The peer's address: failed client authentications are counted against it.
                 source: source_of(&parts),
+                scheme: Some(SCHEME.to_owned()),
             };
             serve(app, site, Input::Http { request, user }).await
         }
@@ -519,10 +520,15 @@ impl Origin {
     }
 }
 
+/// The scheme this host serves (plain HTTP): a form from the same host over HTTPS is another
+/// site's.
+const SCHEME: &str = "http";
+
 /// Login CSRF: the rule the consent form follows, from the core.
 fn is_cross_site(parts: &axum::http::request::Parts) -> bool {
     let mut request = HttpRequest::new("POST", "/", "");
     request.headers = header_pairs(&parts.headers);
+    request.scheme = Some(SCHEME.to_owned());
     request.is_cross_site()
 }
 
