@@ -11,7 +11,7 @@
 // WebAssembly core, which checkConfig and createAuthServer below call into.
 import { Buffer } from "node:buffer";
 import { createHmac, scryptSync, timingSafeEqual } from "node:crypto";
-import { checkConfig, createAuthServer, escapeHtml, isCrossSite, page, pageData } from "../../pkg/src/index.js";
+import { checkConfig, createAuthServer, escapeHtml, isCrossSite, page, pageData, readBody } from "../../pkg/src/index.js";
 import PAGES from "./pages.json" with { type: "json" };
 
 const STYLE = `<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#1e1919}
@@ -179,7 +179,10 @@ export function localTarget(target, origin) {
   return path.startsWith("//") ? `/.${path}` : path;
 }
 
-/** The sign-in page: 200, or with `status` and a message (403 for refused credentials or a cross-site post, 400 for a return_to that leads off the host, 429 while sign-in is held). */
+/** How much of a sign-in form is read: a name, a password and a return_to fit in a few KiB. */
+const SIGN_IN_FORM_BYTES = 4096;
+
+/** The sign-in page: 200, or with `status` and a message (403 for refused credentials or a cross-site post, 400 for a return_to that leads off the host, 413 for a form over SIGN_IN_FORM_BYTES, 429 while sign-in is held). */
 const signInPage = (returnTo, { status = 200, error = "", headers = {} } = {}) => {
   const shown = page(
     status,
@@ -194,16 +197,8 @@ const signInPage = (returnTo, { status = 200, error = "", headers = {} } = {}) =
   return shown;
 };
 
-/** Reads a body nobody needs to its end (answering over an unread body breaks the connection in node:http and workerd). */
-async function drain(request) {
-  const reader = request.body?.getReader();
-  if (!reader) return;
-  try {
-    while (!(await reader.read()).done);
-  } catch {
-    // the client went away
-  }
-}
+/** Reads a body nobody needs and drops it (answering over an unread body breaks the connection in node:http and workerd), as far as readBody reads. */
+const drain = (request) => readBody(request, 0);
 
 /** Seconds since the epoch, by the system clock. */
 const systemClock = () => Math.floor(Date.now() / 1000);
@@ -235,7 +230,10 @@ export function signInRoutes(config, { title = "host", clock = systemClock, atte
         await drain(request);
         return signInPage("/", { status: 403, error: "This sign-in form was sent from another site." });
       }
-      const form = new URLSearchParams((await request.text()).slice(0, 4096));
+      // Read with a bound, never whole: a longer form is refused, the rest of it left unread.
+      const bytes = await readBody(request, SIGN_IN_FORM_BYTES);
+      if (bytes.length > SIGN_IN_FORM_BYTES) return signInPage("/", { status: 413, error: "This form is too large." });
+      const form = new URLSearchParams(new TextDecoder().decode(bytes));
       const target = localTarget(form.get("return_to"), url.origin);
       if (target === null) return signInPage("/", { status: 400, error: "That link would lead away from this site." });
       const username = form.get("username") ?? "";
@@ -322,19 +320,35 @@ function rawHeader(rawHeaders, name) {
   return null;
 }
 
-/** The body of a node:http request, kept up to `limit + 1` bytes (enough for the core to refuse more) and read to its end. */
-async function nodeBody(req, limit) {
-  const chunks = [];
-  let kept = 0;
-  for await (const chunk of req) {
-    if (kept <= limit) {
+/**
+ * The body of a node:http request, read up to `limit + 1` bytes (enough for the core to refuse
+ * more). The rest is left unread: the answer then closes the connection (`closing`).
+ */
+function nodeBody(req, limit) {
+  return new Promise((resolve) => {
+    const chunks = [];
+    let kept = 0;
+    const done = () => {
+      req.off("data", take).off("end", done).off("error", done).off("close", done);
+      req.pause();
+      const body = Buffer.concat(chunks);
+      resolve(body.subarray(0, Math.min(body.length, limit + 1)));
+    };
+    const take = (chunk) => {
       chunks.push(chunk);
       kept += chunk.length;
-    }
-  }
-  const body = Buffer.concat(chunks);
-  return body.subarray(0, Math.min(body.length, limit + 1));
+      if (kept > limit) done();
+    };
+    req.on("data", take).once("end", done).once("error", done).once("close", done);
+  });
 }
+
+/**
+ * `Connection: close` for the answer to a request whose body was not all read (over the limit):
+ * node:http would otherwise read the rest before the next request on the connection, however
+ * long it goes on.
+ */
+export const closing = (req) => (req.complete ? [] : ["Connection", "close"]);
 
 /**
  * The core's routes on node:http without Fetch objects: the request's plain values into the
@@ -351,14 +365,14 @@ function nodeRoutes(config, auth, clock) {
     const scheme = req.socket.encrypted ? "https" : "http";
     const result = await auth.handle({ method: req.method, url: req.url, headers: req.rawHeaders, body, user, source: req.socket.remoteAddress, scheme });
     if (result.kind === "reply") {
-      res.writeHead(result.status, result.headers.flat());
+      res.writeHead(result.status, [...result.headers.flat(), ...closing(req)]);
       res.end(result.body);
       return;
     }
     const found = req.url.split("?")[0] === ACCOUNT_API;
     const answer = found ? people.account(result.principal) : null;
     // The core's headers for the answer: no-store, nosniff, CORS for an allowed origin.
-    res.writeHead(found ? 200 : 404, ["Content-Type", "application/json", ...result.headers.flat()]);
+    res.writeHead(found ? 200 : 404, ["Content-Type", "application/json", ...result.headers.flat(), ...closing(req)]);
     res.end(JSON.stringify(answer));
   };
 }

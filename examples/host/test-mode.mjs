@@ -15,7 +15,7 @@
 //   /__test__/event  {kind: "unlink", app, account_id, by} → {outcome}   (the server's unlink)
 //                    {kind: "migrate_app", app} → {outcome: "migrated"}   (migrateApp, same storage)
 //   /__test__/audit  {}  → {audit: [...]}  the audit events since the last call (then forgotten)
-import { entropyLength, migrateApp } from "../../pkg/src/index.js";
+import { entropyLength, migrateApp, readBody } from "../../pkg/src/index.js";
 import { parseConfig, sessions } from "./app.mjs";
 
 /** The session secret of every test configuration: test mode signs the cookies it hands out. */
@@ -26,6 +26,8 @@ const TEST_SESSION_END = 999_999_999_999;
 const NO_PASSWORD = "!test-mode";
 
 const PREFIX = "/__test__/";
+/** The longest body a control endpoint reads (a configuration with its pages is a few KiB). */
+const BODY_BYTES = 1024 * 1024;
 
 const json = (value, status = 200) => new Response(JSON.stringify(value), { status, headers: { "Content-Type": "application/json", "Cache-Control": "no-store" } });
 const refuse = (status, why) => json({ error: why }, status);
@@ -129,7 +131,9 @@ export function withTestMode({ config, storage, emptyStorage, serve, onAudit }) 
       const route = Object.hasOwn(routes, url.pathname.slice(PREFIX.length)) ? routes[url.pathname.slice(PREFIX.length)] : undefined;
       if (!route) return refuse(404, "no such test endpoint");
       if (request.method !== "POST") return refuse(405, "test endpoints take POST");
-      const text = await request.text();
+      const bytes = await readBody(request, BODY_BYTES);
+      if (bytes.length > BODY_BYTES) return refuse(413, "the body is over 1 MiB");
+      const text = new TextDecoder().decode(bytes);
       let body;
       try {
         body = text === "" ? {} : JSON.parse(text);

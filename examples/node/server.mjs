@@ -8,11 +8,10 @@
 import { randomBytes } from "node:crypto";
 import http from "node:http";
 import { dirname, resolve } from "node:path";
-import { Readable } from "node:stream";
 import { pathToFileURL } from "node:url";
 import { openPostgresStorage } from "../../pkg/src/adapters/postgres.js";
 import { openSqliteStorage } from "../../pkg/src/adapters/sqlite.js";
-import { createApp } from "../host/app.mjs";
+import { closing, createApp } from "../host/app.mjs";
 import { loadConfigFile, sampleSecretAllowed } from "../host/config-file.mjs";
 import { withTestMode } from "../host/test-mode.mjs";
 
@@ -21,6 +20,56 @@ const isPostgres = (database) => /^postgres(ql)?:\/\//.test(database);
 
 /** How often, by default, the host deletes the records past their purge time (as the native host). */
 const PURGE_EVERY_SECONDS = 3600;
+
+/** The most of a body the host's own pages read (test mode's control endpoints take up to 1 MiB; a sign-in form 4 KiB). */
+const PAGE_BODY_BYTES = 2 * 1024 * 1024;
+
+/**
+ * The body of a node:http request as a web stream, for the host's own pages. It breaks off
+ * after PAGE_BODY_BYTES, which every reader refuses, so no body is read on and on; the rest is
+ * left unread and the connection closes after the answer (`closing`). Cancelling it stops
+ * reading the same way (Readable.toWeb's cancel would destroy the socket before the answer).
+ */
+function bodyStream(req) {
+  let open = true;
+  const settle = (end) => {
+    if (open) {
+      open = false;
+      end();
+    }
+  };
+  let take;
+  let read = 0;
+  return new ReadableStream(
+    {
+      start(controller) {
+        take = (chunk) => {
+          read += chunk.length;
+          if (read > PAGE_BODY_BYTES) {
+            req.off("data", take);
+            req.pause();
+            return settle(() => controller.error(new Error("the body is longer than the host reads")));
+          }
+          controller.enqueue(new Uint8Array(chunk));
+          if (controller.desiredSize <= 0) req.pause();
+        };
+        req.on("data", take);
+        req.once("end", () => settle(() => controller.close()));
+        req.once("error", (error) => settle(() => controller.error(error)));
+        req.once("close", () => settle(() => controller.error(new Error("the client went away"))));
+      },
+      pull() {
+        req.resume();
+      },
+      cancel() {
+        open = false;
+        req.off("data", take);
+        req.pause();
+      },
+    },
+    { highWaterMark: 64 * 1024, size: (chunk) => chunk.byteLength },
+  );
+}
 
 /** Reads and checks the configuration file; throws an Error that says what is wrong. */
 export function loadConfig(path, options) {
@@ -106,7 +155,7 @@ export async function startServer(
     // Storage trouble never gets here: the core answers it (503 with Retry-After). What does is
     // either a request the Fetch API cannot even represent (400) or a fault of this host (500).
     const fail = (status, error, description) => {
-      if (!res.headersSent) res.writeHead(status, { "Content-Type": "application/json", "Cache-Control": "no-store" });
+      if (!res.headersSent) res.writeHead(status, ["Content-Type", "application/json", "Cache-Control", "no-store", ...closing(req)]);
       res.end(JSON.stringify({ error, error_description: description }));
     };
     try {
@@ -122,7 +171,7 @@ export async function startServer(
         request = new Request(new URL(req.url, `http://${req.headers.host ?? "127.0.0.1"}`), {
           method: req.method,
           headers,
-          body: hasBody ? Readable.toWeb(req) : undefined,
+          body: hasBody ? bodyStream(req) : undefined,
           duplex: "half",
         });
         peers.set(request, req.socket.remoteAddress);
@@ -131,7 +180,7 @@ export async function startServer(
         return;
       }
       const response = await app.fetch(request);
-      res.writeHead(response.status, [...response.headers].flat());
+      res.writeHead(response.status, [...[...response.headers].flat(), ...closing(req)]);
       res.end(Buffer.from(await response.arrayBuffer()));
     } catch (error) {
       console.error(error);

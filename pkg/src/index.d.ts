@@ -169,6 +169,8 @@ export function secretDigest(secret: string): string;
 export function isCrossSite(headers: Headers | [string, string][] | string[], host: string, scheme?: "http" | "https" | null): boolean;
 export function entropyLength(): number;
 export function createAuthServer(options: AuthServerOptions): AuthServer;
+/** A Fetch Request's body, at most `limit + 1` bytes of it (more than `limit`: refuse it); the rest is read and dropped up to 100 MiB, then cancelled (a host with nothing in front of it to cap bodies reads less itself, and closes the connection after the answer). */
+export function readBody(request: Request, limit: number): Promise<Uint8Array>;
 /** Runs a request of the core to its end against `storage`, and frees it. */
 export function runRequest(request: CoreRequest, storage: Storage, options?: { onAudit?: (event: AuditEvent) => void }): Promise<Result>;
 /** An HTML page with the headers of the flow's pages (no framing, no caching, no referrer), for the host's own pages. */

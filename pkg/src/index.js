@@ -1,3 +1,3 @@
 export { initialize, initializeClient, createCore, checkConfig, migrateApp, secretDigest, isCrossSite, entropyLength, createPkceMachine, clientEntropyLength } from "./core.js";
-export { createAuthServer, runRequest, page, pageData, escapeHtml } from "./server.js";
+export { createAuthServer, runRequest, readBody, page, pageData, escapeHtml } from "./server.js";
 export { createPkceClient, IDLE } from "./client.js";

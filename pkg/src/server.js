@@ -159,21 +159,36 @@ export async function runRequest(request, storage, { onAudit } = {}) {
 }
 
 /**
- * Reads what is left of a body and drops it. An answer sent over an unread body breaks the
- * connection: node:http resets it before the client reads the answer, and workerd fails
- * ("Can't read from request stream after response has been sent"), under wrangler dev the next
- * request too. Memory stays bounded; the host's request timeout bounds the time.
+ * How much of a body past what is needed is read and dropped. An answer sent over an unread body
+ * breaks the connection: node:http resets it before the client reads the answer, and workerd
+ * fails ("Can't read from request stream after response has been sent"; under wrangler dev the
+ * proxy answers 503 "Your worker restarted mid-request"). So the rest is read to its end, up to
+ * the most Cloudflare's edge lets through on most plans (100 MB); a body longer still, which
+ * only a host with nothing in front of it can get, is cancelled unread, and such a host bounds
+ * what it reads itself and closes the connection after the answer (the Node host does).
  */
+const DRAIN_BYTES = 100 * 1024 * 1024;
+
+/** Reads what is left of a body and drops it: to its end, or `DRAIN_BYTES` of it and the rest cancelled. */
 async function drain(reader) {
   try {
-    while (!(await reader.read()).done);
+    for (let dropped = 0; dropped <= DRAIN_BYTES; ) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      dropped += value.length;
+    }
+    await reader.cancel();
   } catch {
     // The client went away: nothing more to read.
   }
 }
 
-/** The body, read up to one byte over `limit` (the core refuses it then, with the right error); the rest is dropped. */
-async function readBody(request, limit) {
+/**
+ * The body of a Fetch Request, read up to one byte over `limit` (the core refuses it then, with
+ * the right error; a host's own form is refused the same way); the rest is dropped (see drain).
+ * Holds at most `limit` and one chunk, however long the body.
+ */
+export async function readBody(request, limit) {
   if (!request.body) return NO_BODY;
   const reader = request.body.getReader();
   const chunks = [];

@@ -167,3 +167,39 @@ test("the plain-value entry takes node:http's values and answers plain values", 
   const unlinked = await srv.unlink(PKCE_APP, ALICE.account_id);
   assert.equal(unlinked.outcome, "unlinked");
 });
+
+/** A body of `total` bytes made as it is read, and how much of it was read. */
+function endlessBody(total = 1024 * 1024 * 1024) {
+  const chunk = new Uint8Array(64 * 1024).fill(0x61);
+  const read = { bytes: 0 };
+  const body = new ReadableStream({
+    pull(controller) {
+      if (read.bytes >= total) return controller.close();
+      read.bytes += chunk.length;
+      controller.enqueue(chunk.slice());
+    },
+  });
+  return { body, read };
+}
+
+test("an endless body is read only a little past the limit, by fetch and by route: refused as too large at once, not after reading it all", async () => {
+  const { srv } = server();
+  const endless = () => {
+    const { body, read } = endlessBody();
+    const request = new Request(`${ORIGIN}/oauth2/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body, duplex: "half" });
+    return { request, read };
+  };
+  // What the core reads, and past it what the driver drops before it stops (100 MiB: what
+  // Cloudflare's edge lets through), of a body of 1 GiB.
+  const bound = srv.core.maxInputBytes() + 101 * 1024 * 1024;
+  const posted = endless();
+  const answer = await srv.fetch(posted.request);
+  assert.equal(answer.status, 400);
+  assert.match((await answer.json()).error_description, /too large/);
+  assert.ok(posted.read.bytes < bound, `fetch read ${posted.read.bytes} bytes`);
+
+  const routed = endless();
+  const { request: forward } = await srv.route(routed.request);
+  assert.ok(routed.read.bytes < bound, `route read ${routed.read.bytes} bytes`);
+  assert.equal((await srv.fetch(forward)).status, 400, "what route forwards is refused as too large");
+});

@@ -160,6 +160,26 @@ test("two concurrent exchanges of one code: exactly one 200 and one 400 invalid_
   }
 });
 
+test("a body past every limit (8 MiB) is refused: the sign-in form 413 (read 4 KiB at most), the token endpoint the core's 400; the Worker serves on", LIMIT, async () => {
+  const MiB = 1024 * 1024;
+  for (const [path, refused] of [["/signin", 413], ["/oauth2/token", 400]]) {
+    // 8 MiB, made as it is sent: more than a form or the core reads, more than the driver drops.
+    let sent = 0;
+    const body = new ReadableStream({
+      pull(controller) {
+        if (sent >= 8 * MiB) return controller.close();
+        sent += 64 * 1024;
+        controller.enqueue(new Uint8Array(64 * 1024).fill(0x61));
+      },
+    });
+    const answer = await fetch(`${worker.url}${path}`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body, duplex: "half" }).catch((error) => error);
+    // The Worker may close the connection under the rest of the body; the answer came first.
+    assert.ok(!(answer instanceof Error), `${path}: ${answer?.cause?.message ?? answer}`);
+    assert.equal(answer.status, refused, `${path}: ${(await answer.text()).slice(0, 300)}`);
+    assert.equal((await fetch(`${worker.url}/`)).status, 200, `after ${path}: the next request is served`);
+  }
+});
+
 test("a restart of wrangler dev on the same persist dir keeps a still-valid token valid", LIMIT, async () => {
   const { cookie } = await signIn("alice", "alice-password");
   const query = pkceQuery("restart");
