@@ -203,6 +203,18 @@ const drain = (request) => readBody(request, 0);
 /** Seconds since the epoch, by the system clock. */
 const systemClock = () => Math.floor(Date.now() / 1000);
 
+/** What a client is told of a fault of the host: no more than this. */
+export const INTERNAL_ERROR = { error: "server_error", error_description: "Internal error" };
+
+/**
+ * The answer to a fault of the host (an exception where none was expected): a generic 500. The
+ * exception goes to the log only; its text or stack would tell a client how the host is built.
+ */
+export function internalError(error) {
+  console.error("edgegrant: the host failed:", error);
+  return new Response(JSON.stringify(INTERNAL_ERROR), { status: 500, headers: { "Content-Type": "application/json", "Cache-Control": "no-store" } });
+}
+
 /**
  * The host's own pages: `GET /`, `GET`/`POST /signin` and `POST /signout`. Returns a handler that
  * answers those and resolves null for every other request. Holds no records: a Worker runs it
@@ -325,6 +337,8 @@ function rawHeader(rawHeaders, name) {
  * more). The rest is left unread: the answer then closes the connection (`closing`).
  */
 function nodeBody(req, limit) {
+  // A GET's or HEAD's body means nothing to the core (the Fetch driver drops it too).
+  if (req.method === "GET" || req.method === "HEAD") return Promise.resolve(Buffer.alloc(0));
   return new Promise((resolve) => {
     const chunks = [];
     let kept = 0;

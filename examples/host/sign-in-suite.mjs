@@ -299,5 +299,24 @@ export function signInSuite(name, start) {
       assert.match(cleared, /; Path=\/(;|$)/);
       assert.doesNotMatch(cleared, /Secure/, "served over http");
     });
+
+    test("a fault of the host is a 500 that says only \"Internal error\": the exception's text stays in the log", async () => {
+      // An event test mode passes to the server as it is, which the server throws on.
+      const answer = await send(base, {
+        method: "POST",
+        target: "/__test__/event",
+        headers: [["Content-Type", "application/json"]],
+        body: JSON.stringify({ kind: "unlink", app: "demo-pkce-app", account_id: "dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc", by: "nobody" }),
+      });
+      assert.equal(answer.status, 500);
+      assert.match(answer.body, /Internal error/);
+      assertNoErrorText(answer);
+    });
   });
+}
+
+/** A 5xx answer carries no exception text, stack or source location: those are for the log. */
+export function assertNoErrorText(answer, what = "") {
+  if (answer.status < 500) return;
+  assert.doesNotMatch(answer.body, /Error\b|Exception|\bat \S+ \(|\.m?js:\d+|must be|wasm/, `${what} ${answer.status}: ${answer.body.slice(0, 300)}`);
 }

@@ -11,7 +11,7 @@ import { dirname, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { openPostgresStorage } from "../../pkg/src/adapters/postgres.js";
 import { openSqliteStorage } from "../../pkg/src/adapters/sqlite.js";
-import { closing, createApp } from "../host/app.mjs";
+import { INTERNAL_ERROR, closing, createApp } from "../host/app.mjs";
 import { loadConfigFile, sampleSecretAllowed } from "../host/config-file.mjs";
 import { withTestMode } from "../host/test-mode.mjs";
 
@@ -154,9 +154,9 @@ export async function startServer(
   const server = http.createServer({ maxHeaderSize: 64 * 1024 }, async (req, res) => {
     // Storage trouble never gets here: the core answers it (503 with Retry-After). What does is
     // either a request the Fetch API cannot even represent (400) or a fault of this host (500).
-    const fail = (status, error, description) => {
+    const fail = (status, body) => {
       if (!res.headersSent) res.writeHead(status, ["Content-Type", "application/json", "Cache-Control", "no-store", ...closing(req)]);
-      res.end(JSON.stringify({ error, error_description: description }));
+      res.end(JSON.stringify(body));
     };
     try {
       if (!hostRoute(req.url)) {
@@ -176,15 +176,16 @@ export async function startServer(
         });
         peers.set(request, req.socket.remoteAddress);
       } catch {
-        fail(400, "invalid_request", "the request could not be read");
+        fail(400, { error: "invalid_request", error_description: "the request could not be read" });
         return;
       }
       const response = await app.fetch(request);
       res.writeHead(response.status, [...[...response.headers].flat(), ...closing(req)]);
       res.end(Buffer.from(await response.arrayBuffer()));
     } catch (error) {
-      console.error(error);
-      fail(500, "server_error", "the host failed; the error is in its log");
+      // Its text stays in the log: the client learns nothing of how the host is built.
+      console.error("edgegrant: the host failed:", error);
+      fail(500, INTERNAL_ERROR);
     }
   });
   const listen = config.listen ?? {};

@@ -7,6 +7,12 @@ import { createCore, entropyLength } from "./core.js";
 
 const NO_BODY = new Uint8Array(0);
 
+/**
+ * Methods whose body means nothing to the core (no endpoint reads one) and that a Fetch Request
+ * cannot even carry: `new Request` throws on a GET or HEAD with a body.
+ */
+const bodyless = (method) => method === "GET" || method === "HEAD";
+
 /** Escapes text for HTML content and attribute values (for the host's own pages). */
 export const escapeHtml = (text) =>
   String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
@@ -312,7 +318,10 @@ export function createAuthServer(options) {
     // proxy or a test harness).
     const headers = ["host", url.host];
     for (const [name, value] of request.headers) if (name !== "host") headers.push(name, value);
-    const body = request.body ? await readBody(request, limit) : NO_BODY;
+    // A GET's or HEAD's body (a runtime may hand one over) is dropped, not given to the core.
+    let body = NO_BODY;
+    if (request.body && bodyless(request.method)) await drain(request.body.getReader());
+    else if (request.body) body = await readBody(request, limit);
     let user = currentUser(request);
     if (settled(user)) user = await user;
     // The URL's scheme is how the client reached this server (a Worker's is the edge's).
@@ -368,9 +377,16 @@ export function createAuthServer(options) {
      */
     async route(request) {
       const { plain } = await plainOf(request);
-      // Its body, once read, travels as the bytes read (even none: a used body cannot be forwarded).
+      // Its body, once read, travels as the bytes read (even none: a used body cannot be
+      // forwarded); a GET or HEAD travels without one, as the core saw it.
       const forward = request.bodyUsed
-        ? new Request(request.url, { method: request.method, headers: request.headers, body: plain.body, signal: request.signal, redirect: request.redirect })
+        ? new Request(request.url, {
+            method: request.method,
+            headers: request.headers,
+            body: bodyless(request.method) ? null : plain.body,
+            signal: request.signal,
+            redirect: request.redirect,
+          })
         : request;
       return { partition: core.partitionOf(plain), request: forward };
     },

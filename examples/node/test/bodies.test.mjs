@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { send } from "../../host/sign-in-suite.mjs";
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const SERVER = join(here, "../server.mjs");
@@ -87,6 +88,18 @@ function postEndless(path) {
     pump();
   });
 }
+
+test("a GET or HEAD with a body answers as the same request without one: the body of a GET means nothing to the core", async () => {
+  const target = `/oauth2/authorize?${new URLSearchParams({ client_id: "demo-pkce-app", response_type: "code", redirect_uri: "http://127.0.0.1:8788/callback", code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM", code_challenge_method: "S256" })}`;
+  for (const method of ["GET", "HEAD"]) {
+    const plain = await send(base, { method, target });
+    for (const body of ["x", "z".repeat(100_000)]) {
+      const answer = await send(base, { method, target, headers: [["Content-Type", "application/x-www-form-urlencoded"]], body });
+      assert.equal(answer.status, plain.status, `${method} with ${body.length} bytes: ${answer.body.slice(0, 200)}`);
+      assert.equal(answer.body, plain.body, `${method} with ${body.length} bytes`);
+    }
+  }
+});
 
 // The sign-in form is the host's: 413. The token endpoint's refusal is the core's: 400
 // invalid_request, "the request is too large".

@@ -12,7 +12,7 @@ import { DurableObject } from "cloudflare:workers";
 import "../../../pkg/src/workers.js"; // loads the WebAssembly core (wrangler imports the .wasm)
 import { durableObjectStorage } from "../../../pkg/src/adapters/durable-object.js";
 import { partitionedStorage } from "../../../pkg/src/adapters/partitioned.js";
-import { authServer, createApp, parseConfig, signInRoutes } from "../../host/app.mjs";
+import { authServer, createApp, internalError, parseConfig, signInRoutes } from "../../host/app.mjs";
 import { withTestMode } from "../../host/test-mode.mjs";
 
 /** The checked configuration, parsed once per isolate. */
@@ -102,7 +102,7 @@ export class AuthServer extends DurableObject {
     return this.served;
   }
 
-  fetch(request) {
+  async fetch(request) {
     let server;
     try {
       if (this.env.TEST_MODE === "1") {
@@ -119,7 +119,11 @@ export class AuthServer extends DurableObject {
     } catch (error) {
       return misconfigured(error);
     }
-    return server.fetch(request);
+    try {
+      return await server.fetch(request);
+    } catch (error) {
+      return internalError(error);
+    }
   }
 }
 
@@ -142,16 +146,22 @@ export default {
     } catch (error) {
       return misconfigured(error);
     }
-    // Test mode: everything through the one test object, whose clock test mode sets.
-    if (env.TEST_MODE === "1") return objectNamed(env, "test").fetch(request);
-    const { server, pages } = frontOf(env, config);
-    const page = await pages(request);
-    if (page) return page;
-    const { partition, request: forward } = await server.route(request);
-    if (partition === null) return server.fetch(forward);
-    const headers = new Headers(forward.headers);
-    headers.set(PARTITION_HEADER, partition);
-    // "manual": the object's redirects (a consent's 302) go to the client, not followed here.
-    return objectNamed(env, partition).fetch(new Request(forward, { headers, redirect: "manual" }));
+    // An exception, here or in an object, is answered 500 with nothing of its text (left to
+    // itself, wrangler dev sends the client its message and stack, Cloudflare its error page).
+    try {
+      // Test mode: everything through the one test object, whose clock test mode sets.
+      if (env.TEST_MODE === "1") return await objectNamed(env, "test").fetch(request);
+      const { server, pages } = frontOf(env, config);
+      const page = await pages(request);
+      if (page) return page;
+      const { partition, request: forward } = await server.route(request);
+      if (partition === null) return await server.fetch(forward);
+      const headers = new Headers(forward.headers);
+      headers.set(PARTITION_HEADER, partition);
+      // "manual": the object's redirects (a consent's 302) go to the client, not followed here.
+      return await objectNamed(env, partition).fetch(new Request(forward, { headers, redirect: "manual" }));
+    } catch (error) {
+      return internalError(error);
+    }
   },
 };

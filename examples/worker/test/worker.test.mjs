@@ -8,6 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { assertNoErrorText, send } from "../../host/sign-in-suite.mjs";
 import { SAMPLE_CONFIG, startWorker } from "../dev.mjs";
 
 // RFC 7636 Appendix B.
@@ -177,6 +178,33 @@ test("a body past every limit (8 MiB) is refused: the sign-in form 413 (read 4 K
     assert.ok(!(answer instanceof Error), `${path}: ${answer?.cause?.message ?? answer}`);
     assert.equal(answer.status, refused, `${path}: ${(await answer.text()).slice(0, 300)}`);
     assert.equal((await fetch(`${worker.url}/`)).status, 200, `after ${path}: the next request is served`);
+  }
+});
+
+test("a GET or HEAD with a body answers as the same request without one (the body of a GET means nothing), never a 5xx", LIMIT, async () => {
+  const { cookie } = await signIn("alice", "alice-password");
+  const target = `/oauth2/authorize?${pkceQuery("get-with-body")}`;
+  const kind = (html) => /data-page="([a-z_]+)"/.exec(html)?.[1];
+  const formType = ["Content-Type", "application/x-www-form-urlencoded"];
+  // Signed out, it runs in the Worker (no partition: the sign-in page); signed in, in alice's object (consent).
+  for (const method of ["GET", "HEAD"]) {
+    for (const headers of [[], [["Cookie", cookie]]]) {
+      const plain = await send(worker.url, { method, target, headers });
+      for (const body of ["x", "client_id=evil&response_type=token", "z".repeat(100_000)]) {
+        const answer = await send(worker.url, { method, target, headers: [...headers, formType], body });
+        const what = `${method} ${headers.length ? "signed in" : "signed out"} with ${body.length} bytes`;
+        assertNoErrorText(answer, what);
+        assert.equal(answer.status, plain.status, `${what}: ${answer.body.slice(0, 300)}`);
+        assert.equal(kind(answer.body), kind(plain.body), what);
+      }
+    }
+  }
+  // Every kind of route, with a body where none belongs: a 4xx or an answer, never a 5xx.
+  for (const path of ["/", "/signin", "/signout", "/oauth2/token", "/2/auth/token/revoke", "/2/users/get_current_account", "/nowhere"]) {
+    for (const method of ["GET", "HEAD", "DELETE", "OPTIONS"]) {
+      const answer = await send(worker.url, { method, target: path, headers: [["Cookie", cookie], formType], body: "grant_type=x" });
+      assert.ok(answer.status < 500, `${method} ${path}: ${answer.status} ${answer.body.slice(0, 300)}`);
+    }
   }
 });
 
