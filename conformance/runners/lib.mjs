@@ -112,7 +112,7 @@ export function pageOf(html) {
   for (const [attribute, field] of [["app", "app"], ["access-type", "access_type"], ["code", "code"], ["error", "error"]]) {
     if (attributes[attribute] !== undefined) page[field] = attributes[attribute];
   }
-  if (attributes.scopes !== undefined) page.scopes = attributes.scopes.split(" ").filter(Boolean);
+  for (const list of ["scopes", "resources"]) if (attributes[list] !== undefined) page[list] = attributes[list].split(" ").filter(Boolean);
   return page;
 }
 

@@ -8,7 +8,7 @@
 //!
 //! | page | variables |
 //! |---|---|
-//! | consent | `page_data`, `app`, `app_name`, `scopes` (list), `access_type`, `offline` (flag), `account_id`, `uid`, `redirect_uri`, `query` (the form's hidden field) |
+//! | consent | `page_data`, `app`, `app_name`, `scopes` (list), `access_type`, `offline` (flag), `resources` (list: the APIs the tokens will be for, standards profile), `account_id`, `uid`, `redirect_uri`, `query` (the form's hidden field) |
 //! | code | `page_data`, `app`, `app_name`, `code` |
 //! | error | `page_data`, `error`, `description` |
 //! | sign_in | `page_data`, `return_to` |
@@ -77,6 +77,7 @@ const CONSENT_VARIABLES: &[&str] = &[
     "scopes",
     "access_type",
     "offline",
+    "resources",
     "account_id",
     "uid",
     "redirect_uri",
@@ -91,6 +92,7 @@ pub const DEFAULT_CONSENT: &str = concat!(
     "<!doctype html><html><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\">",
     "<title>Authorize</title></head><body><h1 {{page_data}}>{{app_name}} wants access</h1>",
     "<ul>{{#scopes}}<li>{{.}}</li>{{/scopes}}</ul>",
+    "{{#resources}}<p>for {{.}}</p>{{/resources}}",
     "<form method=\"post\" action=\"/oauth2/authorize\"><input type=\"hidden\" name=\"query\" value=\"{{query}}\">",
     "<button name=\"decision\" value=\"allow\">Allow</button> <button name=\"decision\" value=\"deny\">Deny</button></form>",
     "</body></html>"

@@ -197,6 +197,10 @@ pub struct LinkRecord {
     /// long-lived access token): an unlink ends them with a purge time, so they do not outlive
     /// it in the store. A revocation takes its grant off the list.
     pub grants: Vec<GrantId>,
+    /// The resources (RFC 8707) the user has consented to since the last unlink, a consent
+    /// naming none counted as one for the API served here (the issuer's origin): automatic
+    /// re-authorization covers only these.
+    pub resources: Resources,
 }
 
 /// Failed credential checks counted against one attempter in the current window: the window
@@ -220,7 +224,9 @@ pub struct AttemptsRecord {
 /// list of grants; a link of format 2 is read with an empty list (its grants still end with an
 /// unlink, by the epoch, but are not purged by it). Format 4 added the resources of codes and
 /// grants and the audience of access tokens (RFC 8707); older ones read with none. Format 5
-/// added the grant's last rotation; older grants read as never rotated.
+/// added the grant's last rotation; older grants read as never rotated. Format 6 added the
+/// link's resources; an older link reads with none, so a request naming a resource (or, in
+/// the standards profile, the API here) asks for consent once more.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Record {
     /// Under [`RecordKey::Code`].
@@ -238,7 +244,7 @@ pub enum Record {
 }
 
 /// The format of stored records: the first byte of every [`Record::encode`].
-pub const FORMAT: u8 = 5;
+pub const FORMAT: u8 = 6;
 
 /// The postcard tags of the variants (their index, one byte) whose record gained last fields
 /// since a format: each an empty list, an empty string or `None`, all one zero byte, so zero
@@ -251,10 +257,10 @@ const LINK_TAG: u8 = 4;
 /// How many trailing fields a record of `format` with this tag lacks.
 fn missing_trailing_fields(format: u8, tag: u8) -> usize {
     // Format 3 added the link's grants; format 4 the code's, grant's and access token's
-    // resources; format 5 the grant's last rotation.
+    // resources; format 5 the grant's last rotation; format 6 the link's resources.
     let added_since = |formats: &[u8]| formats.iter().filter(|&&f| format < f).count();
     match tag {
-        LINK_TAG => added_since(&[3]),
+        LINK_TAG => added_since(&[3, 6]),
         CODE_TAG | ACCESS_TOKEN_TAG => added_since(&[4]),
         GRANT_TAG => added_since(&[4, 5]),
         _ => 0,
@@ -281,9 +287,9 @@ impl Record {
                 Ok((record, [])) => Ok(record),
                 _ => Err(BadRecord),
             },
-            // Formats 2 to 4 lacked trailing fields on some records (see
+            // Formats 2 to 5 lacked trailing fields on some records (see
             // `missing_trailing_fields`): each empty one is one zero byte.
-            Some((&format @ 2..=4, rest)) => {
+            Some((&format @ 2..=5, rest)) => {
                 let missing = rest
                     .first()
                     .map_or(0, |&tag| missing_trailing_fields(format, tag));

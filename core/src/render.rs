@@ -528,19 +528,22 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Finished {
                 user,
             } = *page;
             let scopes: Vec<&str> = prompt.scopes.iter().collect();
+            let resources: Vec<&str> = prompt.resources.iter().collect();
             let access = match prompt.access_type {
                 TokenAccessType::Online => "online",
                 TokenAccessType::Offline => "offline",
                 TokenAccessType::Legacy => "legacy",
             };
-            let data = page_data(
-                "consent",
-                &[
-                    ("app", prompt.app.as_str()),
-                    ("scopes", prompt.scopes.as_str()),
-                    ("access-type", access),
-                ],
-            );
+            let named = prompt.resources.iter().collect::<Vec<_>>().join(" ");
+            let mut fields = vec![
+                ("app", prompt.app.as_str()),
+                ("scopes", prompt.scopes.as_str()),
+                ("access-type", access),
+            ];
+            if !named.is_empty() {
+                fields.push(("resources", &named));
+            }
+            let data = page_data("consent", &fields);
             let redirect_uri = prompt.redirect_uri.as_ref().map_or("", |r| r.as_str());
             let response = html_response(
                 200,
@@ -555,6 +558,7 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Finished {
                         "offline",
                         Shown::Flag(prompt.access_type == TokenAccessType::Offline),
                     ),
+                    ("resources", Shown::List(&resources)),
                     ("account_id", Shown::Text(user.account_id.as_str())),
                     ("uid", Shown::Text(user.uid.as_str())),
                     ("redirect_uri", Shown::Text(redirect_uri)),

@@ -11,7 +11,7 @@ use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, User};
 use crate::machines::attempts::Attempter;
 use crate::partition::Partition;
 use crate::pkce::ChallengeMethod;
-use crate::records::{RecordKey, TokenAccessType};
+use crate::records::{RecordKey, Resources, TokenAccessType};
 use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
 use crate::time::UnixTime;
@@ -117,6 +117,9 @@ pub struct ConsentPrompt {
     pub access_type: TokenAccessType,
     /// Where the user will be sent afterwards; `None` means the code will be displayed.
     pub redirect_uri: Option<RedirectUri>,
+    /// The resources (RFC 8707) the tokens will be for — the API served here when the request
+    /// named none (standards profile); empty in the reference profile.
+    pub resources: Resources,
 }
 
 /// The principal an authorized API call acts for.
@@ -294,6 +297,17 @@ pub enum AuditEvent {
         /// The grant.
         grant: GrantId,
     },
+    /// A retry of a rotation inside its window got that rotation's answer again (standards
+    /// profile): the superseded token was presented twice — a lost answer, or a thief
+    /// racing the client. Watch for it.
+    RefreshTokenRetried {
+        /// The app.
+        app: AppKey,
+        /// The user.
+        account_id: AccountId,
+        /// The grant.
+        grant: GrantId,
+    },
     /// A superseded refresh token was presented outside its retry window: the grant is
     /// revoked.
     RefreshTokenReused {
@@ -341,6 +355,7 @@ impl AuditEvent {
             AuditEvent::TokensIssued { .. } => "tokens_issued",
             AuditEvent::AccessTokenRefreshed { .. } => "access_token_refreshed",
             AuditEvent::RefreshTokenRotated { .. } => "refresh_token_rotated",
+            AuditEvent::RefreshTokenRetried { .. } => "refresh_token_retried",
             AuditEvent::RefreshTokenReused { .. } => "refresh_token_reused",
             AuditEvent::CodeReused { .. } => "code_reused",
             AuditEvent::GrantRevoked { .. } => "grant_revoked",
@@ -373,6 +388,9 @@ impl Serialize for AuditEvent {
                 app, account_id, ..
             }
             | AuditEvent::RefreshTokenRotated {
+                app, account_id, ..
+            }
+            | AuditEvent::RefreshTokenRetried {
                 app, account_id, ..
             }
             | AuditEvent::RefreshTokenReused {
@@ -422,6 +440,7 @@ impl Serialize for AuditEvent {
             }
             AuditEvent::AccessTokenRefreshed { grant, .. }
             | AuditEvent::RefreshTokenRotated { grant, .. }
+            | AuditEvent::RefreshTokenRetried { grant, .. }
             | AuditEvent::RefreshTokenReused { grant, .. }
             | AuditEvent::CodeReused { grant, .. }
             | AuditEvent::GrantRevoked { grant, .. } => {

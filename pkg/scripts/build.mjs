@@ -62,10 +62,12 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * the client module too). Issue 25's first hardening steps (who may introspect what, with the
  * configuration's resource servers; the scheme in the consent form's origin check; attempters
  * as two structured lists, names with control characters refused; CORS for RFC 7009) took it
- * to 114.2 KiB: 114.5, on purpose — not profiled yet (the attempters first crossed as JSON
- * parsed into serde_json maps, which cost 14 KiB more: two string lists cost almost nothing).
+ * to 114.2 KiB (the attempters first crossed as JSON parsed into serde_json maps, which cost
+ * 14 KiB more: two string lists cost almost nothing), and resources in consent (the link's
+ * resources, record format 6, the consent page's list) with audited retries to 115.3 KiB:
+ * 115.5, on purpose.
  */
-const BUDGETS = { edgegrant_wasm: 114.5 * 1024, edgegrant_client: 75 * 1024 };
+const BUDGETS = { edgegrant_wasm: 115.5 * 1024, edgegrant_client: 75 * 1024 };
 
 const modules = [
   { feature: "server", name: "edgegrant_wasm" },

@@ -304,9 +304,9 @@ fn page_of(html: &str) -> Option<Value> {
             "page" => {
                 page.insert("kind".into(), json!(value));
             }
-            "scopes" => {
-                let scopes: Vec<&str> = value.split(' ').filter(|s| !s.is_empty()).collect();
-                page.insert("scopes".into(), json!(scopes));
+            "scopes" | "resources" => {
+                let list: Vec<&str> = value.split(' ').filter(|s| !s.is_empty()).collect();
+                page.insert(name.into(), json!(list));
             }
             "app" | "code" | "error" => {
                 page.insert(name.into(), json!(value));

@@ -102,8 +102,16 @@ fn a_public_clients_refresh_rotates_the_refresh_token() {
     check_store(&sim.store);
 }
 
+/// The records of `store`, decoded, by key (versions aside).
+fn contents(store: &Store) -> std::collections::BTreeMap<String, Record> {
+    store
+        .iter()
+        .map(|(key, stored)| (key.to_string(), stored.record().unwrap()))
+        .collect()
+}
+
 #[test]
-fn a_retry_inside_the_window_gets_the_same_answer_and_writes_nothing() {
+fn a_retry_inside_the_window_gets_the_same_answer_and_is_on_record() {
     for late in [WINDOW - 1, WINDOW, WINDOW + 1] {
         let mut sim = rotating();
         let (_, first) = signed_in_on(&mut sim);
@@ -117,7 +125,14 @@ fn a_retry_inside_the_window_gets_the_same_answer_and_writes_nothing() {
             assert_eq!(again["access_token"], answer["access_token"], "at +{late}");
             assert_eq!(again["refresh_token"], answer["refresh_token"]);
             assert_eq!(again["expires_in"], json!(14_400 - late), "the same expiry");
-            assert_eq!(sim.store, written, "nothing written");
+            // The grant is written back as it was (a version on: a retry racing the
+            // successor's first use loses), and the retry is audited.
+            assert_eq!(contents(&sim.store), contents(&written), "nothing changed");
+            assert_ne!(sim.store, written, "the grant's version moved");
+            assert!(matches!(
+                sim.audit.last(),
+                Some(AuditEvent::RefreshTokenRetried { .. })
+            ));
             assert!(served(&mut sim, &text(&answer, "access_token")));
         } else {
             // From the window's end on, the superseded token is in other hands: the grant
@@ -139,6 +154,39 @@ fn a_retry_inside_the_window_gets_the_same_answer_and_writes_nothing() {
         }
         check_store(&sim.store);
     }
+}
+
+#[test]
+fn the_successors_first_use_closes_the_window_whatever_the_client_authentication() {
+    // The confidential app's PKCE grant rotates when refreshed without the secret; its
+    // successor is then used with the secret, which does not rotate (clients: public). That
+    // use closes the window all the same: the superseded token, presented inside what was its
+    // window, is a reuse and ends the grant.
+    let mut sim = rotating();
+    let code = sim.code_for(&conf_pkce_offline_query(), &alice());
+    let exchanged = json(&sim.token(
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", CONF_REDIRECT),
+            ("code_verifier", VERIFIER),
+        ],
+        Some((CONF_APP, CONF_SECRET)),
+    ));
+    let first = text(&exchanged, "refresh_token");
+    let rotated = json(&sim.refresh(&first, CONF_APP, None));
+    let second = text(&rotated, "refresh_token");
+    sim.advance(1);
+    let kept = json(&sim.refresh(&second, CONF_APP, Some(CONF_SECRET)));
+    assert!(kept.get("refresh_token").is_none(), "{kept}");
+    sim.advance(1);
+    let late = sim.refresh_answer(&first, CONF_APP, None);
+    assert_eq!(late.refusal(), Some(&Refusal::RefreshTokenReused));
+    assert_eq!(
+        sim.refresh_answer(&second, CONF_APP, Some(CONF_SECRET))
+            .refusal(),
+        Some(&Refusal::RefreshTokenRevoked)
+    );
 }
 
 #[test]

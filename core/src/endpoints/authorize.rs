@@ -308,10 +308,13 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     let link_key = parsed.link.clone();
     let partition = link_key.partition();
     let link = ctx.load::<LinkRecord>(&link_key)?;
+    let here = ctx.config.issuer().map(|issuer| issuer.resource());
+    let consent_resources = link::consent_resources(&request.resources, here);
     let granted = link::has_granted(
         link.as_ref().map(|l| l.record),
         &request.scopes,
         request.access_type,
+        &consent_resources,
     );
     let Some(app) = ctx.config.app(request.app.as_str()) else {
         // The configuration cannot change within a request; the app was found when parsing.
@@ -328,6 +331,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
                 scopes: request.scopes.clone(),
                 access_type: request.access_type,
                 redirect_uri: request.reply.as_ref().map(|r| r.uri.clone()),
+                resources: consent_resources.clone(),
             },
             query: request.query.clone(),
             user: user.clone(),
@@ -338,6 +342,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         link_record,
         &request.scopes,
         request.access_type,
+        &consent_resources,
         ctx.entropy.link_epoch(),
     );
     let link_epoch = next_link.epoch;

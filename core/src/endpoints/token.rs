@@ -355,7 +355,8 @@ fn exchange_code(
     if !link::stands(link_record, record.link_epoch) {
         return end(Refusal::CodeUnlinked);
     }
-    let audience = match grant::audience(&record.resources, resources) {
+    let here = ctx.config.issuer().map(|issuer| issuer.resource());
+    let audience = match grant::audience(&record.resources, resources, here) {
         Ok(audience) => audience,
         Err(refusal) => return end(refusal),
     };
@@ -508,7 +509,8 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
         Ok(scopes) => scopes,
         Err(refusal) => return end(refusal),
     };
-    let audience = match grant::audience(&grant.record.resources, request.resources) {
+    let here = ctx.config.issuer().map(|issuer| issuer.resource());
+    let audience = match grant::audience(&grant.record.resources, request.resources, here) {
         Ok(audience) => audience,
         Err(refusal) => return end(refusal),
     };
@@ -517,6 +519,8 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
             partition,
             seed: &last.seed,
             presented,
+            grant_key,
+            grant: &grant,
         };
         return retry(ctx, client, &retried, &scopes, &audience);
     }
@@ -568,6 +572,20 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
             Some(ctx.now.plus(policy.reuse_detection)),
         ));
         successor = Some(next);
+    } else if grant.record.rotation.is_some() {
+        // The current token used without rotating (a confidential client with its secret):
+        // its predecessor's retry window closes all the same, so the superseded token now
+        // revokes the grant wherever it turns up.
+        let closed = GrantRecord {
+            rotation: None,
+            ..grant.record.clone()
+        };
+        puts.push(replace(
+            grant_key,
+            Some(grant.version),
+            &Record::Grant(closed),
+            None,
+        ));
     }
     let audit = if successor.is_some() {
         AuditEvent::RefreshTokenRotated {
@@ -596,16 +614,21 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
     ))
 }
 
-/// What a retried rotation's tokens are derived from.
+/// What a retried rotation's tokens are derived from, and the grant it rotated.
 struct Retried<'p> {
     partition: Partition,
     seed: &'p RotationSeed,
     presented: &'p RefreshToken,
+    grant_key: RecordKey,
+    grant: &'p Loaded<'p, GrantRecord>,
 }
 
 /// A retry inside the window of the rotation that superseded the presented token: the same
 /// answer again — its access token (still live: the window is shorter than its lifetime) and
-/// its successor — if the retry asks for what that refresh asked. Nothing is written.
+/// its successor — if the retry asks for what that refresh asked. The grant is written back
+/// as it is, at the version read, with the audit event `refresh_token_retried`: every retry
+/// is on record, and one racing the successor's first use loses and is judged again (as a
+/// reuse, which revokes the grant).
 fn retry(
     ctx: &Ctx<'_>,
     client: &Client,
@@ -626,16 +649,32 @@ fn retry(
     if &first.scopes != scopes || &first.audience != audience {
         return Ok(Decision::End(client.refuse(Refusal::RetryDiffers)));
     }
-    Ok(Decision::End(Ending::Tokens(Box::new(TokenBody {
-        expires_in: first.expires_at.map(|at| at.seconds_from(ctx.now)),
-        access_token: access,
-        refresh_token: Some(
-            retried
-                .seed
-                .refresh_token(retried.partition, retried.presented),
-        ),
-        exchange: None,
-    }))))
+    let grant = retried.grant.record;
+    let audit = AuditEvent::RefreshTokenRetried {
+        app: grant.app.clone(),
+        account_id: grant.account_id.clone(),
+        grant: first.grant.clone(),
+    };
+    let kept = replace(
+        retried.grant_key.clone(),
+        Some(retried.grant.version),
+        &Record::Grant(grant.clone()),
+        None,
+    );
+    Ok(Decision::commit_one(
+        kept,
+        audit,
+        Ending::Tokens(Box::new(TokenBody {
+            expires_in: first.expires_at.map(|at| at.seconds_from(ctx.now)),
+            access_token: access,
+            refresh_token: Some(
+                retried
+                    .seed
+                    .refresh_token(retried.partition, retried.presented),
+            ),
+            exchange: None,
+        })),
+    ))
 }
 
 /// A superseded refresh token presented outside its retry window: refuse, and revoke its grant

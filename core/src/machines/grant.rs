@@ -64,13 +64,26 @@ pub(crate) fn revoked(grant: &GrantRecord, now: UnixTime) -> GrantRecord {
 }
 
 /// The audience of a token minted from what was consented to (RFC 8707 §2.2): the resources
-/// asked for, which must be among those consented to (when any were named), or else all of
-/// those. `requested` holds only resources the server knows (checked when parsed).
-pub(crate) fn audience(consented: &Resources, requested: &Resources) -> Result<Resources, Refusal> {
+/// asked for, which must be among those consented to, or else all of those. A consent that
+/// named no resource was for the API served here (`here`, the issuer's origin) and nothing
+/// else: it mints for no other resource. `requested` holds only resources the server knows
+/// (checked when parsed).
+pub(crate) fn audience(
+    consented: &Resources,
+    requested: &Resources,
+    here: Option<&str>,
+) -> Result<Resources, Refusal> {
     if requested.is_empty() {
         return Ok(consented.clone());
     }
-    if !consented.is_empty() && !consented.covers(requested) {
+    let allowed = |resource: &str| {
+        if consented.is_empty() {
+            here == Some(resource)
+        } else {
+            consented.contains(resource)
+        }
+    };
+    if !requested.iter().all(allowed) {
         return Err(Refusal::InvalidTarget);
     }
     Ok(requested.clone())

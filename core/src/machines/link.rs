@@ -8,7 +8,7 @@
 //! link was purged cannot match anything issued under that one.
 
 use crate::ids::GrantId;
-use crate::records::{LinkRecord, TokenAccessType};
+use crate::records::{LinkRecord, Resources, TokenAccessType};
 use crate::scope::ScopeSet;
 
 /// Whether something issued in `epoch` still stands: the link is there, at that epoch.
@@ -16,32 +16,52 @@ pub(crate) fn stands(link: Option<&LinkRecord>, epoch: u64) -> bool {
     link.is_some_and(|l| l.epoch == epoch)
 }
 
-/// Whether the user already consented to every scope of `scopes`, and to offline access if
-/// `access` asks for it (re-authorization without a consent page).
+/// What a request asks consent for, resource-wise: the resources it names, or when it names
+/// none the API served here (`here`, the issuer's origin; none in the reference profile).
+pub(crate) fn consent_resources(requested: &Resources, here: Option<&str>) -> Resources {
+    match (requested.is_empty(), here) {
+        (true, Some(here)) => Resources::from_names([here]),
+        _ => requested.clone(),
+    }
+}
+
+/// Whether the user already consented to every scope of `scopes`, to offline access if
+/// `access` asks for it, and to every one of `resources` ([`consent_resources`]):
+/// re-authorization without a consent page.
 pub(crate) fn has_granted(
     link: Option<&LinkRecord>,
     scopes: &ScopeSet,
     access: TokenAccessType,
+    resources: &Resources,
 ) -> bool {
     link.is_some_and(|l| {
-        scopes.is_subset(&l.granted) && (access != TokenAccessType::Offline || l.offline)
+        scopes.is_subset(&l.granted)
+            && (access != TokenAccessType::Offline || l.offline)
+            && l.resources.covers(resources)
     })
 }
 
-/// Consent: the scopes (and offline access) join those granted before, in the same epoch; a
-/// new link starts at `first_epoch` (random).
+/// Consent: the scopes, offline access and `resources` ([`consent_resources`]) join those
+/// granted before, in the same epoch; a new link starts at `first_epoch` (random).
 pub(crate) fn consented(
     link: Option<&LinkRecord>,
     scopes: &ScopeSet,
     access: TokenAccessType,
+    resources: &Resources,
     first_epoch: u64,
 ) -> LinkRecord {
     let offline = access == TokenAccessType::Offline;
+    let before = link.map(|l| &l.resources);
     LinkRecord {
         epoch: link.map_or(first_epoch, |l| l.epoch),
         granted: link.map_or_else(|| scopes.clone(), |l| l.granted.union(scopes)),
         offline: offline || link.is_some_and(|l| l.offline),
         grants: link.map_or_else(Vec::new, |l| l.grants.clone()),
+        resources: Resources::from_names(
+            resources
+                .iter()
+                .chain(before.into_iter().flat_map(Resources::iter)),
+        ),
     }
 }
 
@@ -64,8 +84,6 @@ pub(crate) fn without_grant(link: &LinkRecord, grant: &GrantId) -> Option<LinkRe
 pub(crate) fn unlinked(link: &LinkRecord) -> LinkRecord {
     LinkRecord {
         epoch: link.epoch.saturating_add(1),
-        granted: ScopeSet::default(),
-        offline: false,
-        grants: Vec::new(),
+        ..LinkRecord::default()
     }
 }

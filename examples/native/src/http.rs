@@ -11,7 +11,7 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header::COOKIE;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::Response;
-use edgegrant::{Attempter, HttpRequest, HttpResponse, Input, Outcome, Principal};
+use edgegrant::{Attempter, HttpRequest, HttpResponse, Input, Outcome, Principal, Refusal};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use url::Url;
@@ -78,7 +78,7 @@ pub async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
             }
         }
         "/signin" if parts.method == Method::POST => {
-            if is_cross_site(&parts) {
+            if is_cross_site(&parts, &origin) {
                 drain(body).await;
                 return sign_in_page("/", StatusCode::FORBIDDEN, Some(CROSS_SITE));
             }
@@ -86,7 +86,7 @@ pub async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
         }
         "/signout" if parts.method == Method::POST => {
             drain(body).await;
-            if is_cross_site(&parts) {
+            if is_cross_site(&parts, &origin) {
                 return page(
                     StatusCode::FORBIDDEN,
                     "Sign out",
@@ -128,7 +128,7 @@ pub async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
                 body,
                 // The peer's address: failed client authentications are counted against it.
                 source: source_of(&parts),
-                scheme: Some(SCHEME.to_owned()),
+                scheme: Some(origin.scheme().to_owned()),
             };
             serve(app, site, Input::Http { request, user }).await
         }
@@ -416,7 +416,20 @@ async fn sign_in(
         attempters: attempters.clone(),
         failed,
     };
+    let wrong = || {
+        // 403: credentials given and refused (a 401 would need a WWW-Authenticate challenge).
+        sign_in_page(
+            &return_to,
+            StatusCode::FORBIDDEN,
+            Some("Wrong username or password."),
+        )
+    };
     match run(app.clone(), site.clone(), attempts(false)).await {
+        // A name no one can have typed (empty, control characters): no such account, and
+        // nothing to count against it.
+        Ok(Finish::Reply(reply)) if reply.refusal() == Some(&Refusal::MalformedAttempter) => {
+            return wrong();
+        }
         Ok(Finish::Reply(reply)) if reply.outcome != Outcome::AttemptsAllowed => {
             return held(&return_to, &reply);
         }
@@ -458,12 +471,7 @@ async fn sign_in(
             if let Err(fault) = run(app, site, attempts(true)).await {
                 return fault_response(&fault);
             }
-            // 403: credentials given and refused (a 401 would need a WWW-Authenticate challenge).
-            sign_in_page(
-                &return_to,
-                StatusCode::FORBIDDEN,
-                Some("Wrong username or password."),
-            )
+            wrong()
         }
     }
 }
@@ -498,6 +506,15 @@ pub struct Origin {
 }
 
 impl Origin {
+    /// `https` or `http`.
+    fn scheme(&self) -> &'static str {
+        if self.secure {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
     fn of(parts: &axum::http::request::Parts) -> Origin {
         let secure = parts.uri.scheme_str() == Some("https");
         let host = parts
@@ -520,15 +537,12 @@ impl Origin {
     }
 }
 
-/// The scheme this host serves (plain HTTP): a form from the same host over HTTPS is another
-/// site's.
-const SCHEME: &str = "http";
-
-/// Login CSRF: the rule the consent form follows, from the core.
-fn is_cross_site(parts: &axum::http::request::Parts) -> bool {
+/// Login CSRF: the rule the consent form follows, from the core (the scheme is the origin's: a
+/// form from the same host on the other scheme is another site's).
+fn is_cross_site(parts: &axum::http::request::Parts, origin: &Origin) -> bool {
     let mut request = HttpRequest::new("POST", "/", "");
     request.headers = header_pairs(&parts.headers);
-    request.scheme = Some(SCHEME.to_owned());
+    request.scheme = Some(origin.scheme().to_owned());
     request.is_cross_site()
 }
 
