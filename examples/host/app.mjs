@@ -357,12 +357,37 @@ function nodeBody(req, limit) {
   });
 }
 
+/** How long, and how much, the host still reads and drops after answering over an unread body. */
+const LINGER_MS = 2000;
+const LINGER_BYTES = 8 * 1024 * 1024;
+
 /**
- * `Connection: close` for the answer to a request whose body was not all read (over the limit):
- * node:http would otherwise read the rest before the next request on the connection, however
- * long it goes on.
+ * For the answer to a request whose body was not all read (past a limit): `Connection: close`
+ * and a staged close (RFC 9112 §9.6; nginx's lingering close). Left to itself node:http would
+ * read the rest before the next request, however long it goes on — or, told to close, close at
+ * once over the bytes the client is still sending: the kernel then resets the connection, and
+ * the client, failing to write, drops the answer it has not read (most of the time, on
+ * loopback). So: half-close after the answer, read and drop what still comes until the client
+ * closes too, LINGER_BYTES or LINGER_MS, then close.
  */
-export const closing = (req) => (req.complete ? [] : ["Connection", "close"]);
+export function closing(req) {
+  if (req.complete) return [];
+  const { socket } = req;
+  // node:http ends a Connection: close answer with socket.destroySoon(), a FIN and then at once
+  // the socket's end; this one reads on between the two.
+  socket.destroySoon = () => {
+    socket.end();
+    let dropped = 0;
+    const timer = setTimeout(() => socket.destroy(), LINGER_MS).unref();
+    socket.once("close", () => clearTimeout(timer));
+    req.on("data", (chunk) => {
+      dropped += chunk.length;
+      if (dropped > LINGER_BYTES) socket.destroy();
+    });
+    req.resume();
+  };
+  return ["Connection", "close"];
+}
 
 /**
  * The core's routes on node:http without Fetch objects: the request's plain values into the

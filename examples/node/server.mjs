@@ -21,16 +21,17 @@ const isPostgres = (database) => /^postgres(ql)?:\/\//.test(database);
 /** How often, by default, the host deletes the records past their purge time (as the native host). */
 const PURGE_EVERY_SECONDS = 3600;
 
-/** The most of a body the host's own pages read (test mode's control endpoints take up to 1 MiB; a sign-in form 4 KiB). */
-const PAGE_BODY_BYTES = 2 * 1024 * 1024;
+/** The most of a body the host's own pages read: a sign-in form is 4 KiB at most, a test mode control request 1 MiB. */
+const PAGE_BODY_BYTES = 64 * 1024;
+const TEST_BODY_BYTES = 2 * 1024 * 1024;
 
 /**
  * The body of a node:http request as a web stream, for the host's own pages. It breaks off
- * after PAGE_BODY_BYTES, which every reader refuses, so no body is read on and on; the rest is
+ * after `limit` bytes, more than its reader takes, so no body is read on and on; the rest is
  * left unread and the connection closes after the answer (`closing`). Cancelling it stops
  * reading the same way (Readable.toWeb's cancel would destroy the socket before the answer).
  */
-function bodyStream(req) {
+function bodyStream(req, limit) {
   let open = true;
   const settle = (end) => {
     if (open) {
@@ -45,7 +46,7 @@ function bodyStream(req) {
       start(controller) {
         take = (chunk) => {
           read += chunk.length;
-          if (read > PAGE_BODY_BYTES) {
+          if (read > limit) {
             req.off("data", take);
             req.pause();
             return settle(() => controller.error(new Error("the body is longer than the host reads")));
@@ -171,7 +172,7 @@ export async function startServer(
         request = new Request(new URL(req.url, `http://${req.headers.host ?? "127.0.0.1"}`), {
           method: req.method,
           headers,
-          body: hasBody ? bodyStream(req) : undefined,
+          body: hasBody ? bodyStream(req, req.url.startsWith("/__test__/") ? TEST_BODY_BYTES : PAGE_BODY_BYTES) : undefined,
           duplex: "half",
         });
         peers.set(request, req.socket.remoteAddress);
