@@ -84,6 +84,18 @@ function checkAccountFields(u, fail) {
   }
 }
 
+/**
+ * A stored hash for an account name no user has, shaped like the configured ones (their salt
+ * and hash lengths; scrypt's parameters are Node's defaults for all, as hash-password.mjs
+ * makes them): checking a password against it costs what checking a real one does, so the
+ * time of a refusal does not tell which names exist. No password is taken for matching it.
+ */
+function decoyHash(users) {
+  const shape = users.map((u) => u.password_scrypt.split("$")).find(([scheme, salt, hash]) => scheme === "scrypt" && salt && hash);
+  const [, salt = "00".repeat(16), hash = "00".repeat(32)] = shape ?? [];
+  return `scrypt$${"00".repeat(salt.length >> 1)}$${"00".repeat(hash.length >> 1)}`;
+}
+
 /** `scrypt$<salt hex>$<hash hex>` (see examples/node/hash-password.mjs). */
 function passwordMatches(stored, password) {
   const [scheme, salt, hash] = stored.split("$");
@@ -227,6 +239,7 @@ export function internalError(error) {
 export function signInRoutes(config, { title = "host", clock = systemClock, attempts, sourceOf = () => null } = {}) {
   const session = sessions(config.session_secret);
   const usersByName = new Map(config.users.map((u) => [u.username, u]));
+  const decoy = decoyHash(config.users);
   const byAccount = new Map(config.users.map((u) => [u.account_id, u]));
   return async function handle(request) {
     const url = new URL(request.url);
@@ -257,7 +270,9 @@ export function signInRoutes(config, { title = "host", clock = systemClock, atte
         if (!allowed) return held(retryAfter);
       }
       const user = usersByName.get(username);
-      if (!user || !passwordMatches(user.password_scrypt, form.get("password") ?? "")) {
+      // An unknown name is checked against the decoy: as slow as a wrong password.
+      const matches = passwordMatches(user?.password_scrypt ?? decoy, form.get("password") ?? "");
+      if (!user || !matches) {
         if (attempts) await attempts(attempters, { failed: true });
         // 403: credentials given and refused (a 401 would need a WWW-Authenticate challenge).
         return signInPage(target, { status: 403, error: "Wrong username or password." });

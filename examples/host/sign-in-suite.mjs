@@ -300,6 +300,31 @@ export function signInSuite(name, start) {
       assert.doesNotMatch(cleared, /Secure/, "served over http");
     });
 
+    test("an unknown account name takes as long to refuse as a wrong password for a known one: the time does not tell which names exist", async (t) => {
+      await setClock(base, 2_000_000_000);
+      const timed = async (fields) => {
+        const started = performance.now();
+        const answer = await signIn(base, { ...fields, return_to: "/" });
+        const took = performance.now() - started;
+        assert.equal(answer.status, 403, JSON.stringify(fields));
+        return took;
+      };
+      const median = (times) => times.sort((a, b) => a - b)[times.length >> 1];
+      const known = [];
+      const unknown = [];
+      // Interleaved, so load on the machine hits both alike; a new unknown name each time and
+      // few tries of the known one, so no limit is reached. scrypt takes 50-100 ms; a request
+      // that skips it takes a few.
+      for (let i = 0; i < 7; i++) {
+        known.push(await timed({ username: "bob", password: `wrong-${i}` }));
+        unknown.push(await timed({ username: `nobody-${i}-${Date.now()}`, password: `wrong-${i}` }));
+      }
+      const [k, u] = [median(known), median(unknown)];
+      const shown = `median ${u.toFixed(1)} ms for an unknown name, ${k.toFixed(1)} ms for a wrong password`;
+      t.diagnostic(shown);
+      assert.ok(u > k / 2 && u < k * 2, shown);
+    });
+
     test("a fault of the host is a 500 that says only \"Internal error\": the exception's text stays in the log", async () => {
       // An event test mode passes to the server as it is, which the server throws on.
       const answer = await send(base, {
