@@ -194,7 +194,7 @@ export function localTarget(target, origin) {
 /** How much of a sign-in form is read: a name, a password and a return_to fit in a few KiB. */
 const SIGN_IN_FORM_BYTES = 4096;
 
-/** The sign-in page: 200, or with `status` and a message (403 for refused credentials or a cross-site post, 400 for a return_to that leads off the host, 413 for a form over SIGN_IN_FORM_BYTES, 429 while sign-in is held). */
+/** The sign-in page: 200, or with `status` and a message (403 for refused credentials or a cross-site post, 400 for a return_to that leads off the host, 413 for a form over SIGN_IN_FORM_BYTES, 429 while sign-in is held, 503 while the store is unavailable). */
 const signInPage = (returnTo, { status = 200, error = "", headers = {} } = {}) => {
   const shown = page(
     status,
@@ -265,17 +265,24 @@ export function signInRoutes(config, { title = "host", clock = systemClock, atte
       const source = sourceOf(request);
       const attempters = [{ account: username }, ...(source ? [{ source }] : [])];
       const held = (retryAfter) => signInPage(target, { status: 429, error: "Too many failed sign-ins. Try again later.", headers: { "Retry-After": String(retryAfter) } });
+      // The store failed (an outage, a timeout): not a limit. 503, as the OAuth endpoints answer then.
+      const unavailable = (retryAfter) =>
+        signInPage(target, { status: 503, error: "The service is unavailable; try again shortly.", headers: { "Retry-After": String(retryAfter ?? 1) } });
+      // 403: credentials given and refused (a 401 would need a WWW-Authenticate challenge).
+      const refused = () => signInPage(target, { status: 403, error: "Wrong username or password." });
       if (attempts) {
-        const { allowed, retryAfter } = await attempts(attempters);
-        if (!allowed) return held(retryAfter);
+        const check = await attempts(attempters);
+        if (check.unavailable) return unavailable(check.retryAfter);
+        if (check.limited) return held(check.retryAfter);
+        // Refused as an attempter: a name no one can have (empty, too long, control characters).
+        if (!check.allowed) return refused();
       }
       const user = usersByName.get(username);
       // An unknown name is checked against the decoy: as slow as a wrong password.
       const matches = passwordMatches(user?.password_scrypt ?? decoy, form.get("password") ?? "");
       if (!user || !matches) {
         if (attempts) await attempts(attempters, { failed: true });
-        // 403: credentials given and refused (a 401 would need a WWW-Authenticate challenge).
-        return signInPage(target, { status: 403, error: "Wrong username or password." });
+        return refused();
       }
       const cookie = session.cookie(user.account_id, { now: clock(), secure });
       return new Response(null, { status: 303, headers: { Location: target, "Set-Cookie": cookie, "Cache-Control": "no-store" } });

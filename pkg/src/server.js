@@ -361,13 +361,22 @@ export function createAuthServer(options) {
     /**
      * A credential check of the host's own (its sign-in form), limited like the token
      * endpoint's: `attempters` as `{ account }` and `{ source }`; `failed: false` before the
-     * check, `true` after a failed one. Resolves `{ allowed, retryAfter }` (seconds).
+     * check, `true` after a failed one. Resolves `{ allowed, limited, unavailable, retryAfter }`:
+     * check when `allowed`; `limited`: an attempter is at its limit (429, wait `retryAfter`
+     * seconds); `unavailable`: the store failed, which is no one's limit (503, retry after
+     * `retryAfter`); neither: the attempters themselves were refused (a name no one can have).
      */
     async attempts(attempters, { failed = false } = {}) {
       const now = clock();
       const result = await run(withEntropy((entropy) => core.attempts(attempters, failed, now, entropy)));
       const retryAfter = result.headers?.find(([name]) => name === "Retry-After")?.[1];
-      return { allowed: result.outcome === "attempts_allowed", retryAfter: retryAfter === undefined ? null : Number(retryAfter) };
+      return {
+        allowed: result.outcome === "attempts_allowed",
+        limited: result.refusal === "too_many_attempts",
+        // The core's answer to a store that threw or stayed contended: 503 with Retry-After.
+        unavailable: result.status === 503,
+        retryAfter: retryAfter === undefined ? null : Number(retryAfter),
+      };
     },
     /**
      * Where a Fetch request runs, for a host that spreads its records over partitions (one

@@ -135,3 +135,22 @@ test("an API handler's answer with immutable headers (Response.redirect, a fetch
   assert.equal(answer.headers.get("location"), "https://elsewhere.example/");
   assert.equal(answer.headers.get("cache-control"), "no-store");
 });
+
+test("attempts() tells a store outage from a limit: unavailable (with Retry-After) while the store throws, refused only at the limit", async (t) => {
+  t.mock.method(console, "error", () => {}); // the driver logs the store's error
+  const storage = flakyStorage();
+  const { srv } = testServer({ storage });
+  const attempters = [{ account: "alice" }, { source: "192.0.2.1" }];
+  assert.deepEqual(await srv.attempts(attempters), { allowed: true, limited: false, unavailable: false, retryAfter: null });
+
+  storage.state.reads = true;
+  assert.deepEqual(await srv.attempts(attempters), { allowed: false, limited: false, unavailable: true, retryAfter: 1 }, "an outage is not a limit");
+  storage.state.reads = false;
+  storage.state.writes = true;
+  assert.deepEqual(await srv.attempts(attempters, { failed: true }), { allowed: false, limited: false, unavailable: true, retryAfter: 1 }, "a failure that could not be counted");
+
+  storage.state.writes = false;
+  for (let i = 0; i < 10; i++) await srv.attempts(attempters, { failed: true });
+  assert.deepEqual(await srv.attempts(attempters), { allowed: false, limited: true, unavailable: false, retryAfter: 900 }, "the limit: refused, not unavailable");
+  assert.deepEqual(await srv.attempts([{ account: "" }]), { allowed: false, limited: false, unavailable: false, retryAfter: null }, "a name no one can have");
+});

@@ -51,6 +51,38 @@ test("over https the session cookie, and the one that clears it, are Secure; ove
   }
 });
 
+test("with the store down, a sign-in with the right password is a 503 with Retry-After (not a 429 limit); once it is back it signs in", async (t) => {
+  t.mock.method(console, "error", () => {}); // the driver logs the store's error
+  const records = memoryStorage();
+  let down = false;
+  const outage = () => {
+    if (down) throw Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
+  };
+  const storage = { read: (keys) => (outage(), records.read(keys)), apply: async (transaction) => (outage(), records.apply(transaction)) };
+  const app = createApp(parseConfig(JSON.parse(readFileSync(SAMPLE, "utf8")), { allowSampleSecret: true }), { storage, title: "test" });
+  const signIn = (fields) =>
+    app.fetch(
+      new Request("http://auth.example/signin", {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ ...fields, return_to: "/" }),
+        redirect: "manual",
+      }),
+    );
+  down = true;
+  for (const fields of [ALICE, { ...ALICE, password: "wrong" }]) {
+    const refused = await signIn(fields);
+    assert.equal(refused.status, 503, `${fields.password}: an outage, not a limit`);
+    assert.equal(refused.headers.get("retry-after"), "1");
+    assert.equal(refused.headers.get("set-cookie"), null);
+    assert.match(await refused.text(), /The service is unavailable; try again shortly\./);
+  }
+  down = false;
+  const signedIn = await signIn(ALICE);
+  assert.equal(signedIn.status, 303, "the store is back");
+  assert.match(signedIn.headers.get("set-cookie"), /^session=./);
+});
+
 test("the sample's placeholder session_secret stops the host, with how to make a real one, unless the demo opts in", async (t) => {
   const { path } = sampleCopy(t);
   const env = { ...process.env };
