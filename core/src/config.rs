@@ -189,6 +189,19 @@ pub struct Policy {
     /// Limits on failed credential checks (client secrets at the token endpoint, and the host's
     /// own sign-in through [`Input::Attempts`](crate::Input::Attempts)).
     pub attempts: AttemptLimits,
+    /// How many live grants that never end by themselves (offline, long-lived) one user may
+    /// hold with one app: a new one beyond the bound revokes the oldest (audit
+    /// `grant_evicted`). `None` (the default, SPEC.md's service): no bound — the reference
+    /// service documents none. Large providers bound it: Google 100 refresh tokens per account
+    /// and client, Auth0 200 per user and application, Zoho 20, each dropping the oldest.
+    pub live_grants_per_link: Option<u32>,
+    /// How long a refresh token may go unused before its grant ends by itself (standards
+    /// profile only: SPEC.md's refresh tokens never expire). Each refresh starts the span
+    /// again (written when half of it has passed, so not every refresh writes); the grant and
+    /// its tokens are purged one access-token lifetime after it ends. Longer than an access
+    /// token's lifetime. `None` (default): never. Google ends a refresh token unused for six
+    /// months.
+    pub refresh_idle_lifetime: Option<Seconds>,
 }
 
 /// How many failed credential checks each attempter may have within one window before its
@@ -452,6 +465,8 @@ impl Default for Policy {
             max_attempts: 5,
             allow_http_redirect_uris: false,
             attempts: AttemptLimits::default(),
+            live_grants_per_link: None,
+            refresh_idle_lifetime: None,
         }
     }
 }
@@ -538,6 +553,20 @@ impl Config {
         }
         if let Profile::Standards { rotation, .. } = &doc.profile {
             check_rotation(rotation, &policy)?;
+        }
+        if let Some(idle) = policy.refresh_idle_lifetime {
+            if doc.profile == Profile::Reference {
+                return Err(problem(
+                    "policy.refresh_idle_lifetime",
+                    "needs the standards profile (SPEC.md's refresh tokens never expire)",
+                ));
+            }
+            if idle.0 <= policy.access_token_ttl.0 {
+                return Err(problem(
+                    "policy.refresh_idle_lifetime",
+                    "must be longer than policy.access_token_ttl",
+                ));
+            }
         }
         let pages = Pages::compile(doc.pages)?;
         if let Some(path) = doc.api_endpoints.keys().find(|p| !p.starts_with("/2/")) {
@@ -918,6 +947,12 @@ impl Serialize for PolicyJson<'_> {
         out.serialize_entry("max_attempts", &u64::from(p.max_attempts))?;
         out.serialize_entry("allow_http_redirect_uris", &p.allow_http_redirect_uris)?;
         out.serialize_entry("attempts", &AttemptsJson(&p.attempts))?;
+        if let Some(bound) = p.live_grants_per_link {
+            out.serialize_entry("live_grants_per_link", &u64::from(bound))?;
+        }
+        if let Some(idle) = p.refresh_idle_lifetime {
+            out.serialize_entry("refresh_idle_lifetime", &idle.0)?;
+        }
         out.end()
     }
 }
@@ -1234,6 +1269,16 @@ fn policy_from_json(value: &Value) -> Result<Policy, ConfigError> {
             "token_parameters_in_query" => policy.token_parameters_in_query = boolean(value, &at)?,
             "allow_http_redirect_uris" => policy.allow_http_redirect_uris = boolean(value, &at)?,
             "attempts" => policy.attempts = attempts_from_json(value, &at)?,
+            "live_grants_per_link" => {
+                let bound = u32::try_from(whole(value, &at)?)
+                    .ok()
+                    .filter(|&bound| bound >= 1)
+                    .ok_or_else(|| problem(&at, "must be at least 1"))?;
+                policy.live_grants_per_link = Some(bound);
+            }
+            "refresh_idle_lifetime" => {
+                policy.refresh_idle_lifetime = Some(Seconds(whole(value, &at)?));
+            }
             "max_attempts" => {
                 policy.max_attempts =
                     u32::try_from(whole(value, &at)?).map_err(|_| problem(&at, "is too large"))?;

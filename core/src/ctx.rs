@@ -12,8 +12,8 @@ use crate::endpoints::discovery::Metadata;
 use crate::ids::AppKey;
 use crate::records::Resources;
 use crate::records::{
-    AccessTokenRecord, AttemptsRecord, CodeRecord, GrantRecord, LinkRecord, Record, RecordKey,
-    RefreshTokenRecord,
+    AccessTokenRecord, AttemptsRecord, CodeRecord, GrantRecord, LinkRecord, MemberRecord, Record,
+    RecordKey, RefreshTokenRecord,
 };
 use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
@@ -117,6 +117,9 @@ pub(crate) enum Decision {
     /// Store each of these in turn (each in its own partition, none depending on another's
     /// applying with it), then end so.
     Each(Vec<Transaction>, Ending),
+    /// Store this, then decide again from fresh records (an unlink's sweep, a bounded page at
+    /// a time: the keys written so far are in [`Ctx::written`]).
+    Continue(Transaction),
 }
 
 impl Decision {
@@ -195,6 +198,7 @@ record_kind!(RefreshTokenRecord, RefreshToken);
 record_kind!(GrantRecord, Grant);
 record_kind!(LinkRecord, Link);
 record_kind!(AttemptsRecord, Attempts);
+record_kind!(MemberRecord, Member);
 
 pub(crate) struct Ctx<'a> {
     pub config: &'a Config,

@@ -18,7 +18,9 @@
 //! 2. Call [`Request::poll`] and act on the [`Step`], until it is `Respond` or `Serve`:
 //!    - [`Step::Read`]: load every key named **in one batch**, hand each to
 //!      [`Request::supply`] (an absent key as `None`), poll again. A request reads at most
-//!      three times.
+//!      five times, each batch of a bounded size — but for an unlink, which after its first
+//!      transaction sweeps the grants it ended a page at a time: a bounded read and a bounded
+//!      write per page, as many pages as the user held grants (see "Purge times").
 //!    - [`Step::Write`]: apply the [`Transaction`] **all-or-nothing**: every [`Put`] only if
 //!      its key holds what its [`Expect`] says (absent, or exactly that version), each applied
 //!      put storing its bytes at version + 1 with its purge time. If it applied, call
@@ -67,9 +69,15 @@
 //! access tokens go one lifetime after they expire (so a late client is told "expired"), a
 //! redeemed code an access token's lifetime after its expiry (reuse detection), a revoked or
 //! unlinked grant with its refresh token and any long-lived token once its last access token
-//! has expired (the link lists its grants that never end by themselves, so the unlink reaches
-//! them) and the unlinked link with them, failure counts when their window ends. Live offline
-//! grants, their refresh tokens and the links that hold a consent are kept.
+//! has expired, and the unlinked link with them, failure counts when their window ends. Live
+//! offline grants, their refresh tokens and the links that hold a consent are kept.
+//!
+//! No record a request reads grows with the grants its user holds. The grants that never end by
+//! themselves (offline, long-lived) are their link's *members*, one [`MemberRecord`] each at
+//! consecutive places the link counts ([`RecordKey::Member`]); the link itself holds three
+//! numbers, not a list. An unlink ends them all at once (the link's epoch) in its first
+//! transaction, then sweeps the members a page at a time, giving each member, its grant and its
+//! tokens a purge time; a host that stops midway leaves the rest for the pair's next unlink.
 //!
 //! Records cross as opaque bytes: the host stores key → (version, bytes, purge time) and never
 //! needs to read one. The store must offer conditional writes across several keys (Durable
@@ -213,8 +221,8 @@ pub use partition::{partition_of, BadPartition, Partition};
 pub use pkce::{ChallengeMethod, CodeChallenge, CodeVerifier};
 pub use records::{
     AccessTokenRecord, AttemptsRecord, BadRecord, BadRecordKey, CodeRecord, CodeState, GrantRecord,
-    LastRotation, LinkRecord, Record, RecordKey, RefreshTokenRecord, Resources, Stored,
-    TokenAccessType, FORMAT as RECORD_FORMAT,
+    LastRotation, LinkRecord, MemberRecord, Record, RecordKey, RefreshTokenRecord, Resources,
+    Stored, TokenAccessType, FORMAT as RECORD_FORMAT,
 };
 pub use refusal::Refusal;
 pub use request::Request;

@@ -136,6 +136,12 @@ pub struct GrantRecord {
     /// that refresh needs. Boxed: most grants never rotate, and every record moves through
     /// the host's loads at the size of the largest.
     pub rotation: Option<Box<LastRotation>>,
+    /// For a grant that never ends by itself (offline, long-lived), its place among its link's
+    /// members ([`MemberRecord`]): a revocation purges that record with the grant.
+    pub member: Option<u64>,
+    /// Under an idle lifetime ([`Policy::refresh_idle_lifetime`](crate::Policy)), when the
+    /// grant ends unless its refresh token is used before: each use moves it on.
+    pub idle_until: Option<UnixTime>,
 }
 
 /// A grant's last refresh-token rotation (standards profile).
@@ -193,14 +199,32 @@ pub struct LinkRecord {
     /// an offline request after online consent asks again, since it lets the app act while the
     /// user is away.
     pub offline: bool,
-    /// The live grants of this epoch that never end by themselves (with a refresh token or a
-    /// long-lived access token): an unlink ends them with a purge time, so they do not outlive
-    /// it in the store. A revocation takes its grant off the list.
+    /// Links written before format 7 listed here the live grants that never end by
+    /// themselves; an unlink still purges those. Newer grants are [`MemberRecord`]s: the
+    /// link stays the same size however many grants its user holds.
     pub grants: Vec<GrantId>,
     /// The resources (RFC 8707) the user has consented to since the last unlink, a consent
     /// naming none counted as one for the API served here (the issuer's origin): automatic
     /// re-authorization covers only these.
     pub resources: Resources,
+    /// The place of the next grant that never ends by itself among the link's members
+    /// ([`RecordKey::Member`]). A new link starts where its epoch does (random), so its members
+    /// never meet a purged earlier link's.
+    pub members: u64,
+    /// Members below this place are swept: an unlink's bounded steps gave them, their grants
+    /// and their tokens a purge time.
+    pub swept: u64,
+    /// Members below this place belong to an epoch an unlink ended: they are to be swept.
+    pub sweep_to: u64,
+}
+
+/// One grant that never ends by itself (offline, long-lived), at its place among its link's
+/// members: what an unlink walks, a page at a time, instead of a list in the link that every
+/// bearer check would read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemberRecord {
+    /// The grant.
+    pub grant: GrantId,
 }
 
 /// Failed credential checks counted against one attempter in the current window: the window
@@ -226,7 +250,10 @@ pub struct AttemptsRecord {
 /// grants and the audience of access tokens (RFC 8707); older ones read with none. Format 5
 /// added the grant's last rotation; older grants read as never rotated. Format 6 added the
 /// link's resources; an older link reads with none, so a request naming a resource (or, in
-/// the standards profile, the API here) asks for consent once more.
+/// the standards profile, the API here) asks for consent once more. Format 7 added the link's
+/// member places, the grant's own and its idle deadline (and the member record): an older link
+/// reads with its places at 0 (its listed grants are still purged by an unlink, from the
+/// list), an older grant with neither.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Record {
     /// Under [`RecordKey::Code`].
@@ -241,10 +268,12 @@ pub enum Record {
     Link(LinkRecord),
     /// Under [`RecordKey::Attempts`].
     Attempts(AttemptsRecord),
+    /// Under [`RecordKey::Member`].
+    Member(MemberRecord),
 }
 
 /// The format of stored records: the first byte of every [`Record::encode`].
-pub const FORMAT: u8 = 6;
+pub const FORMAT: u8 = 7;
 
 /// The postcard tags of the variants (their index, one byte) whose record gained last fields
 /// since a format: each an empty list, an empty string or `None`, all one zero byte, so zero
@@ -257,12 +286,13 @@ const LINK_TAG: u8 = 4;
 /// How many trailing fields a record of `format` with this tag lacks.
 fn missing_trailing_fields(format: u8, tag: u8) -> usize {
     // Format 3 added the link's grants; format 4 the code's, grant's and access token's
-    // resources; format 5 the grant's last rotation; format 6 the link's resources.
+    // resources; format 5 the grant's last rotation; format 6 the link's resources; format 7
+    // the link's three member places, the grant's own and its idle deadline.
     let added_since = |formats: &[u8]| formats.iter().filter(|&&f| format < f).count();
     match tag {
-        LINK_TAG => added_since(&[3, 6]),
+        LINK_TAG => added_since(&[3, 6, 7, 7, 7]),
         CODE_TAG | ACCESS_TOKEN_TAG => added_since(&[4]),
-        GRANT_TAG => added_since(&[4, 5]),
+        GRANT_TAG => added_since(&[4, 5, 7, 7]),
         _ => 0,
     }
 }
@@ -287,9 +317,9 @@ impl Record {
                 Ok((record, [])) => Ok(record),
                 _ => Err(BadRecord),
             },
-            // Formats 2 to 5 lacked trailing fields on some records (see
+            // Formats 2 to 6 lacked trailing fields on some records (see
             // `missing_trailing_fields`): each empty one is one zero byte.
-            Some((&format @ 2..=5, rest)) => {
+            Some((&format @ 2..=6, rest)) => {
                 let missing = rest
                     .first()
                     .map_or(0, |&tag| missing_trailing_fields(format, tag));
@@ -314,6 +344,7 @@ impl Record {
                 | (Record::Grant(_), RecordKey::Grant(..))
                 | (Record::Link(_), RecordKey::Link(..))
                 | (Record::Attempts(_), RecordKey::Attempts(..))
+                | (Record::Member(_), RecordKey::Member(..))
         )
     }
 }
@@ -342,7 +373,7 @@ impl Stored {
 
 /// Where a record lives: in which [`Partition`], under which name. Its text form,
 /// `<partition>/<kind>:<name>` (`code:…`, `access:…`, `refresh:…`, `grant:…`,
-/// `link:<app>:<account>`, `attempts:…`), is the storage key; a host that spreads its records
+/// `link:<app>:<account>`, `member:<place>:<app>:<account>`, `attempts:…`), is the storage key; a host that spreads its records
 /// over many machines splits it at the `/` and routes by [`partition`](Self::partition).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RecordKey {
@@ -358,12 +389,20 @@ pub enum RecordKey {
     Link(Partition, AppKey, AccountId),
     /// The failed attempts counted against one attempter, by digest: a partition of its own.
     Attempts(AttempterDigest),
+    /// A grant of the link of one user and one app, by its place among the link's members, in
+    /// the user's partition (see [`RecordKey::member`]).
+    Member(Partition, AppKey, AccountId, u64),
 }
 
 impl RecordKey {
     /// The key of the link of `app` and `account`.
     pub fn link(app: AppKey, account: AccountId) -> RecordKey {
         RecordKey::Link(Partition::of_account(&account), app, account)
+    }
+
+    /// The key of the member at `place` of the link of `app` and `account`.
+    pub fn member(app: AppKey, account: AccountId, place: u64) -> RecordKey {
+        RecordKey::Member(Partition::of_account(&account), app, account, place)
     }
 
     /// The partition the record lives in.
@@ -373,7 +412,8 @@ impl RecordKey {
             | RecordKey::AccessToken(p, _)
             | RecordKey::RefreshToken(p, _)
             | RecordKey::Grant(p, _)
-            | RecordKey::Link(p, ..) => *p,
+            | RecordKey::Link(p, ..)
+            | RecordKey::Member(p, ..) => *p,
             RecordKey::Attempts(digest) => Partition::of_attempter(digest),
         }
     }
@@ -389,6 +429,9 @@ impl fmt::Display for RecordKey {
             RecordKey::Grant(_, id) => write!(f, "{p}/grant:{id}"),
             RecordKey::Link(_, app, account) => write!(f, "{p}/link:{app}:{account}"),
             RecordKey::Attempts(d) => write!(f, "{p}/attempts:{}", d.to_base64()),
+            RecordKey::Member(_, app, account, place) => {
+                write!(f, "{p}/member:{place}:{app}:{account}")
+            }
         }
     }
 }
@@ -417,6 +460,17 @@ impl FromStr for RecordKey {
                 Some(RecordKey::link(
                     AppKey::new(app).ok()?,
                     AccountId::new(account).ok()?,
+                ))
+            }),
+            "member" => rest.split_once(':').and_then(|(place, rest)| {
+                let (app, account) = rest.split_once(':')?;
+                // The place as written, byte for byte (no sign, no leading zero).
+                let number: u64 = place.parse().ok()?;
+                (number.to_string() == place).then_some(())?;
+                Some(RecordKey::member(
+                    AppKey::new(app).ok()?,
+                    AccountId::new(account).ok()?,
+                    number,
                 ))
             }),
             _ => None,

@@ -142,6 +142,9 @@ pub enum Refusal {
     RefreshTokenRevoked,
     /// The user unlinked the app since the refresh token was issued.
     RefreshTokenUnlinked,
+    /// The refresh token went unused for the idle lifetime
+    /// ([`Policy::refresh_idle_lifetime`](crate::Policy)): its grant ended by itself.
+    RefreshTokenIdle,
     /// The refresh token was superseded by a rotation and is presented again outside its
     /// retry window, or after its successor was used: it is in two hands, so its grant is
     /// revoked (RFC 9700 §4.14.2).
@@ -253,6 +256,7 @@ impl Refusal {
             RefreshTokenMissing => "refresh_token_missing",
             UnknownRefreshToken => "unknown_refresh_token",
             RefreshTokenRevoked => "refresh_token_revoked",
+            RefreshTokenIdle => "refresh_token_idle",
             RefreshTokenUnlinked => "refresh_token_unlinked",
             RefreshTokenReused => "refresh_token_reused",
             RetryDiffers => "retry_differs",

@@ -49,6 +49,7 @@ impl Refusal {
             | CodeUnlinked
             | UnknownRefreshToken
             | RefreshTokenRevoked
+            | RefreshTokenIdle
             | RefreshTokenUnlinked
             | RefreshTokenReused
             | RetryDiffers
@@ -153,6 +154,7 @@ impl Refusal {
             UnknownRefreshToken | RefreshTokenRevoked | RefreshTokenUnlinked => {
                 "the refresh token is invalid or revoked"
             }
+            RefreshTokenIdle => "the refresh token went unused too long: authorize again",
             RefreshTokenReused => {
                 "the refresh token was replaced by a newer one; its grant is revoked"
             }

@@ -32,7 +32,8 @@ struct Writes {
     current: Transaction,
     /// The ones after it.
     rest: std::vec::IntoIter<Transaction>,
-    ending: Ending,
+    /// `None`: decide again once they are applied ([`Decision::Continue`]).
+    ending: Option<Ending>,
 }
 
 /// A request in progress. See the [crate documentation](crate) for the calling contract.
@@ -124,7 +125,16 @@ impl Request {
                             .extend(done.puts.into_iter().map(|put| put.key));
                         self.state = State::Writing(writes);
                     }
-                    None => self.finish(writes.ending),
+                    None => match writes.ending {
+                        Some(ending) => self.finish(ending),
+                        None => {
+                            let done = writes.current;
+                            self.written
+                                .extend(done.puts.into_iter().map(|put| put.key));
+                            self.loads.clear();
+                            self.decide();
+                        }
+                    },
                 }
                 Ok(())
             }
@@ -204,7 +214,14 @@ impl Request {
                 self.state = State::Writing(Box::new(Writes {
                     current,
                     rest: Vec::new().into_iter(),
-                    ending,
+                    ending: Some(ending),
+                }))
+            }
+            Ok(Decision::Continue(current)) => {
+                self.state = State::Writing(Box::new(Writes {
+                    current,
+                    rest: Vec::new().into_iter(),
+                    ending: None,
                 }))
             }
             Ok(Decision::Each(transactions, ending)) => {
@@ -213,7 +230,7 @@ impl Request {
                     Some(current) => State::Writing(Box::new(Writes {
                         current,
                         rest: all,
-                        ending,
+                        ending: Some(ending),
                     })),
                     None => return self.finish(ending),
                 };

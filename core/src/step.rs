@@ -318,6 +318,16 @@ pub enum AuditEvent {
         /// The revoked grant.
         grant: GrantId,
     },
+    /// A new grant took a user past the bound on live grants with one app
+    /// ([`Policy::live_grants_per_link`](crate::Policy)): the oldest is revoked.
+    GrantEvicted {
+        /// The app.
+        app: AppKey,
+        /// The user.
+        account_id: AccountId,
+        /// The revoked grant.
+        grant: GrantId,
+    },
     /// An authorization code was presented again: the grant it produced is revoked.
     CodeReused {
         /// The app.
@@ -358,6 +368,7 @@ impl AuditEvent {
             AuditEvent::RefreshTokenRetried { .. } => "refresh_token_retried",
             AuditEvent::RefreshTokenReused { .. } => "refresh_token_reused",
             AuditEvent::CodeReused { .. } => "code_reused",
+            AuditEvent::GrantEvicted { .. } => "grant_evicted",
             AuditEvent::GrantRevoked { .. } => "grant_revoked",
             AuditEvent::Unlinked { .. } => "unlinked",
         }
@@ -397,6 +408,9 @@ impl Serialize for AuditEvent {
                 app, account_id, ..
             }
             | AuditEvent::CodeReused {
+                app, account_id, ..
+            }
+            | AuditEvent::GrantEvicted {
                 app, account_id, ..
             }
             | AuditEvent::GrantRevoked {
@@ -443,6 +457,7 @@ impl Serialize for AuditEvent {
             | AuditEvent::RefreshTokenRetried { grant, .. }
             | AuditEvent::RefreshTokenReused { grant, .. }
             | AuditEvent::CodeReused { grant, .. }
+            | AuditEvent::GrantEvicted { grant, .. }
             | AuditEvent::GrantRevoked { grant, .. } => {
                 out.serialize_entry("grant", grant.as_str())?;
             }

@@ -38,8 +38,12 @@ const NATIVE = [
   { id: "refresh", name: "refresh (reusable refresh token, new access token)" },
   { id: "revocation", name: "revocation (no target)" },
 ];
+// A user holding 1, 100 and 10 000 grants of one app (issue 25): the same cost whatever the count.
+const HELD = [1, 100, 10000];
+const HELD_OPS = { bearer: "bearer check", refresh: "refresh", exchange: "code exchange" };
 const sha = estimate("sha256_token");
 const native = Object.fromEntries(NATIVE.map((op) => [op.id, { ...op, ns: estimate(op.id) }]));
+const held = Object.fromEntries(Object.keys(HELD_OPS).map((op) => [op, HELD.map((n) => estimate(`${op}_held_${n}`))]));
 
 // --- size and cold start ------------------------------------------------------------------
 const size = (name) => {
@@ -188,6 +192,12 @@ const table = [
   "|---|---|---|---|",
   `| one SHA-256 of a token-sized input (reference) | ${time(sha)} | 1× | |`,
   ...NATIVE.map(({ id, name }) => `| ${name} | ${time(native[id].ns)} | ${fixed(native[id].ns / sha)}× | ${fixed(native[id].ns / floorNs, 2)}× |`),
+  "",
+  "**Grants held** (native, median; one user signed in to one app again and again, in stores of the same size, about 55 000 records): the cost of a request does not depend on how many grants its user holds.",
+  "",
+  `| operation | ${HELD.map((n) => `${group(n)} held`).join(" | ")} | ${group(HELD.at(-1))} ÷ 1 |`,
+  `|---|${HELD.map(() => "---|").join("")}---|`,
+  ...Object.entries(HELD_OPS).map(([op, name]) => `| ${name} | ${held[op].map(time).join(" | ")} | ${fixed(held[op].at(-1) / held[op][0], 2)}× |`),
   "",
   `**Node**, side by side in one process — ${node.runtime}, peer ${node.peer} (ops/s, latency p50 / p99 in µs):`,
   "",

@@ -19,7 +19,10 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use edgegrant::{HttpRequest, Input, Outcome, RecordKey, Step};
 use edgegrant_tests::bench_host::{exchange_request, field, Host, Populated, RESTORE_EVERY};
-use edgegrant_tests::{alice, bearer_request, form_request, user, GET_ACCOUNT, PKCE_APP, REVOKE};
+use edgegrant_tests::{
+    alice, bearer_request, fixture_config, form_request, pkce_offline_query, user, GET_ACCOUNT,
+    PKCE_APP, REVOKE,
+};
 use sha2::{Digest, Sha256};
 
 fn benches(c: &mut Criterion) {
@@ -192,5 +195,100 @@ fn benches(c: &mut Criterion) {
     });
 }
 
-criterion_group!(core, benches);
+/// How many grants a user may hold, in the rows that show a request's cost does not grow with
+/// them: one, a hundred, ten thousand (one sign-in after another, as a CLI on many machines or
+/// a client that authorizes again and again).
+const HELD: [usize; 3] = [1, 100, 10_000];
+
+/// The bearer check, the refresh and the code exchange of a user who holds `held` offline
+/// grants of one app (issue 25): each reads the user's link, whose size does not depend on
+/// them. Every row's store holds the same number of records (other users' make up the
+/// difference), so that only what the user holds differs.
+fn grants_held(c: &mut Criterion) {
+    let config = std::sync::Arc::new(fixture_config());
+    let query = pkce_offline_query("bench");
+    for held in HELD {
+        let mut host = Host::new(&config);
+        let mut tokens = host.code_exchange(&query, alice());
+        for _ in 1..held {
+            tokens = host.code_exchange(&query, alice());
+        }
+        let mut others = 0u32;
+        while host.store.len() < 55_000 {
+            others += 1;
+            let other = user(
+                &format!("dbid:AABenchHeld{others:025}"),
+                &others.to_string(),
+            );
+            host.code_exchange(&query, other);
+        }
+        let access = field(&mut tokens, "access_token");
+        let refresh = field(&mut tokens, "refresh_token");
+        host.store.reserve(RESTORE_EVERY as usize * 8);
+        let snapshot = host.store.clone();
+        let bearer = bearer_request(GET_ACCOUNT, &access);
+        c.bench_function(&format!("bearer_held_{held}"), |b| {
+            b.iter(|| {
+                let mut request = host.serve(Input::Http {
+                    request: bearer.clone(),
+                    user: None,
+                });
+                assert!(matches!(request.poll(), Step::Serve(_)));
+                request
+            })
+        });
+        let refresh_request = form_request(&[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", &refresh),
+            ("client_id", PKCE_APP),
+        ]);
+        c.bench_function(&format!("refresh_held_{held}"), |b| {
+            b.iter_custom(|iterations| {
+                let mut timed = Duration::ZERO;
+                let mut done = 0;
+                while done < iterations {
+                    let batch = (iterations - done).min(RESTORE_EVERY);
+                    let start = Instant::now();
+                    for _ in 0..batch {
+                        black_box(host.expect(
+                            Input::Http {
+                                request: refresh_request.clone(),
+                                user: None,
+                            },
+                            &Outcome::Tokens,
+                        ));
+                    }
+                    timed += start.elapsed();
+                    done += batch;
+                    host.store = snapshot.clone();
+                }
+                timed
+            })
+        });
+        // One more sign-in: the exchange writes the link that counts the new grant.
+        c.bench_function(&format!("exchange_held_{held}"), |b| {
+            b.iter_custom(|iterations| {
+                let mut timed = Duration::ZERO;
+                let mut done = 0;
+                while done < iterations {
+                    let batch = (iterations - done).min(RESTORE_EVERY);
+                    let mut timed_batch = Duration::ZERO;
+                    for _ in 0..batch {
+                        // Each code redeemed before the next is made: they count places in turn.
+                        let request = exchange_request(&host.consented_code(&query, alice()));
+                        let start = Instant::now();
+                        black_box(host.redeem(request));
+                        timed_batch += start.elapsed();
+                    }
+                    timed += timed_batch;
+                    done += batch;
+                    host.store = snapshot.clone();
+                }
+                timed
+            })
+        });
+    }
+}
+
+criterion_group!(core, benches, grants_held);
 criterion_main!(core);

@@ -116,7 +116,8 @@ impl Host {
         )
     }
 
-    /// Authorize and consent: the code a first-time consent yields.
+    /// Authorize and consent: the code a consent yields — or, for a user who consented
+    /// before, the code automatic re-authorization yields at once.
     pub fn consented_code(&mut self, query: &str, user: User) -> String {
         let authorize = edgegrant::HttpRequest::new("GET", "/oauth2/authorize", query);
         let mut page = self.serve(Input::Http {
@@ -126,9 +127,13 @@ impl Host {
         let Step::Respond(reply) = page.poll() else {
             panic!("no reply")
         };
-        let Outcome::Consent(_) = reply.outcome else {
-            panic!("no consent prompt: {reply:?}")
-        };
+        match &reply.outcome {
+            Outcome::Consent(_) => {}
+            Outcome::Redirect(location) => {
+                return crate::redirect_param(location, "code").expect("a code")
+            }
+            _ => panic!("no consent prompt: {reply:?}"),
+        }
         let mut consent = self.serve(Input::Http {
             request: consent_form(query, Decision::Allow),
             user: Some(user),

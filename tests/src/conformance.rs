@@ -432,6 +432,11 @@ impl Server<'_> {
         loop {
             match request.step(&mut self.store) {
                 Err(misuse) => return Err(format!("host misuse: {misuse}")),
+                Ok(Progress::Committed { audit: events }) => {
+                    for event in events {
+                        audit.push(serde_json::to_value(&event).map_err(|e| e.to_string())?);
+                    }
+                }
                 Ok(Progress::Loaded(_)) if request.steps < 16 => {}
                 Ok(Progress::Loaded(_)) => return Err("the core asked for records 16 times".into()),
                 Ok(Progress::Conflicted(key)) => {

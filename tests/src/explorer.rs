@@ -185,6 +185,9 @@ fn walk(
                 match progress {
                     Progress::Loaded(_) => next.trace.push(Event::Read { actor }),
                     Progress::Conflicted(_) => next.trace.push(Event::Conflict { actor }),
+                    Progress::Committed { audit } => {
+                        next.trace.push(Event::Commit { actor, audit })
+                    }
                     Progress::Done {
                         answer,
                         committed,
@@ -245,7 +248,7 @@ pub fn check_store(store: &Store) {
             Record::RefreshToken(r) => Some(&r.account_id),
             Record::Grant(r) => Some(&r.account_id),
             Record::Code(r) => Some(&r.account_id),
-            Record::Link(_) | Record::Attempts(_) => None,
+            Record::Link(_) | Record::Attempts(_) | Record::Member(_) => None,
         };
         if let Some(account) = account {
             assert_eq!(key.partition(), Partition::of_account(account), "{key}");
@@ -280,12 +283,26 @@ pub fn check_store(store: &Store) {
                     assert!(store.get(&current).is_some(), "{key}: no {current}");
                 }
                 let link_key = RecordKey::link(owner.app.clone(), owner.account_id.clone());
-                match store.record(&link_key) {
-                    Some(Record::Link(link)) => assert!(
-                        owner.link_epoch <= link.epoch,
-                        "{key}: epoch ahead of its link"
-                    ),
-                    other => panic!("{key}: no link {link_key}: {other:?}"),
+                let Some(Record::Link(link)) = store.record(&link_key) else {
+                    panic!("{key}: no link {link_key}");
+                };
+                assert!(
+                    owner.link_epoch <= link.epoch,
+                    "{key}: epoch ahead of its link"
+                );
+                // A grant that outlives its tokens is at its member place, counted by its
+                // link; a live one's member record names it.
+                if let Some(place) = owner.member {
+                    assert!(place < link.members, "{key}: member {place} not counted");
+                    let member =
+                        RecordKey::member(owner.app.clone(), owner.account_id.clone(), place);
+                    if owner.revoked_at.is_none() && owner.link_epoch == link.epoch {
+                        match store.record(&member) {
+                            Some(Record::Member(m))
+                                if RecordKey::Grant(key.partition(), m.grant.clone()) == *key => {}
+                            other => panic!("{key}: member {member} is {other:?}"),
+                        }
+                    }
                 }
             }
             Record::Code(code) => {
@@ -293,7 +310,17 @@ pub fn check_store(store: &Store) {
                     grant(id);
                 }
             }
-            Record::Link(_) => {}
+            Record::Link(link) => {
+                assert!(link.swept <= link.sweep_to, "{key}: swept past its end");
+                assert!(
+                    link.sweep_to <= link.members,
+                    "{key}: sweeps past its members"
+                );
+            }
+            Record::Member(member) => {
+                // Its grant is there (a member goes with its grant, never after it).
+                grant(&member.grant);
+            }
             Record::Attempts(count) => assert!(count.failures >= 1, "{key}: an empty count"),
         }
     }

@@ -182,6 +182,12 @@ pub enum Progress {
     Loaded(Vec<RecordKey>),
     /// Its transaction lost a race; it starts over with fresh records.
     Conflicted(Conflict),
+    /// Its transaction applied, and the request goes on to read again (an unlink's sweep):
+    /// a point where other requests see what it wrote.
+    Committed {
+        /// The audit events of the applied transaction.
+        audit: Vec<AuditEvent>,
+    },
     /// It finished, after committing if `committed`.
     Done {
         /// How it ended.
@@ -189,7 +195,8 @@ pub enum Progress {
         /// Whether a transaction that changed protocol records (not only failure counts) was
         /// applied.
         committed: bool,
-        /// The audit events of the applied transaction.
+        /// The audit events of the transactions applied since the request last yielded
+        /// ([`Progress::Committed`]; [`Request::run`] gathers them all).
         audit: Vec<AuditEvent>,
     },
 }
@@ -258,10 +265,18 @@ impl Request {
                         .iter()
                         .all(|put| matches!(put.key, RecordKey::Attempts(_)));
                     if !counts_only {
-                        self.committed = Some(transaction.audit.clone());
+                        // Every applied transaction's events (an unlink writes its sweep
+                        // after the transaction that carries its event).
+                        self.committed
+                            .get_or_insert_with(Vec::new)
+                            .extend(transaction.audit.iter().cloned());
                     }
                     self.request.committed()?;
                     self.steps -= 1;
+                    if matches!(self.request.poll(), Step::Read(_)) {
+                        let audit = self.committed.take().unwrap_or_default();
+                        return Ok(Progress::Committed { audit });
+                    }
                     self.step(store)
                 }
                 Err(conflict) => {
@@ -275,13 +290,34 @@ impl Request {
         }
     }
 
-    /// Steps until done. Panics after `limit` steps: a request that does not finish is a bug
-    /// of the core, not a misuse by the host.
+    /// Steps until done, with the audit events of every transaction it applied. Panics after
+    /// `limit` reads: a request that does not finish is a bug of the core, not a misuse by
+    /// the host. (An unlink's sweep pages do not count: each is bounded, and they are as many
+    /// as the user held grants.)
     pub fn run(&mut self, store: &mut Store, limit: usize) -> Result<Progress, Misuse> {
-        for _ in 0..limit {
-            let progress = self.step(store)?;
-            if matches!(progress, Progress::Done { .. }) {
-                return Ok(progress);
+        let mut earlier: Option<Vec<AuditEvent>> = None;
+        let mut reads = 0;
+        while reads < limit {
+            match self.step(store)? {
+                Progress::Committed { audit } => {
+                    earlier.get_or_insert_with(Vec::new).extend(audit);
+                    reads = 0;
+                }
+                Progress::Done {
+                    answer,
+                    committed,
+                    audit,
+                } => {
+                    let committed = committed || earlier.is_some();
+                    let mut all = earlier.unwrap_or_default();
+                    all.extend(audit);
+                    return Ok(Progress::Done {
+                        answer,
+                        committed,
+                        audit: all,
+                    });
+                }
+                _ => reads += 1,
             }
         }
         panic!("the request did not finish within {limit} steps")

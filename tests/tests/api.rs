@@ -416,7 +416,7 @@ fn keys_read_after_unlink(grants: usize, refreshes: usize) -> (usize, usize) {
                 assert_eq!(http(answer).status, 401);
                 break;
             }
-            Progress::Conflicted(_) => unreachable!(),
+            Progress::Conflicted(_) | Progress::Committed { .. } => unreachable!(),
         }
     }
     (keys, request.reads)

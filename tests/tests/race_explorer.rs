@@ -273,12 +273,20 @@ fn consent_racing_unlink_never_revives_old_tokens() {
             panic!("consent redirects: {:?}", s.answers[0])
         };
         let code = redirect_param(location, "code").expect("a code");
+        // The unlink's first commit ends the epoch (its sweep commits after it are cleanup).
         let consented_last = s
             .trace
             .iter()
             .rev()
             .find_map(|e| match e {
-                Event::Commit { actor, .. } => Some(*actor == 0),
+                Event::Commit { actor: 0, .. } => Some(true),
+                Event::Commit { audit, .. }
+                    if audit
+                        .iter()
+                        .any(|a| matches!(a, AuditEvent::Unlinked { .. })) =>
+                {
+                    Some(false)
+                }
                 _ => None,
             })
             .expect("commits");

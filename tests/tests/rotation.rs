@@ -454,8 +454,21 @@ fn the_rotation_policy_is_checked_and_round_trips() {
 fn grants_of_formats_3_and_4_read_as_never_rotated() {
     let mut sim = rotating();
     let (_, refresh) = signed_in_on(&mut sim);
-    let grant = grant_of(&sim, &refresh);
+    // As an older format wrote it: no member place, no idle deadline (format 7).
+    let grant = GrantRecord {
+        member: None,
+        idle_until: None,
+        ..grant_of(&sim, &refresh)
+    };
     let mut bytes = Record::Grant(grant.clone()).encode();
+    let tail = bytes.split_off(bytes.len() - 2);
+    assert_eq!(
+        tail,
+        [0, 0],
+        "no member place, no idle deadline: a zero byte each"
+    );
+    bytes[0] = 6;
+    assert_eq!(Record::decode(&bytes), Ok(Record::Grant(grant.clone())));
     assert_eq!(bytes.pop(), Some(0), "no rotation is one zero byte, last");
     bytes[0] = 4;
     assert_eq!(Record::decode(&bytes), Ok(Record::Grant(grant.clone())));

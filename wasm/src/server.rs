@@ -43,6 +43,8 @@ export interface Policy {
   max_attempts?: number;
   /** Failed credential checks allowed per window before 429 (0: no limit). */
   attempts?: { window?: number; per_source?: number; per_account?: number };
+  live_grants_per_link?: number;
+  refresh_idle_lifetime?: number;
   /** Allow http redirect URIs off the loopback interface (default false: https, or http on 127.0.0.1, [::1], localhost only). */
   allow_http_redirect_uris?: boolean;
 }

@@ -10,7 +10,7 @@ use crate::credentials::AuthorizationCode;
 use crate::ctx::{create, replace, ConsentPage, Ctx, Decision, Ending, Flow, Via};
 use crate::endpoints::issue::{issue_grant, IssuedGrant};
 use crate::endpoints::within_limit;
-use crate::ids::{AppKey, GrantId, RedirectUri, User};
+use crate::ids::{AppKey, RedirectUri, User};
 use crate::machines::code::{self, CodeTerms};
 use crate::machines::grant::GrantTerms;
 use crate::machines::link;
@@ -349,8 +349,11 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     let mut transaction = match request.response_type {
         ResponseType::Code => issue_code(ctx, partition, app, request, user, link_epoch),
         ResponseType::Token => {
-            let (decision, listed) = issue_implicit(ctx, partition, request, user, link_epoch);
-            next_link.grants.extend(listed);
+            let (decision, member) =
+                issue_implicit(ctx, partition, request, user, link_epoch, next_link.members);
+            if member.is_some() {
+                next_link = link::with_member(&next_link).0;
+            }
             decision
         }
     };
@@ -417,15 +420,16 @@ fn issue_code(
 }
 
 /// Legacy implicit grant (RFC 6749 §4.2): the access token goes in the fragment; never a
-/// refresh token. With the grant to put on the link's list when it never ends by itself (a
-/// long-lived token).
+/// refresh token. With the member place it took (`next_member`) when it never ends by itself
+/// (a long-lived token), for the link to count.
 fn issue_implicit(
     ctx: &Ctx<'_>,
     partition: Partition,
     request: &Authorization,
     user: &User,
     link_epoch: u64,
-) -> (Decision, Option<GrantId>) {
+    next_member: u64,
+) -> (Decision, Option<u64>) {
     let Some(reply) = &request.reply else {
         // `validate` refuses response_type=token without a redirect_uri.
         return (
@@ -442,7 +446,7 @@ fn issue_implicit(
         access_token,
         expires_in,
         refresh_token: _,
-        outlives_tokens,
+        member,
         puts,
     } = issue_grant(
         ctx,
@@ -458,6 +462,7 @@ fn issue_implicit(
         },
         request.access_type,
         request.resources.clone(),
+        next_member,
     );
     let expires_in_text = expires_in.map(|s| s.0.to_string());
     let scope = grant.scopes.to_string();
@@ -471,7 +476,6 @@ fn issue_implicit(
         ("account_id", user.account_id.as_str()),
         ("uid", user.uid.as_str()),
     ]);
-    let listed = outlives_tokens.then(|| grant_id.clone());
     let audit = AuditEvent::TokensIssued {
         app: request.app.clone(),
         account_id: user.account_id.clone(),
@@ -486,5 +490,5 @@ fn issue_implicit(
         },
         Ending::Redirect(reply.location(&params)),
     );
-    (decision, listed)
+    (decision, member)
 }

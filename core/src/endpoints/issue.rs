@@ -9,8 +9,8 @@ use crate::machines::{access_token, link, refresh_token};
 use crate::partition::Partition;
 use crate::records::Resources;
 use crate::records::{
-    AccessTokenRecord, GrantRecord, LinkRecord, Record, RecordKey, RefreshTokenRecord,
-    TokenAccessType,
+    AccessTokenRecord, GrantRecord, LinkRecord, MemberRecord, Record, RecordKey,
+    RefreshTokenRecord, TokenAccessType,
 };
 use crate::step::Put;
 use crate::time::{Seconds, UnixTime};
@@ -22,9 +22,10 @@ pub(crate) struct IssuedGrant {
     pub access_token: AccessToken,
     pub expires_in: Option<Seconds>,
     pub refresh_token: Option<RefreshToken>,
-    /// Whether the grant never ends by itself (it has a refresh token or a long-lived access
-    /// token): the caller puts it on its link's list, for an unlink to end it.
-    pub outlives_tokens: bool,
+    /// The grant's member place if it never ends by itself (it has a refresh token or a
+    /// long-lived access token): its member record is among the puts, and the caller counts
+    /// the place on the link ([`link::with_member`]), for an unlink to sweep it.
+    pub member: Option<u64>,
     pub puts: Vec<Put>,
 }
 
@@ -32,6 +33,7 @@ pub(crate) struct IssuedGrant {
 /// first): an access token, and a refresh token for offline access.
 ///
 /// Everything lies in `partition`, the user's. The access token is for `audience` (RFC 8707).
+/// A grant that never ends by itself takes member place `next_member` of its link.
 pub(crate) fn issue_grant(
     ctx: &Ctx<'_>,
     partition: Partition,
@@ -39,6 +41,7 @@ pub(crate) fn issue_grant(
     terms: GrantTerms<'_>,
     access_type: TokenAccessType,
     audience: Resources,
+    next_member: u64,
 ) -> IssuedGrant {
     let mut grant = grant::new(terms);
     let expires_at = access_token::expires_at(access_type, ctx.now, ctx.config.policy());
@@ -60,10 +63,38 @@ pub(crate) fn issue_grant(
     grant.refresh_token = refresh.as_ref().map(|(token, _)| token.digest());
     grant.long_lived_token = expires_at.is_none().then(|| access_token.digest());
     let outlives_tokens = grant.refresh_token.is_some() || grant.long_lived_token.is_some();
+    grant.member = outlives_tokens.then_some(next_member);
+    // Under an idle lifetime an offline grant ends unless its refresh token is used in time;
+    // it and what it owns go one access-token lifetime after that.
+    let policy = ctx.config.policy();
+    grant.idle_until = policy
+        .refresh_idle_lifetime
+        .filter(|_| refresh.is_some())
+        .map(|idle| ctx.now.plus(idle));
+    let kept_until = grant::purge_after(&grant, policy);
+    let member_key = |place| {
+        RecordKey::Member(
+            partition,
+            grant.app.clone(),
+            grant.account_id.clone(),
+            place,
+        )
+    };
+    let member_put = grant.member.map(|place| {
+        create(
+            member_key(place),
+            &Record::Member(MemberRecord {
+                grant: grant_id.clone(),
+            }),
+            kept_until,
+        )
+    });
     // An online grant is worthless once its only access token is purged; an offline or
     // long-lived one lives as long as its tokens can.
-    let grant_purge =
-        access_token::purge_after(expires_at, ctx.config.policy()).filter(|_| refresh.is_none());
+    let grant_purge = match refresh {
+        None => access_token::purge_after(expires_at, policy),
+        Some(_) => kept_until,
+    };
     let mut puts = vec![
         create(
             RecordKey::Grant(partition, grant_id.clone()),
@@ -80,17 +111,18 @@ pub(crate) fn issue_grant(
         puts.push(create(
             RecordKey::RefreshToken(partition, token.digest()),
             &Record::RefreshToken(record),
-            None,
+            kept_until,
         ));
         token
     });
+    puts.extend(member_put);
     IssuedGrant {
         grant_id,
         expires_in: expires_at.map(|at| at.seconds_from(ctx.now)),
+        member: grant.member,
         grant,
         access_token,
         refresh_token,
-        outlives_tokens,
         puts,
     }
 }
@@ -108,7 +140,7 @@ pub(crate) fn revoke_grant(
 ) -> Flow<Vec<Put>> {
     let grant = loaded.record;
     let partition = key.partition();
-    let members = token_keys(partition, grant);
+    let members = owned_keys(partition, grant);
     let link_key = RecordKey::Link(partition, grant.app.clone(), grant.account_id.clone());
     let mut needed: Vec<&RecordKey> = members.iter().collect();
     needed.push(&link_key);
@@ -156,7 +188,7 @@ pub(crate) fn unlinked_grants(
     }
     let members: Vec<RecordKey> = found
         .iter()
-        .flat_map(|(_, loaded)| token_keys(partition, loaded.record))
+        .flat_map(|(_, loaded)| owned_keys(partition, loaded.record))
         .collect();
     ctx.need(&members.iter().collect::<Vec<_>>())?;
     let purge = Some(ctx.now.plus(ctx.config.policy().access_token_ttl));
@@ -175,15 +207,28 @@ pub(crate) fn unlinked_grants(
     Ok(puts)
 }
 
-/// The keys of the grant's tokens that cannot expire by themselves.
-fn token_keys(partition: Partition, grant: &GrantRecord) -> Vec<RecordKey> {
+/// The keys of what a grant owns that cannot expire by itself: its refresh token, a
+/// long-lived access token, its member record.
+fn owned_keys(partition: Partition, grant: &GrantRecord) -> Vec<RecordKey> {
     let refresh = grant
         .refresh_token
         .map(|d| RecordKey::RefreshToken(partition, d));
     let long_lived = grant
         .long_lived_token
         .map(|d| RecordKey::AccessToken(partition, d));
-    refresh.into_iter().chain(long_lived).collect()
+    let member = grant.member.map(|place| {
+        RecordKey::Member(
+            partition,
+            grant.app.clone(),
+            grant.account_id.clone(),
+            place,
+        )
+    });
+    refresh
+        .into_iter()
+        .chain(long_lived)
+        .chain(member)
+        .collect()
 }
 
 /// Each token record under `keys` as it is, with a purge time (none for a record that is gone).
@@ -197,6 +242,7 @@ fn purged_tokens(ctx: &Ctx<'_>, keys: Vec<RecordKey>, purge: Option<UnixTime>) -
             RecordKey::AccessToken(..) => {
                 purged::<AccessTokenRecord>(ctx, key, Record::AccessToken, purge)?
             }
+            RecordKey::Member(..) => purged::<MemberRecord>(ctx, key, Record::Member, purge)?,
             _ => None,
         };
         puts.extend(put);

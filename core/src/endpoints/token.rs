@@ -22,12 +22,12 @@ use crate::partition::Partition;
 use crate::pkce::CodeVerifier;
 use crate::records::Resources;
 use crate::records::{
-    AccessTokenRecord, CodeRecord, CodeState, GrantRecord, LastRotation, LinkRecord, Record,
-    RecordKey, RefreshTokenRecord, TokenAccessType,
+    AccessTokenRecord, CodeRecord, CodeState, GrantRecord, LastRotation, LinkRecord, MemberRecord,
+    Record, RecordKey, RefreshTokenRecord, TokenAccessType,
 };
 use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
-use crate::step::{AuditEvent, Transaction};
+use crate::step::{AuditEvent, Put, Transaction};
 use crate::wire::client_auth::{self, CredentialError};
 use crate::wire::form::{is_form_content_type, Params, Repeated};
 use crate::wire::http::HttpRequest;
@@ -379,6 +379,7 @@ fn exchange_code(
         },
         record.access_type,
         audience,
+        link_record.map_or(0, |l| l.members),
     );
     let audit = AuditEvent::TokensIssued {
         app: record.app.clone(),
@@ -399,20 +400,23 @@ fn exchange_code(
         Some(keep_until),
     )];
     puts.extend(issued.puts);
-    if issued.outlives_tokens {
-        // On the link's list, at the version read (which also holds the epoch checked above).
+    let mut audit = vec![audit];
+    if let (Some(place), Some(counted)) = (issued.member, link_record) {
+        // Its member place counted on the link, at the version read (which also holds the
+        // epoch checked above): of two exchanges racing for a place, one writes again.
         puts.push(replace(
             link_key,
             link.as_ref().map(|l| l.version),
-            &Record::Link(link::with_grant(link_record, issued.grant_id.clone())),
+            &Record::Link(link::with_member(counted).0),
             None,
         ));
+        if let Some((evicting, event)) = evicted(ctx, partition, &user, &record.app, place)? {
+            puts.extend(evicting);
+            audit.push(event);
+        }
     }
     Ok(Decision::Commit(
-        Transaction {
-            puts,
-            audit: vec![audit],
-        },
+        Transaction { puts, audit },
         Ending::Tokens(Box::new(TokenBody {
             access_token: issued.access_token,
             expires_in: issued.expires_in,
@@ -420,6 +424,43 @@ fn exchange_code(
             exchange: Some((issued.grant.scopes, user.account_id, user.uid)),
         })),
     ))
+}
+
+/// Under a bound on live grants per user and app ([`Policy::live_grants_per_link`]), a new
+/// member at `place` revokes the one `bound` places before it, if that one still stands: so
+/// every live member is among the newest `bound`. The writes and the audit event, if any.
+fn evicted(
+    ctx: &Ctx<'_>,
+    partition: Partition,
+    user: &User,
+    app: &AppKey,
+    place: u64,
+) -> Flow<Option<(Vec<Put>, AuditEvent)>> {
+    let Some(oldest) = ctx
+        .config
+        .policy()
+        .live_grants_per_link
+        .and_then(|bound| place.checked_sub(u64::from(bound)))
+    else {
+        return Ok(None);
+    };
+    let member_key = RecordKey::Member(partition, app.clone(), user.account_id.clone(), oldest);
+    let Some(member) = ctx.load::<MemberRecord>(&member_key)? else {
+        return Ok(None);
+    };
+    let grant_key = RecordKey::Grant(partition, member.record.grant.clone());
+    let Some(grant) = ctx.load::<GrantRecord>(&grant_key)? else {
+        return Ok(None);
+    };
+    if grant.record.revoked_at.is_some() {
+        return Ok(None);
+    }
+    let event = AuditEvent::GrantEvicted {
+        app: app.clone(),
+        account_id: user.account_id.clone(),
+        grant: member.record.grant.clone(),
+    };
+    Ok(Some((revoke_grant(ctx, grant_key, &grant)?, event)))
 }
 
 /// A verified client presented a used code: refuse, and revoke what the code produced
@@ -488,6 +529,9 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
         Standing::Revoked => return end(Refusal::RefreshTokenRevoked),
         Standing::Unlinked => return end(Refusal::RefreshTokenUnlinked),
     }
+    if let Err(refusal) = refresh_token::check_idle(grant.record, ctx.now) {
+        return end(refusal);
+    }
     // Reuse is judged before the parameters: a superseded token revokes whatever it asks.
     let RecordKey::RefreshToken(_, digest) = token else {
         return end(Refusal::UnknownRefreshToken);
@@ -539,30 +583,34 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
         &Record::AccessToken(access_record),
         access_token::purge_after(expires_at, ctx.config.policy()),
     )];
+    // The grant as this refresh leaves it, if it changes: its idle deadline moved on, its
+    // token rotated, or its last rotation's window closed.
+    let idle_until = refresh_token::idle_moved(grant.record, ctx.now, ctx.config.policy());
+    let mut next_grant = idle_until.map(|at| GrantRecord {
+        idle_until: Some(at),
+        ..grant.record.clone()
+    });
+    // Where the grant's records go under an idle lifetime (`None`: kept).
+    let kept_until = grant::purge_after(
+        next_grant.as_ref().unwrap_or(grant.record),
+        ctx.config.policy(),
+    );
     let mut successor = None;
     if let Some((policy, presented)) = rotating {
         let next = seed.refresh_token(partition, presented);
-        let rotated = GrantRecord {
+        next_grant = Some(GrantRecord {
             refresh_token: Some(next.digest()),
             rotation: Some(Box::new(LastRotation {
                 superseded: digest,
                 at: ctx.now,
                 seed,
             })),
-            ..grant.record.clone()
-        };
-        // The grant at the version read: of two refreshes racing with one token, one rotates
-        // and the other, deciding again, finds itself a retry of it.
-        puts.push(replace(
-            grant_key,
-            Some(grant.version),
-            &Record::Grant(rotated),
-            None,
-        ));
+            ..next_grant.unwrap_or_else(|| grant.record.clone())
+        });
         puts.push(create(
             RecordKey::RefreshToken(partition, next.digest()),
             &Record::RefreshToken(refresh_token::mint(&record.grant, grant.record)),
-            None,
+            kept_until,
         ));
         // The superseded token is kept as long as its reuse is to be caught.
         puts.push(replace(
@@ -572,19 +620,51 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
             Some(ctx.now.plus(policy.reuse_detection)),
         ));
         successor = Some(next);
-    } else if grant.record.rotation.is_some() {
-        // The current token used without rotating (a confidential client with its secret):
-        // its predecessor's retry window closes all the same, so the superseded token now
-        // revokes the grant wherever it turns up.
-        let closed = GrantRecord {
-            rotation: None,
-            ..grant.record.clone()
-        };
+    } else {
+        if grant.record.rotation.is_some() {
+            // The current token used without rotating (a confidential client with its
+            // secret): its predecessor's retry window closes all the same, so the superseded
+            // token now revokes the grant wherever it turns up.
+            next_grant = Some(GrantRecord {
+                rotation: None,
+                ..next_grant.unwrap_or_else(|| grant.record.clone())
+            });
+        }
+        if idle_until.is_some() {
+            // The token itself goes with the grant's new deadline.
+            puts.push(replace(
+                token.clone(),
+                Some(loaded.version),
+                &Record::RefreshToken(record.clone()),
+                kept_until,
+            ));
+        }
+    }
+    if let Some(next_grant) = next_grant {
+        if let (Some(_), Some(place)) = (idle_until, grant.record.member) {
+            // Its member record goes with it too.
+            let member = RecordKey::Member(
+                partition,
+                record.app.clone(),
+                record.account_id.clone(),
+                place,
+            );
+            if let Some(found) = ctx.load::<MemberRecord>(&member)? {
+                puts.push(replace(
+                    member,
+                    Some(found.version),
+                    &Record::Member(found.record.clone()),
+                    kept_until,
+                ));
+            }
+        }
+        // The grant at the version read: of two refreshes racing with one token, one rotates
+        // and the other, deciding again, finds itself a retry of it.
         puts.push(replace(
             grant_key,
             Some(grant.version),
-            &Record::Grant(closed),
-            None,
+            &Record::Grant(next_grant),
+            kept_until,
         ));
     }
     let audit = if successor.is_some() {

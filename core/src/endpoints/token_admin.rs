@@ -10,8 +10,8 @@ use crate::ctx::{Ctx, Decision, Ending, Flow, Introspected, Loaded};
 use crate::endpoints::issue::revoke_grant;
 use crate::endpoints::token::{authenticate, form_parameters, Client, Operation, Parsed};
 use crate::ids::{AccountId, AppKey, GrantId};
-use crate::machines::access_token;
 use crate::machines::grant::{self, Standing};
+use crate::machines::{access_token, refresh_token};
 use crate::records::{AccessTokenRecord, GrantRecord, LinkRecord, RecordKey, RefreshTokenRecord};
 use crate::refusal::Refusal;
 use crate::step::{AuditEvent, Transaction};
@@ -211,6 +211,8 @@ fn introspected(ctx: &Ctx<'_>, client: &Client, held: Held<'_>) -> Option<Intros
             })
         }
         None if !own => None,
+        // A refresh token that went unused for the idle lifetime is not live.
+        None if refresh_token::check_idle(grant, ctx.now).is_err() => None,
         None => Some(Introspected {
             app: held.app.clone(),
             account_id: held.account_id.clone(),

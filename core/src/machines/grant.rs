@@ -1,6 +1,7 @@
 //! Grants: what one consent produced once redeemed — an access token, perhaps a refresh token,
 //! and every access token later minted from it. Revoking the grant ends all of them at once.
 
+use crate::config::Policy;
 use crate::ids::{AppKey, User};
 use crate::records::{GrantRecord, LinkRecord, Resources};
 use crate::refusal::Refusal;
@@ -32,6 +33,8 @@ pub(crate) fn new(terms: GrantTerms<'_>) -> GrantRecord {
         long_lived_token: None,
         resources: terms.resources,
         rotation: None,
+        member: None,
+        idle_until: None,
     }
 }
 
@@ -53,6 +56,13 @@ pub(crate) fn standing(grant: &GrantRecord, link: Option<&LinkRecord>) -> Standi
     } else {
         Standing::Unlinked
     }
+}
+
+/// When a live grant's records may be purged: under an idle lifetime, one access-token
+/// lifetime after its idle deadline (its last access token has expired by then); else never
+/// (it ends by revocation or unlink, which set the time).
+pub(crate) fn purge_after(grant: &GrantRecord, policy: &Policy) -> Option<UnixTime> {
+    grant.idle_until.map(|at| at.plus(policy.access_token_ttl))
 }
 
 /// Revocation: the grant and every token of it end now (the first revocation's time stays).

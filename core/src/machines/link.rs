@@ -2,10 +2,13 @@
 //!
 //! Every code and grant records the epoch it was made in and is void once the epoch moves (or
 //! the link is gone), so an unlink is one transaction and a later check reads one record,
-//! however many tokens existed. The link also lists the grants of its epoch that never end by
-//! themselves, so that the unlink can give them (and their tokens) a purge time; the unlinked
-//! link goes with them. A new link starts at a random epoch: one made again after an earlier
-//! link was purged cannot match anything issued under that one.
+//! however many tokens existed. The grants that never end by themselves are the link's
+//! *members*, one record each at consecutive places, so that the link stays the same size
+//! however many there are: an unlink marks every place so far as to be swept, and sweeps
+//! them a page at a time, giving them (and their tokens) a purge time; the unlinked link goes
+//! once nothing is left to sweep. A new link starts at a random epoch, and its places there
+//! too: one made again after an earlier link was purged cannot match anything issued under
+//! that one.
 
 use crate::ids::GrantId;
 use crate::records::{LinkRecord, Resources, TokenAccessType};
@@ -52,24 +55,60 @@ pub(crate) fn consented(
 ) -> LinkRecord {
     let offline = access == TokenAccessType::Offline;
     let before = link.map(|l| &l.resources);
-    LinkRecord {
-        epoch: link.map_or(first_epoch, |l| l.epoch),
-        granted: link.map_or_else(|| scopes.clone(), |l| l.granted.union(scopes)),
-        offline: offline || link.is_some_and(|l| l.offline),
-        grants: link.map_or_else(Vec::new, |l| l.grants.clone()),
-        resources: Resources::from_names(
-            resources
-                .iter()
-                .chain(before.into_iter().flat_map(Resources::iter)),
-        ),
+    let resources = Resources::from_names(
+        resources
+            .iter()
+            .chain(before.into_iter().flat_map(Resources::iter)),
+    );
+    match link {
+        Some(l) => LinkRecord {
+            granted: l.granted.union(scopes),
+            offline: offline || l.offline,
+            resources,
+            ..l.clone()
+        },
+        None => LinkRecord {
+            epoch: first_epoch,
+            granted: scopes.clone(),
+            offline,
+            grants: Vec::new(),
+            resources,
+            members: first_epoch,
+            swept: first_epoch,
+            sweep_to: first_epoch,
+        },
     }
 }
 
-/// A grant that never ends by itself was issued in the link's epoch: it joins the list.
-pub(crate) fn with_grant(link: Option<&LinkRecord>, grant: GrantId) -> LinkRecord {
-    let mut next = link.cloned().unwrap_or_default();
-    next.grants.push(grant);
-    next
+/// A grant that never ends by itself was issued in the link's epoch: it takes the link's next
+/// member place, returned with the link that counts it.
+pub(crate) fn with_member(link: &LinkRecord) -> (LinkRecord, u64) {
+    let place = link.members;
+    let next = LinkRecord {
+        members: place.saturating_add(1),
+        ..link.clone()
+    };
+    (next, place)
+}
+
+/// How many members an unlink sweeps per step: a step's reads and its one transaction stay
+/// bounded (a member, its grant and its two tokens each: at most 129 puts with the link).
+pub(crate) const SWEEP_PAGE: u64 = 32;
+
+/// The places of the next page to sweep, if any are left.
+pub(crate) fn to_sweep(link: &LinkRecord) -> Option<std::ops::Range<u64>> {
+    let end = link.sweep_to.min(link.swept.saturating_add(SWEEP_PAGE));
+    (link.swept < end).then_some(link.swept..end)
+}
+
+/// Whether the link holds nothing any more: no consent since its unlink, nothing to sweep.
+/// Then it may go (a purge time), with what it ended.
+pub(crate) fn is_spent(link: &LinkRecord) -> bool {
+    to_sweep(link).is_none()
+        && link.granted.is_empty()
+        && !link.offline
+        && link.resources.is_empty()
+        && link.grants.is_empty()
 }
 
 /// The grant was revoked: off the list. `None` when it is not on it (nothing to write).
@@ -80,10 +119,14 @@ pub(crate) fn without_grant(link: &LinkRecord, grant: &GrantId) -> Option<LinkRe
     Some(next)
 }
 
-/// Unlink: a new epoch with nothing granted and no grants.
+/// Unlink: a new epoch with nothing granted and no listed grants; every member so far is to
+/// be swept.
 pub(crate) fn unlinked(link: &LinkRecord) -> LinkRecord {
     LinkRecord {
         epoch: link.epoch.saturating_add(1),
+        members: link.members,
+        swept: link.swept,
+        sweep_to: link.members,
         ..LinkRecord::default()
     }
 }

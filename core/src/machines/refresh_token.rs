@@ -3,13 +3,13 @@
 //! has them; in the standards profile a refresh may rotate the token instead (RFC 9700
 //! §4.14.2): the grant then names its current token and its last rotation.
 
-use crate::config::{RotatedClients, Rotation};
+use crate::config::{Policy, RotatedClients, Rotation};
 use crate::credentials::RefreshTokenDigest;
 use crate::ids::{AppKey, GrantId};
 use crate::records::{GrantRecord, LastRotation, RefreshTokenRecord};
 use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
-use crate::time::UnixTime;
+use crate::time::{is_expired, Seconds, UnixTime};
 
 /// The record of the refresh token of `grant`.
 pub(crate) fn mint(grant_id: &GrantId, grant: &GrantRecord) -> RefreshTokenRecord {
@@ -50,6 +50,25 @@ pub(crate) fn scopes(
         Some(narrower) if narrower.is_subset(&grant.scopes) => Ok(narrower.clone()),
         Some(_) => Err(Refusal::ScopeWidened),
     }
+}
+
+/// Under an idle lifetime the grant ends at its idle deadline (exact boundary: refused from
+/// `idle_until` on).
+pub(crate) fn check_idle(grant: &GrantRecord, now: UnixTime) -> Result<(), Refusal> {
+    match grant.idle_until {
+        Some(at) if is_expired(at, now) => Err(Refusal::RefreshTokenIdle),
+        _ => Ok(()),
+    }
+}
+
+/// The grant's idle deadline after its refresh token is used at `now`: moved a whole idle
+/// lifetime on once half of it has passed (so a client refreshing every few minutes does not
+/// write the grant each time); `None` while it stays (or without an idle lifetime).
+pub(crate) fn idle_moved(grant: &GrantRecord, now: UnixTime, policy: &Policy) -> Option<UnixTime> {
+    let idle = policy.refresh_idle_lifetime?;
+    let until = grant.idle_until?;
+    let half = Seconds(idle.0 / 2);
+    (until.seconds_from(now).0 < half.0).then(|| now.plus(idle))
 }
 
 /// Whether this refresh rotates the token: never without a rotation policy (the reference
