@@ -228,8 +228,8 @@ pub use refusal::Refusal;
 pub use request::Request;
 pub use scope::{LegacyAccess, Scope, ScopeSet, TEAM_AUDITING_SCOPES, USER_SCOPES};
 pub use step::{
-    AuditEvent, Authorized, ConsentPrompt, Expect, Input, Misuse, Outcome, Principal, Put, Reply,
-    Step, Transaction, Unlinker,
+    AttemptStep, AuditEvent, Authorized, ConsentPrompt, Expect, Input, Misuse, Outcome, Principal,
+    Put, Reply, Step, Transaction, Unlinker,
 };
 pub use time::{Seconds, UnixTime};
 pub use wire::http::{HttpRequest, HttpResponse};

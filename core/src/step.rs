@@ -40,18 +40,21 @@ pub enum Input {
         /// the authorization endpoint reads it.
         user: Option<User>,
     },
-    /// A credential check of the host's own (its sign-in form), limited like the token
-    /// endpoint's client authentication: with `failed: false` before the check (is any of
-    /// `attempters` at its limit?), with `failed: true` after a failed one (count it). Ends in
-    /// [`Outcome::AttemptsAllowed`], or refused with [`Refusal::TooManyAttempts`].
+    /// A credential check of the host's own (its sign-in form), limited per account name and
+    /// source: [`AttemptStep::Reserve`] before the check counts it as a failure up front —
+    /// atomically, so checks running at once cannot pass the limit together — unless one of
+    /// `attempters` is at its limit; [`AttemptStep::Succeeded`] after a correct check takes
+    /// that reservation back. An account name is counted per source when a source is given,
+    /// so no one elsewhere can lock its owner out. Ends in [`Outcome::AttemptsAllowed`], or
+    /// refused with [`Refusal::TooManyAttempts`] (or [`Refusal::MalformedAttempter`]).
     ///
-    /// Each attempter's count is a partition of its own: a failure counted against several is
+    /// Each attempter's count is a partition of its own: a check counted against several is
     /// written as one transaction per count, one after the other.
     Attempts {
         /// Whom the check is counted against (the account name tried, the source).
         attempters: Vec<Attempter>,
-        /// Whether a failure is to be recorded.
-        failed: bool,
+        /// Before the check, or after a correct one.
+        step: AttemptStep,
     },
     /// The user or a team admin unlinked the app: every token of this app and user ends.
     Unlink {
@@ -120,6 +123,16 @@ pub struct ConsentPrompt {
     /// The resources (RFC 8707) the tokens will be for — the API served here when the request
     /// named none (standards profile); empty in the reference profile.
     pub resources: Resources,
+}
+
+/// Where a credential check of the host's own stands ([`Input::Attempts`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttemptStep {
+    /// Before the check: may it go ahead? If so it is counted as a failure now, and stays
+    /// counted unless the check succeeds.
+    Reserve,
+    /// After a correct check: the reservation is taken back.
+    Succeeded,
 }
 
 /// The principal an authorized API call acts for.

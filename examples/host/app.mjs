@@ -232,8 +232,9 @@ export function internalError(error) {
  * answers those and resolves null for every other request. Holds no records: a Worker runs it
  * outside the Durable Object, so the deliberately slow scrypt never stalls the object.
  *
- * `clock`: the host's (test mode moves it). `attempts(attempters, { failed })`: the auth server's
- * limit on failed checks (createAuthServer's `attempts`), per account name and source.
+ * `clock`: the host's (test mode moves it). `attempts(attempters, { succeeded })`: the auth
+ * server's limit on failed checks (createAuthServer's `attempts`), per account name (from each
+ * source) and source: each check counted before it runs, taken back when it succeeds.
  * `sourceOf(request)`: the client's address, or null.
  */
 export function signInRoutes(config, { title = "host", clock = systemClock, attempts, sourceOf = () => null } = {}) {
@@ -280,10 +281,9 @@ export function signInRoutes(config, { title = "host", clock = systemClock, atte
       const user = usersByName.get(username);
       // An unknown name is checked against the decoy: as slow as a wrong password.
       const matches = passwordMatches(user?.password_scrypt ?? decoy, form.get("password") ?? "");
-      if (!user || !matches) {
-        if (attempts) await attempts(attempters, { failed: true });
-        return refused();
-      }
+      // The check was counted before it ran: a wrong one stays counted, a correct one is taken back.
+      if (!user || !matches) return refused();
+      if (attempts) await attempts(attempters, { succeeded: true });
       const cookie = session.cookie(user.account_id, { now: clock(), secure });
       return new Response(null, { status: 303, headers: { Location: target, "Set-Cookie": cookie, "Cache-Control": "no-store" } });
     }

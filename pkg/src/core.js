@@ -88,10 +88,11 @@ export function createCore(config) {
     },
     /**
      * Starts a credential check of the host's own: `attempters` as `{ account }` / `{ source }`
-     * objects; `failed` false before the check, true to count a failed one. They cross as two
-     * lists, each value whole: a name typed at sign-in cannot spell another attempter.
+     * objects; `succeeded` false before the check (it is counted now, if it may go ahead), true
+     * after a correct one (the count is taken back). They cross as two lists, each value whole:
+     * a name typed at sign-in cannot spell another attempter.
      */
-    attempts(attempters, failed, now, entropy) {
+    attempts(attempters, succeeded, now, entropy) {
       const kinds = [];
       const values = [];
       for (const attempter of attempters) {
@@ -101,7 +102,7 @@ export function createCore(config) {
           values.push(String(attempter[kind]));
         }
       }
-      return core.attempts(kinds, values, failed, now, entropy);
+      return core.attempts(kinds, values, succeeded, now, entropy);
     },
     /** Starts an unlink of `app` for `accountId`, by "user" or "team_admin". */
     unlink: (app, accountId, by, now, entropy) => core.unlink(app, accountId, by, now, entropy),

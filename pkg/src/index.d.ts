@@ -138,11 +138,11 @@ export interface AuthServer {
   /** Where a Fetch request runs when records are spread over partitions: the core's answer (null: anywhere) and the request to forward, its body already read. */
   route(request: Request): Promise<{ partition: string | null; request: Request }>;
   /**
-   * A credential check of the host's own (its sign-in), limited per account and source: ask before checking (`failed: false`), count a failure after (`failed: true`).
+   * A credential check of the host's own (its sign-in), limited per account name (per source, when one is given) and source: call it before checking (the check is counted now, atomically, if it may go ahead), and with `{ succeeded: true }` after a correct one (the count is taken back).
    * Check only when `allowed`. `limited`: an attempter is at its limit (answer 429 with `Retry-After`); `unavailable`: the store failed, no one's limit (answer 503 with `Retry-After`);
    * neither: the attempters were refused as such (a name no one can have: empty, over 256 bytes, control characters).
    */
-  attempts(attempters: Attempter[], options?: { failed?: boolean }): Promise<{ allowed: boolean; limited: boolean; unavailable: boolean; retryAfter: number | null }>;
+  attempts(attempters: Attempter[], options?: { succeeded?: boolean }): Promise<{ allowed: boolean; limited: boolean; unavailable: boolean; retryAfter: number | null }>;
   core: Core;
 }
 

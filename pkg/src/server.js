@@ -360,15 +360,22 @@ export function createAuthServer(options) {
     },
     /**
      * A credential check of the host's own (its sign-in form), limited like the token
-     * endpoint's: `attempters` as `{ account }` and `{ source }`; `failed: false` before the
-     * check, `true` after a failed one. Resolves `{ allowed, limited, unavailable, retryAfter }`:
+     * endpoint's: `attempters` as `{ account }` and `{ source }`. Before the check, call it with
+     * none: the check is counted as a failure now (atomically: checks running at once never
+     * pass the limit together) if it may go ahead; after a correct one, with
+     * `{ succeeded: true }`: that count is taken back. An account name is counted per source
+     * when a source is given, so no one elsewhere can lock its owner out. Resolves
+     * `{ allowed, limited, unavailable, retryAfter }`:
      * check when `allowed`; `limited`: an attempter is at its limit (429, wait `retryAfter`
      * seconds); `unavailable`: the store failed, which is no one's limit (503, retry after
      * `retryAfter`); neither: the attempters themselves were refused (a name no one can have).
      */
-    async attempts(attempters, { failed = false } = {}) {
+    async attempts(attempters, options = {}) {
+      // The old shape counted a failure afterwards: a host still written for it would count twice.
+      if ("failed" in options) throw new TypeError("attempts(): a check is counted before it runs; after a correct one pass { succeeded: true }");
+      const succeeded = options.succeeded === true;
       const now = clock();
-      const result = await run(withEntropy((entropy) => core.attempts(attempters, failed, now, entropy)));
+      const result = await run(withEntropy((entropy) => core.attempts(attempters, succeeded, now, entropy)));
       const retryAfter = result.headers?.find(([name]) => name === "Retry-After")?.[1];
       return {
         allowed: result.outcome === "attempts_allowed",

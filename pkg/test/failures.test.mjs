@@ -147,10 +147,29 @@ test("attempts() tells a store outage from a limit: unavailable (with Retry-Afte
   assert.deepEqual(await srv.attempts(attempters), { allowed: false, limited: false, unavailable: true, retryAfter: 1 }, "an outage is not a limit");
   storage.state.reads = false;
   storage.state.writes = true;
-  assert.deepEqual(await srv.attempts(attempters, { failed: true }), { allowed: false, limited: false, unavailable: true, retryAfter: 1 }, "a failure that could not be counted");
+  assert.deepEqual(await srv.attempts(attempters), { allowed: false, limited: false, unavailable: true, retryAfter: 1 }, "a check that could not be counted does not go ahead");
 
   storage.state.writes = false;
-  for (let i = 0; i < 10; i++) await srv.attempts(attempters, { failed: true });
+  // Each check is counted before it runs (the first above made one): nine more, and the tenth
+  // of the window's limit of ten is the last that may go ahead.
+  for (let i = 0; i < 9; i++) assert.equal((await srv.attempts(attempters)).allowed, true);
   assert.deepEqual(await srv.attempts(attempters), { allowed: false, limited: true, unavailable: false, retryAfter: 900 }, "the limit: refused, not unavailable");
+  await assert.rejects(srv.attempts(attempters, { failed: true }), TypeError, "the old shape would count twice");
   assert.deepEqual(await srv.attempts([{ account: "" }]), { allowed: false, limited: false, unavailable: false, retryAfter: null }, "a name no one can have");
+});
+
+test("sign-in checks are counted before they run: checks racing each other never pass the limit together, and no one elsewhere locks the owner out", async () => {
+  const { srv } = testServer();
+  const from = (source) => [{ account: "alice" }, { source }];
+  // Fifteen posts at once from one place, with the default limit of ten per name and place.
+  const racing = await Promise.all(Array.from({ length: 15 }, () => srv.attempts(from("192.0.2.1"))));
+  const allowed = racing.filter((r) => r.allowed).length;
+  assert.ok(allowed >= 1 && allowed <= 10, `${allowed} went ahead`);
+  assert.ok(racing.every((r) => r.allowed || r.limited || r.unavailable));
+  assert.equal((await srv.attempts(from("192.0.2.1"))).limited, true);
+  // The owner, from her own address, signs in all the same, and again and again.
+  for (let i = 0; i < 12; i++) {
+    assert.equal((await srv.attempts(from("203.0.113.5"))).allowed, true, `sign-in ${i}`);
+    await srv.attempts(from("203.0.113.5"), { succeeded: true });
+  }
 });

@@ -321,7 +321,8 @@ pub fn check_store(store: &Store) {
                 // Its grant is there (a member goes with its grant, never after it).
                 grant(&member.grant);
             }
-            Record::Attempts(count) => assert!(count.failures >= 1, "{key}: an empty count"),
+            // A count may be back at zero: a successful check takes its reservation back.
+            Record::Attempts(_) => {}
         }
     }
 }

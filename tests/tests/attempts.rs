@@ -6,6 +6,7 @@
 //! (`attempts/client-secret-limit`).
 
 use edgegrant::*;
+use edgegrant_tests::explorer::*;
 use edgegrant_tests::*;
 
 const WINDOW: u64 = 60;
@@ -106,49 +107,52 @@ fn a_public_app_without_a_secret_is_never_held() {
     assert_eq!(http(sim.token_answer(request)).status, 200);
 }
 
+/// A sign-in check of `name` from `source`, at `step`.
+fn sign_in(name: &str, source: &str, step: AttemptStep) -> Input {
+    Input::Attempts {
+        attempters: vec![
+            Attempter::Account(name.into()),
+            Attempter::Source(source.into()),
+        ],
+        step,
+    }
+}
+
 #[test]
-fn the_hosts_sign_in_is_limited_per_account_and_source() {
+fn the_hosts_sign_in_is_counted_before_it_runs_per_account_from_each_source() {
     let mut sim = sim_with_limits(0, 2);
-    let alice_tries = || Input::Attempts {
-        attempters: vec![
-            Attempter::Account("alice".into()),
-            Attempter::Source("192.0.2.1".into()),
-        ],
-        failed: false,
-    };
-    let failure = || Input::Attempts {
-        attempters: vec![
-            Attempter::Account("alice".into()),
-            Attempter::Source("192.0.2.1".into()),
-        ],
-        failed: true,
-    };
-    assert_eq!(sim.run(alice_tries()).outcome(), &Outcome::AttemptsAllowed);
-    // The first failure leaves room for one more; the second reaches the limit.
-    assert_eq!(sim.run(failure()).outcome(), &Outcome::AttemptsAllowed);
+    let from_here = || sign_in("alice", "192.0.2.1", AttemptStep::Reserve);
+    // Two checks may go ahead (each counted as it starts); the third is held.
+    assert_eq!(sim.run(from_here()).outcome(), &Outcome::AttemptsAllowed);
+    assert_eq!(sim.run(from_here()).outcome(), &Outcome::AttemptsAllowed);
+    let held = sim.run(from_here());
     assert_eq!(
-        sim.run(failure()).refusal(),
+        held.refusal(),
         Some(&Refusal::TooManyAttempts(Seconds(WINDOW)))
     );
     sim.now = UnixTime(T0.0 + WINDOW - 1);
-    let held = sim.run(alice_tries());
+    let held = sim.run(from_here());
     assert_eq!(held.refusal(), Some(&Refusal::TooManyAttempts(Seconds(1))));
     assert_eq!(http(held).header("Retry-After"), Some("1"));
+    // No one elsewhere locks alice out: her own address is counted apart.
+    let owner = sim.run(sign_in("alice", "203.0.113.5", AttemptStep::Reserve));
+    assert_eq!(owner.outcome(), &Outcome::AttemptsAllowed);
     // Another account from the same place is not held (the source has no limit here).
-    let bob = sim.run(Input::Attempts {
-        attempters: vec![
-            Attempter::Account("bob".into()),
-            Attempter::Source("192.0.2.1".into()),
-        ],
-        failed: false,
-    });
+    let bob = sim.run(sign_in("bob", "192.0.2.1", AttemptStep::Reserve));
     assert_eq!(bob.outcome(), &Outcome::AttemptsAllowed);
     sim.now = UnixTime(T0.0 + WINDOW);
-    assert_eq!(sim.run(alice_tries()).outcome(), &Outcome::AttemptsAllowed);
+    assert_eq!(sim.run(from_here()).outcome(), &Outcome::AttemptsAllowed);
+    // A correct check takes its count back: the owner signs in as often as she likes.
+    for _ in 0..5 {
+        let from_home = || sign_in("alice", "203.0.113.5", AttemptStep::Reserve);
+        assert_eq!(sim.run(from_home()).outcome(), &Outcome::AttemptsAllowed);
+        let back = sim.run(sign_in("alice", "203.0.113.5", AttemptStep::Succeeded));
+        assert_eq!(back.outcome(), &Outcome::AttemptsAllowed);
+    }
     // Counts expire with their window: each write carries its purge time.
     let mut request = edgegrant::Request::new(
         sim.config.clone(),
-        failure(),
+        sign_in("carol", "198.51.100.9", AttemptStep::Reserve),
         sim.now,
         Entropy::new([7; ENTROPY_LEN]),
     );
@@ -175,6 +179,38 @@ fn the_hosts_sign_in_is_limited_per_account_and_source() {
 }
 
 #[test]
+fn checks_racing_each_other_never_pass_the_limit_together() {
+    // Every interleaving of three checks of one name from one place, with a limit of two:
+    // exactly two go ahead, however their reads and writes interleave.
+    let sim = sim_with_limits(0, 2);
+    let inputs: Vec<Input> = (0..3)
+        .map(|_| sign_in("alice", "192.0.2.1", AttemptStep::Reserve))
+        .collect();
+    let mut schedules = 0;
+    explore(
+        &sim.config,
+        &sim.store,
+        sim.now,
+        &inputs,
+        0,
+        &mut |schedule: &Schedule| {
+            schedules += 1;
+            let allowed = schedule
+                .answers
+                .iter()
+                .filter(|answers| {
+                    answers
+                        .last()
+                        .is_some_and(|a| a.outcome() == &Outcome::AttemptsAllowed)
+                })
+                .count();
+            assert_eq!(allowed, 2, "{:?}", schedule.trace);
+        },
+    );
+    assert!(schedules > 1);
+}
+
+#[test]
 fn an_attempter_no_one_can_have_typed_is_refused_and_counts_nothing() {
     // A name with a NUL once split into other attempters in the bindings; now attempters are
     // structured, and names with control characters (or empty, or over 256 bytes) are refused.
@@ -187,7 +223,7 @@ fn an_attempter_no_one_can_have_typed_is_refused_and_counts_nothing() {
     ] {
         let answer = sim.run(Input::Attempts {
             attempters: vec![Attempter::Account(name.clone())],
-            failed: true,
+            step: AttemptStep::Reserve,
         });
         assert_eq!(
             answer.refusal(),
@@ -202,7 +238,7 @@ fn an_attempter_no_one_can_have_typed_is_refused_and_counts_nothing() {
         .any(|(key, _)| matches!(key, RecordKey::Attempts(_))));
     let typed = sim.run(Input::Attempts {
         attempters: vec![Attempter::Account("a".repeat(256))],
-        failed: false,
+        step: AttemptStep::Reserve,
     });
     assert_eq!(typed.outcome(), &Outcome::AttemptsAllowed);
 }

@@ -8,8 +8,9 @@
 use std::sync::Arc;
 
 use edgegrant::{
-    AccountId, AppKey, Attempter, Authorized, Config, ConfigDocument, Entropy, Expect, HttpRequest,
-    Input, Outcome, RecordKey, Step, Stored, Uid, UnixTime, Unlinker, User, ENTROPY_LEN,
+    AccountId, AppKey, AttemptStep, Attempter, Authorized, Config, ConfigDocument, Entropy, Expect,
+    HttpRequest, Input, Outcome, RecordKey, Step, Stored, Uid, UnixTime, Unlinker, User,
+    ENTROPY_LEN,
 };
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
@@ -312,13 +313,13 @@ impl Core {
 
     /// Starts a credential check of the host's own (its sign-in form): the attempters as two
     /// lists of one length, `kinds` (`account`, `source`) and `values` — each value whole, so
-    /// no name typed at sign-in can spell another attempter; `failed: false` before the check
-    /// (may it go ahead?), `true` after a failed one (count it).
+    /// no name typed at sign-in can spell another attempter; `succeeded: false` before the
+    /// check (may it go ahead? it is counted now), `true` after a correct one (take it back).
     pub fn attempts(
         &self,
         kinds: Vec<String>,
         values: Vec<String>,
-        failed: bool,
+        succeeded: bool,
         now: f64,
         entropy: &[u8],
     ) -> Result<Request, JsError> {
@@ -337,9 +338,14 @@ impl Core {
                 }
             });
         }
+        let step = if succeeded {
+            AttemptStep::Succeeded
+        } else {
+            AttemptStep::Reserve
+        };
         let input = Input::Attempts {
             attempters: list,
-            failed,
+            step,
         };
         self.start(input, now, entropy)
     }

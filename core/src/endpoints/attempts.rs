@@ -8,7 +8,7 @@ use crate::machines::attempts::{self, Attempter};
 use crate::partition::Partition;
 use crate::records::{AttemptsRecord, Record, RecordKey};
 use crate::refusal::Refusal;
-use crate::step::Transaction;
+use crate::step::{AttemptStep, Transaction};
 use crate::time::Seconds;
 
 /// One attempter's count, as a check needs it: where it is stored and the attempter's limit.
@@ -19,12 +19,17 @@ pub(crate) struct Guard {
     limit: u32,
 }
 
-/// The guards of `attempters`.
+/// The guards of `attempters`: an account name's count is per source when a source is among
+/// them ([`Attempter::key_from`]).
 pub(crate) fn guards(attempters: &[Attempter], limits: &AttemptLimits) -> Vec<Guard> {
+    let source = attempters.iter().find_map(|attempter| match attempter {
+        Attempter::Source(source) => Some(source.as_str()),
+        _ => None,
+    });
     attempters
         .iter()
         .map(|attempter| Guard {
-            key: attempter.key(),
+            key: attempter.key_from(source),
             limit: attempter.limit(limits),
         })
         .collect()
@@ -109,7 +114,7 @@ pub(crate) fn fail(ctx: &Ctx<'_>, guards: &[Guard], ending: Ending, via: Via) ->
 #[derive(Clone, Debug)]
 pub(crate) struct Parsed {
     pub guards: Vec<Guard>,
-    pub failed: bool,
+    pub step: AttemptStep,
 }
 
 impl Parsed {
@@ -122,17 +127,61 @@ impl Parsed {
     }
 }
 
+/// Reserve: refused while a count this request has not yet written is at its limit; else
+/// every count goes one up now, each at the version read, so that checks racing each other are
+/// counted one after the other and no more than the limit go ahead. (A count written before a
+/// later one lost its race stays counted: erring on the side of the limit.) Succeeded: each
+/// count goes one down.
 pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
-    let limited_for = |wait: Option<Seconds>| match wait {
-        Some(wait) => Ending::Refused(Refusal::TooManyAttempts(wait), Via::Plain),
-        None => Ending::AttemptsAllowed,
-    };
-    let wait = limited(ctx, &parsed.guards, None)?;
-    if !parsed.failed {
-        return Ok(Decision::End(limited_for(wait)));
+    match parsed.step {
+        AttemptStep::Reserve => {
+            let open: Vec<Guard> = parsed
+                .guards
+                .iter()
+                .filter(|guard| !ctx.written.contains(&guard.key))
+                .cloned()
+                .collect();
+            if let Some(wait) = limited(ctx, &open, None)? {
+                return Ok(Decision::End(Ending::Refused(
+                    Refusal::TooManyAttempts(wait),
+                    Via::Plain,
+                )));
+            }
+            let (writes, _) = count_failure(ctx, &parsed.guards)?;
+            Ok(Decision::each(writes, Ending::AttemptsAllowed))
+        }
+        AttemptStep::Succeeded => {
+            let writes = release(ctx, &parsed.guards)?;
+            Ok(Decision::each(writes, Ending::AttemptsAllowed))
+        }
     }
-    // The failure is counted even when the limit was reached meanwhile; the answer says
-    // whether the next check may go ahead.
-    let (writes, wait) = count_failure(ctx, &parsed.guards)?;
-    Ok(Decision::each(writes, limited_for(wait)))
+}
+
+/// A reservation taken back from each count (a check that succeeded): the writes, one
+/// transaction per count, none for a count this request has written already.
+fn release(ctx: &Ctx<'_>, guards: &[Guard]) -> Flow<Vec<Transaction>> {
+    let keys: Vec<&RecordKey> = guards.iter().map(|g| &g.key).collect();
+    ctx.need(&keys)?;
+    let window = ctx.config.policy().attempts.window;
+    let mut writes = Vec::with_capacity(guards.len());
+    for guard in guards {
+        if ctx.written.contains(&guard.key) {
+            continue;
+        }
+        let Some(count) = ctx.load::<AttemptsRecord>(&guard.key)? else {
+            continue;
+        };
+        if let Some(next) = attempts::released(Some(count.record), ctx.now, window) {
+            writes.push(Transaction {
+                puts: vec![replace(
+                    guard.key.clone(),
+                    Some(count.version),
+                    &Record::Attempts(next.clone()),
+                    Some(attempts::purge_after(&next, window)),
+                )],
+                audit: Vec::new(),
+            });
+        }
+    }
+    Ok(writes)
 }

@@ -39,6 +39,22 @@ impl Attempter {
         RecordKey::Attempts(AttempterDigest::of(kind, value))
     }
 
+    /// Where its count is stored when checks also come from `source`: an account name's count
+    /// is then that source's alone (so no one elsewhere can lock its owner out); any other
+    /// attempter's is its own. Names hold no control characters ([`is_well_formed`]), so the
+    /// NUL between the two is unambiguous.
+    ///
+    /// [`is_well_formed`]: Attempter::is_well_formed
+    pub fn key_from(&self, source: Option<&str>) -> RecordKey {
+        match (self, source) {
+            (Attempter::Account(name), Some(source)) => RecordKey::Attempts(AttempterDigest::of(
+                "account-from",
+                &format!("{name}\0{source}"),
+            )),
+            _ => self.key(),
+        }
+    }
+
     /// The partition of its count (its own: see [`Partition`]).
     pub fn partition(&self) -> Partition {
         self.key().partition()
@@ -93,6 +109,21 @@ pub(crate) fn failed(
             failures: 1,
         },
     }
+}
+
+/// The count with one reservation taken back (a check that succeeded), if it still counts any
+/// in its window.
+pub(crate) fn released(
+    record: Option<&AttemptsRecord>,
+    now: UnixTime,
+    window: Seconds,
+) -> Option<AttemptsRecord> {
+    current(record, now, window)
+        .filter(|r| r.failures > 0)
+        .map(|r| AttemptsRecord {
+            window_start: r.window_start,
+            failures: r.failures - 1,
+        })
 }
 
 /// When the count may be deleted: once its window has passed, it counts for nothing.

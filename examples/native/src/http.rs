@@ -11,7 +11,9 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header::COOKIE;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::Response;
-use edgegrant::{Attempter, HttpRequest, HttpResponse, Input, Outcome, Principal, Refusal};
+use edgegrant::{
+    AttemptStep, Attempter, HttpRequest, HttpResponse, Input, Outcome, Principal, Refusal,
+};
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use url::Url;
@@ -412,9 +414,9 @@ async fn sign_in(
     let password = field("password").unwrap_or_default();
     let mut attempters = vec![Attempter::Account(username.clone())];
     attempters.extend(source.map(Attempter::Source));
-    let attempts = |failed| Input::Attempts {
+    let attempts = |step| Input::Attempts {
         attempters: attempters.clone(),
-        failed,
+        step,
     };
     let wrong = || {
         // 403: credentials given and refused (a 401 would need a WWW-Authenticate challenge).
@@ -424,14 +426,22 @@ async fn sign_in(
             Some("Wrong username or password."),
         )
     };
-    match run(app.clone(), site.clone(), attempts(false)).await {
+    // The check is counted before it runs (atomically: posts racing each other never pass the
+    // limit together), and taken back once it succeeds.
+    match run(app.clone(), site.clone(), attempts(AttemptStep::Reserve)).await {
         // A name no one can have typed (empty, control characters): no such account, and
         // nothing to count against it.
         Ok(Finish::Reply(reply)) if reply.refusal() == Some(&Refusal::MalformedAttempter) => {
             return wrong();
         }
-        Ok(Finish::Reply(reply)) if reply.outcome != Outcome::AttemptsAllowed => {
+        Ok(Finish::Reply(reply))
+            if matches!(reply.refusal(), Some(Refusal::TooManyAttempts(_))) =>
+        {
             return held(&return_to, &reply);
+        }
+        // Anything else that is not a go-ahead is the store failing: no one's limit.
+        Ok(Finish::Reply(reply)) if reply.outcome != Outcome::AttemptsAllowed => {
+            return unavailable(&return_to, &reply);
         }
         Ok(_) => {}
         Err(fault) => return fault_response(&fault),
@@ -451,6 +461,8 @@ async fn sign_in(
     .flatten();
     match signed_in {
         Some(account) => {
+            // Its count taken back (a store failing here costs the user one count, no more).
+            let _ = run(app, site.clone(), attempts(AttemptStep::Succeeded)).await;
             let cookie = site.sessions.cookie(
                 account.user.account_id.as_str(),
                 now,
@@ -467,16 +479,27 @@ async fn sign_in(
                 String::new(),
             )
         }
-        None => {
-            if let Err(fault) = run(app, site, attempts(true)).await {
-                return fault_response(&fault);
-            }
-            wrong()
-        }
+        // Counted already, before the check.
+        None => wrong(),
     }
 }
 
 /// The sign-in page while failed sign-ins are held: 429 with the core's `Retry-After`.
+/// The store failed (an outage, contention): 503 with the core's Retry-After, as the OAuth
+/// endpoints answer then.
+fn unavailable(return_to: &str, reply: &edgegrant::Reply) -> Response {
+    let mut response = sign_in_page(
+        return_to,
+        StatusCode::SERVICE_UNAVAILABLE,
+        Some("The service is unavailable; try again shortly."),
+    );
+    let retry_after = reply.response.header("Retry-After").unwrap_or("1");
+    if let Ok(value) = HeaderValue::from_str(retry_after) {
+        response.headers_mut().insert("retry-after", value);
+    }
+    response
+}
+
 fn held(return_to: &str, reply: &edgegrant::Reply) -> Response {
     let mut response = sign_in_page(
         return_to,
