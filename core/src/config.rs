@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
-use crate::credentials::SecretDigest;
+use crate::credentials::{SecretDigest, ServerKey};
 use crate::ids::{AppKey, RedirectUri};
 use crate::pages::{PageTemplates, Pages};
 use crate::scope::{LegacyAccess, Scope, ScopeSet};
@@ -490,6 +490,9 @@ pub struct ConfigDocument {
     pub pages: PageTemplates,
     /// The dialect: the reference service (default), or with the standards around it.
     pub profile: Profile,
+    /// The server's own secret key (`server_key`): required in the standards profile, whose
+    /// rotated refresh tokens are derived under it (see [`ServerKey`]).
+    pub server_key: Option<ServerKey>,
 }
 
 /// A validated configuration, indexed for lookups.
@@ -510,6 +513,7 @@ pub struct ConfigDocument {
 ///     api_endpoints: [("/2/users/get_current_account".to_string(), Scope::new("account_info.read").unwrap())].into(),
 ///     pages: PageTemplates::default(),
 ///     profile: Profile::Reference,
+///     server_key: None,
 /// }).unwrap();
 /// assert!(config.app("demo-app").is_some());
 /// ```
@@ -522,6 +526,7 @@ pub struct Config {
     api_endpoints: BTreeMap<String, Scope>,
     pages: Pages,
     profile: Profile,
+    server_key: Option<ServerKey>,
 }
 
 impl Config {
@@ -553,6 +558,13 @@ impl Config {
         }
         if let Profile::Standards { rotation, .. } = &doc.profile {
             check_rotation(rotation, &policy)?;
+            if doc.server_key.is_none() {
+                return Err(problem(
+                    "server_key",
+                    "is missing: the standards profile derives rotated refresh tokens under it \
+                     (32 random bytes, base64url)",
+                ));
+            }
         }
         if let Some(idle) = policy.refresh_idle_lifetime {
             if doc.profile == Profile::Reference {
@@ -595,6 +607,7 @@ impl Config {
             api_endpoints: doc.api_endpoints,
             pages,
             profile: doc.profile,
+            server_key: doc.server_key,
         };
         config.check_resource_servers()?;
         Ok(config)
@@ -668,6 +681,11 @@ impl Config {
             Profile::Reference => None,
             Profile::Standards { rotation, .. } => Some(rotation),
         }
+    }
+
+    /// The server's own secret key, if configured (always, in the standards profile).
+    pub fn server_key(&self) -> Option<&ServerKey> {
+        self.server_key.as_ref()
     }
 
     /// The issuer identifier, in the standards profile.
@@ -780,6 +798,7 @@ impl From<Config> for ConfigDocument {
             api_endpoints: config.api_endpoints,
             pages: config.pages.source,
             profile: config.profile,
+            server_key: config.server_key,
         }
     }
 }
@@ -831,12 +850,20 @@ impl ConfigDocument {
             None => Profile::default(),
             Some(profile) => profile_from_json(profile)?,
         };
+        let server_key = match doc.get("server_key") {
+            None | Some(Value::Null) => None,
+            Some(key) => Some(
+                ServerKey::from_base64(string(key, "server_key")?)
+                    .map_err(|why| problem("server_key", why))?,
+            ),
+        };
         Ok(ConfigDocument {
             apps,
             policy,
             api_endpoints,
             pages,
             profile,
+            server_key,
         })
     }
 
@@ -861,6 +888,9 @@ impl Serialize for ConfigDocument {
         doc.serialize_entry("api_endpoints", &EndpointsJson(&self.api_endpoints))?;
         doc.serialize_entry("pages", &self.pages)?;
         doc.serialize_entry("profile", &ProfileJson(&self.profile))?;
+        if let Some(key) = &self.server_key {
+            doc.serialize_entry("server_key", &key.to_base64())?;
+        }
         doc.end()
     }
 }

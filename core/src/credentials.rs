@@ -276,10 +276,61 @@ impl RefreshToken {
     }
 }
 
+/// The server's own secret (`server_key` in the configuration: 32 random bytes, base64url,
+/// kept by the host like any secret, never stored with the records): what makes records read
+/// from storage useless on their own. It keys the derivation of a rotation's tokens
+/// ([`RotationSeed`]), so that a copy of the store and an old refresh token yield nothing.
+///
+/// ```
+/// # use edgegrant::ServerKey;
+/// let key = ServerKey::from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8").unwrap();
+/// assert_eq!(format!("{key:?}"), "ServerKey(<redacted>)");
+/// assert!(ServerKey::from_base64("too short").is_err());
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct ServerKey([u8; 32]);
+
+impl ServerKey {
+    /// The key from its base64url text (43 characters, no padding).
+    pub fn from_base64(text: &str) -> Result<ServerKey, &'static str> {
+        let mut bytes = [0u8; 32];
+        match Base64UrlUnpadded::decode(text.trim(), &mut bytes) {
+            Ok(decoded) if decoded.len() == 32 => Ok(ServerKey(bytes)),
+            _ => Err("must be 32 bytes, base64url without padding (43 characters)"),
+        }
+    }
+
+    /// Its base64url text.
+    pub fn to_base64(&self) -> String {
+        Base64UrlUnpadded::encode_string(&self.0)
+    }
+
+    /// HMAC-SHA256 under the key of the concatenated `parts` (each caller's parts have fixed
+    /// lengths but for the last, and begin with a label of their own).
+    pub(crate) fn mac(&self, parts: &[&[u8]]) -> [u8; 32] {
+        use hmac::{Mac as _, SimpleHmac};
+        // Any key length is valid for HMAC.
+        let Ok(mut mac) = SimpleHmac::<Sha256>::new_from_slice(&self.0) else {
+            return [0; 32];
+        };
+        for part in parts {
+            mac.update(part);
+        }
+        mac.finalize().into_bytes().into()
+    }
+}
+
+impl fmt::Debug for ServerKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ServerKey(<redacted>)")
+    }
+}
+
 /// The secret of one refresh-token rotation, stored in the grant: the successor tokens are
-/// derived from it and the superseded token, so that a retry with that token can be given them
-/// again although only their digests are stored. Neither part alone yields them; the grant
-/// keeps only its last rotation's seed, so no older token leads anywhere.
+/// derived from it and the superseded token under the [`ServerKey`], so that a retry with that
+/// token can be given them again although only their digests are stored. None of the three
+/// alone or any two without the key yields them — a copy of the store and an old token
+/// included; the grant keeps only its last rotation's seed, so no older token leads anywhere.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct RotationSeed([u8; 32]);
 
@@ -290,34 +341,31 @@ impl RotationSeed {
         RotationSeed(entropy.secondary())
     }
 
-    /// SHA-256 of `label`, the seed and the superseded token. The labels end with a NUL and
-    /// the seed has a fixed length, so no two inputs share an encoding.
-    fn derive(&self, label: &[u8], superseded: &RefreshToken) -> [u8; 32] {
-        let token = superseded.0.as_bytes();
-        let mut input = Vec::with_capacity(label.len() + 32 + token.len());
-        input.extend_from_slice(label);
-        input.extend_from_slice(&self.0);
-        input.extend_from_slice(token);
-        sha256(&input)
+    /// HMAC-SHA256 under `key` of `label`, the seed and the superseded token. The labels end
+    /// with a NUL and the seed has a fixed length, so no two inputs share an encoding.
+    fn derive(&self, key: &ServerKey, label: &[u8], superseded: &RefreshToken) -> [u8; 32] {
+        key.mac(&[label, &self.0, superseded.0.as_bytes()])
     }
 
     /// The refresh token that supersedes `superseded` in this rotation.
     pub(crate) fn refresh_token(
         &self,
+        key: &ServerKey,
         partition: Partition,
         superseded: &RefreshToken,
     ) -> RefreshToken {
-        let secret = self.derive(b"edgegrant rotation refresh token\0", superseded);
+        let secret = self.derive(key, b"edgegrant rotation refresh token\0", superseded);
         RefreshToken(minted("", partition, &secret))
     }
 
     /// The access token this rotation answers with.
     pub(crate) fn access_token(
         &self,
+        key: &ServerKey,
         partition: Partition,
         superseded: &RefreshToken,
     ) -> AccessToken {
-        let secret = self.derive(b"edgegrant rotation access token\0", superseded);
+        let secret = self.derive(key, b"edgegrant rotation access token\0", superseded);
         AccessToken(minted(AccessToken::PREFIX, partition, &secret))
     }
 }

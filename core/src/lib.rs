@@ -212,7 +212,7 @@ pub use config::{
 };
 pub use credentials::{
     AccessToken, AccessTokenDigest, AttempterDigest, AuthorizationCode, ClientSecret, CodeDigest,
-    Entropy, RefreshToken, RefreshTokenDigest, RotationSeed, SecretDigest, ENTROPY_LEN,
+    Entropy, RefreshToken, RefreshTokenDigest, RotationSeed, SecretDigest, ServerKey, ENTROPY_LEN,
 };
 pub use ids::{AccountId, AppKey, GrantId, InvalidId, RedirectUri, Uid, User};
 pub use machines::attempts::Attempter;

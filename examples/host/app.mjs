@@ -47,8 +47,8 @@ export function parseConfig(doc, { allowSampleSecret = false } = {}) {
         "(the local demo runs with it under EDGEGRANT_ALLOW_SAMPLE_SECRET=1)",
     );
   }
-  const core = { apps: doc.apps ?? [], policy: doc.policy, api_endpoints: doc.api_endpoints, profile: doc.profile };
-  for (const field of ["policy", "api_endpoints", "profile"]) if (core[field] === undefined) delete core[field];
+  const core = { apps: doc.apps ?? [], policy: doc.policy, api_endpoints: doc.api_endpoints, profile: doc.profile, server_key: doc.server_key };
+  for (const field of ["policy", "api_endpoints", "profile", "server_key"]) if (core[field] === undefined) delete core[field];
   const check = checkConfig(core);
   if (check.tag !== "ok") fail(check.content);
   return { ...doc, core };

@@ -68,9 +68,10 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * 115.5, on purpose. A request's cost made independent of the grants its user holds (member
  * records, the unlink's paged sweep, record format 7), the bound on live grants per user and
  * app and the refresh tokens' idle lifetime took it to 118.7 KiB, and sign-in checks counted
- * before they run, per account name from each source, to 119.5 KiB: 120.0, on purpose.
+ * before they run, per account name from each source, to 119.5 KiB, and the server key (HMAC
+ * from RustCrypto's hmac on the linked sha2) to 120.6 KiB: 121.0, on purpose.
  */
-const BUDGETS = { edgegrant_wasm: 120 * 1024, edgegrant_client: 75 * 1024 };
+const BUDGETS = { edgegrant_wasm: 121 * 1024, edgegrant_client: 75 * 1024 };
 
 const modules = [
   { feature: "server", name: "edgegrant_wasm" },

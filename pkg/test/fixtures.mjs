@@ -35,7 +35,9 @@ export function config() {
 }
 
 /** The same apps in the standards profile: a public client's refresh token rotates (retry window 60 s). */
-export const standardsConfig = () => ({ ...config(), profile: { kind: "standards", issuer: "https://auth.example" } });
+/** The tests' server key (32 bytes, base64url): public, for tests only. */
+export const SERVER_KEY = "dGVzdHMtZml4dHVyZS1zZXJ2ZXIta2V5LTMyYnl0ZXM";
+export const standardsConfig = () => ({ ...config(), profile: { kind: "standards", issuer: "https://auth.example" }, server_key: SERVER_KEY });
 
 export const pkceQuery = (state = "xyz") =>
   new URLSearchParams({

@@ -9,7 +9,7 @@ import { Readable } from "node:stream";
 import { createAuthServer } from "../src/node.js";
 import { memoryStorage } from "../src/adapters/memory.js";
 import { protectedResource } from "../src/resource.js";
-import { ALICE, CONF_APP, CONF_REDIRECT, CONF_SECRET, PKCE_APP, PKCE_REDIRECT, VERIFIER, config, form, pkceQuery } from "./fixtures.mjs";
+import { ALICE, CONF_APP, CONF_REDIRECT, CONF_SECRET, PKCE_APP, PKCE_REDIRECT, SERVER_KEY, VERIFIER, config, form, pkceQuery } from "./fixtures.mjs";
 
 /** A node:http server for a Fetch handler set later (the ports must be known first). */
 async function listen(t) {
@@ -37,6 +37,7 @@ test("an API on another host serves only live tokens issued for it, with the sco
     config: {
       ...config(),
       profile: { kind: "standards", issuer, resources: [resource, api.url], resource_servers: [{ app: CONF_APP, resources: [resource, api.url] }] },
+      server_key: SERVER_KEY,
     },
     storage: memoryStorage(),
     onAudit: () => {},

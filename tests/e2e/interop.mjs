@@ -14,6 +14,9 @@ export const root = fileURLToPath(new URL("../../", import.meta.url));
 
 /** A registered redirect URI of both sample apps (nothing listens there: the browser stops at it). */
 export const REDIRECT = "http://127.0.0.1:8788/callback";
+
+/** The server key of the hosts these tests start in the standards profile (public, tests only). */
+export const SERVER_KEY = "aW50ZXJvcC10ZXN0cy1zZXJ2ZXIta2V5LTMyYnl0ZXM";
 /** The sample configurations' first user. */
 export const ALICE = { username: "alice", password: "alice-password", account_id: "dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc", display_name: "Alice Example", email: "alice@example.com" };
 

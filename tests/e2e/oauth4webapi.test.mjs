@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import * as oauth from "oauth4webapi";
 import { freePort } from "../../examples/worker/dev.mjs";
-import { ALICE, REDIRECT, apps, browse, root } from "./interop.mjs";
+import { ALICE, REDIRECT, SERVER_KEY, apps, browse, root } from "./interop.mjs";
 
 
 /**
@@ -25,7 +25,7 @@ function standardsConfig(sample, port, dir) {
   const path = join(dir, "config.json");
   const origin = `http://127.0.0.1:${port}`;
   const resource_servers = [{ app: apps[1].clientId, resources: [origin] }];
-  writeFileSync(path, JSON.stringify({ ...doc, profile: { kind: "standards", issuer: `${origin}/`, resource_servers } }));
+  writeFileSync(path, JSON.stringify({ ...doc, profile: { kind: "standards", issuer: `${origin}/`, resource_servers }, server_key: SERVER_KEY }));
   return path;
 }
 

@@ -15,13 +15,13 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { pathToFileURL } from "node:url";
 import * as client from "openid-client";
 import { freePort } from "../../examples/worker/dev.mjs";
-import { ALICE, REDIRECT, apps, browse, root, step } from "./interop.mjs";
+import { ALICE, REDIRECT, SERVER_KEY, apps, browse, root, step } from "./interop.mjs";
 
 /** The host's sample configuration in the standards profile, issuer http://127.0.0.1:<port>/, with `profile` added. */
 function standardsConfig(sample, port, dir, profile) {
   const doc = JSON.parse(readFileSync(sample, "utf8"));
   const path = join(dir, "config.json");
-  writeFileSync(path, JSON.stringify({ ...doc, profile: { kind: "standards", issuer: `http://127.0.0.1:${port}/`, ...profile } }));
+  writeFileSync(path, JSON.stringify({ ...doc, profile: { kind: "standards", issuer: `http://127.0.0.1:${port}/`, ...profile }, server_key: SERVER_KEY }));
   return path;
 }
 

@@ -564,3 +564,59 @@ fn a_late_retry_racing_the_successor_leaves_nothing_live() {
         assert!(schedules >= 2);
     }
 }
+
+#[test]
+fn the_store_and_an_old_token_together_yield_no_live_credential() {
+    // A thief holds a copy of the store and a superseded refresh token (from a log, a backup,
+    // a device). The grant keeps its last rotation's seed; without the server key the seed and
+    // the token lead nowhere.
+    let mut sim = rotating();
+    let (_, first) = signed_in_on(&mut sim);
+    let answer = refreshed(&mut sim, &first);
+    let grant = grant_of(&sim, &text(&answer, "refresh_token"));
+    let last = grant.rotation.expect("a rotation");
+    let seed: Vec<u8> = serde_json::from_value(serde_json::to_value(last.seed).unwrap()).unwrap();
+    assert_eq!(seed.len(), 32);
+    // What anyone can compute from what was read: the derivation without a key (as it was
+    // before the server key), and under guessed keys.
+    let partition = first.split('.').next().unwrap();
+    let unkeyed = |label: &[u8]| {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::new()
+            .chain_update(label)
+            .chain_update(&seed)
+            .chain_update(first.as_bytes())
+            .finalize();
+        use base64::Engine as _;
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest)
+    };
+    let forged_refresh = format!(
+        "{partition}.{}",
+        unkeyed(b"edgegrant rotation refresh token\0")
+    );
+    let forged_access = format!(
+        "sl.{partition}.{}",
+        unkeyed(b"edgegrant rotation access token\0")
+    );
+    assert_ne!(forged_refresh, text(&answer, "refresh_token"));
+    assert_ne!(forged_access, text(&answer, "access_token"));
+    assert!(!served(&mut sim, &forged_access));
+    assert_eq!(
+        refresh(&mut sim, &forged_refresh).refusal(),
+        Some(&Refusal::UnknownRefreshToken)
+    );
+    // And the same store under another key derives other tokens: the key is what they hang on.
+    let mut doc = fixture_document();
+    doc.profile = standards_config(Rotation::default()).profile().clone();
+    doc.server_key =
+        Some(ServerKey::from_base64("YW5vdGhlci1zZXJ2ZXIta2V5LW9mLTMyLWJ5dGVzISE").unwrap());
+    let mut other = Sim::new(Config::new(doc).unwrap());
+    other.store = sim.store.clone();
+    other.now = sim.now;
+    let retried = other.refresh_answer(&first, PKCE_APP, None);
+    assert_eq!(
+        retried.refusal(),
+        Some(&Refusal::RetryNotYetVisible),
+        "under another key the retry derives an access token the store does not hold"
+    );
+}

@@ -836,3 +836,24 @@ fn resource_identifiers_compare_in_canonical_form() {
     let token = json(&exchange(&mut sim, &code, &["https://auth.example"]));
     assert!(served(&mut sim, token["access_token"].as_str().unwrap()));
 }
+
+#[test]
+fn the_standards_profile_needs_a_server_key_of_32_bytes() {
+    let mut doc = fixture_document().to_json_value();
+    doc["profile"] = json!({"kind": "standards", "issuer": ISSUER});
+    doc.as_object_mut().unwrap().remove("server_key");
+    let missing = ConfigDocument::from_json_value(&doc)
+        .and_then(Config::new)
+        .unwrap_err()
+        .to_string();
+    assert!(missing.contains("server_key: is missing"), "{missing}");
+    doc["server_key"] = json!("dG9vLXNob3J0");
+    let short = ConfigDocument::from_json_value(&doc)
+        .unwrap_err()
+        .to_string();
+    assert!(short.contains("must be 32 bytes"), "{short}");
+    // The key is written back with the document (a host reads it from its own secret store).
+    let config = Config::new(fixture_document()).unwrap();
+    let written = ConfigDocument::from(config).to_json_value();
+    assert_eq!(written["server_key"], json!(FIXTURE_SERVER_KEY));
+}

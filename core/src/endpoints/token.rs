@@ -4,8 +4,8 @@
 //! Parsing reads the parameters, authenticates the client (the secret compared in constant
 //! time) and hashes the presented code or refresh token, once; deciding loads the records.
 
-use crate::config::Config;
-use crate::credentials::{AccessToken, AuthorizationCode, RefreshToken, RotationSeed};
+use crate::config::{Config, Rotation};
+use crate::credentials::{AccessToken, AuthorizationCode, RefreshToken, RotationSeed, ServerKey};
 use crate::ctx::{create, replace, Ctx, Decision, Ending, Flow, Loaded, TokenBody, Via};
 use crate::endpoints::attempts::{self, Guard};
 use crate::endpoints::authorize;
@@ -538,8 +538,17 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
     };
     let digest = *digest;
     // Where tokens rotate, the token as presented was kept for the rotation to derive from.
-    let rotation = ctx.config.rotation().zip(request.presented);
-    let policy = rotation.map(|(policy, _)| policy);
+    let rotation = ctx
+        .config
+        .rotation()
+        .zip(request.presented)
+        .zip(ctx.config.server_key())
+        .map(|((policy, presented), key)| Rotating {
+            policy,
+            presented,
+            key,
+        });
+    let policy = rotation.as_ref().map(|r| r.policy);
     let position = refresh_token::position(grant.record, &digest, ctx.now, policy);
     if position == Position::Reused {
         return refresh_token_reused(ctx, client, grant_key, &grant);
@@ -558,11 +567,12 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
         Ok(audience) => audience,
         Err(refusal) => return end(refusal),
     };
-    if let (Position::Retry(last), Some((_, presented))) = (&position, rotation) {
+    if let (Position::Retry(last), Some(rotating)) = (&position, &rotation) {
         let retried = Retried {
             partition,
             seed: &last.seed,
-            presented,
+            presented: rotating.presented,
+            key: rotating.key,
             grant_key,
             grant: &grant,
         };
@@ -572,8 +582,8 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
         access_token::expires_at(TokenAccessType::Offline, ctx.now, ctx.config.policy());
     let rotating = rotation.filter(|_| refresh_token::rotates(policy, client.has_secret));
     let seed = RotationSeed::draw(ctx.entropy);
-    let access = match rotating {
-        Some((_, presented)) => seed.access_token(partition, presented),
+    let access = match &rotating {
+        Some(r) => seed.access_token(r.key, partition, r.presented),
         None => AccessToken::mint(partition, ctx.entropy),
     };
     let access_record =
@@ -596,8 +606,13 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
         ctx.config.policy(),
     );
     let mut successor = None;
-    if let Some((policy, presented)) = rotating {
-        let next = seed.refresh_token(partition, presented);
+    if let Some(Rotating {
+        policy,
+        presented,
+        key,
+    }) = rotating
+    {
+        let next = seed.refresh_token(key, partition, presented);
         next_grant = Some(GrantRecord {
             refresh_token: Some(next.digest()),
             rotation: Some(Box::new(LastRotation {
@@ -694,11 +709,20 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
     ))
 }
 
+/// A refresh where tokens rotate: the policy, the token as presented (what a rotation derives
+/// from) and the server key the derivation is under.
+struct Rotating<'a> {
+    policy: &'a Rotation,
+    presented: &'a RefreshToken,
+    key: &'a ServerKey,
+}
+
 /// What a retried rotation's tokens are derived from, and the grant it rotated.
 struct Retried<'p> {
     partition: Partition,
     seed: &'p RotationSeed,
     presented: &'p RefreshToken,
+    key: &'p ServerKey,
     grant_key: RecordKey,
     grant: &'p Loaded<'p, GrantRecord>,
 }
@@ -718,7 +742,7 @@ fn retry(
 ) -> Flow<Decision> {
     let access = retried
         .seed
-        .access_token(retried.partition, retried.presented);
+        .access_token(retried.key, retried.partition, retried.presented);
     let key = RecordKey::AccessToken(retried.partition, access.digest());
     // Stored with the rotation, and live for longer than the window: if it is not found, the
     // store does not show it yet.
@@ -747,11 +771,11 @@ fn retry(
         Ending::Tokens(Box::new(TokenBody {
             expires_in: first.expires_at.map(|at| at.seconds_from(ctx.now)),
             access_token: access,
-            refresh_token: Some(
-                retried
-                    .seed
-                    .refresh_token(retried.partition, retried.presented),
-            ),
+            refresh_token: Some(retried.seed.refresh_token(
+                retried.key,
+                retried.partition,
+                retried.presented,
+            )),
             exchange: None,
         })),
     ))

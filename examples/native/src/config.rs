@@ -248,7 +248,7 @@ pub fn core_config(doc: &Map<String, Value>) -> Result<Config, String> {
         "apps".into(),
         doc.get("apps").cloned().unwrap_or(Value::Array(Vec::new())),
     );
-    for field in ["policy", "api_endpoints", "profile"] {
+    for field in ["policy", "api_endpoints", "profile", "server_key"] {
         if let Some(value) = doc.get(field) {
             core.insert(field.into(), value.clone());
         }
