@@ -20,8 +20,8 @@ use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use edgegrant::{HttpRequest, Input, Outcome, RecordKey, Step};
 use edgegrant_tests::bench_host::{exchange_request, field, Host, Populated, RESTORE_EVERY};
 use edgegrant_tests::{
-    alice, bearer_request, fixture_config, form_request, pkce_offline_query, user, GET_ACCOUNT,
-    PKCE_APP, REVOKE,
+    alice, bearer_request, fixture_config, form_request, pkce_offline_query, user, Store,
+    GET_ACCOUNT, PKCE_APP, REVOKE,
 };
 use sha2::{Digest, Sha256};
 
@@ -79,56 +79,13 @@ fn benches(c: &mut Criterion) {
         })
     });
 
-    // Bearer validation: token record, then grant and link, then the Required Scope. The
-    // request arrives as a host receives it (its bytes already read): the client's work of
-    // building it is not timed, copying it in is.
-    let bearer = bearer_request(GET_ACCOUNT, &access);
-    c.bench_function("bearer_validation", |b| {
-        b.iter(|| {
-            let mut request = host.serve(Input::Http {
-                request: bearer.clone(),
-                user: None,
-            });
-            assert!(matches!(request.poll(), Step::Serve(_)));
-            request
-        })
-    });
+    bench_bearer(c, "bearer_validation", &mut host, &access);
 
-    // A refresh with the reusable refresh token: one new access token per call. Each writes a
-    // new access-token record; the store is put back as it was every `RESTORE_EVERY` calls
-    // (untimed), so that the store every call sees stays the 10 000-record one.
-    let refresh_request = form_request(&[
-        ("grant_type", "refresh_token"),
-        ("refresh_token", &refresh),
-        ("client_id", PKCE_APP),
-    ]);
-    // `Populated` reserved room for what a batch writes, so that no batch grows (rehashes) the
-    // map while it is timed: a long-lived store grows rarely, and a restored copy would
-    // otherwise grow in every batch.
+    // The refresh, in the 10 000-record store. `Populated` reserved room for what a batch
+    // writes, so that no batch grows (rehashes) the map while it is timed: a long-lived store
+    // grows rarely, and a restored copy would otherwise grow in every batch.
     let snapshot = host.store.clone();
-    c.bench_function("refresh", |b| {
-        b.iter_custom(|iterations| {
-            let mut timed = Duration::ZERO;
-            let mut done = 0;
-            while done < iterations {
-                let batch = (iterations - done).min(RESTORE_EVERY);
-                let start = Instant::now();
-                for _ in 0..batch {
-                    black_box(host.expect(
-                        Input::Http {
-                            request: refresh_request.clone(),
-                            user: None,
-                        },
-                        &Outcome::Tokens,
-                    ));
-                }
-                timed += start.elapsed();
-                done += batch;
-                host.store = snapshot.clone();
-            }
-            timed
-        })
-    });
+    bench_refresh(c, "refresh", &mut host, &snapshot, &refresh);
 
     // The code exchange: the token request that redeems a fresh code (PKCE, offline access),
     // in the bench host's store. Each redemption writes its grant and tokens; the store is put
@@ -195,6 +152,57 @@ fn benches(c: &mut Criterion) {
     });
 }
 
+/// Bearer validation of `access` on `host`: token record, then grant and link, then the
+/// Required Scope. The request arrives as a host receives it (its bytes already read): the
+/// client's work of building it is not timed, copying it in is.
+fn bench_bearer(c: &mut Criterion, name: &str, host: &mut Host, access: &str) {
+    let bearer = bearer_request(GET_ACCOUNT, access);
+    c.bench_function(name, |b| {
+        b.iter(|| {
+            let mut request = host.serve(Input::Http {
+                request: bearer.clone(),
+                user: None,
+            });
+            assert!(matches!(request.poll(), Step::Serve(_)));
+            request
+        })
+    });
+}
+
+/// A refresh with the reusable refresh token `refresh`: one new access token per call. Each
+/// writes a new access-token record; the store is put back to `snapshot` every
+/// `RESTORE_EVERY` calls (untimed), so that the store every call sees stays the same.
+fn bench_refresh(c: &mut Criterion, name: &str, host: &mut Host, snapshot: &Store, refresh: &str) {
+    let refresh_request = form_request(&[
+        ("grant_type", "refresh_token"),
+        ("refresh_token", refresh),
+        ("client_id", PKCE_APP),
+    ]);
+    c.bench_function(name, |b| {
+        b.iter_custom(|iterations| {
+            let mut timed = Duration::ZERO;
+            let mut done = 0;
+            while done < iterations {
+                let batch = (iterations - done).min(RESTORE_EVERY);
+                let start = Instant::now();
+                for _ in 0..batch {
+                    black_box(host.expect(
+                        Input::Http {
+                            request: refresh_request.clone(),
+                            user: None,
+                        },
+                        &Outcome::Tokens,
+                    ));
+                }
+                timed += start.elapsed();
+                done += batch;
+                host.store = snapshot.clone();
+            }
+            timed
+        })
+    });
+}
+
 /// How many grants a user may hold, in the rows that show a request's cost does not grow with
 /// them: one, a hundred, ten thousand (one sign-in after another, as a CLI on many machines or
 /// a client that authorizes again and again).
@@ -226,45 +234,14 @@ fn grants_held(c: &mut Criterion) {
         let refresh = field(&mut tokens, "refresh_token");
         host.store.reserve(RESTORE_EVERY as usize * 8);
         let snapshot = host.store.clone();
-        let bearer = bearer_request(GET_ACCOUNT, &access);
-        c.bench_function(&format!("bearer_held_{held}"), |b| {
-            b.iter(|| {
-                let mut request = host.serve(Input::Http {
-                    request: bearer.clone(),
-                    user: None,
-                });
-                assert!(matches!(request.poll(), Step::Serve(_)));
-                request
-            })
-        });
-        let refresh_request = form_request(&[
-            ("grant_type", "refresh_token"),
-            ("refresh_token", &refresh),
-            ("client_id", PKCE_APP),
-        ]);
-        c.bench_function(&format!("refresh_held_{held}"), |b| {
-            b.iter_custom(|iterations| {
-                let mut timed = Duration::ZERO;
-                let mut done = 0;
-                while done < iterations {
-                    let batch = (iterations - done).min(RESTORE_EVERY);
-                    let start = Instant::now();
-                    for _ in 0..batch {
-                        black_box(host.expect(
-                            Input::Http {
-                                request: refresh_request.clone(),
-                                user: None,
-                            },
-                            &Outcome::Tokens,
-                        ));
-                    }
-                    timed += start.elapsed();
-                    done += batch;
-                    host.store = snapshot.clone();
-                }
-                timed
-            })
-        });
+        bench_bearer(c, &format!("bearer_held_{held}"), &mut host, &access);
+        bench_refresh(
+            c,
+            &format!("refresh_held_{held}"),
+            &mut host,
+            &snapshot,
+            &refresh,
+        );
         // One more sign-in: the exchange writes the link that counts the new grant.
         c.bench_function(&format!("exchange_held_{held}"), |b| {
             b.iter_custom(|iterations| {

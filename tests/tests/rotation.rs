@@ -43,6 +43,22 @@ fn refreshed(sim: &mut Sim, token: &str) -> Value {
     json(answer.response())
 }
 
+/// The refresh token of the confidential app's PKCE grant for alice (exchanged with the
+/// verifier and the secret): refreshed without the secret, it rotates.
+fn conf_pkce_refresh_token(sim: &mut Sim) -> String {
+    let code = sim.code_for(&conf_pkce_offline_query(), &alice());
+    let exchanged = json(&sim.token(
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("redirect_uri", CONF_REDIRECT),
+            ("code_verifier", VERIFIER),
+        ],
+        Some((CONF_APP, CONF_SECRET)),
+    ));
+    text(&exchanged, "refresh_token")
+}
+
 fn text(body: &Value, name: &str) -> String {
     body[name]
         .as_str()
@@ -163,17 +179,7 @@ fn the_successors_first_use_closes_the_window_whatever_the_client_authentication
     // use closes the window all the same: the superseded token, presented inside what was its
     // window, is a reuse and ends the grant.
     let mut sim = rotating();
-    let code = sim.code_for(&conf_pkce_offline_query(), &alice());
-    let exchanged = json(&sim.token(
-        &[
-            ("grant_type", "authorization_code"),
-            ("code", &code),
-            ("redirect_uri", CONF_REDIRECT),
-            ("code_verifier", VERIFIER),
-        ],
-        Some((CONF_APP, CONF_SECRET)),
-    ));
-    let first = text(&exchanged, "refresh_token");
+    let first = conf_pkce_refresh_token(&mut sim);
     let rotated = json(&sim.refresh(&first, CONF_APP, None));
     let second = text(&rotated, "refresh_token");
     sim.advance(1);
@@ -289,17 +295,7 @@ fn a_confidential_app_refreshing_by_its_pkce_grant_without_the_secret_rotates() 
     // Without its secret the app is a public client for this refresh (its grant came from a
     // PKCE exchange): the token rotates. With the secret the new token is simply used again.
     let mut sim = rotating();
-    let code = sim.code_for(&conf_pkce_offline_query(), &alice());
-    let exchanged = json(&sim.token(
-        &[
-            ("grant_type", "authorization_code"),
-            ("code", &code),
-            ("redirect_uri", CONF_REDIRECT),
-            ("code_verifier", VERIFIER),
-        ],
-        Some((CONF_APP, CONF_SECRET)),
-    ));
-    let first = text(&exchanged, "refresh_token");
+    let first = conf_pkce_refresh_token(&mut sim);
     let rotated = json(&sim.refresh(&first, CONF_APP, None));
     let second = text(&rotated, "refresh_token");
     assert_ne!(second, first);
@@ -330,17 +326,7 @@ fn a_superseded_token_is_inactive_at_introspection_and_its_revocation_ends_the_g
     // The confidential app's PKCE grant, refreshed without the secret: it rotates, and the app
     // (the token's own: no one else learns of a refresh token) introspects both tokens.
     let mut sim = rotating();
-    let code = sim.code_for(&conf_pkce_offline_query(), &alice());
-    let exchanged = json(&sim.token(
-        &[
-            ("grant_type", "authorization_code"),
-            ("code", &code),
-            ("redirect_uri", CONF_REDIRECT),
-            ("code_verifier", VERIFIER),
-        ],
-        Some((CONF_APP, CONF_SECRET)),
-    ));
-    let first = text(&exchanged, "refresh_token");
+    let first = conf_pkce_refresh_token(&mut sim);
     let answer = json(&sim.refresh(&first, CONF_APP, None));
     let second = text(&answer, "refresh_token");
     assert_eq!(sim.introspect(&first), json!({"active": false}));
