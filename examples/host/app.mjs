@@ -379,9 +379,13 @@ function nodeBody(req, limit) {
   });
 }
 
-/** How long, and how much, the host still reads and drops after answering over an unread body. */
-const LINGER_MS = 2000;
-const LINGER_BYTES = 8 * 1024 * 1024;
+/**
+ * How long, and how much, the host still reads and drops after answering over an unread body:
+ * nginx lingers up to 5 s between reads. A busy client (or a busy machine) may send tens of
+ * MiB before it reads the answer; dropping them costs time, not memory.
+ */
+const LINGER_MS = 5000;
+const LINGER_BYTES = 32 * 1024 * 1024;
 
 /**
  * For the answer to a request whose body was not all read (past a limit): `Connection: close`
