@@ -516,7 +516,7 @@ fn audit_events_and_documents_are_written_in_declaration_order() {
     );
     assert!(
         text.ends_with(
-            r#""pages":{"consent":null,"code":null,"error":null,"sign_in":null},"profile":{"kind":"reference"}}"#
+            r#""pages":{"consent":null,"code":null,"error":null,"sign_in":null},"profile":{"kind":"reference"},"server_key":"dGVzdHMtZml4dHVyZS1zZXJ2ZXIta2V5LTMyYnl0ZXM"}"#
         ),
         "{text}"
     );
