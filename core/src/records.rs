@@ -100,6 +100,15 @@ impl Resources {
         self.iter().any(|r| r == name)
     }
 
+    /// What these name, a token or a consent naming none being for the API served here
+    /// (`here`, the issuer's origin; none in the reference profile).
+    pub(crate) fn or_here(&self, here: Option<&str>) -> Resources {
+        match (self.is_empty(), here) {
+            (true, Some(here)) => Resources::from_names([here]),
+            _ => self.clone(),
+        }
+    }
+
     /// Whether every one of `other` is one of these.
     pub fn covers(&self, other: &Resources) -> bool {
         other.iter().all(|r| self.contains(r))

@@ -309,7 +309,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     let partition = link_key.partition();
     let link = ctx.load::<LinkRecord>(&link_key)?;
     let here = ctx.config.issuer().map(|issuer| issuer.resource());
-    let consent_resources = link::consent_resources(&request.resources, here);
+    let consent_resources = request.resources.or_here(here);
     let granted = link::has_granted(
         link.as_ref().map(|l| l.record),
         &request.scopes,

@@ -191,11 +191,11 @@ fn introspected(ctx: &Ctx<'_>, client: &Client, held: Held<'_>) -> Option<Intros
             // A token naming no resource is for the API served here, the issuer's origin.
             let here = ctx.config.issuer().map(|issuer| issuer.resource());
             let served = || {
-                let mut audience = token.audience.iter().peekable();
-                match audience.peek() {
-                    None => here.is_some_and(|here| ctx.config.serves(&client.app, here)),
-                    Some(_) => audience.any(|resource| ctx.config.serves(&client.app, resource)),
-                }
+                token
+                    .audience
+                    .or_here(here)
+                    .iter()
+                    .any(|resource| ctx.config.serves(&client.app, resource))
             };
             if !own && !served() {
                 return None;

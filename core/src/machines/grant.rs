@@ -86,14 +86,7 @@ pub(crate) fn audience(
     if requested.is_empty() {
         return Ok(consented.clone());
     }
-    let allowed = |resource: &str| {
-        if consented.is_empty() {
-            here == Some(resource)
-        } else {
-            consented.contains(resource)
-        }
-    };
-    if !requested.iter().all(allowed) {
+    if !consented.or_here(here).covers(requested) {
         return Err(Refusal::InvalidTarget);
     }
     Ok(requested.clone())

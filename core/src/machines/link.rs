@@ -19,17 +19,8 @@ pub(crate) fn stands(link: Option<&LinkRecord>, epoch: u64) -> bool {
     link.is_some_and(|l| l.epoch == epoch)
 }
 
-/// What a request asks consent for, resource-wise: the resources it names, or when it names
-/// none the API served here (`here`, the issuer's origin; none in the reference profile).
-pub(crate) fn consent_resources(requested: &Resources, here: Option<&str>) -> Resources {
-    match (requested.is_empty(), here) {
-        (true, Some(here)) => Resources::from_names([here]),
-        _ => requested.clone(),
-    }
-}
-
 /// Whether the user already consented to every scope of `scopes`, to offline access if
-/// `access` asks for it, and to every one of `resources` ([`consent_resources`]):
+/// `access` asks for it, and to every one of `resources` ([`Resources::or_here`]):
 /// re-authorization without a consent page.
 pub(crate) fn has_granted(
     link: Option<&LinkRecord>,
@@ -44,7 +35,7 @@ pub(crate) fn has_granted(
     })
 }
 
-/// Consent: the scopes, offline access and `resources` ([`consent_resources`]) join those
+/// Consent: the scopes, offline access and `resources` ([`Resources::or_here`]) join those
 /// granted before, in the same epoch; a new link starts at `first_epoch` (random).
 pub(crate) fn consented(
     link: Option<&LinkRecord>,
