@@ -490,8 +490,8 @@ pub struct ConfigDocument {
     pub pages: PageTemplates,
     /// The dialect: the reference service (default), or with the standards around it.
     pub profile: Profile,
-    /// The server's own secret key (`server_key`): required in the standards profile, whose
-    /// rotated refresh tokens are derived under it (see [`ServerKey`]).
+    /// The server's own secret key (`server_key`), required: partitions and the seal of every
+    /// credential are derived under it, and rotated refresh tokens (see [`ServerKey`]).
     pub server_key: Option<ServerKey>,
 }
 
@@ -513,7 +513,7 @@ pub struct ConfigDocument {
 ///     api_endpoints: [("/2/users/get_current_account".to_string(), Scope::new("account_info.read").unwrap())].into(),
 ///     pages: PageTemplates::default(),
 ///     profile: Profile::Reference,
-///     server_key: None,
+///     server_key: Some(ServerKey::from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8").unwrap()),
 /// }).unwrap();
 /// assert!(config.app("demo-app").is_some());
 /// ```
@@ -526,7 +526,7 @@ pub struct Config {
     api_endpoints: BTreeMap<String, Scope>,
     pages: Pages,
     profile: Profile,
-    server_key: Option<ServerKey>,
+    server_key: ServerKey,
 }
 
 impl Config {
@@ -558,13 +558,6 @@ impl Config {
         }
         if let Profile::Standards { rotation, .. } = &doc.profile {
             check_rotation(rotation, &policy)?;
-            if doc.server_key.is_none() {
-                return Err(problem(
-                    "server_key",
-                    "is missing: the standards profile derives rotated refresh tokens under it \
-                     (32 random bytes, base64url)",
-                ));
-            }
         }
         if let Some(idle) = policy.refresh_idle_lifetime {
             if doc.profile == Profile::Reference {
@@ -601,13 +594,20 @@ impl Config {
                 Err(at) => apps.insert(at, app),
             }
         }
+        let Some(server_key) = doc.server_key else {
+            return Err(problem(
+                "server_key",
+                "is missing: partitions and credentials are derived under it \
+                 (32 random bytes, base64url; keep it out of the store and the logs)",
+            ));
+        };
         let config = Config {
             apps,
             policy,
             api_endpoints: doc.api_endpoints,
             pages,
             profile: doc.profile,
-            server_key: doc.server_key,
+            server_key,
         };
         config.check_resource_servers()?;
         Ok(config)
@@ -683,9 +683,9 @@ impl Config {
         }
     }
 
-    /// The server's own secret key, if configured (always, in the standards profile).
-    pub fn server_key(&self) -> Option<&ServerKey> {
-        self.server_key.as_ref()
+    /// The server's own secret key.
+    pub fn server_key(&self) -> &ServerKey {
+        &self.server_key
     }
 
     /// The issuer identifier, in the standards profile.
@@ -798,7 +798,7 @@ impl From<Config> for ConfigDocument {
             api_endpoints: config.api_endpoints,
             pages: config.pages.source,
             profile: config.profile,
-            server_key: config.server_key,
+            server_key: Some(config.server_key),
         }
     }
 }

@@ -23,7 +23,8 @@ pub const ENTROPY_LEN: usize = 112;
 ///
 /// Layout: bytes 0–31 the code or access token, 32–63 the refresh token (or the seed of a
 /// rotation, from which its tokens are derived), 64–79 the grant id, 80–87 a new link's first
-/// epoch; the rest is reserved. Each credential carries 256 bits.
+/// epoch; the rest is reserved. Each credential carries 256 bits (and its sealed partition:
+/// see [`Partition`]).
 #[derive(Clone)]
 pub struct Entropy([u8; ENTROPY_LEN]);
 
@@ -179,16 +180,11 @@ digest_type!(
 );
 
 impl AttempterDigest {
-    /// The digest of `value` counted as a `kind` (the two joined by a NUL, which neither
-    /// holds, so no two attempters share a digest).
-    pub(crate) fn of(kind: &str, value: &str) -> AttempterDigest {
-        // One buffer through the one hashing path the module already has (an incremental
-        // hasher would link a second copy of its finalization).
-        let mut joined = Vec::with_capacity(kind.len() + 1 + value.len());
-        joined.extend_from_slice(kind.as_bytes());
-        joined.push(0);
-        joined.extend_from_slice(value.as_bytes());
-        AttempterDigest(sha256(&joined))
+    /// The digest of `value` counted as a `kind`: HMAC-SHA256 under the server key (an
+    /// unkeyed hash of an IPv4 address is undone by trying them all), the two joined by a NUL,
+    /// which neither holds, so no two attempters share a digest.
+    pub(crate) fn of(key: &ServerKey, kind: &str, value: &str) -> AttempterDigest {
+        AttempterDigest(key.mac(&[kind.as_bytes(), b"\0", value.as_bytes()]))
     }
 
     pub(crate) fn as_bytes(&self) -> &[u8; 32] {
@@ -197,20 +193,20 @@ impl AttempterDigest {
 }
 
 credential!(
-    /// A one-time authorization code: `<partition>.<secret>`, the [`Partition`] in 16 URL-safe
-    /// characters, the secret in 43 (256 bits).
+    /// A one-time authorization code: `<route>.<secret>`, the route 32 URL-safe characters
+    /// (its [`Partition`], sealed), the secret 43 (256 bits).
     AuthorizationCode,
     CodeDigest
 );
 credential!(
-    /// A bearer access token: `sl.<partition>.<secret>`, the [`Partition`] in 16 URL-safe
-    /// characters, the secret in 43 (256 bits).
+    /// A bearer access token: `sl.<route>.<secret>`, the route 32 URL-safe characters (its
+    /// [`Partition`], sealed), the secret 43 (256 bits).
     AccessToken,
     AccessTokenDigest
 );
 credential!(
-    /// A refresh token: `<partition>.<secret>`, the [`Partition`] in 16 URL-safe characters,
-    /// the secret in 43 (256 bits). Reusable; never expires by time.
+    /// A refresh token: `<route>.<secret>`, the route 32 URL-safe characters (its
+    /// [`Partition`], sealed), the secret 43 (256 bits). Reusable; never expires by time.
     RefreshToken,
     RefreshTokenDigest
 );
@@ -220,23 +216,15 @@ credential!(
     SecretDigest
 );
 
-/// `<partition>.<secret>`: the visible form of every credential the core mints.
-fn minted(prefix: &str, partition: Partition, secret: &[u8; 32]) -> String {
-    format!(
-        "{prefix}{partition}.{}",
-        Base64UrlUnpadded::encode_string(secret)
-    )
-}
-
 impl AuthorizationCode {
-    pub(crate) fn mint(partition: Partition, entropy: &Entropy) -> Self {
-        AuthorizationCode(minted("", partition, &entropy.primary()))
+    pub(crate) fn mint(key: &ServerKey, partition: Partition, entropy: &Entropy) -> Self {
+        AuthorizationCode(partition.seal(key, &entropy.primary()))
     }
 
-    /// Where the record of a code as presented would be stored: `None` if the code is not of
-    /// the shape this core mints (its partition part garbled), so nothing is read for it.
-    pub fn key_of(presented: &str) -> Option<RecordKey> {
-        let partition = Partition::of_credential(presented)?;
+    /// Where the record of a code as presented would be stored: `None` if it is not a code
+    /// this server minted under `key` (its route garbled or forged), so nothing is read for it.
+    pub fn key_of(key: &ServerKey, presented: &str) -> Option<RecordKey> {
+        let partition = Partition::of_credential(key, presented)?;
         Some(RecordKey::Code(partition, Self::digest_of(presented)))
     }
 }
@@ -245,14 +233,18 @@ impl AccessToken {
     /// The prefix every access token this core mints starts with.
     pub const PREFIX: &'static str = "sl.";
 
-    pub(crate) fn mint(partition: Partition, entropy: &Entropy) -> Self {
-        AccessToken(minted(Self::PREFIX, partition, &entropy.primary()))
+    pub(crate) fn mint(key: &ServerKey, partition: Partition, entropy: &Entropy) -> Self {
+        AccessToken(Self::sealed(key, partition, &entropy.primary()))
+    }
+
+    fn sealed(key: &ServerKey, partition: Partition, secret: &[u8; 32]) -> String {
+        format!("{}{}", Self::PREFIX, partition.seal(key, secret))
     }
 
     /// Where the record of a token as presented would be stored (see
     /// [`AuthorizationCode::key_of`]).
-    pub fn key_of(presented: &str) -> Option<RecordKey> {
-        let partition = Partition::of_credential(presented.strip_prefix(Self::PREFIX)?)?;
+    pub fn key_of(key: &ServerKey, presented: &str) -> Option<RecordKey> {
+        let partition = Partition::of_credential(key, presented.strip_prefix(Self::PREFIX)?)?;
         Some(RecordKey::AccessToken(
             partition,
             Self::digest_of(presented),
@@ -261,14 +253,14 @@ impl AccessToken {
 }
 
 impl RefreshToken {
-    pub(crate) fn mint(partition: Partition, entropy: &Entropy) -> Self {
-        RefreshToken(minted("", partition, &entropy.secondary()))
+    pub(crate) fn mint(key: &ServerKey, partition: Partition, entropy: &Entropy) -> Self {
+        RefreshToken(partition.seal(key, &entropy.secondary()))
     }
 
     /// Where the record of a token as presented would be stored (see
     /// [`AuthorizationCode::key_of`]).
-    pub fn key_of(presented: &str) -> Option<RecordKey> {
-        let partition = Partition::of_credential(presented)?;
+    pub fn key_of(key: &ServerKey, presented: &str) -> Option<RecordKey> {
+        let partition = Partition::of_credential(key, presented)?;
         Some(RecordKey::RefreshToken(
             partition,
             Self::digest_of(presented),
@@ -278,8 +270,11 @@ impl RefreshToken {
 
 /// The server's own secret (`server_key` in the configuration: 32 random bytes, base64url,
 /// kept by the host like any secret, never stored with the records): what makes records read
-/// from storage useless on their own. It keys the derivation of a rotation's tokens
-/// ([`RotationSeed`]), so that a copy of the store and an old refresh token yield nothing.
+/// from storage and credentials seen in the wild useless on their own. It keys the partitions
+/// ([`Partition::of_account`]) and the seal of every credential (so a credential names its
+/// partition to this server alone, and a forged one is refused before any read), the digests
+/// of attempters, and the derivation of a rotation's tokens ([`RotationSeed`]), so that a copy
+/// of the store and an old refresh token yield nothing.
 ///
 /// ```
 /// # use edgegrant::ServerKey;
@@ -355,7 +350,7 @@ impl RotationSeed {
         superseded: &RefreshToken,
     ) -> RefreshToken {
         let secret = self.derive(key, b"edgegrant rotation refresh token\0", superseded);
-        RefreshToken(minted("", partition, &secret))
+        RefreshToken(partition.seal(key, &secret))
     }
 
     /// The access token this rotation answers with.
@@ -366,7 +361,7 @@ impl RotationSeed {
         superseded: &RefreshToken,
     ) -> AccessToken {
         let secret = self.derive(key, b"edgegrant rotation access token\0", superseded);
-        AccessToken(minted(AccessToken::PREFIX, partition, &secret))
+        AccessToken(AccessToken::sealed(key, partition, &secret))
     }
 }
 

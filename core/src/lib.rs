@@ -55,11 +55,13 @@
 //! tokens — and so is each attempter's count of failed checks. A host on one store ignores all
 //! this. A host on many (one Durable Object per partition, a sharded database with the
 //! partition as distribution key) routes each request by [`partition_of`]`(config, input)`, a
-//! pure function of the input that reads nothing and hashes no secret: every credential
-//! carries its partition in its visible form (`sl.<partition>.<secret>`). It runs the request
-//! where that partition lives; only the failure count of a client authentication that failed
-//! lies elsewhere (read and written alone: a correct secret reads no count). A credential with a garbled partition part is refused
-//! without any read; a forged one names records that do not exist.
+//! pure function of the input that reads nothing: every credential carries its partition
+//! sealed under the [`ServerKey`] (`sl.<route>.<secret>`), which that function opens. It runs
+//! the request where that partition lives; only the failure count of a client authentication
+//! that failed lies elsewhere (read and written alone: a correct secret reads no count).
+//! Partitions are derived under the server key, so they tell no one who the user is; a
+//! credential whose route is garbled or forged names no partition and is refused without any
+//! read, before it reaches any store or object.
 //!
 //! ## Purge times
 //!
@@ -140,6 +142,8 @@
 //!         default_token_type: DefaultTokenType::ShortLived,
 //!         implicit_allowed: false,
 //!     }],
+//!     // 32 random bytes, kept like any secret (here a fixed one, for the example).
+//!     server_key: Some(ServerKey::from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8")?),
 //!     ..ConfigDocument::default()
 //! })?);
 //! let mut store: BTreeMap<RecordKey, Stored> = BTreeMap::new();

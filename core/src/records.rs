@@ -6,7 +6,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::credentials::{
-    AccessTokenDigest, AttempterDigest, CodeDigest, RefreshTokenDigest, RotationSeed,
+    AccessTokenDigest, AttempterDigest, CodeDigest, RefreshTokenDigest, RotationSeed, ServerKey,
 };
 use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, Uid};
 use crate::partition::Partition;
@@ -404,14 +404,14 @@ pub enum RecordKey {
 }
 
 impl RecordKey {
-    /// The key of the link of `app` and `account`.
-    pub fn link(app: AppKey, account: AccountId) -> RecordKey {
-        RecordKey::Link(Partition::of_account(&account), app, account)
+    /// The key of the link of `app` and `account`, in the account's partition under `key`.
+    pub fn link(key: &ServerKey, app: AppKey, account: AccountId) -> RecordKey {
+        RecordKey::Link(Partition::of_account(key, &account), app, account)
     }
 
     /// The key of the member at `place` of the link of `app` and `account`.
-    pub fn member(app: AppKey, account: AccountId, place: u64) -> RecordKey {
-        RecordKey::Member(Partition::of_account(&account), app, account, place)
+    pub fn member(key: &ServerKey, app: AppKey, account: AccountId, place: u64) -> RecordKey {
+        RecordKey::Member(Partition::of_account(key, &account), app, account, place)
     }
 
     /// The partition the record lives in.
@@ -466,7 +466,8 @@ impl FromStr for RecordKey {
             "attempts" => AttempterDigest::from_base64(rest).map(RecordKey::Attempts),
             "grant" => GrantId::parse(rest).map(|id| RecordKey::Grant(p, id)),
             "link" => rest.split_once(':').and_then(|(app, account)| {
-                Some(RecordKey::link(
+                Some(RecordKey::Link(
+                    p,
                     AppKey::new(app).ok()?,
                     AccountId::new(account).ok()?,
                 ))
@@ -476,7 +477,8 @@ impl FromStr for RecordKey {
                 // The place as written, byte for byte (no sign, no leading zero).
                 let number: u64 = place.parse().ok()?;
                 (number.to_string() == place).then_some(())?;
-                Some(RecordKey::member(
+                Some(RecordKey::Member(
+                    p,
                     AppKey::new(app).ok()?,
                     AccountId::new(account).ok()?,
                     number,
@@ -484,7 +486,9 @@ impl FromStr for RecordKey {
             }),
             _ => None,
         };
-        // A derived partition must be the one written: the text is the key, byte for byte.
+        // A derived partition must be the one written: the text is the key, byte for byte. (An
+        // account's partition is derived under the server key, which a key's text alone cannot
+        // check; the explorer checks it for every record written.)
         key.filter(|key| key.partition() == p).ok_or_else(bad)
     }
 }

@@ -114,12 +114,16 @@ export interface Hooks {
 export interface AuthServerOptions {
   /** The whole configuration document; or its parts below. */
   config?: ConfigDocument;
+  /** The server's own secret (required, here or as the document's `server_key`): 32 random bytes, base64url, e.g. `crypto.randomBytes(32).toString("base64url")` once, kept as a secret. */
+  serverKey?: string;
   apps?: App[];
   policy?: Policy;
   /** Required Scope of each `/2/` endpoint, by path. */
   apiEndpoints?: Record<string, string>;
   /** Page templates (consent, code, error, sign_in). */
   pages?: PageTemplates;
+  /** The dialect: the reference service's (default) or the standards profile. */
+  profile?: ConfigDocument["profile"];
   storage: Storage;
   hooks?: Hooks;
   /** Seconds since the epoch; default: the system clock. */

@@ -249,11 +249,16 @@ function withHeaders(response, headers) {
  * Creates an authorization server.
  *
  * @param {object} options
- * @param {object} [options.config] the configuration document (apps, policy, api_endpoints, pages)
- * @param {object[]} [options.apps] or its parts: registered apps,
+ * @param {object} [options.config] the configuration document (apps, policy, api_endpoints, pages,
+ *   profile, server_key)
+ * @param {string} [options.serverKey] or its parts: the server's own secret (32 random bytes,
+ *   base64url), required,
+ * @param {object[]} [options.apps] registered apps,
  * @param {object} [options.policy] policy switches,
  * @param {Record<string,string>} [options.apiEndpoints] the Required Scope of each `/2/` endpoint,
- * @param {object} [options.pages] page templates (consent, code, error, sign_in)
+ * @param {object} [options.pages] page templates (consent, code, error, sign_in),
+ * @param {object} [options.profile] the dialect (`{ kind: "reference" }`, the default, or
+ *   `{ kind: "standards", issuer }`)
  * @param {object} options.storage a storage adapter: `read(keys)` and `apply(transaction)`
  * @param {object} [options.hooks] `currentUser(request)`, `api[path](principal, request)` and
  *   `sourceOf(request)`, the client's address (for attempt limits; from a header only a trusted
@@ -265,10 +270,12 @@ export function createAuthServer(options) {
     throw new Error("edgegrant: options.storage must have read(keys) and apply(transaction)");
   }
   const config = options.config ?? {
+    server_key: options.serverKey,
     apps: options.apps ?? [],
     ...(options.policy && { policy: options.policy }),
     ...(options.apiEndpoints && { api_endpoints: options.apiEndpoints }),
     ...(options.pages && { pages: options.pages }),
+    ...(options.profile && { profile: options.profile }),
   };
   const core = createCore(config);
   const limit = core.maxInputBytes();

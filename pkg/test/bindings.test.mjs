@@ -42,7 +42,7 @@ test("read, write and respond cross as plain values", () => {
   request.committed();
   assert.equal(request.step(), "p");
   assert.equal(request.status(), 302);
-  assert.match(header(request, "location"), /^http:\/\/127\.0\.0\.1:8765\/cb\?code=[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]{43}&state=xyz$/);
+  assert.match(header(request, "location"), /^http:\/\/127\.0\.0\.1:8765\/cb\?code=[A-Za-z0-9_-]{32}\.[A-Za-z0-9_-]{43}&state=xyz$/);
   assert.equal(header(request, "cache-control"), "no-store");
   assert.equal(request.outcome(), "redirect");
   assert.equal(request.refusal(), undefined);
@@ -76,7 +76,7 @@ test("every outcome comes with a complete response and its name", () => {
   assert.match(unknown.body(), /data-error="invalid_request"/);
   const display = finish(core.request(consentForm(`client_id=${CONF_APP}&response_type=code`), NOW, entropy()));
   assert.equal(display.outcome(), "display_code");
-  assert.match(display.body(), /data-page="code" data-code="[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]{43}"/);
+  assert.match(display.body(), /data-page="code" data-code="[A-Za-z0-9_-]{32}\.[A-Za-z0-9_-]{43}"/);
   const unlinked = finish(core.unlink(CONF_APP, ALICE.account_id, "team_admin", NOW, entropy()));
   assert.deepEqual([unlinked.outcome(), unlinked.status(), unlinked.body()], ["unlinked", 200, "null"]);
   const missing = finish(core.request({ method: "POST", path: "/2/auth/token/revoke", headers: [] }, NOW, entropy()));
@@ -163,8 +163,8 @@ test("host misuse throws a real Error", () => {
     () => started().committed(),
     () => started().conflicted(),
     () => createCore({ apps: "not a list" }),
-    () => createCore({ apps: [], policy: { code_ttl: 601 } }),
-    () => createCore({ apps: [], pages: { consent: "{{no_such_variable}}" } }),
+    () => createCore({ ...config(), policy: { code_ttl: 601 } }),
+    () => createCore({ ...config(), pages: { consent: "{{no_such_variable}}" } }),
   ];
   for (const call of misuse) assert.throws(call, (e) => e instanceof Error && e.message.length > 0);
 });

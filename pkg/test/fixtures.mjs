@@ -13,8 +13,12 @@ export const CONF_REDIRECT = "https://conf.example/cb";
 export const GET_ACCOUNT = "/2/users/get_current_account";
 export const ALICE = { account_id: "dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc", uid: "12345" };
 
+/** The tests' server key (32 bytes, base64url): public, for tests only. */
+export const SERVER_KEY = "dGVzdHMtZml4dHVyZS1zZXJ2ZXIta2V5LTMyYnl0ZXM";
+
 export function config() {
   return {
+    server_key: SERVER_KEY,
     apps: [
       {
         key: PKCE_APP,
@@ -35,9 +39,7 @@ export function config() {
 }
 
 /** The same apps in the standards profile: a public client's refresh token rotates (retry window 60 s). */
-/** The tests' server key (32 bytes, base64url): public, for tests only. */
-export const SERVER_KEY = "dGVzdHMtZml4dHVyZS1zZXJ2ZXIta2V5LTMyYnl0ZXM";
-export const standardsConfig = () => ({ ...config(), profile: { kind: "standards", issuer: "https://auth.example" }, server_key: SERVER_KEY });
+export const standardsConfig = () => ({ ...config(), profile: { kind: "standards", issuer: "https://auth.example" } });
 
 export const pkceQuery = (state = "xyz") =>
   new URLSearchParams({

@@ -128,7 +128,7 @@ pub fn explore(
     let mut schedules = 0;
     walk(config, inputs, now, crashes > 0, state, &mut |schedule| {
         schedules += 1;
-        check_store(&schedule.store);
+        check_store(config.server_key(), &schedule.store);
         check(schedule);
     });
     schedules
@@ -237,7 +237,7 @@ fn walk(
 /// current refresh token, if it names one, and at the
 /// link of its app and user at an epoch not ahead of it, every redeemed code at its grant; and
 /// every record of an account lies in that account's partition.
-pub fn check_store(store: &Store) {
+pub fn check_store(server_key: &ServerKey, store: &Store) {
     for (key, stored) in store.iter() {
         let record = stored
             .record()
@@ -251,7 +251,11 @@ pub fn check_store(store: &Store) {
             Record::Link(_) | Record::Attempts(_) | Record::Member(_) => None,
         };
         if let Some(account) = account {
-            assert_eq!(key.partition(), Partition::of_account(account), "{key}");
+            assert_eq!(
+                key.partition(),
+                Partition::of_account(server_key, account),
+                "{key}"
+            );
         }
         let grant =
             |id: &GrantId| match store.record(&RecordKey::Grant(key.partition(), id.clone())) {
@@ -282,7 +286,8 @@ pub fn check_store(store: &Store) {
                     let current = RecordKey::RefreshToken(key.partition(), current);
                     assert!(store.get(&current).is_some(), "{key}: no {current}");
                 }
-                let link_key = RecordKey::link(owner.app.clone(), owner.account_id.clone());
+                let link_key =
+                    RecordKey::link(server_key, owner.app.clone(), owner.account_id.clone());
                 let Some(Record::Link(link)) = store.record(&link_key) else {
                     panic!("{key}: no link {link_key}");
                 };
@@ -294,8 +299,12 @@ pub fn check_store(store: &Store) {
                 // link; a live one's member record names it.
                 if let Some(place) = owner.member {
                     assert!(place < link.members, "{key}: member {place} not counted");
-                    let member =
-                        RecordKey::member(owner.app.clone(), owner.account_id.clone(), place);
+                    let member = RecordKey::member(
+                        server_key,
+                        owner.app.clone(),
+                        owner.account_id.clone(),
+                        place,
+                    );
                     if owner.revoked_at.is_none() && owner.link_epoch == link.epoch {
                         match store.record(&member) {
                             Some(Record::Member(m))

@@ -876,6 +876,11 @@ fn scoped(scopes: &str) -> Permissions {
 /// The fixture's server key (32 bytes, base64url): public, for tests only.
 pub const FIXTURE_SERVER_KEY: &str = "dGVzdHMtZml4dHVyZS1zZXJ2ZXIta2V5LTMyYnl0ZXM";
 
+/// The fixture's server key, parsed.
+pub fn fixture_key() -> ServerKey {
+    ServerKey::from_base64(FIXTURE_SERVER_KEY).expect("32 bytes")
+}
+
 /// The shared configuration: the four fixture apps and four API endpoints, default policy.
 pub fn fixture_document() -> ConfigDocument {
     let legacy = App {
@@ -917,8 +922,7 @@ pub fn fixture_document() -> ConfigDocument {
         policy: Policy::default(),
         pages: PageTemplates::default(),
         profile: Profile::Reference,
-        // Only the standards profile needs it; every fixture has one, as a host would.
-        server_key: Some(ServerKey::from_base64(FIXTURE_SERVER_KEY).expect("32 bytes")),
+        server_key: Some(fixture_key()),
         api_endpoints: [
             (GET_ACCOUNT, "account_info.read"),
             (LIST_FOLDER, "files.metadata.read"),

@@ -474,7 +474,15 @@ fn config_json_is_read_back_as_written_and_errors_name_the_field() {
         "pages.error: expected a string"
     );
     // `null` is "none" where a field is optional, an error where it is not.
-    assert!(Config::from_json(r#"{"apps": [], "pages": {"code": null}}"#).is_ok());
+    let keyed = format!(
+        r#"{{"apps": [], "pages": {{"code": null}}, "server_key": "{FIXTURE_SERVER_KEY}"}}"#
+    );
+    assert!(Config::from_json(&keyed).is_ok());
+    // Every deployment has its own key: partitions and credentials are derived under it.
+    assert_eq!(
+        refused(r#"{"apps": [], "pages": {"code": null}}"#),
+        "server_key: is missing: partitions and credentials are derived under it (32 random bytes, base64url; keep it out of the store and the logs)"
+    );
     assert_eq!(
         refused(r#"{"apps": [], "policy": null}"#),
         "policy: expected an object"

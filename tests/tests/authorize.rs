@@ -746,7 +746,8 @@ fn an_oversized_query_shows_a_page() {
 fn redirect_uris_of_schemes_that_run_script_are_refused_at_registration() {
     let document = |uri: &str| {
         serde_json::json!({ "apps": [{ "key": "app", "name": "App", "redirect_uris": [uri],
-            "permissions": { "kind": "scoped", "scopes": ["account_info.read"] } }] })
+            "permissions": { "kind": "scoped", "scopes": ["account_info.read"] } }],
+            "server_key": FIXTURE_SERVER_KEY })
     };
     for refused in [
         "javascript:alert(document.domain)",

@@ -82,7 +82,11 @@ fn the_records_a_request_reads_do_not_grow_with_the_grants_its_user_holds() {
     // The same records, of the same size (the link counts places; it lists nothing).
     assert_eq!(many_bearer.read_bytes, one_bearer.read_bytes);
     assert_eq!(many_refresh.read_bytes, one_refresh.read_bytes);
-    let link_key = RecordKey::link(AppKey::new(PKCE_APP).unwrap(), alice().account_id);
+    let link_key = RecordKey::link(
+        &fixture_key(),
+        AppKey::new(PKCE_APP).unwrap(),
+        alice().account_id,
+    );
     let link = sim.store.get(&link_key).unwrap();
     assert!(link.bytes.len() < 128, "{} bytes", link.bytes.len());
     // The first grant still serves: nothing evicts it unless the operator bounds the count.
@@ -118,7 +122,7 @@ fn an_unlink_ends_thousands_of_grants_in_bounded_steps_and_all_of_them_go() {
     assert!(steps.largest_read <= 2 * 32, "{}", steps.largest_read);
     assert!(steps.transactions >= 1_000 / 32, "{}", steps.transactions);
     sim.store = store;
-    check_store(&sim.store);
+    check_store(&fixture_key(), &sim.store);
     // Every grant refused at once; nothing left without a purge time.
     for tokens in [&held[0], &held[999]] {
         let refused = sim.refresh(tokens["refresh_token"].as_str().unwrap(), PKCE_APP, None);
@@ -184,7 +188,7 @@ fn an_unlink_the_host_stopped_midway_is_finished_by_the_next() {
     // Access ended with the first transaction; the user unlinks again (or the host retries).
     assert_eq!(sim.run(unlink).outcome(), &Outcome::Unlinked);
     assert_eq!(left(&sim), 0);
-    check_store(&sim.store);
+    check_store(&fixture_key(), &sim.store);
 }
 
 #[test]
@@ -207,7 +211,7 @@ fn an_operator_bound_on_live_grants_revokes_the_oldest() {
         let live = answer.status == 200;
         assert_eq!(live, i >= 2, "grant {i}: {}", answer.body);
     }
-    check_store(&sim.store);
+    check_store(&fixture_key(), &sim.store);
     // The bound is checked in the configuration.
     let mut doc = fixture_document().to_json_value();
     doc["policy"]["live_grants_per_link"] = serde_json::json!(0);

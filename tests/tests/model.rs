@@ -1555,7 +1555,7 @@ fn near_valid_pairs(
     let value = prop_oneof![
         3 => prop::sample::select(values).prop_map(str::to_owned),
         1 => "\\PC{0,30}",
-        1 => "[A-Za-z0-9_-]{16}\\.[A-Za-z0-9_-]{43}",
+        1 => "[A-Za-z0-9_-]{32}\\.[A-Za-z0-9_-]{43}",
     ];
     prop::collection::vec((name, value), 0..9)
 }
@@ -1565,7 +1565,7 @@ fn garbage_header() -> impl Strategy<Value = String> {
         "\\PC{0,40}",
         any::<String>(),
         "[Bb]earer [A-Za-z0-9._~+/=-]{0,50}",
-        "Bearer sl\\.[A-Za-z0-9_-]{16}\\.[A-Za-z0-9_-]{43}",
+        "Bearer sl\\.[A-Za-z0-9_-]{32}\\.[A-Za-z0-9_-]{43}",
         "Basic [A-Za-z0-9+/=]{0,40}",
         "[ \t]*[Bb][Ee][Aa][Rr][Ee][Rr][ \t]*\\PC{0,20}",
     ]

@@ -1,7 +1,8 @@
-//! Partitions and purge times (issue 16): every credential names its account's partition, a
-//! forged or garbled partition part is refused like an unknown credential without a read in
-//! any other partition, and every record the core writes says when it may be purged — so a
-//! store that purges on time stays bounded while every answer a client sees stays right.
+//! Partitions and purge times (issue 16; keyed and sealed, issue 25): every credential routes to
+//! its account's partition and shows it to no one else, a forged or garbled route is refused
+//! like an unknown credential without any read, and every record the core writes says when it
+//! may be purged — so a store that purges on time stays bounded while every answer a client
+//! sees stays right.
 //!
 //! The harness (`edgegrant_tests::Request`) checks the contract on every request of every test:
 //! `partition_of` is the request's partition, every record read or written but failure counts
@@ -17,14 +18,20 @@ fn sim() -> Sim {
     Sim::new(fixture_config())
 }
 
-/// `credential` with its partition part replaced by `partition`.
-fn moved(credential: &str, partition: Partition) -> String {
-    let (prefix, rest) = match credential.strip_prefix("sl.") {
-        Some(rest) => ("sl.", rest),
-        None => ("", credential),
+/// The route and the secret of a credential as it is shown (after any `sl.`).
+fn parts(credential: &str) -> (&str, &str) {
+    let rest = credential.strip_prefix("sl.").unwrap_or(credential);
+    rest.split_once('.').expect("a route")
+}
+
+/// `credential` with its route replaced by `route`.
+fn rerouted(credential: &str, route: &str) -> String {
+    let prefix = if credential.starts_with("sl.") {
+        "sl."
+    } else {
+        ""
     };
-    let (_, secret) = rest.split_once('.').expect("a partition part");
-    format!("{prefix}{partition}.{secret}")
+    format!("{prefix}{route}.{}", parts(credential).1)
 }
 
 /// The keys `input` reads and writes, run against `store` (which it leaves as it was).
@@ -75,19 +82,24 @@ fn token_input(form: &[(&str, &str)]) -> Input {
 }
 
 #[test]
-fn every_credential_of_an_account_names_its_partition_and_routes_there() {
+fn every_credential_routes_to_its_accounts_partition_and_tells_no_one_else_anything() {
     let mut sim = sim();
-    let alice_p = Partition::of_account(&alice().account_id);
-    let bob_p = Partition::of_account(&bob().account_id);
+    let alice_p = Partition::of_account(&fixture_key(), &alice().account_id);
+    let bob_p = Partition::of_account(&fixture_key(), &bob().account_id);
     assert_ne!(alice_p, bob_p);
-    for (user, partition) in [(alice(), alice_p), (bob(), bob_p)] {
+    // Derived under the server key: another deployment's partition of the same account differs,
+    // so a partition confirms no guessed account id to whoever lacks the key.
+    let other_key = ServerKey::from_base64("YW5vdGhlci1zZXJ2ZXIta2V5LW9mLTMyLWJ5dGVzISE").unwrap();
+    assert_ne!(
+        Partition::of_account(&other_key, &alice().account_id),
+        alice_p
+    );
+    let mut routes = Vec::new();
+    for (user, partition) in [(alice(), alice_p), (bob(), bob_p), (alice(), alice_p)] {
         let code = sim.code_for(&pkce_offline_query("s"), &user);
-        assert!(code.starts_with(&format!("{partition}.")), "{code}");
         let tokens = json(&sim.exchange_pkce(&code, VERIFIER));
         let access = tokens["access_token"].as_str().unwrap();
         let refresh = tokens["refresh_token"].as_str().unwrap();
-        assert!(access.starts_with(&format!("sl.{partition}.")), "{access}");
-        assert!(refresh.starts_with(&format!("{partition}.")), "{refresh}");
         let call = Input::Http {
             request: bearer_request(GET_ACCOUNT, access),
             user: None,
@@ -99,36 +111,70 @@ fn every_credential_of_an_account_names_its_partition_and_routes_there() {
             ("client_id", PKCE_APP),
         ]);
         assert_eq!(partition_of(&sim.config, &refresh_input), Some(partition));
+        for credential in [code.as_str(), access, refresh] {
+            assert!(!credential.contains(&partition.to_string()), "{credential}");
+            let (route, secret) = parts(credential);
+            assert_eq!((route.len(), secret.len()), (32, 43), "{credential}");
+            routes.push(route.to_owned());
+        }
     }
+    // No two credentials share a visible part, though two grants of one user were among them:
+    // nothing links a user's credentials, in one app or across apps.
+    let count = routes.len();
+    routes.sort();
+    routes.dedup();
+    assert_eq!(routes.len(), count);
     // Every stored record of an account lies in its partition (and the store is consistent).
-    explorer::check_store(&sim.store);
+    explorer::check_store(&fixture_key(), &sim.store);
 }
 
 #[test]
-fn a_forged_partition_is_an_unknown_credential_read_only_where_it_points() {
+fn a_forged_route_reaches_no_partition_and_is_refused_without_a_read() {
     let mut sim = sim();
-    let bob_p = Partition::of_account(&bob().account_id);
+    let bobs_code = sim.code_for(&pkce_offline_query("b"), &bob());
     let code = sim.code_for(&pkce_offline_query("s"), &alice());
-    // Alice's code moved to Bob's partition: unknown there, and the real code is untouched.
-    let forged = moved(&code, bob_p);
-    let answer = sim.token_form_answer(&pkce_exchange(&forged, VERIFIER), None);
-    assert_eq!(answer.refusal(), Some(&Refusal::UnknownCode));
-    assert_eq!(http(answer).status, 400);
-    let touched = keys_touched(&sim, token_input(&pkce_exchange(&forged, VERIFIER)));
-    assert!(!touched.is_empty());
-    assert!(
-        touched.iter().all(|key| key.partition() == bob_p),
-        "{touched:?}"
-    );
+    let bob_route = parts(&bobs_code).0.to_owned();
+    let mut flipped = parts(&code).0.as_bytes().to_vec();
+    flipped[3] = if flipped[3] == b'A' { b'B' } else { b'A' };
+    let flipped = String::from_utf8(flipped).unwrap();
+    // Minted under another server key (another deployment, or a guessed key).
+    let mut other_doc = fixture_document();
+    other_doc.server_key =
+        Some(ServerKey::from_base64("YW5vdGhlci1zZXJ2ZXIta2V5LW9mLTMyLWJ5dGVzISE").unwrap());
+    let mut other = Sim::new(Config::new(other_doc).unwrap());
+    let foreign = other.code_for(&pkce_offline_query("s"), &alice());
+    let forgeries = [
+        // Bob's genuine route on Alice's secret: the tag covers partition and secret together.
+        rerouted(&code, &bob_route),
+        // One character of the masked partition changed.
+        rerouted(&code, &flipped),
+        // A genuine route on a secret of the attacker's choosing.
+        format!("{}.{}", parts(&code).0, "s".repeat(43)),
+        foreign,
+    ];
+    for forged in &forgeries {
+        let input = token_input(&pkce_exchange(forged, VERIFIER));
+        assert_eq!(partition_of(&sim.config, &input), None, "{forged}");
+        assert!(keys_touched(&sim, input.clone()).is_empty(), "{forged}");
+        let answer = sim.token_form_answer(&pkce_exchange(forged, VERIFIER), None);
+        assert_eq!(answer.refusal(), Some(&Refusal::UnknownCode), "{forged}");
+        assert_eq!(http(answer).status, 400);
+    }
     let tokens = json(&sim.exchange_pkce(&code, VERIFIER));
     let access = tokens["access_token"].as_str().unwrap().to_owned();
     let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
 
-    let forged_access = moved(&access, bob_p);
+    let forged_access = rerouted(&access, &bob_route);
+    let call = Input::Http {
+        request: bearer_request(GET_ACCOUNT, &forged_access),
+        user: None,
+    };
+    assert_eq!(partition_of(&sim.config, &call), None);
+    assert!(keys_touched(&sim, call).is_empty());
     let answer = sim.api(GET_ACCOUNT, &forged_access);
     assert_eq!(answer.refusal(), Some(&Refusal::UnknownAccessToken));
     assert_eq!(http(answer).status, 401);
-    let forged_refresh = moved(&refresh, bob_p);
+    let forged_refresh = rerouted(&refresh, &bob_route);
     let answer = sim.refresh_answer(&forged_refresh, PKCE_APP, None);
     assert_eq!(answer.refusal(), Some(&Refusal::UnknownRefreshToken));
     assert_eq!(http(answer).status, 400);
@@ -146,11 +192,12 @@ fn a_garbled_partition_is_refused_without_any_read() {
     let secret = access.rsplit('.').next().unwrap().to_owned();
     let garbled_parts = [
         String::new(),
-        "AAAAAAAAAAAAAAA".into(),    // 15 characters
-        "AAAAAAAAAAAAAAAAA".into(),  // 17
-        "AAAAAAAAAAAAAAA*".into(),   // not base64url
-        "AAAAAAAAAAAAAAA=".into(),   // padding
-        "AAAAAAAAAAAAAAAA.x".into(), // a dot too many
+        "A".repeat(31),                  // 31 characters
+        "A".repeat(33),                  // 33
+        "A".repeat(16),                  // the shape of the releases before sealed routes
+        format!("{}*", "A".repeat(31)),  // not base64url
+        format!("{}=", "A".repeat(31)),  // padding
+        format!("{}.x", "A".repeat(32)), // a dot too many
     ];
     for part in &garbled_parts {
         let bearer = format!("sl.{part}.{secret}");
@@ -228,7 +275,7 @@ fn a_confidential_clients_failure_counts_are_written_one_partition_at_a_time() {
 fn revoked_grants_expire_with_their_tokens_and_purging_changes_no_answer() {
     let mut sim = sim();
     let code = sim.code_for(&pkce_offline_query("s"), &alice());
-    let code_key = AuthorizationCode::key_of(&code).unwrap();
+    let code_key = AuthorizationCode::key_of(&fixture_key(), &code).unwrap();
     assert_eq!(
         sim.store.purge_after(&code_key),
         Some(UnixTime(T0.0 + 600 + 600)),
@@ -237,8 +284,8 @@ fn revoked_grants_expire_with_their_tokens_and_purging_changes_no_answer() {
     let tokens = json(&sim.exchange_pkce(&code, VERIFIER));
     let access = tokens["access_token"].as_str().unwrap().to_owned();
     let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
-    let access_key = AccessToken::key_of(&access).unwrap();
-    let refresh_key = RefreshToken::key_of(&refresh).unwrap();
+    let access_key = AccessToken::key_of(&fixture_key(), &access).unwrap();
+    let refresh_key = RefreshToken::key_of(&fixture_key(), &refresh).unwrap();
     assert_eq!(
         sim.store.purge_after(&code_key),
         Some(UnixTime(T0.0 + 600 + ACCESS_TTL)),
@@ -358,7 +405,8 @@ fn unlinked_grants_expire_with_their_tokens_and_a_revoked_one_leaves_the_list() 
     assert_eq!(listed(&sim), 0);
     let purge = Some(UnixTime(unlinked_at.0 + ACCESS_TTL));
     for grant in &grants[1..] {
-        let refresh_key = RefreshToken::key_of(grant["refresh_token"].as_str().unwrap()).unwrap();
+        let refresh_key =
+            RefreshToken::key_of(&fixture_key(), grant["refresh_token"].as_str().unwrap()).unwrap();
         assert_eq!(
             sim.store.purge_after(&refresh_key),
             purge,
@@ -415,7 +463,11 @@ fn unlinked_grants_expire_with_their_tokens_and_a_revoked_one_leaves_the_list() 
 fn a_link_made_again_never_revives_what_an_earlier_one_issued() {
     let mut sim = sim();
     let tokens = sim.pkce_offline_tokens(&alice());
-    let link_key = RecordKey::link(AppKey::new(PKCE_APP).unwrap(), alice().account_id);
+    let link_key = RecordKey::link(
+        &fixture_key(),
+        AppKey::new(PKCE_APP).unwrap(),
+        alice().account_id,
+    );
     // As if its link had been purged while the grant was not (a store that lost the link, or a
     // grant no list reached): the grant stands on nothing, and is refused.
     sim.store.remove(&link_key);
@@ -456,7 +508,7 @@ fn an_unlink_purges_long_lived_tokens_and_many_grants_at_once() {
         panic!("no redirect")
     };
     let long_lived = fragment_param(&location, "access_token").unwrap();
-    let long_lived_key = AccessToken::key_of(&long_lived).unwrap();
+    let long_lived_key = AccessToken::key_of(&fixture_key(), &long_lived).unwrap();
     assert_eq!(sim.store.purge_after(&long_lived_key), None);
     for _ in 0..150 {
         sim.pkce_offline_tokens(&alice());
@@ -488,7 +540,11 @@ fn an_unlink_purges_long_lived_tokens_and_many_grants_at_once() {
 fn format_2_records_are_read_and_upgraded() {
     let mut sim = sim();
     let tokens = sim.pkce_offline_tokens(&alice());
-    let link_key = RecordKey::link(AppKey::new(PKCE_APP).unwrap(), alice().account_id);
+    let link_key = RecordKey::link(
+        &fixture_key(),
+        AppKey::new(PKCE_APP).unwrap(),
+        alice().account_id,
+    );
     let Some(Record::Link(mut link)) = sim.store.record(&link_key) else {
         panic!("no link")
     };
@@ -503,7 +559,8 @@ fn format_2_records_are_read_and_upgraded() {
     assert_eq!(tail, [0; 5]);
     bytes[0] = 2;
     assert_eq!(Record::decode(&bytes), Ok(Record::Link(link)));
-    let refresh_key = RefreshToken::key_of(tokens["refresh_token"].as_str().unwrap()).unwrap();
+    let refresh_key =
+        RefreshToken::key_of(&fixture_key(), tokens["refresh_token"].as_str().unwrap()).unwrap();
     let mut refresh = sim.store.get(&refresh_key).unwrap().bytes.clone();
     let current = Record::decode(&refresh).unwrap();
     refresh[0] = 2;

@@ -71,7 +71,7 @@ fn served(sim: &mut Sim, access: &str) -> bool {
 }
 
 fn grant_of(sim: &Sim, refresh: &str) -> GrantRecord {
-    let key = RefreshToken::key_of(refresh).unwrap();
+    let key = RefreshToken::key_of(&fixture_key(), refresh).unwrap();
     let Some(Record::RefreshToken(token)) = sim.store.record(&key) else {
         panic!("no refresh token record");
     };
@@ -100,14 +100,14 @@ fn a_public_clients_refresh_rotates_the_refresh_token() {
     // be caught.
     let grant = grant_of(&sim, &second);
     assert_eq!(grant.refresh_token, Some(RefreshToken::digest_of(&second)));
-    let superseded = RefreshToken::key_of(&first).unwrap();
+    let superseded = RefreshToken::key_of(&fixture_key(), &first).unwrap();
     assert_eq!(
         sim.store.purge_after(&superseded),
         Some(sim.now.plus(Seconds(2_592_000)))
     );
     assert_eq!(
         sim.store
-            .purge_after(&RefreshToken::key_of(&second).unwrap()),
+            .purge_after(&RefreshToken::key_of(&fixture_key(), &second).unwrap()),
         None,
         "the current token lives as long as its grant"
     );
@@ -115,7 +115,7 @@ fn a_public_clients_refresh_rotates_the_refresh_token() {
     sim.advance(3600);
     let third = text(&refreshed(&mut sim, &second), "refresh_token");
     assert!(third != second && third != first);
-    check_store(&sim.store);
+    check_store(&fixture_key(), &sim.store);
 }
 
 /// The records of `store`, decoded, by key (versions aside).
@@ -168,7 +168,7 @@ fn a_retry_inside_the_window_gets_the_same_answer_and_is_on_record() {
             let successor = refresh(&mut sim, &text(&answer, "refresh_token"));
             assert_eq!(successor.refusal(), Some(&Refusal::RefreshTokenRevoked));
         }
-        check_store(&sim.store);
+        check_store(&fixture_key(), &sim.store);
     }
 }
 
@@ -203,7 +203,7 @@ fn a_retry_the_store_cannot_show_yet_is_told_to_try_again_not_refused() {
     let mut sim = rotating();
     let (_, first) = signed_in_on(&mut sim);
     let answer = refreshed(&mut sim, &first);
-    let access = AccessToken::key_of(&text(&answer, "access_token")).unwrap();
+    let access = AccessToken::key_of(&fixture_key(), &text(&answer, "access_token")).unwrap();
     let held = sim.store.remove(&access).unwrap();
     let lagging = refresh(&mut sim, &first);
     assert_eq!(lagging.refusal(), Some(&Refusal::RetryNotYetVisible));
@@ -565,7 +565,7 @@ fn the_store_and_an_old_token_together_yield_no_live_credential() {
     assert_eq!(seed.len(), 32);
     // What anyone can compute from what was read: the derivation without a key (as it was
     // before the server key), and under guessed keys.
-    let partition = first.split('.').next().unwrap();
+    let route = first.split('.').next().unwrap();
     let unkeyed = |label: &[u8]| {
         use sha2::{Digest, Sha256};
         let digest = Sha256::new()
@@ -576,12 +576,9 @@ fn the_store_and_an_old_token_together_yield_no_live_credential() {
         use base64::Engine as _;
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest)
     };
-    let forged_refresh = format!(
-        "{partition}.{}",
-        unkeyed(b"edgegrant rotation refresh token\0")
-    );
+    let forged_refresh = format!("{route}.{}", unkeyed(b"edgegrant rotation refresh token\0"));
     let forged_access = format!(
-        "sl.{partition}.{}",
+        "sl.{route}.{}",
         unkeyed(b"edgegrant rotation access token\0")
     );
     assert_ne!(forged_refresh, text(&answer, "refresh_token"));
@@ -591,7 +588,8 @@ fn the_store_and_an_old_token_together_yield_no_live_credential() {
         refresh(&mut sim, &forged_refresh).refusal(),
         Some(&Refusal::UnknownRefreshToken)
     );
-    // And the same store under another key derives other tokens: the key is what they hang on.
+    // And under another key the store's own tokens are no credentials at all: the key is what
+    // they hang on (their routes are sealed under it).
     let mut doc = fixture_document();
     doc.profile = standards_config(Rotation::default()).profile().clone();
     doc.server_key =
@@ -600,9 +598,5 @@ fn the_store_and_an_old_token_together_yield_no_live_credential() {
     other.store = sim.store.clone();
     other.now = sim.now;
     let retried = other.refresh_answer(&first, PKCE_APP, None);
-    assert_eq!(
-        retried.refusal(),
-        Some(&Refusal::RetryNotYetVisible),
-        "under another key the retry derives an access token the store does not hold"
-    );
+    assert_eq!(retried.refusal(), Some(&Refusal::UnknownRefreshToken));
 }

@@ -115,22 +115,22 @@ fn credentials_are_256_bit_url_safe_and_access_tokens_start_with_sl() {
         s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
     };
-    // `<partition>.<secret>`: the account's partition in 16 characters, then 43 base64url
-    // characters = 256 bits of secret.
+    // `<route>.<secret>`: the sealed partition in 32 characters, then 43 base64url characters
+    // = 256 bits of secret, each drawn from its own span of the entropy.
     let shape = |credential: &str| {
-        let (partition, secret) = credential.split_once('.').expect("a partition part");
-        assert_eq!((partition.len(), secret.len()), (16, 43), "{credential}");
-        assert!(url_safe(partition) && url_safe(secret), "{credential}");
-        partition.to_owned()
+        let (route, secret) = credential.split_once('.').expect("a route");
+        assert_eq!((route.len(), secret.len()), (32, 43), "{credential}");
+        assert!(url_safe(route) && url_safe(secret), "{credential}");
+        secret.to_owned()
     };
-    let alice_partition = Partition::of_account(&alice().account_id).to_string();
-    assert_eq!(shape(&code), alice_partition);
+    let code_secret = shape(&code);
     let body = json(&sim.exchange_confidential(&code));
     let access = body["access_token"].as_str().unwrap();
     let rest = access.strip_prefix("sl.").expect("sl. prefix");
-    assert_eq!(shape(rest), alice_partition);
     let refresh = body["refresh_token"].as_str().unwrap();
-    assert_eq!(shape(refresh), alice_partition);
+    let (access_secret, refresh_secret) = (shape(rest), shape(refresh));
+    assert_ne!(access_secret, refresh_secret);
+    assert_ne!(code_secret, refresh_secret);
 }
 
 #[test]
@@ -888,7 +888,7 @@ fn a_replay_after_the_code_record_is_purged_is_refused_and_revokes_nothing() {
     let first = json(&sim.exchange_pkce(&code, VERIFIER));
     let access = first["access_token"].as_str().unwrap().to_owned();
     // The host purges the redeemed code at its purge time.
-    let key = AuthorizationCode::key_of(&code).expect("a minted code");
+    let key = AuthorizationCode::key_of(&fixture_key(), &code).expect("a minted code");
     assert!(sim.store.remove(&key).is_some());
     sim.now = UnixTime(T0.0 + 601);
     let replay = exchange_pkce(&mut sim, &code, VERIFIER);

@@ -61,8 +61,8 @@ export interface ConfigDocument {
   pages?: PageTemplates;
   /** The dialect: SPEC.md's reference service (default), or with the standards around it (RFC 8414, 9207, 7009, 7662, 8707, 9728, refresh-token rotation) under an issuer, with the resources it issues tokens for besides its own API (https URLs; http on loopback). */
   profile?: { kind: "reference" } | { kind: "standards"; issuer: string; resources?: string[]; rotation?: Rotation; resource_servers?: { app: string; resources: string[] }[] };
-  /** The server's own secret: 32 random bytes, base64url (43 characters). Required in the standards profile, whose rotated refresh tokens are derived under it; keep it out of the store. */
-  server_key?: string;
+  /** The server's own secret, required: 32 random bytes, base64url (43 characters). Partitions, the seal of every credential and rotated refresh tokens are derived under it; every instance of one deployment has the same; keep it out of the store and the logs. */
+  server_key: string;
 }
 
 /** Refresh-token rotation (standards profile). A retry of a rotated refresh within `retry_window` seconds gets the same answer; a superseded token at any other time revokes its grant. */

@@ -47,7 +47,7 @@ pub(crate) fn parse(
     within_limit(config, request, Via::Bearer)?;
     match bearer_token(request) {
         Ok(token) => Ok(Parsed {
-            token: AccessToken::key_of(token),
+            token: AccessToken::key_of(config.server_key(), token),
             purpose,
         }),
         Err(BearerError::Missing) => refuse(Refusal::BearerMissing),

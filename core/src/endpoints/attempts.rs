@@ -2,7 +2,7 @@
 //! host's own checks ([`Input::Attempts`](crate::Input::Attempts), its sign-in form). The counts
 //! live in the host's store, one record per attempter, so they hold across the host's instances.
 
-use crate::config::AttemptLimits;
+use crate::config::Config;
 use crate::ctx::{replace, Ctx, Decision, Ending, Flow, Via};
 use crate::machines::attempts::{self, Attempter};
 use crate::partition::Partition;
@@ -21,7 +21,8 @@ pub(crate) struct Guard {
 
 /// The guards of `attempters`: an account name's count is per source when a source is among
 /// them ([`Attempter::key_from`]).
-pub(crate) fn guards(attempters: &[Attempter], limits: &AttemptLimits) -> Vec<Guard> {
+pub(crate) fn guards(attempters: &[Attempter], config: &Config) -> Vec<Guard> {
+    let limits = &config.policy().attempts;
     let source = attempters.iter().find_map(|attempter| match attempter {
         Attempter::Source(source) => Some(source.as_str()),
         _ => None,
@@ -29,7 +30,7 @@ pub(crate) fn guards(attempters: &[Attempter], limits: &AttemptLimits) -> Vec<Gu
     attempters
         .iter()
         .map(|attempter| Guard {
-            key: attempter.key_from(source),
+            key: attempter.key_from(config.server_key(), source),
             limit: attempter.limit(limits),
         })
         .collect()

@@ -60,8 +60,12 @@ pub(crate) struct Parsed {
 }
 
 impl Parsed {
-    fn new(request: Authorization, user: User, allowed: bool) -> Parsed {
-        let link = RecordKey::link(request.app.clone(), user.account_id.clone());
+    fn new(config: &Config, request: Authorization, user: User, allowed: bool) -> Parsed {
+        let link = RecordKey::link(
+            config.server_key(),
+            request.app.clone(),
+            user.account_id.clone(),
+        );
         Parsed {
             request,
             user,
@@ -91,7 +95,7 @@ pub(crate) fn parse_get(
     let Some(user) = user else {
         return Err(sign_in(&request.query));
     };
-    Ok(Parsed::new(authorization, user, false))
+    Ok(Parsed::new(config, authorization, user, false))
 }
 
 /// `POST /oauth2/authorize`: the consent form, `query=…&decision=allow|deny`. The form is not
@@ -126,7 +130,7 @@ pub(crate) fn parse_consent(
     if !allowed {
         return Err(authorization.refuse(Refusal::AccessDenied));
     }
-    Ok(Parsed::new(authorization, user, allowed))
+    Ok(Parsed::new(config, authorization, user, allowed))
 }
 
 fn sign_in(query: &str) -> Ending {
@@ -378,7 +382,7 @@ fn issue_code(
     user: &User,
     link_epoch: u64,
 ) -> Decision {
-    let code = AuthorizationCode::mint(partition, ctx.entropy);
+    let code = AuthorizationCode::mint(ctx.config.server_key(), partition, ctx.entropy);
     let record = code::issue(
         CodeTerms {
             app: request.app.clone(),

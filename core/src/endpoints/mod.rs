@@ -50,13 +50,13 @@ impl Route {
                 app,
                 account_id,
                 by,
-            } => return Route::Unlink(unlink::Parsed::new(app, account_id, by)),
+            } => return Route::Unlink(unlink::Parsed::new(config, app, account_id, by)),
             Input::Attempts { attempters, step } => {
                 if !attempters.iter().all(Attempter::is_well_formed) {
                     return Route::Ended(Ending::Refused(Refusal::MalformedAttempter, Via::Plain));
                 }
                 return Route::Attempts(attempts::Parsed {
-                    guards: attempts::guards(&attempters, &config.policy().attempts),
+                    guards: attempts::guards(&attempters, config),
                     step,
                 });
             }

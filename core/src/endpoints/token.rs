@@ -154,7 +154,7 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
                 None => return Err(client.refuse(Refusal::MalformedVerifier)),
             },
         };
-        let code = AuthorizationCode::key_of(code);
+        let code = AuthorizationCode::key_of(config.server_key(), code);
         Ok(Parsed::Exchange {
             client,
             code,
@@ -169,7 +169,7 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
         let scope = read("scope")?.map(|s| ScopeSet::parse(s).map_err(|_| ()));
         Ok(Parsed::Refresh {
             client,
-            token: RefreshToken::key_of(token),
+            token: RefreshToken::key_of(config.server_key(), token),
             presented: config.rotation().map(|_| RefreshToken::presented(token)),
             scope,
             resources,
@@ -245,7 +245,7 @@ pub(crate) fn authenticate(
             .collect();
         Ok(Err(Parsed::Failed {
             via_basic: presented.via_basic,
-            guards: attempts::guards(&attempters, &config.policy().attempts),
+            guards: attempts::guards(&attempters, config),
         }))
     };
     let Some(app) = app else {
@@ -542,11 +542,10 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
         .config
         .rotation()
         .zip(request.presented)
-        .zip(ctx.config.server_key())
-        .map(|((policy, presented), key)| Rotating {
+        .map(|(policy, presented)| Rotating {
             policy,
             presented,
-            key,
+            key: ctx.config.server_key(),
         });
     let policy = rotation.as_ref().map(|r| r.policy);
     let position = refresh_token::position(grant.record, &digest, ctx.now, policy);
@@ -584,7 +583,7 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
     let seed = RotationSeed::draw(ctx.entropy);
     let access = match &rotating {
         Some(r) => seed.access_token(r.key, partition, r.presented),
-        None => AccessToken::mint(partition, ctx.entropy),
+        None => AccessToken::mint(ctx.config.server_key(), partition, ctx.entropy),
     };
     let access_record =
         access_token::mint(&record.grant, grant.record, scopes, expires_at, audience);

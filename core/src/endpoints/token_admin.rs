@@ -56,9 +56,9 @@ fn parse(config: &Config, request: &HttpRequest, operation: Operation) -> Result
         return Err(client.refuse(Refusal::TokenMissing));
     };
     let token = if token.starts_with("sl.") {
-        AccessToken::key_of(token)
+        AccessToken::key_of(config.server_key(), token)
     } else {
-        RefreshToken::key_of(token)
+        RefreshToken::key_of(config.server_key(), token)
     };
     Ok(Parsed::Manage {
         client,

@@ -1,6 +1,7 @@
 //! Host events that end access: a user unlinking an app on the connected-apps page, or a team
 //! admin unlinking it on the team-apps page.
 
+use crate::config::Config;
 use crate::ctx::{replace, Ctx, Decision, Ending, Flow};
 use crate::endpoints::issue::unlinked_grants;
 use crate::ids::{AccountId, AppKey};
@@ -21,8 +22,8 @@ pub(crate) struct Parsed {
 }
 
 impl Parsed {
-    pub fn new(app: AppKey, account_id: AccountId, by: Unlinker) -> Parsed {
-        let key = RecordKey::link(app.clone(), account_id.clone());
+    pub fn new(config: &Config, app: AppKey, account_id: AccountId, by: Unlinker) -> Parsed {
+        let key = RecordKey::link(config.server_key(), app.clone(), account_id.clone());
         Parsed {
             app,
             account_id,

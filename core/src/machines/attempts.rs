@@ -3,7 +3,7 @@
 //! refused until the window ends (exact boundary: refused while `now < window_start + window`).
 
 use crate::config::AttemptLimits;
-use crate::credentials::AttempterDigest;
+use crate::credentials::{AttempterDigest, ServerKey};
 use crate::partition::Partition;
 use crate::records::{AttemptsRecord, RecordKey};
 use crate::time::{is_expired, Seconds, UnixTime};
@@ -33,10 +33,10 @@ impl Attempter {
         (1..=256).contains(&value.len()) && !value.chars().any(char::is_control)
     }
 
-    /// Where its count is stored.
-    pub fn key(&self) -> RecordKey {
+    /// Where its count is stored (its digest under the server `key`).
+    pub fn key(&self, key: &ServerKey) -> RecordKey {
         let (kind, value) = self.kind();
-        RecordKey::Attempts(AttempterDigest::of(kind, value))
+        RecordKey::Attempts(AttempterDigest::of(key, kind, value))
     }
 
     /// Where its count is stored when checks also come from `source`: an account name's count
@@ -45,19 +45,20 @@ impl Attempter {
     /// NUL between the two is unambiguous.
     ///
     /// [`is_well_formed`]: Attempter::is_well_formed
-    pub fn key_from(&self, source: Option<&str>) -> RecordKey {
+    pub fn key_from(&self, key: &ServerKey, source: Option<&str>) -> RecordKey {
         match (self, source) {
             (Attempter::Account(name), Some(source)) => RecordKey::Attempts(AttempterDigest::of(
+                key,
                 "account-from",
                 &format!("{name}\0{source}"),
             )),
-            _ => self.key(),
+            _ => self.key(key),
         }
     }
 
     /// The partition of its count (its own: see [`Partition`]).
-    pub fn partition(&self) -> Partition {
-        self.key().partition()
+    pub fn partition(&self, key: &ServerKey) -> Partition {
+        self.key(key).partition()
     }
 
     /// How many failures it may have per window (`0`: unlimited).
