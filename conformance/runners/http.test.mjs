@@ -36,6 +36,7 @@ writeFileSync(
   JSON.stringify({
     database: "edgegrant.sqlite",
     session_secret: "conformance-runner-host-start-secret-0123456789",
+    server_key: "Y29uZm9ybWFuY2Utc2VydmVyLWtleS0zMi1ieXRlcyE",
     users: [{ username: "nobody", password_scrypt: "!", account_id: "dbid:AAnobody000000000000000000000000000", uid: "1" }],
     apps: [],
   }),

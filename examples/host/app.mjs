@@ -20,12 +20,15 @@ button.allow{background:#0061fe;color:#fff;border-color:#0061fe}ul{padding-left:
 
 /** The sample configurations' `session_secret`s (Node's, the Worker's): public, so they sign nobody in outside the demo. */
 export const SAMPLE_SESSION_SECRETS = ["change-me-to-32-or-more-random-characters", "change-me-worker-session-secret-32-or-more-characters"];
+/** The sample configurations' `server_key`s (Node's, the Worker's): public, so anyone could open their credentials' routes. */
+export const SAMPLE_SERVER_KEYS = ["bm9kZS1zYW1wbGUtc2VydmVyLWtleS1jaGFuZ2UtbWU", "d29ya2VyLXNhbXBsZS1zZXJ2ZXIta2V5LWNoYW5nZSE"];
 
 /**
  * Checks a parsed configuration document (format: examples/node/README.md). Returns it with
  * `core`, the part the edgegrant core reads; throws an Error saying what is wrong. The sample's
- * placeholder `session_secret` is refused unless `allowSampleSecret` (the demo command's
- * EDGEGRANT_ALLOW_SAMPLE_SECRET=1): anyone could forge its session cookies.
+ * placeholder `session_secret` and `server_key` are refused unless `allowSampleSecret` (the demo
+ * command's EDGEGRANT_ALLOW_SAMPLE_SECRET=1): anyone could forge its session cookies, and tell
+ * whose its credentials are.
  */
 export function parseConfig(doc, { allowSampleSecret = false } = {}) {
   const fail = (why) => {
@@ -43,6 +46,13 @@ export function parseConfig(doc, { allowSampleSecret = false } = {}) {
   if (SAMPLE_SESSION_SECRETS.includes(doc.session_secret) && !allowSampleSecret) {
     fail(
       "session_secret is the sample configuration's placeholder, which anyone can read: set your own, e.g. " +
+        `node -e "console.log(require('node:crypto').randomBytes(32).toString('base64url'))" ` +
+        "(the local demo runs with it under EDGEGRANT_ALLOW_SAMPLE_SECRET=1)",
+    );
+  }
+  if (SAMPLE_SERVER_KEYS.includes(doc.server_key) && !allowSampleSecret) {
+    fail(
+      "server_key is the sample configuration's placeholder, which anyone can read: set your own, e.g. " +
         `node -e "console.log(require('node:crypto').randomBytes(32).toString('base64url'))" ` +
         "(the local demo runs with it under EDGEGRANT_ALLOW_SAMPLE_SECRET=1)",
     );

@@ -69,9 +69,12 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * records, the unlink's paged sweep, record format 7), the bound on live grants per user and
  * app and the refresh tokens' idle lifetime took it to 118.7 KiB, and sign-in checks counted
  * before they run, per account name from each source, to 119.5 KiB, and the server key (HMAC
- * from RustCrypto's hmac on the linked sha2) to 120.6 KiB: 121.0, on purpose.
+ * from RustCrypto's hmac on the linked sha2) to 120.6 KiB: 121.0, on purpose. Partitions keyed
+ * and sealed in every credential (a masked route with its tag, opened before any read) took it
+ * to 121.03 KiB: 121.5, on purpose (writing the sealed form into a stack buffer instead of
+ * `format!` cost 50 bytes more). Issue 29 pays these back.
  */
-const BUDGETS = { edgegrant_wasm: 121 * 1024, edgegrant_client: 75 * 1024 };
+const BUDGETS = { edgegrant_wasm: 121.5 * 1024, edgegrant_client: 75 * 1024 };
 
 const modules = [
   { feature: "server", name: "edgegrant_wasm" },

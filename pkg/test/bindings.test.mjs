@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createCore, checkConfig, entropyLength } from "../src/node.js";
-import { ALICE, CONF_APP, CONF_REDIRECT, GET_ACCOUNT, config, form, pkceQuery } from "./fixtures.mjs";
+import { ALICE, CONF_APP, CONF_REDIRECT, GET_ACCOUNT, SERVER_KEY, config, form, pkceQuery } from "./fixtures.mjs";
 
 const NOW = 1_700_000_000;
 /** A request's next step, split: its kind ("r" read, "w" write, "p" reply, "s" serve) and its values. */
@@ -180,5 +180,8 @@ test("configuration checks are tagged values", () => {
   // The neighbour of a bad redirect URI is a good one.
   const app = config().apps[1];
   assert.equal(checkConfig({ apps: [{ ...app, redirect_uris: [`${CONF_REDIRECT}#frag`] }] }).tag, "invalid");
-  assert.equal(checkConfig({ apps: [app] }).tag, "ok");
+  assert.equal(checkConfig({ apps: [app], server_key: SERVER_KEY }).tag, "ok");
+  // Every deployment has its own key; the field names itself when it is missing or malformed.
+  assert.match(checkConfig({ apps: [app] }).content, /server_key: is missing/);
+  assert.match(checkConfig({ apps: [app], server_key: "c2hvcnQ" }).content, /server_key: must be 32 bytes/);
 });

@@ -4,7 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createAuthServer } from "../src/node.js";
 import { memoryStorage } from "../src/adapters/memory.js";
-import { ALICE, CONF_APP, CONF_SECRET, GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, VERIFIER, pkceQuery, testServer as server } from "./fixtures.mjs";
+import { ALICE, CONF_APP, CONF_SECRET, GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, SERVER_KEY, VERIFIER, pkceQuery, testServer as server } from "./fixtures.mjs";
 
 const ORIGIN = "http://auth.test";
 
@@ -121,6 +121,8 @@ test("a bad configuration is refused when the server is created", () => {
   assert.throws(() => createAuthServer({ apps: [{ key: "x" }], storage: memoryStorage() }), Error);
   assert.throws(() => createAuthServer({ apps: [], policy: { code_ttl: 3600 }, storage: memoryStorage() }), /code_ttl/);
   assert.throws(() => createAuthServer({ apps: [] }), /storage/);
+  assert.throws(() => createAuthServer({ apps: [], storage: memoryStorage() }), /server_key: is missing/);
+  assert.ok(createAuthServer({ apps: [], serverKey: SERVER_KEY, storage: memoryStorage() }));
 });
 
 test("every page of the flow forbids framing and leaks nothing through Referer or caches", async () => {

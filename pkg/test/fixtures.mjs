@@ -78,6 +78,7 @@ export function testServer({ signedIn = true, audit = [], storage = memoryStorag
   let now = 1_700_000_000;
   const srv = createAuthServer({
     ...config(),
+    serverKey: SERVER_KEY,
     apiEndpoints: config().api_endpoints,
     storage,
     clock: () => now,

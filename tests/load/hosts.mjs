@@ -58,6 +58,7 @@ export function writeConfig(dir, { users = 8, apps = 4 } = {}) {
   const doc = {
     database: "edgegrant.sqlite",
     session_secret: randomBytes(32).toString("hex"),
+    server_key: randomBytes(32).toString("base64url"),
     users: userList.map(({ password: _, ...u }) => u),
     apps: appList.map((a) => ({
       key: a.key,

@@ -82,7 +82,6 @@ pub struct HostConfig {
     pub core: Config,
 }
 
-/// Reads and checks the configuration file at `path`; the error says what is wrong.
 /// The sample configurations' `session_secret`s (the Node host's, the Worker host's): public, so
 /// they sign nobody in outside the demo.
 pub const SAMPLE_SESSION_SECRETS: [&str; 2] = [
@@ -90,9 +89,17 @@ pub const SAMPLE_SESSION_SECRETS: [&str; 2] = [
     "change-me-worker-session-secret-32-or-more-characters",
 ];
 
-/// Reads and checks the configuration file. The sample's placeholder `session_secret` is
-/// refused unless `allow_sample_secret` (the demo's EDGEGRANT_ALLOW_SAMPLE_SECRET=1): anyone
-/// could forge its session cookies.
+/// The sample configurations' `server_key`s (the Node host's, the Worker host's): public, so
+/// anyone could open their credentials' routes and tell whose they are.
+pub const SAMPLE_SERVER_KEYS: [&str; 2] = [
+    "bm9kZS1zYW1wbGUtc2VydmVyLWtleS1jaGFuZ2UtbWU",
+    "d29ya2VyLXNhbXBsZS1zZXJ2ZXIta2V5LWNoYW5nZSE",
+];
+
+/// Reads and checks the configuration file at `path`; the error says what is wrong. The
+/// sample's placeholder `session_secret` and `server_key` are refused unless
+/// `allow_sample_secret` (the demo's EDGEGRANT_ALLOW_SAMPLE_SECRET=1): anyone could forge its
+/// session cookies, and tell whose its credentials are.
 pub fn load(path: &Path, allow_sample_secret: bool) -> Result<HostConfig, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read configuration {}: {e}", path.display()))?;
@@ -100,11 +107,20 @@ pub fn load(path: &Path, allow_sample_secret: bool) -> Result<HostConfig, String
         .map_err(|e| format!("cannot read configuration {}: {e}", path.display()))?;
     let config =
         parse(&doc, path).map_err(|e| format!("invalid configuration {}: {e}", path.display()))?;
-    if SAMPLE_SESSION_SECRETS.contains(&config.session_secret.as_str()) && !allow_sample_secret {
-        return Err(format!(
-            "invalid configuration {}: session_secret is the sample configuration's placeholder, which anyone can read: set your own, e.g. node -e \"console.log(require('node:crypto').randomBytes(32).toString('base64url'))\" (the local demo runs with it under EDGEGRANT_ALLOW_SAMPLE_SECRET=1)",
-            path.display()
-        ));
+    let sample_key = config.core.server_key().to_base64();
+    for (field, sample) in [
+        (
+            "session_secret",
+            SAMPLE_SESSION_SECRETS.contains(&config.session_secret.as_str()),
+        ),
+        ("server_key", SAMPLE_SERVER_KEYS.contains(&sample_key.as_str())),
+    ] {
+        if sample && !allow_sample_secret {
+            return Err(format!(
+                "invalid configuration {}: {field} is the sample configuration's placeholder, which anyone can read: set your own, e.g. node -e \"console.log(require('node:crypto').randomBytes(32).toString('base64url'))\" (the local demo runs with it under EDGEGRANT_ALLOW_SAMPLE_SECRET=1)",
+                path.display()
+            ));
+        }
     }
     Ok(config)
 }
@@ -241,7 +257,8 @@ pub fn accounts(users: Option<&Value>) -> Result<Vec<Account>, String> {
 }
 
 /// The core's configuration from a document's `apps` (absent: none), `policy`,
-/// `api_endpoints` and `profile`, with the shared page templates; other fields are the host's.
+/// `api_endpoints`, `profile` and `server_key`, with the shared page templates; other fields
+/// are the host's.
 pub fn core_config(doc: &Map<String, Value>) -> Result<Config, String> {
     let mut core = Map::new();
     core.insert(

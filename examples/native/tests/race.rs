@@ -37,8 +37,10 @@ fn start() -> Host {
     let config = dir.join("config.json");
     let users = r#"[{"username": "nobody", "password_scrypt": "!", "account_id": "dbid:AAnobody000000000000000000000000000", "uid": "1"}]"#;
     let secret = "race-test-session-secret-0123456789-0123456789";
-    let file =
-        format!(r#"{{"database": "race.sqlite", "session_secret": "{secret}", "users": {users}}}"#);
+    let key = "cmFjZS10ZXN0LXNlcnZlci1rZXktMzItYnl0ZXMtISE";
+    let file = format!(
+        r#"{{"database": "race.sqlite", "session_secret": "{secret}", "server_key": "{key}", "users": {users}}}"#
+    );
     std::fs::write(&config, file).unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_edgegrant-native"))
         .arg(&config)

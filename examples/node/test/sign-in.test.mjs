@@ -4,6 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -83,7 +84,7 @@ test("with the store down, a sign-in with the right password is a 503 with Retry
   assert.match(signedIn.headers.get("set-cookie"), /^session=./);
 });
 
-test("the sample's placeholder session_secret stops the host, with how to make a real one, unless the demo opts in", async (t) => {
+test("the sample's placeholder session_secret and server_key stop the host, with how to make real ones, unless the demo opts in", async (t) => {
   const { path } = sampleCopy(t);
   const env = { ...process.env };
   delete env.EDGEGRANT_ALLOW_SAMPLE_SECRET;
@@ -92,6 +93,9 @@ test("the sample's placeholder session_secret stops the host, with how to make a
   assert.match(refused.stderr, /session_secret is the sample configuration's placeholder/);
   assert.match(refused.stderr, /randomBytes\(32\)/, "says how to generate a secret");
   await assert.rejects(startServer(path, { port: 0 }), /session_secret is the sample configuration's placeholder/);
+  // The sample's server key too: with it anyone could open the routes of its credentials.
+  writeFileSync(path, JSON.stringify({ ...JSON.parse(readFileSync(SAMPLE, "utf8")), session_secret: randomBytes(32).toString("hex") }));
+  await assert.rejects(startServer(path, { port: 0 }), /server_key is the sample configuration's placeholder.*randomBytes\(32\)/s);
 
   // The demo's opt-in: the variable examples/run-demo.sh sets (on any free port here).
   writeFileSync(path, JSON.stringify({ ...JSON.parse(readFileSync(SAMPLE, "utf8")), listen: { host: "127.0.0.1", port: 0 } }));

@@ -14,6 +14,7 @@ import { durableObjectStorage } from "edgegrant/adapters/durable-object";
 import { kvTokenStorage, type KvNamespace } from "edgegrant/adapters/kv";
 
 const config: ConfigDocument = {
+  server_key: "dGVzdHMtZml4dHVyZS1zZXJ2ZXIta2V5LTMyYnl0ZXM",
   apps: [
     { key: "app", name: "App", redirect_uris: ["https://app.example/cb"], permissions: { kind: "scoped", scopes: ["account_info.read"] } },
     { key: "old", name: "Old", secret_digest: secretDigest("s"), permissions: { kind: "legacy", access: "app_folder" } },
@@ -24,10 +25,12 @@ const config: ConfigDocument = {
     sign_in: '<a {{page_data}} href="/signin?return_to={{return_to}}">Sign in</a>',
   },
 };
+// @ts-expect-error: every deployment has its own server key
+const keyless: ConfigDocument = { apps: [] };
 // @ts-expect-error: permissions must say which kind
-const wrongApp: ConfigDocument = { apps: [{ key: "x", name: "X", permissions: { scopes: [] } }] };
+const wrongApp: ConfigDocument = { server_key: "k", apps: [{ key: "x", name: "X", permissions: { scopes: [] } }] };
 // @ts-expect-error: pages are templates of the core's pages, not hooks
-const pageHook: ConfigDocument = { apps: [], pages: { consent: (query: string) => query } };
+const pageHook: ConfigDocument = { server_key: "k", apps: [], pages: { consent: (query: string) => query } };
 
 const check = checkConfig(config);
 if (check.tag === "invalid") console.error(check.content.toUpperCase());
@@ -179,7 +182,7 @@ async function client(): Promise<string> {
 declare function location(url: string): void;
 // @ts-expect-error: access is online or offline, the legacy type is the server's business
 createPkceClient({ client_id: "a", authorize_url: "", token_url: "", revoke_url: "", access_type: "legacy" });
-export { wrongApp, pageHook, adapters, client, nodeHost, lowerDown, mapStorage, jsonStorage, nextVersion, required };
+export { keyless, wrongApp, pageHook, adapters, client, nodeHost, lowerDown, mapStorage, jsonStorage, nextVersion, required };
 
 // A resource server on another host: metadata, challenges, the token check.
 export async function resourceServer(request: Request): Promise<Response> {

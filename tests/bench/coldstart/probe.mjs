@@ -16,6 +16,7 @@ const t3 = performance.now();
 
 const user = { account_id: "dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc", uid: "12345" };
 const server = createAuthServer({
+  serverKey: "Y29sZHN0YXJ0LXByb2JlLXNlcnZlci1rZXktMzItYnk",
   apps: [{ key: "app", name: "App", redirect_uris: ["https://app.example/cb"], permissions: { kind: "scoped", scopes: ["account_info.read"] } }],
   apiEndpoints: { "/2/users/get_current_account": "account_info.read" },
   storage: memoryStorage(),

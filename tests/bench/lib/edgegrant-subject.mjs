@@ -14,6 +14,7 @@ const encoder = new TextEncoder();
 /** The server both entries drive: the bench app, one API endpoint, `storage`; `user()` is the signed-in user. */
 function benchServer({ createAuthServer, secretDigest }, storage, user) {
   return createAuthServer({
+    serverKey: "YmVuY2gtc3ViamVjdC1zZXJ2ZXIta2V5LTMyYnl0ZXM",
     apps: [
       {
         key: APP,
