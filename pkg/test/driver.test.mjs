@@ -4,7 +4,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createAuthServer } from "../src/node.js";
 import { memoryStorage } from "../src/adapters/memory.js";
-import { ALICE, CONF_APP, CONF_SECRET, GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, SERVER_KEY, VERIFIER, pkceQuery, testServer as server } from "./fixtures.mjs";
+import { partitionedStorage } from "../src/adapters/partitioned.js";
+import { ALICE, CONF_APP, CONF_SECRET, GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, SERVER_KEY, VERIFIER, config, pkceQuery, testServer as server } from "./fixtures.mjs";
 
 const ORIGIN = "http://auth.test";
 
@@ -204,4 +205,50 @@ test("an endless body is read only a little past the limit, by fetch and by rout
   const { request: forward } = await srv.route(routed.request);
   assert.ok(routed.read.bytes < bound, `route read ${routed.read.bytes} bytes`);
   assert.equal((await srv.fetch(forward)).status, 400, "what route forwards is refused as too large");
+});
+
+test("a stateless front routes a genuine credential to its partition and answers a forged one itself, reaching no partition's store", async () => {
+  // As the Worker: one store per partition (a Durable Object each), and a front that asks the
+  // core where each request runs. The front's own server reaches partitions only through `addressed`.
+  const stores = new Map();
+  const addressed = [];
+  const storeOf = (name) => {
+    addressed.push(name);
+    if (!stores.has(name)) stores.set(name, memoryStorage());
+    return stores.get(name);
+  };
+  const { srv: minting } = server({ storage: partitionedStorage(storeOf) });
+  const code = await codeFor(minting);
+  const tokens = await (await minting.fetch(tokenRequest({ grant_type: "authorization_code", code, client_id: PKCE_APP, code_verifier: VERIFIER, redirect_uri: PKCE_REDIRECT }))).json();
+  const { partition } = await minting.route(bearer(GET_ACCOUNT, tokens.access_token));
+  assert.match(partition, /^[A-Za-z0-9_-]{16}$/);
+  assert.ok(stores.has(partition), "the records were written in the token's partition");
+  for (const credential of [code, tokens.access_token, tokens.refresh_token]) {
+    assert.ok(!credential.includes(partition), `${credential} shows its partition`);
+  }
+
+  const [route, secret] = tokens.access_token.slice("sl.".length).split(".");
+  const flipped = `${route.slice(0, 5)}${route[5] === "A" ? "B" : "A"}${route.slice(6)}`;
+  const forgeries = [
+    `sl.${flipped}.${secret}`, // one character of the route changed
+    `sl.${route}.${"s".repeat(43)}`, // a genuine route on a chosen secret
+    `sl.${"A".repeat(32)}.${secret}`, // a route of the right shape, never minted
+  ];
+  const front = createAuthServer({ ...config(), serverKey: SERVER_KEY, apiEndpoints: config().api_endpoints, storage: partitionedStorage(storeOf) });
+  addressed.length = 0;
+  for (const forged of forgeries) {
+    const routed = await front.route(bearer(GET_ACCOUNT, forged));
+    assert.equal(routed.partition, null, forged);
+    const answer = await front.fetch(routed.request);
+    assert.equal(answer.status, 401, forged);
+    assert.equal((await answer.json()).error[".tag"], "invalid_access_token");
+    const refresh = await front.route(tokenRequest({ grant_type: "refresh_token", refresh_token: forged.slice("sl.".length), client_id: PKCE_APP }));
+    assert.equal(refresh.partition, null, forged);
+    assert.equal((await front.fetch(refresh.request)).status, 400);
+  }
+  assert.deepEqual(addressed, [], "no partition's store was reached");
+  // Under another deployment's key even a genuine credential is no credential.
+  const other = createAuthServer({ ...config(), serverKey: "YW5vdGhlci1zZXJ2ZXIta2V5LW9mLTMyLWJ5dGVzISE", apiEndpoints: config().api_endpoints, storage: partitionedStorage(storeOf) });
+  assert.equal((await other.route(bearer(GET_ACCOUNT, tokens.access_token))).partition, null);
+  assert.deepEqual(addressed, []);
 });
