@@ -113,7 +113,10 @@ pub fn load(path: &Path, allow_sample_secret: bool) -> Result<HostConfig, String
             "session_secret",
             SAMPLE_SESSION_SECRETS.contains(&config.session_secret.as_str()),
         ),
-        ("server_key", SAMPLE_SERVER_KEYS.contains(&sample_key.as_str())),
+        (
+            "server_key",
+            SAMPLE_SERVER_KEYS.contains(&sample_key.as_str()),
+        ),
     ] {
         if sample && !allow_sample_secret {
             return Err(format!(
