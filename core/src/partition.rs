@@ -170,13 +170,14 @@ impl std::str::FromStr for Partition {
 
 /// The partition a request is routed to: where every record it reads and writes lives, but for
 /// the counts of failed attempts (of an [`Input::Attempts`] with one attempter, that count's
-/// partition). A pure
-/// function of the input, cheap (no secret is hashed, no client authenticated): a stateless
-/// front routes by it and the partition's owner runs the [`Request`](crate::Request).
+/// partition). A pure function of the input, cheap (two HMACs to open a credential's route; no
+/// secret digested, no client authenticated): a stateless front routes by it and the
+/// partition's owner runs the [`Request`](crate::Request).
 ///
 /// `None`: the request is answered without records of any account (a refusal decided from the
-/// request alone, a sign-in page, a preflight), and may run anywhere. A credential whose
-/// partition part is garbled is `None` too: the core refuses it without reading.
+/// request alone, a sign-in page, a preflight), and may run anywhere. A credential whose route
+/// is garbled, forged or another key's is `None` too: the core refuses it without reading, so a
+/// front that runs `None` requests itself reaches no partition for it.
 ///
 /// It equals [`Request::partition`](crate::Request::partition) of the same input whenever that
 /// is `Some`.

@@ -262,7 +262,9 @@ pub struct AttemptsRecord {
 /// the standards profile, the API here) asks for consent once more. Format 7 added the link's
 /// member places, the grant's own and its idle deadline (and the member record): an older link
 /// reads with its places at 0 (its listed grants are still purged by an unlink, from the
-/// list), an older grant with neither.
+/// list), an older grant with neither. (Keying the partitions under the server key moved every
+/// account's records to keys nothing of the older releases named, as format 2 did: no format
+/// changed, older records are never read and are purged at their times.)
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Record {
     /// Under [`RecordKey::Code`].
