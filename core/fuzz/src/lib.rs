@@ -160,7 +160,7 @@ pub fn serve(
         );
     }
     if consistent {
-        check_store(store);
+        check_store(config.server_key(), store);
     }
     Ok(answer)
 }
