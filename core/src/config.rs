@@ -381,7 +381,7 @@ impl Resource {
 /// ```
 /// # use edgegrant::Issuer;
 /// let issuer = Issuer::new("https://auth.example/tenant").unwrap();
-/// assert_eq!(issuer.metadata_path(), "/.well-known/oauth-authorization-server/tenant");
+/// assert_eq!(issuer.path(), "/tenant");
 /// assert!(Issuer::new("https://auth.example/?x=1").is_err());
 /// assert!(Issuer::new("http://auth.example").is_err());
 /// ```
@@ -442,14 +442,10 @@ impl Issuer {
         &self.resource
     }
 
-    /// Where the metadata is served (RFC 8414 §3.1): the well-known path, then the issuer's
-    /// own path without a trailing `/`.
-    pub fn metadata_path(&self) -> String {
-        let path = HttpUri::parse(&self.text).map_or("", |uri| uri.rest);
-        format!(
-            "/.well-known/oauth-authorization-server{}",
-            path.trim_end_matches('/')
-        )
+    /// Its path, without a trailing `/` (empty for an origin): what follows the well-known
+    /// prefix of its metadata's URL (RFC 8414 §3.1).
+    pub fn path(&self) -> &str {
+        HttpUri::parse(&self.text).map_or("", |uri| uri.rest.trim_end_matches('/'))
     }
 }
 

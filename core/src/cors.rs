@@ -11,7 +11,7 @@
 //! response allows credentials.
 
 use crate::config::{App, Config};
-use crate::endpoints::token_admin;
+use crate::routes::{Endpoint, Method};
 use crate::wire::http::HttpRequest;
 use crate::wire::uri::{origin, HttpUri};
 
@@ -24,24 +24,14 @@ const ALLOWED_HEADERS: &str =
 /// to retry.
 const EXPOSED_HEADERS: &str = "WWW-Authenticate, Retry-After";
 
-/// The methods an endpoint the core answers cross-origin takes, or `None` for any other path.
-pub(crate) fn methods(config: &Config, path: &str) -> Option<&'static str> {
-    match path {
-        "/oauth2/token" | "/2/auth/token/revoke" => Some("POST"),
-        // A browser-based public client revokes its tokens too (standards profile).
-        token_admin::REVOCATION_PATH if config.issuer().is_some() => Some("POST"),
-        _ if config.required_scope(path).is_some() => Some("GET, POST"),
-        _ => None,
-    }
-}
-
-/// The `Origin` of a request to an endpoint answered cross-origin, when it names a web origin
-/// (a preflight's answer is [`preflight`]'s alone).
+/// The `Origin` of a request to an endpoint answered cross-origin (the route table's
+/// [`Endpoint::cors`]), when it names a web origin (a preflight's answer is [`preflight`]'s
+/// alone).
 pub(crate) fn request_origin(config: &Config, request: &HttpRequest) -> Option<Box<str>> {
-    if request.method.eq_ignore_ascii_case("OPTIONS") {
+    if Method::of(&request.method) == Method::Options {
         return None;
     }
-    methods(config, &request.path)?;
+    Endpoint::at(config, &request.path)?.cors()?;
     let value = request.single_header("origin")?;
     origin(value).map(|_| value.trim().into())
 }

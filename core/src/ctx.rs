@@ -16,6 +16,7 @@ use crate::records::{
     RecordKey, RefreshTokenRecord,
 };
 use crate::refusal::Refusal;
+use crate::routes::Endpoint;
 use crate::scope::ScopeSet;
 use crate::step::{AuditEvent, ConsentPrompt, Expect, Principal, Put, Transaction};
 use crate::time::{Seconds, UnixTime};
@@ -80,6 +81,8 @@ pub(crate) enum Ending {
     AttemptsAllowed,
     /// A request to the authorization server metadata (standards profile).
     Metadata(Metadata),
+    /// A method the endpoint does not take: 405, with what it takes.
+    WrongMethod(Endpoint),
     /// RFC 7009: done (or nothing to do; the answer is the same).
     Revocation,
     /// RFC 7662: a live token's content, or `None` (inactive).

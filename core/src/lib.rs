@@ -205,6 +205,7 @@ mod records;
 mod refusal;
 mod render;
 mod request;
+mod routes;
 mod scope;
 mod step;
 mod time;
@@ -221,7 +222,7 @@ pub use credentials::{
 pub use ids::{AccountId, AppKey, GrantId, InvalidId, RedirectUri, Uid, User};
 pub use machines::attempts::Attempter;
 pub use pages::{PageTemplates, DEFAULT_CODE, DEFAULT_CONSENT, DEFAULT_ERROR, DEFAULT_SIGN_IN};
-pub use partition::{partition_of, BadPartition, Partition};
+pub use partition::{BadPartition, Partition};
 pub use pkce::{ChallengeMethod, CodeChallenge, CodeVerifier};
 pub use records::{
     AccessTokenRecord, AttemptsRecord, BadRecord, BadRecordKey, CodeRecord, CodeState, GrantRecord,
@@ -230,6 +231,7 @@ pub use records::{
 };
 pub use refusal::Refusal;
 pub use request::Request;
+pub use routes::partition_of;
 pub use scope::{LegacyAccess, Scope, ScopeSet, TEAM_AUDITING_SCOPES, USER_SCOPES};
 pub use step::{
     AttemptStep, AuditEvent, Authorized, ConsentPrompt, Expect, Input, Misuse, Outcome, Principal,

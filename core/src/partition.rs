@@ -11,7 +11,7 @@
 //! partition from an account id, or confirm a guessed account id from a partition.
 //!
 //! A credential carries its partition sealed, so a host can route a request from the request
-//! alone ([`partition_of`]) while the credential tells nobody else anything: a code or refresh
+//! alone ([`partition_of`](crate::partition_of)) while the credential tells nobody else anything: a code or refresh
 //! token is `<route>.<secret>`, an access token `sl.<route>.<secret>`, the secret 43 URL-safe
 //! characters (256 bits of entropy) and the route 32: the partition masked by a keyed function
 //! of the secret (so two credentials of one user share no visible part, across apps or not)
@@ -23,14 +23,8 @@ use base64ct::{Base64UrlUnpadded, Encoding as _};
 use std::fmt;
 use subtle::ConstantTimeEq as _;
 
-use crate::config::Config;
-use crate::credentials::{AccessToken, AttempterDigest, ServerKey};
-use crate::endpoints::token_admin;
+use crate::credentials::{AttempterDigest, ServerKey};
 use crate::ids::AccountId;
-use crate::step::Input;
-use crate::wire::bearer::bearer_token;
-use crate::wire::form::Params;
-use crate::wire::http::HttpRequest;
 
 /// Which partition a record lives in: 96 bits, shown as 16 URL-safe base64 characters.
 ///
@@ -165,88 +159,5 @@ impl std::str::FromStr for Partition {
             Ok(decoded) if decoded.len() == Partition::BYTES => Ok(Partition(bytes)),
             _ => Err(BadPartition),
         }
-    }
-}
-
-/// The partition a request is routed to: where every record it reads and writes lives, but for
-/// the counts of failed attempts (of an [`Input::Attempts`] with one attempter, that count's
-/// partition). A pure function of the input, cheap (two HMACs to open a credential's route; no
-/// secret digested, no client authenticated): a stateless front routes by it and the
-/// partition's owner runs the [`Request`](crate::Request).
-///
-/// `None`: the request is answered without records of any account (a refusal decided from the
-/// request alone, a sign-in page, a preflight), and may run anywhere. A credential whose route
-/// is garbled, forged or another key's is `None` too: the core refuses it without reading, so a
-/// front that runs `None` requests itself reaches no partition for it.
-///
-/// It equals [`Request::partition`](crate::Request::partition) of the same input whenever that
-/// is `Some`.
-///
-/// ```
-/// # use edgegrant::*;
-/// # let key = ServerKey::from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8").unwrap();
-/// # let config = Config::new(ConfigDocument { server_key: Some(key), ..Default::default() }).unwrap();
-/// let unlink = Input::Unlink { app: AppKey::new("demo-app").unwrap(), account_id: AccountId::new("dbid:alice").unwrap(), by: Unlinker::User };
-/// let alice = partition_of(&config, &unlink).unwrap();
-/// assert_eq!(alice, Partition::of_account(config.server_key(), &AccountId::new("dbid:alice").unwrap()));
-///
-/// // A token this server never minted reaches no partition (it is refused without a read).
-/// let mut call = HttpRequest::new("POST", "/2/users/get_current_account", "");
-/// let forged = format!("sl.{}.{}", "A".repeat(32), "s".repeat(43));
-/// call.headers.push(("Authorization".into(), format!("Bearer {forged}")));
-/// assert_eq!(partition_of(&config, &Input::Http { request: call, user: None }), None);
-/// ```
-pub fn partition_of(config: &Config, input: &Input) -> Option<Partition> {
-    let (request, user) = match input {
-        Input::Unlink { account_id, .. } => {
-            return Some(Partition::of_account(config.server_key(), account_id))
-        }
-        Input::Attempts { attempters, .. } => {
-            return match attempters.as_slice() {
-                [one] => Some(one.partition(config.server_key())),
-                _ => None,
-            }
-        }
-        Input::Http { request, user } => (request, user),
-    };
-    let key = config.server_key();
-    match request.path.as_str() {
-        "/oauth2/authorize" => user
-            .as_ref()
-            .map(|u| Partition::of_account(key, &u.account_id)),
-        "/oauth2/token" => {
-            let params = token_params(config, request);
-            let credential = match params.one("grant_type") {
-                Ok(Some("authorization_code")) => params.one("code"),
-                Ok(Some("refresh_token")) => params.one("refresh_token"),
-                _ => return None,
-            };
-            Partition::of_credential(key, credential.ok()??)
-        }
-        token_admin::REVOCATION_PATH | token_admin::INTROSPECTION_PATH
-            if config.issuer().is_some() =>
-        {
-            let params = token_params(config, request);
-            let token = params.one("token").ok()??;
-            Partition::of_credential(
-                key,
-                token.strip_prefix(AccessToken::PREFIX).unwrap_or(token),
-            )
-        }
-        _ => bearer_token(request)
-            .ok()?
-            .strip_prefix(AccessToken::PREFIX)
-            .and_then(|token| Partition::of_credential(key, token)),
-    }
-}
-
-/// The parameters of a request to the token endpoint or one sharing its rules (revocation,
-/// introspection): the body, or the query when the body is empty and the policy allows it.
-/// Only read for routing: the endpoint itself refuses what it must.
-fn token_params<'r>(config: &Config, request: &'r HttpRequest) -> Params<'r> {
-    if request.body.is_empty() && config.policy().token_parameters_in_query {
-        Params::parse(request.query.as_bytes())
-    } else {
-        Params::parse(&request.body)
     }
 }

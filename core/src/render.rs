@@ -7,10 +7,11 @@ use std::borrow::Cow;
 use crate::config::Config;
 use crate::cors;
 use crate::ctx::{ConsentPage, Ending, Introspected, TokenBody, Via};
-use crate::endpoints::discovery::{self, Document, Metadata};
+use crate::endpoints::discovery::{self, Metadata};
 use crate::pages::{lookup, page_data};
 use crate::records::TokenAccessType;
 use crate::refusal::Refusal;
+use crate::routes::{Channel, Document, Endpoint};
 use crate::step::{Authorized, Outcome, Reply};
 use crate::wire::html::{Template, Value as Shown};
 use crate::wire::http::HttpResponse;
@@ -280,22 +281,6 @@ fn refusal_response(refusal: &Refusal, via: &Via, config: &Config) -> HttpRespon
                 _ => json_response(429, error_body(&description), &[("Retry-After", &wait)]),
             }
         }
-        _ if *refusal == Refusal::MethodNotAllowed => {
-            let allow = match via {
-                Via::Page => "GET, POST",
-                _ => "POST",
-            };
-            let body = match via {
-                Via::Page | Via::Plain => String::new(),
-                _ => error_body(&description),
-            };
-            let mut response = match via {
-                Via::Token { .. } => json_response(405, body, &[]),
-                _ => plain_response(405, body),
-            };
-            response = response.with_header("Allow", allow);
-            response
-        }
         Via::Plain => match refusal {
             Refusal::CrossOriginRefused => plain_response(403, "Forbidden".to_owned()),
             Refusal::MalformedAttempter => plain_response(400, "Bad Request".to_owned()),
@@ -347,8 +332,25 @@ fn introspection_body(found: Option<&Introspected>, config: &Config) -> String {
     body.finish()
 }
 
+/// 405, with the methods the endpoint takes (RFC 9110 §15.5.6), on its channel.
+fn wrong_method(endpoint: Endpoint) -> HttpResponse {
+    let refusal = Refusal::MethodNotAllowed;
+    let error_body = || {
+        JsonObject::new()
+            .string("error", refusal.error_code())
+            .string("error_description", &refusal.description())
+            .finish()
+    };
+    let response = match endpoint.channel() {
+        Channel::Token => json_response(405, error_body(), &[]),
+        Channel::Bearer => plain_response(405, error_body()),
+        Channel::Page | Channel::Plain => plain_response(405, String::new()),
+    };
+    response.with_header("Allow", endpoint.allow())
+}
+
 /// The metadata document, public and cacheable, readable from any origin (browser-based
-/// clients discover the server too); a preflight for it; or 405.
+/// clients discover the server too); or a preflight for it.
 fn metadata_response(metadata: Metadata, config: &Config) -> (Outcome, HttpResponse) {
     match (metadata, config.issuer()) {
         (Metadata::Document(document), Some(issuer)) => (
@@ -380,10 +382,10 @@ fn metadata_response(metadata: Metadata, config: &Config) -> (Outcome, HttpRespo
                 String::new(),
             ),
         ),
-        // The wrong method, or (never routed here) the reference profile.
-        _ => (
-            Outcome::Refused(Refusal::MethodNotAllowed),
-            plain_response(405, String::new()).with_header("Allow", "GET, OPTIONS"),
+        // Never routed here: the reference profile serves no metadata.
+        (_, None) => (
+            Outcome::Refused(Refusal::NotFound),
+            refusal_response(&Refusal::NotFound, &Via::Plain, config),
         ),
     }
 }
@@ -498,6 +500,10 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Finished {
             HttpResponse::new(204, &cors::preflight_headers(&preflight), String::new()),
         ),
         Ending::Metadata(metadata) => metadata_response(metadata, config),
+        Ending::WrongMethod(endpoint) => (
+            Outcome::Refused(Refusal::MethodNotAllowed),
+            wrong_method(endpoint),
+        ),
         // RFC 7009 §2.2: 200, and the body is not read.
         Ending::Revocation => (
             Outcome::Revoked,

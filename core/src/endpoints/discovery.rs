@@ -4,63 +4,28 @@
 //! to anyone, from any origin. They read no record and name no secret.
 
 use crate::config::{Config, Issuer};
-use crate::ctx::Ending;
-use crate::endpoints::token_admin::{INTROSPECTION_PATH, REVOCATION_PATH};
+use crate::routes::{
+    Document, AUTHORIZE, INTROSPECTION, PROTECTED_RESOURCE_METADATA, REVOCATION, TOKEN,
+};
 use crate::scope::ScopeSet;
-use crate::wire::http::HttpRequest;
 use crate::wire::json::JsonObject;
 
 /// Secrets in the Authorization header or the body; public clients with PKCE (or, to revoke,
 /// their client_id) alone.
 const CLIENT_AUTH: [&str; 3] = ["client_secret_basic", "client_secret_post", "none"];
 
-/// Which document.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Document {
-    /// RFC 8414: this authorization server.
-    AuthorizationServer,
-    /// RFC 9728: the API served beside it (the `/2/` endpoints), protected by it.
-    ProtectedResource,
-}
-
-/// What a request to a metadata path gets.
+/// What a request to a metadata path gets (the route table refuses other methods).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Metadata {
     /// `GET`: the document.
     Document(Document),
     /// `OPTIONS`: a CORS preflight (a browser-based client sending headers of its own).
     Preflight,
-    /// Any other method: 405.
-    WrongMethod,
 }
-
-/// The ending of a request to the metadata path; `None` for any other path (or the reference
-/// profile, which serves no metadata).
-pub(crate) fn route(config: &Config, request: &HttpRequest) -> Option<Ending> {
-    let issuer = config.issuer()?;
-    let document = if request.path == PROTECTED_RESOURCE {
-        Document::ProtectedResource
-    } else if is_issuer_path(issuer, request.path.strip_prefix(WELL_KNOWN)?) {
-        Document::AuthorizationServer
-    } else {
-        return None;
-    };
-    Some(Ending::Metadata(match request.method.as_str() {
-        "GET" => Metadata::Document(document),
-        "OPTIONS" => Metadata::Preflight,
-        _ => Metadata::WrongMethod,
-    }))
-}
-
-const WELL_KNOWN: &str = "/.well-known/oauth-authorization-server";
-
-/// Where the API's metadata is (RFC 9728 §3.1: its resource identifier is this host's origin,
-/// which has no path).
-const PROTECTED_RESOURCE: &str = "/.well-known/oauth-protected-resource";
 
 /// The URL of the API's metadata, for the `resource_metadata` of its challenges (RFC 9728 §5.1).
 pub(crate) fn resource_metadata_url(issuer: &Issuer) -> String {
-    format!("{}{PROTECTED_RESOURCE}", issuer.origin())
+    format!("{}{PROTECTED_RESOURCE_METADATA}", issuer.origin())
 }
 
 /// RFC 9728 §2: the API this host serves — its identifier (the origin), the authorization
@@ -74,12 +39,6 @@ pub(crate) fn resource_document(config: &Config, issuer: &Issuer) -> String {
         .string("resource", issuer.resource())
         .strings("scopes_supported", scopes.iter())
         .finish()
-}
-
-/// Whether `path` (after the well-known prefix) is the issuer's own path, as RFC 8414 §3.1
-/// inserts it: without a trailing `/`.
-fn is_issuer_path(issuer: &Issuer, path: &str) -> bool {
-    issuer.metadata_path().strip_prefix(WELL_KNOWN) == Some(path)
 }
 
 /// The metadata document (RFC 8414 §2), from the configuration: what a client needs to run the
@@ -102,10 +61,7 @@ pub(crate) fn document(config: &Config, issuer: &Issuer) -> String {
         &["S256", "plain"]
     };
     JsonObject::new()
-        .string(
-            "authorization_endpoint",
-            &format!("{origin}/oauth2/authorize"),
-        )
+        .string("authorization_endpoint", &format!("{origin}{AUTHORIZE}"))
         .boolean("authorization_response_iss_parameter_supported", true)
         .strings(
             "code_challenge_methods_supported",
@@ -117,7 +73,7 @@ pub(crate) fn document(config: &Config, issuer: &Issuer) -> String {
         )
         .string(
             "introspection_endpoint",
-            &format!("{origin}{INTROSPECTION_PATH}"),
+            &format!("{origin}{INTROSPECTION}"),
         )
         // Only a confidential client, with its secret, may introspect.
         .strings(
@@ -133,10 +89,10 @@ pub(crate) fn document(config: &Config, issuer: &Issuer) -> String {
             "response_types_supported",
             with_implicit(&["code"], "token"),
         )
-        .string("revocation_endpoint", &format!("{origin}{REVOCATION_PATH}"))
+        .string("revocation_endpoint", &format!("{origin}{REVOCATION}"))
         .strings("revocation_endpoint_auth_methods_supported", CLIENT_AUTH)
         .strings("scopes_supported", scopes.iter())
-        .string("token_endpoint", &format!("{origin}/oauth2/token"))
+        .string("token_endpoint", &format!("{origin}{TOKEN}"))
         .strings("token_endpoint_auth_methods_supported", CLIENT_AUTH)
         .finish()
 }

@@ -14,11 +14,14 @@ pub(crate) mod unlink;
 use crate::config::Config;
 use crate::cors;
 use crate::ctx::{Ctx, Decision, Ending, Flow, Via};
+use crate::endpoints::discovery::Metadata;
+use crate::endpoints::token::Operation;
 use crate::ids::AppKey;
 use crate::machines::attempts::Attempter;
 use crate::partition::Partition;
 use crate::records::RecordKey;
 use crate::refusal::Refusal;
+use crate::routes::{Endpoint, Method};
 use crate::step::Input;
 use crate::wire::http::HttpRequest;
 
@@ -62,40 +65,47 @@ impl Route {
             }
             Input::Http { request, user } => (request, user),
         };
-        if request.method.eq_ignore_ascii_case("OPTIONS") {
-            if let Some(methods) = cors::methods(config, &request.path) {
+        let Some(endpoint) = Endpoint::at(config, &request.path) else {
+            return Route::Ended(Ending::Refused(Refusal::NotFound, Via::Plain));
+        };
+        let method = Method::of(&request.method);
+        if method == Method::Options {
+            if let Some(methods) = endpoint.cors() {
                 return Route::Ended(match cors::preflight(config, &request, methods) {
                     Some(preflight) => Ending::Preflight(preflight),
                     None => Ending::Refused(Refusal::CrossOriginRefused, Via::Plain),
                 });
             }
         }
-        if let Some(ending) = discovery::route(config, &request) {
-            return Route::Ended(ending);
+        if !endpoint.takes(method) {
+            return Route::Ended(Ending::WrongMethod(endpoint));
         }
-        if let Some(parsed) = token_admin::route(config, &request) {
-            return parsed.map_or_else(Route::Ended, Route::Token);
-        }
-        let parsed = match request.path.as_str() {
-            "/oauth2/authorize" => match request.method.as_str() {
-                "GET" | "get" => authorize::parse_get(config, &request, user).map(Route::Authorize),
-                "POST" | "post" => {
-                    authorize::parse_consent(config, &request, user).map(Route::Authorize)
-                }
-                _ => Err(Ending::Refused(Refusal::MethodNotAllowed, Via::Page)),
-            },
-            "/oauth2/token" => token::parse(config, &request).map(Route::Token),
-            "/2/auth/token/revoke" if !request.method.eq_ignore_ascii_case("POST") => {
-                Err(Ending::Refused(Refusal::MethodNotAllowed, Via::Bearer))
+        let parsed = match endpoint {
+            Endpoint::Authorize if method == Method::Get => {
+                authorize::parse_get(config, &request, user).map(Route::Authorize)
             }
-            "/2/auth/token/revoke" => {
+            Endpoint::Authorize => {
+                authorize::parse_consent(config, &request, user).map(Route::Authorize)
+            }
+            Endpoint::Token => token::parse(config, &request).map(Route::Token),
+            Endpoint::Revocation => {
+                token_admin::parse(config, &request, Operation::Revoke).map(Route::Token)
+            }
+            Endpoint::Introspection => {
+                token_admin::parse(config, &request, Operation::Introspect).map(Route::Token)
+            }
+            Endpoint::Revoke => {
                 api::parse(config, &request, api::Purpose::Revoke).map(Route::Bearer)
             }
-            path => match config.required_scope(path) {
+            Endpoint::Api => match config.required_scope(&request.path) {
                 Some(scope) => api::parse(config, &request, api::Purpose::Call(scope.clone()))
                     .map(Route::Bearer),
                 None => Err(Ending::Refused(Refusal::NotFound, Via::Plain)),
             },
+            Endpoint::Metadata(document) => Err(Ending::Metadata(match method {
+                Method::Options => Metadata::Preflight,
+                _ => Metadata::Document(document),
+            })),
         };
         parsed.unwrap_or_else(Route::Ended)
     }

@@ -177,15 +177,12 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
     }
 }
 
-/// `POST` only, within the input limit, and the parameters — for the token endpoint and the
-/// endpoints that share its client authentication.
+/// Within the input limit, the parameters — for the token endpoint and the endpoints that
+/// share its client authentication (the route table lets only `POST` through to them).
 pub(crate) fn form_parameters<'r>(
     config: &Config,
     request: &'r HttpRequest,
 ) -> Result<Params<'r>, Ending> {
-    if !request.method.eq_ignore_ascii_case("POST") {
-        return refuse(Refusal::MethodNotAllowed);
-    }
     within_limit(config, request, Via::Token { basic: false })?;
     parameters(config, request)
 }

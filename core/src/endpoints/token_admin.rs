@@ -18,23 +18,13 @@ use crate::step::{AuditEvent, Transaction};
 use crate::wire::form::Repeated;
 use crate::wire::http::HttpRequest;
 
-/// Where RFC 7009 revocation is served.
-pub(crate) const REVOCATION_PATH: &str = "/oauth2/revoke";
-/// Where RFC 7662 introspection is served.
-pub(crate) const INTROSPECTION_PATH: &str = "/oauth2/introspect";
-
-/// The parsed request, if `request` is for one of these endpoints (standards profile only).
-pub(crate) fn route(config: &Config, request: &HttpRequest) -> Option<Result<Parsed, Ending>> {
-    config.issuer()?;
-    let operation = match request.path.as_str() {
-        REVOCATION_PATH => Operation::Revoke,
-        INTROSPECTION_PATH => Operation::Introspect,
-        _ => return None,
-    };
-    Some(parse(config, request, operation))
-}
-
-fn parse(config: &Config, request: &HttpRequest, operation: Operation) -> Result<Parsed, Ending> {
+/// Parses a request to revocation or introspection (the route table routes only `POST`s
+/// here, and only in the standards profile).
+pub(crate) fn parse(
+    config: &Config,
+    request: &HttpRequest,
+    operation: Operation,
+) -> Result<Parsed, Ending> {
     let params = form_parameters(config, request)?;
     let client = match authenticate(config, request, &params)? {
         Ok(client) => client,
