@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use crate::credentials::{SecretDigest, ServerKey};
 use crate::ids::{AppKey, RedirectUri};
-use crate::pages::{PageTemplates, Pages};
+use crate::pages::{PageTemplates, Pages, TemplateError};
 use crate::scope::{LegacyAccess, Scope, ScopeSet};
 use crate::time::{Seconds, UnixTime};
 use crate::wire::uri::{HttpUri, Scheme};
@@ -569,7 +569,8 @@ impl Config {
                 ));
             }
         }
-        let pages = Pages::compile(doc.pages)?;
+        let pages = Pages::compile(doc.pages)
+            .map_err(|TemplateError { page, reason }| ConfigError::Template { page, reason })?;
         if let Some(path) = doc.api_endpoints.keys().find(|p| !p.starts_with("/2/")) {
             return Err(ConfigError::EndpointPath(path.clone()));
         }
@@ -796,6 +797,28 @@ impl From<Config> for ConfigDocument {
             profile: config.profile,
             server_key: Some(config.server_key),
         }
+    }
+}
+
+impl PageTemplates {
+    /// Reads the templates from their JSON value: an object of `consent`, `code`, `error` and
+    /// `sign_in`, each a string (absent or `null`: the core's default).
+    pub fn from_json_value(value: &Value) -> Result<Self, ConfigError> {
+        let mut pages = PageTemplates::default();
+        for (name, value) in object(value, "pages")? {
+            let slot = match name.as_str() {
+                "consent" => &mut pages.consent,
+                "code" => &mut pages.code,
+                "error" => &mut pages.error,
+                "sign_in" => &mut pages.sign_in,
+                _ => continue,
+            };
+            *slot = match value {
+                Value::Null => None,
+                text => Some(string(text, &format!("pages.{name}"))?.to_owned()),
+            };
+        }
+        Ok(pages)
     }
 }
 

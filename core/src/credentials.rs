@@ -11,8 +11,6 @@ use std::fmt;
 use subtle::ConstantTimeEq;
 
 use crate::ids::GrantId;
-use crate::partition::Partition;
-use crate::records::RecordKey;
 
 /// How many bytes of entropy every call takes.
 pub const ENTROPY_LEN: usize = 112;
@@ -216,56 +214,22 @@ credential!(
     SecretDigest
 );
 
-impl AuthorizationCode {
-    pub(crate) fn mint(key: &ServerKey, partition: Partition, entropy: &Entropy) -> Self {
-        AuthorizationCode(partition.seal(key, &entropy.primary()))
-    }
-
-    /// Where the record of a code as presented would be stored: `None` if it is not a code
-    /// this server minted under `key` (its route garbled or forged), so nothing is read for it.
-    pub fn key_of(key: &ServerKey, presented: &str) -> Option<RecordKey> {
-        let partition = Partition::of_credential(key, presented)?;
-        Some(RecordKey::Code(partition, Self::digest_of(presented)))
-    }
+/// The credentials the core mints (a client secret it never does), from their visible form
+/// ([`Partition`](crate::Partition) seals it).
+macro_rules! minted {
+    ($($name:ident),*) => {$(
+        impl $name {
+            pub(crate) fn minted(text: String) -> Self {
+                $name(text)
+            }
+        }
+    )*};
 }
+minted!(AuthorizationCode, AccessToken, RefreshToken);
 
 impl AccessToken {
     /// The prefix every access token this core mints starts with.
     pub const PREFIX: &'static str = "sl.";
-
-    pub(crate) fn mint(key: &ServerKey, partition: Partition, entropy: &Entropy) -> Self {
-        AccessToken(Self::sealed(key, partition, &entropy.primary()))
-    }
-
-    fn sealed(key: &ServerKey, partition: Partition, secret: &[u8; 32]) -> String {
-        format!("{}{}", Self::PREFIX, partition.seal(key, secret))
-    }
-
-    /// Where the record of a token as presented would be stored (see
-    /// [`AuthorizationCode::key_of`]).
-    pub fn key_of(key: &ServerKey, presented: &str) -> Option<RecordKey> {
-        let partition = Partition::of_credential(key, presented.strip_prefix(Self::PREFIX)?)?;
-        Some(RecordKey::AccessToken(
-            partition,
-            Self::digest_of(presented),
-        ))
-    }
-}
-
-impl RefreshToken {
-    pub(crate) fn mint(key: &ServerKey, partition: Partition, entropy: &Entropy) -> Self {
-        RefreshToken(partition.seal(key, &entropy.secondary()))
-    }
-
-    /// Where the record of a token as presented would be stored (see
-    /// [`AuthorizationCode::key_of`]).
-    pub fn key_of(key: &ServerKey, presented: &str) -> Option<RecordKey> {
-        let partition = Partition::of_credential(key, presented)?;
-        Some(RecordKey::RefreshToken(
-            partition,
-            Self::digest_of(presented),
-        ))
-    }
 }
 
 /// The server's own secret (`server_key` in the configuration: 32 random bytes, base64url,
@@ -342,26 +306,14 @@ impl RotationSeed {
         key.mac(&[label, &self.0, superseded.0.as_bytes()])
     }
 
-    /// The refresh token that supersedes `superseded` in this rotation.
-    pub(crate) fn refresh_token(
-        &self,
-        key: &ServerKey,
-        partition: Partition,
-        superseded: &RefreshToken,
-    ) -> RefreshToken {
-        let secret = self.derive(key, b"edgegrant rotation refresh token\0", superseded);
-        RefreshToken(partition.seal(key, &secret))
+    /// The secret of the refresh token that supersedes `superseded` in this rotation.
+    pub(crate) fn refresh_secret(&self, key: &ServerKey, superseded: &RefreshToken) -> [u8; 32] {
+        self.derive(key, b"edgegrant rotation refresh token\0", superseded)
     }
 
-    /// The access token this rotation answers with.
-    pub(crate) fn access_token(
-        &self,
-        key: &ServerKey,
-        partition: Partition,
-        superseded: &RefreshToken,
-    ) -> AccessToken {
-        let secret = self.derive(key, b"edgegrant rotation access token\0", superseded);
-        AccessToken(AccessToken::sealed(key, partition, &secret))
+    /// The secret of the access token this rotation answers with.
+    pub(crate) fn access_secret(&self, key: &ServerKey, superseded: &RefreshToken) -> [u8; 32] {
+        self.derive(key, b"edgegrant rotation access token\0", superseded)
     }
 }
 

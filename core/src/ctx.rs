@@ -9,7 +9,7 @@ use crate::config::Config;
 use crate::cors::Preflight;
 use crate::credentials::{AccessToken, AuthorizationCode, Entropy, RefreshToken};
 use crate::endpoints::discovery::Metadata;
-use crate::ids::AppKey;
+use crate::ids::{AccountId, AppKey, Uid, User};
 use crate::records::Resources;
 use crate::records::{
     AccessTokenRecord, AttemptsRecord, CodeRecord, GrantRecord, LinkRecord, MemberRecord, Record,
@@ -21,7 +21,6 @@ use crate::scope::ScopeSet;
 use crate::step::{AuditEvent, ConsentPrompt, Expect, Principal, Put, Transaction};
 use crate::time::{Seconds, UnixTime};
 use crate::wire::redirect::ReplyTo;
-use crate::{AccountId, Uid, User};
 
 /// The keys an endpoint needs before it can go on.
 #[derive(Debug)]

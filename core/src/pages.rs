@@ -16,9 +16,6 @@
 //! The consent page must post `query` and `decision` (`allow` or `deny`) to
 //! `/oauth2/authorize` from this origin.
 
-use serde_json::Value as Json;
-
-use crate::config::{object, string, ConfigError};
 use crate::wire::html::{escape, Template, Value};
 
 /// The page templates as the host writes them; `None` keeps the core's default.
@@ -32,28 +29,6 @@ pub struct PageTemplates {
     pub error: Option<String>,
     /// The sign-in page, shown when the authorization request has no signed-in user.
     pub sign_in: Option<String>,
-}
-
-impl PageTemplates {
-    /// Reads the templates from their JSON value: an object of `consent`, `code`, `error` and
-    /// `sign_in`, each a string (absent or `null`: the core's default).
-    pub fn from_json_value(value: &Json) -> Result<Self, ConfigError> {
-        let mut pages = PageTemplates::default();
-        for (name, value) in object(value, "pages")? {
-            let slot = match name.as_str() {
-                "consent" => &mut pages.consent,
-                "code" => &mut pages.code,
-                "error" => &mut pages.error,
-                "sign_in" => &mut pages.sign_in,
-                _ => continue,
-            };
-            *slot = match value {
-                Json::Null => None,
-                text => Some(string(text, &format!("pages.{name}"))?.to_owned()),
-            };
-        }
-        Ok(pages)
-    }
 }
 
 /// The templates' JSON form: `consent`, `code`, `error`, `sign_in`, each a string or `null`
@@ -125,18 +100,25 @@ pub(crate) struct Pages {
     pub sign_in: Template,
 }
 
+/// A template that does not compile: which page, and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TemplateError {
+    pub page: &'static str,
+    pub reason: String,
+}
+
 fn compile(
     page: &'static str,
     text: Option<&str>,
     default: &str,
     known: &[&str],
-) -> Result<Template, ConfigError> {
+) -> Result<Template, TemplateError> {
     Template::compile(text.unwrap_or(default), known)
-        .map_err(|e| ConfigError::Template { page, reason: e.0 })
+        .map_err(|e| TemplateError { page, reason: e.0 })
 }
 
 impl Pages {
-    pub fn compile(source: PageTemplates) -> Result<Pages, ConfigError> {
+    pub fn compile(source: PageTemplates) -> Result<Pages, TemplateError> {
         Ok(Pages {
             consent: compile(
                 "consent",

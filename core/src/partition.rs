@@ -23,7 +23,9 @@ use base64ct::{Base64UrlUnpadded, Encoding as _};
 use std::fmt;
 use subtle::ConstantTimeEq as _;
 
-use crate::credentials::{AttempterDigest, ServerKey};
+use crate::credentials::{
+    AccessToken, AttempterDigest, AuthorizationCode, RefreshToken, ServerKey,
+};
 use crate::ids::AccountId;
 
 /// Which partition a record lives in: 96 bits, shown as 16 URL-safe base64 characters.
@@ -82,8 +84,23 @@ impl Partition {
         Partition::prefix(&key.mac(&[b"edgegrant credential tag\0", &self.0, secret])).0
     }
 
+    /// A new authorization code of this partition with `secret`.
+    pub(crate) fn code(self, key: &ServerKey, secret: &[u8; 32]) -> AuthorizationCode {
+        AuthorizationCode::minted(self.seal(key, secret))
+    }
+
+    /// A new access token of this partition with `secret`.
+    pub(crate) fn access_token(self, key: &ServerKey, secret: &[u8; 32]) -> AccessToken {
+        AccessToken::minted(format!("{}{}", AccessToken::PREFIX, self.seal(key, secret)))
+    }
+
+    /// A new refresh token of this partition with `secret`.
+    pub(crate) fn refresh_token(self, key: &ServerKey, secret: &[u8; 32]) -> RefreshToken {
+        RefreshToken::minted(self.seal(key, secret))
+    }
+
     /// The visible form of a credential of this partition with `secret`: `<route>.<secret>`.
-    pub(crate) fn seal(self, key: &ServerKey, secret: &[u8; 32]) -> String {
+    fn seal(self, key: &ServerKey, secret: &[u8; 32]) -> String {
         let mut route = [0u8; ROUTE_BYTES];
         let (masked, tag) = route.split_at_mut(Partition::BYTES);
         for ((m, p), k) in masked

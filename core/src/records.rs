@@ -6,7 +6,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::credentials::{
-    AccessTokenDigest, AttempterDigest, CodeDigest, RefreshTokenDigest, RotationSeed, ServerKey,
+    AccessToken, AccessTokenDigest, AttempterDigest, AuthorizationCode, CodeDigest, RefreshToken,
+    RefreshTokenDigest, RotationSeed, ServerKey,
 };
 use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, Uid};
 use crate::partition::Partition;
@@ -406,6 +407,37 @@ pub enum RecordKey {
 }
 
 impl RecordKey {
+    /// Where the record of a code as presented would be stored: `None` if it is not a code
+    /// this server minted under `key` (its route garbled or forged), so nothing is read for it.
+    pub fn of_code(key: &ServerKey, presented: &str) -> Option<RecordKey> {
+        let partition = Partition::of_credential(key, presented)?;
+        Some(RecordKey::Code(
+            partition,
+            AuthorizationCode::digest_of(presented),
+        ))
+    }
+
+    /// Where the record of an access token as presented would be stored (see
+    /// [`of_code`](Self::of_code)).
+    pub fn of_access_token(key: &ServerKey, presented: &str) -> Option<RecordKey> {
+        let route = presented.strip_prefix(AccessToken::PREFIX)?;
+        let partition = Partition::of_credential(key, route)?;
+        Some(RecordKey::AccessToken(
+            partition,
+            AccessToken::digest_of(presented),
+        ))
+    }
+
+    /// Where the record of a refresh token as presented would be stored (see
+    /// [`of_code`](Self::of_code)).
+    pub fn of_refresh_token(key: &ServerKey, presented: &str) -> Option<RecordKey> {
+        let partition = Partition::of_credential(key, presented)?;
+        Some(RecordKey::RefreshToken(
+            partition,
+            RefreshToken::digest_of(presented),
+        ))
+    }
+
     /// The key of the link of `app` and `account`, in the account's partition under `key`.
     pub fn link(key: &ServerKey, app: AppKey, account: AccountId) -> RecordKey {
         RecordKey::Link(Partition::of_account(key, &account), app, account)

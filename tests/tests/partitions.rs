@@ -275,7 +275,7 @@ fn a_confidential_clients_failure_counts_are_written_one_partition_at_a_time() {
 fn revoked_grants_expire_with_their_tokens_and_purging_changes_no_answer() {
     let mut sim = sim();
     let code = sim.code_for(&pkce_offline_query("s"), &alice());
-    let code_key = AuthorizationCode::key_of(&fixture_key(), &code).unwrap();
+    let code_key = RecordKey::of_code(&fixture_key(), &code).unwrap();
     assert_eq!(
         sim.store.purge_after(&code_key),
         Some(UnixTime(T0.0 + 600 + 600)),
@@ -284,8 +284,8 @@ fn revoked_grants_expire_with_their_tokens_and_purging_changes_no_answer() {
     let tokens = json(&sim.exchange_pkce(&code, VERIFIER));
     let access = tokens["access_token"].as_str().unwrap().to_owned();
     let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
-    let access_key = AccessToken::key_of(&fixture_key(), &access).unwrap();
-    let refresh_key = RefreshToken::key_of(&fixture_key(), &refresh).unwrap();
+    let access_key = RecordKey::of_access_token(&fixture_key(), &access).unwrap();
+    let refresh_key = RecordKey::of_refresh_token(&fixture_key(), &refresh).unwrap();
     assert_eq!(
         sim.store.purge_after(&code_key),
         Some(UnixTime(T0.0 + 600 + ACCESS_TTL)),
@@ -406,7 +406,8 @@ fn unlinked_grants_expire_with_their_tokens_and_a_revoked_one_leaves_the_list() 
     let purge = Some(UnixTime(unlinked_at.0 + ACCESS_TTL));
     for grant in &grants[1..] {
         let refresh_key =
-            RefreshToken::key_of(&fixture_key(), grant["refresh_token"].as_str().unwrap()).unwrap();
+            RecordKey::of_refresh_token(&fixture_key(), grant["refresh_token"].as_str().unwrap())
+                .unwrap();
         assert_eq!(
             sim.store.purge_after(&refresh_key),
             purge,
@@ -508,7 +509,7 @@ fn an_unlink_purges_long_lived_tokens_and_many_grants_at_once() {
         panic!("no redirect")
     };
     let long_lived = fragment_param(&location, "access_token").unwrap();
-    let long_lived_key = AccessToken::key_of(&fixture_key(), &long_lived).unwrap();
+    let long_lived_key = RecordKey::of_access_token(&fixture_key(), &long_lived).unwrap();
     assert_eq!(sim.store.purge_after(&long_lived_key), None);
     for _ in 0..150 {
         sim.pkce_offline_tokens(&alice());
@@ -560,7 +561,8 @@ fn format_2_records_are_read_and_upgraded() {
     bytes[0] = 2;
     assert_eq!(Record::decode(&bytes), Ok(Record::Link(link)));
     let refresh_key =
-        RefreshToken::key_of(&fixture_key(), tokens["refresh_token"].as_str().unwrap()).unwrap();
+        RecordKey::of_refresh_token(&fixture_key(), tokens["refresh_token"].as_str().unwrap())
+            .unwrap();
     let mut refresh = sim.store.get(&refresh_key).unwrap().bytes.clone();
     let current = Record::decode(&refresh).unwrap();
     refresh[0] = 2;

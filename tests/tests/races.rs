@@ -66,7 +66,7 @@ fn records_not_asked_for_are_host_misuse() {
     assert_eq!(request.conflicted(), Err(Misuse::NoTransaction));
 
     // A record of the wrong type under a token's key.
-    let access_key = AccessToken::key_of(&fixture_key(), token.as_str()).unwrap();
+    let access_key = RecordKey::of_access_token(&fixture_key(), token.as_str()).unwrap();
     let input = Input::Http {
         request: bearer_request(GET_ACCOUNT, &token),
         user: None,

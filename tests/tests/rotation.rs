@@ -71,7 +71,7 @@ fn served(sim: &mut Sim, access: &str) -> bool {
 }
 
 fn grant_of(sim: &Sim, refresh: &str) -> GrantRecord {
-    let key = RefreshToken::key_of(&fixture_key(), refresh).unwrap();
+    let key = RecordKey::of_refresh_token(&fixture_key(), refresh).unwrap();
     let Some(Record::RefreshToken(token)) = sim.store.record(&key) else {
         panic!("no refresh token record");
     };
@@ -100,14 +100,14 @@ fn a_public_clients_refresh_rotates_the_refresh_token() {
     // be caught.
     let grant = grant_of(&sim, &second);
     assert_eq!(grant.refresh_token, Some(RefreshToken::digest_of(&second)));
-    let superseded = RefreshToken::key_of(&fixture_key(), &first).unwrap();
+    let superseded = RecordKey::of_refresh_token(&fixture_key(), &first).unwrap();
     assert_eq!(
         sim.store.purge_after(&superseded),
         Some(sim.now.plus(Seconds(2_592_000)))
     );
     assert_eq!(
         sim.store
-            .purge_after(&RefreshToken::key_of(&fixture_key(), &second).unwrap()),
+            .purge_after(&RecordKey::of_refresh_token(&fixture_key(), &second).unwrap()),
         None,
         "the current token lives as long as its grant"
     );
@@ -203,7 +203,8 @@ fn a_retry_the_store_cannot_show_yet_is_told_to_try_again_not_refused() {
     let mut sim = rotating();
     let (_, first) = signed_in_on(&mut sim);
     let answer = refreshed(&mut sim, &first);
-    let access = AccessToken::key_of(&fixture_key(), &text(&answer, "access_token")).unwrap();
+    let access =
+        RecordKey::of_access_token(&fixture_key(), &text(&answer, "access_token")).unwrap();
     let held = sim.store.remove(&access).unwrap();
     let lagging = refresh(&mut sim, &first);
     assert_eq!(lagging.refusal(), Some(&Refusal::RetryNotYetVisible));

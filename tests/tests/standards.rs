@@ -766,7 +766,7 @@ fn the_reference_profile_ignores_resource_and_old_records_read_with_none() {
         "SPEC.md's service does not read the parameter"
     );
     // Records of format 3 had no resources: they read with none.
-    let key = AccessToken::key_of(&fixture_key(), &access).unwrap();
+    let key = RecordKey::of_access_token(&fixture_key(), &access).unwrap();
     let mut bytes = sim.store.get(&key).unwrap().bytes.clone();
     let current = Record::decode(&bytes).unwrap();
     assert_eq!(

@@ -888,7 +888,7 @@ fn a_replay_after_the_code_record_is_purged_is_refused_and_revokes_nothing() {
     let first = json(&sim.exchange_pkce(&code, VERIFIER));
     let access = first["access_token"].as_str().unwrap().to_owned();
     // The host purges the redeemed code at its purge time.
-    let key = AuthorizationCode::key_of(&fixture_key(), &code).expect("a minted code");
+    let key = RecordKey::of_code(&fixture_key(), &code).expect("a minted code");
     assert!(sim.store.remove(&key).is_some());
     sim.now = UnixTime(T0.0 + 601);
     let replay = exchange_pkce(&mut sim, &code, VERIFIER);

@@ -5,7 +5,6 @@
 //! token record, then its grant and link in one batch: three records however many tokens exist.
 
 use crate::config::Config;
-use crate::credentials::AccessToken;
 use crate::ctx::{Ctx, Decision, Ending, Flow, Loaded, Via};
 use crate::endpoints::issue::revoke_grant;
 use crate::endpoints::within_limit;
@@ -47,7 +46,7 @@ pub(crate) fn parse(
     within_limit(config, request, Via::Bearer)?;
     match bearer_token(request) {
         Ok(token) => Ok(Parsed {
-            token: AccessToken::key_of(config.server_key(), token),
+            token: RecordKey::of_access_token(config.server_key(), token),
             purpose,
         }),
         Err(BearerError::Missing) => refuse(Refusal::BearerMissing),

@@ -6,7 +6,6 @@
 //! page, or — for the consent form's Allow — issues the code.
 
 use crate::config::{redirect_matches, App, Config, DefaultTokenType, Issuer, Resource};
-use crate::credentials::AuthorizationCode;
 use crate::ctx::{create, replace, ConsentPage, Ctx, Decision, Ending, Flow, Via};
 use crate::endpoints::issue::{issue_grant, IssuedGrant};
 use crate::endpoints::within_limit;
@@ -382,7 +381,7 @@ fn issue_code(
     user: &User,
     link_epoch: u64,
 ) -> Decision {
-    let code = AuthorizationCode::mint(ctx.config.server_key(), partition, ctx.entropy);
+    let code = partition.code(ctx.config.server_key(), &ctx.entropy.primary());
     let record = code::issue(
         CodeTerms {
             app: request.app.clone(),

@@ -45,7 +45,7 @@ pub(crate) fn issue_grant(
 ) -> IssuedGrant {
     let mut grant = grant::new(terms);
     let expires_at = access_token::expires_at(access_type, ctx.now, ctx.config.policy());
-    let access_token = AccessToken::mint(ctx.config.server_key(), partition, ctx.entropy);
+    let access_token = partition.access_token(ctx.config.server_key(), &ctx.entropy.primary());
     let access_record = access_token::mint(
         &grant_id,
         &grant,
@@ -55,7 +55,7 @@ pub(crate) fn issue_grant(
     );
     let refresh = (access_type == TokenAccessType::Offline).then(|| {
         (
-            RefreshToken::mint(ctx.config.server_key(), partition, ctx.entropy),
+            partition.refresh_token(ctx.config.server_key(), &ctx.entropy.secondary()),
             refresh_token::mint(&grant_id, &grant),
         )
     });

@@ -5,6 +5,7 @@
 pub(crate) mod api;
 pub(crate) mod attempts;
 pub(crate) mod authorize;
+mod client_auth;
 pub(crate) mod discovery;
 mod issue;
 pub(crate) mod token;
@@ -15,7 +16,7 @@ use crate::config::Config;
 use crate::cors;
 use crate::ctx::{Ctx, Decision, Ending, Flow, Via};
 use crate::endpoints::discovery::Metadata;
-use crate::endpoints::token::Operation;
+use crate::endpoints::token_admin::Operation;
 use crate::ids::AppKey;
 use crate::machines::attempts::Attempter;
 use crate::partition::Partition;
@@ -38,6 +39,8 @@ pub(crate) fn within_limit(config: &Config, request: &HttpRequest, via: Via) -> 
 pub(crate) enum Route {
     Authorize(authorize::Parsed),
     Token(token::Parsed),
+    /// Revocation or introspection (standards profile).
+    Manage(token_admin::Parsed),
     Bearer(api::Parsed),
     Unlink(unlink::Parsed),
     Attempts(attempts::Parsed),
@@ -89,10 +92,10 @@ impl Route {
             }
             Endpoint::Token => token::parse(config, &request).map(Route::Token),
             Endpoint::Revocation => {
-                token_admin::parse(config, &request, Operation::Revoke).map(Route::Token)
+                token_admin::parse(config, &request, Operation::Revoke).map(Route::Manage)
             }
             Endpoint::Introspection => {
-                token_admin::parse(config, &request, Operation::Introspect).map(Route::Token)
+                token_admin::parse(config, &request, Operation::Introspect).map(Route::Manage)
             }
             Endpoint::Revoke => {
                 api::parse(config, &request, api::Purpose::Revoke).map(Route::Bearer)
@@ -117,6 +120,7 @@ impl Route {
         match self {
             Route::Authorize(parsed) => Some(parsed.partition()),
             Route::Token(parsed) => parsed.credential().map(RecordKey::partition),
+            Route::Manage(parsed) => parsed.credential().map(RecordKey::partition),
             Route::Bearer(parsed) => parsed.token.as_ref().map(RecordKey::partition),
             Route::Unlink(parsed) => Some(parsed.partition()),
             Route::Attempts(parsed) => parsed.partition(),
@@ -128,6 +132,7 @@ impl Route {
     pub fn client(&self) -> Option<&AppKey> {
         match self {
             Route::Token(parsed) => parsed.client(),
+            Route::Manage(parsed) => parsed.client(),
             _ => None,
         }
     }
@@ -146,6 +151,7 @@ impl Route {
         match self {
             Route::Authorize(parsed) => authorize::decide(parsed, ctx),
             Route::Token(parsed) => token::decide(parsed, ctx),
+            Route::Manage(parsed) => token_admin::decide(parsed, ctx),
             Route::Bearer(parsed) => api::decide(parsed, ctx),
             Route::Unlink(parsed) => unlink::decide(parsed, ctx),
             Route::Attempts(parsed) => attempts::decide(parsed, ctx),

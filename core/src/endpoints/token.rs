@@ -5,15 +5,14 @@
 //! time) and hashes the presented code or refresh token, once; deciding loads the records.
 
 use crate::config::{Config, Rotation};
-use crate::credentials::{AccessToken, AuthorizationCode, RefreshToken, RotationSeed, ServerKey};
-use crate::ctx::{create, replace, Ctx, Decision, Ending, Flow, Loaded, TokenBody, Via};
-use crate::endpoints::attempts::{self, Guard};
+use crate::credentials::{RefreshToken, RotationSeed, ServerKey};
+use crate::ctx::{create, replace, Ctx, Decision, Ending, Flow, Loaded, TokenBody};
 use crate::endpoints::authorize;
+use crate::endpoints::client_auth::{
+    authenticate, decide_failed, form_parameters, refuse, Client, FailedClient,
+};
 use crate::endpoints::issue::{issue_grant, revoke_grant};
-use crate::endpoints::token_admin;
-use crate::endpoints::within_limit;
 use crate::ids::{AppKey, User};
-use crate::machines::attempts::Attempter;
 use crate::machines::code::{self, Exchange};
 use crate::machines::grant::{self, GrantTerms, Standing};
 use crate::machines::refresh_token::Position;
@@ -28,28 +27,8 @@ use crate::records::{
 use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
 use crate::step::{AuditEvent, Put, Transaction};
-use crate::wire::client_auth::{self, CredentialError};
-use crate::wire::form::{is_form_content_type, Params, Repeated};
+use crate::wire::form::Repeated;
 use crate::wire::http::HttpRequest;
-
-/// The client as authenticated: by its secret, or only identified by `client_id` (PKCE).
-#[derive(Clone, Debug)]
-pub(crate) struct Client {
-    pub app: AppKey,
-    pub has_secret: bool,
-    via_basic: bool,
-}
-
-impl Client {
-    pub fn refuse(&self, refusal: Refusal) -> Ending {
-        Ending::Refused(
-            refusal,
-            Via::Token {
-                basic: self.via_basic,
-            },
-        )
-    }
-}
 
 /// A token request, parsed and its client authenticated.
 #[derive(Clone, Debug)]
@@ -75,25 +54,8 @@ pub(crate) enum Parsed {
         /// `resource`, as for the exchange: a narrowing of the grant's.
         resources: Resources,
     },
-    /// RFC 7009 revocation, or RFC 7662 introspection (standards profile), of `token`: the
-    /// access or refresh token's record, `None` if it is of no shape the core mints.
-    Manage {
-        client: Client,
-        token: Option<RecordKey>,
-        operation: Operation,
-    },
-    /// The client authentication failed (a wrong secret, an unknown app, a secret for a public
-    /// app): counted against the app and the source, then `invalid_client`.
-    Failed { via_basic: bool, guards: Vec<Guard> },
-}
-
-/// What a client asks of a token it holds (standards profile).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Operation {
-    /// RFC 7009: end its grant.
-    Revoke,
-    /// RFC 7662: is it live, and what does it carry.
-    Introspect,
+    /// The client authentication failed.
+    Failed(FailedClient),
 }
 
 impl Parsed {
@@ -102,24 +64,18 @@ impl Parsed {
     pub fn credential(&self) -> Option<&RecordKey> {
         match self {
             Parsed::Exchange { code, .. } => code.as_ref(),
-            Parsed::Refresh { token, .. } | Parsed::Manage { token, .. } => token.as_ref(),
-            Parsed::Failed { .. } => None,
+            Parsed::Refresh { token, .. } => token.as_ref(),
+            Parsed::Failed(_) => None,
         }
     }
 
     /// The authenticated app.
     pub fn client(&self) -> Option<&AppKey> {
         match self {
-            Parsed::Exchange { client, .. }
-            | Parsed::Refresh { client, .. }
-            | Parsed::Manage { client, .. } => Some(&client.app),
-            Parsed::Failed { .. } => None,
+            Parsed::Exchange { client, .. } | Parsed::Refresh { client, .. } => Some(&client.app),
+            Parsed::Failed(_) => None,
         }
     }
-}
-
-fn refuse<T>(refusal: Refusal) -> Result<T, Ending> {
-    Err(Ending::Refused(refusal, Via::Token { basic: false }))
 }
 
 pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, Ending> {
@@ -132,7 +88,7 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
     };
     let client = match authenticate(config, request, &params)? {
         Ok(client) => client,
-        Err(failed) => return Ok(failed),
+        Err(failed) => return Ok(Parsed::Failed(failed)),
     };
     let read = |name| {
         params
@@ -154,7 +110,7 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
                 None => return Err(client.refuse(Refusal::MalformedVerifier)),
             },
         };
-        let code = AuthorizationCode::key_of(config.server_key(), code);
+        let code = RecordKey::of_code(config.server_key(), code);
         Ok(Parsed::Exchange {
             client,
             code,
@@ -169,7 +125,7 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
         let scope = read("scope")?.map(|s| ScopeSet::parse(s).map_err(|_| ()));
         Ok(Parsed::Refresh {
             client,
-            token: RefreshToken::key_of(config.server_key(), token),
+            token: RecordKey::of_refresh_token(config.server_key(), token),
             presented: config.rotation().map(|_| RefreshToken::presented(token)),
             scope,
             resources,
@@ -177,96 +133,9 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
     }
 }
 
-/// Within the input limit, the parameters — for the token endpoint and the endpoints that
-/// share its client authentication (the route table lets only `POST` through to them).
-pub(crate) fn form_parameters<'r>(
-    config: &Config,
-    request: &'r HttpRequest,
-) -> Result<Params<'r>, Ending> {
-    within_limit(config, request, Via::Token { basic: false })?;
-    parameters(config, request)
-}
-
-/// The request's parameters: the form body (RFC 6749 §4.1.3, §6), or — for clients such as the
-/// official Dropbox SDKs, which send an empty body — the URL query, if the policy allows. Never
-/// both: a request that splits its parameters cannot say which copy counts.
-fn parameters<'r>(config: &Config, request: &'r HttpRequest) -> Result<Params<'r>, Ending> {
-    let in_query = !request.query.is_empty();
-    if request.body.is_empty() && in_query {
-        if !config.policy().token_parameters_in_query {
-            return refuse(Refusal::ParametersInQuery);
-        }
-        return Ok(Params::parse(request.query.as_bytes()));
-    }
-    if in_query {
-        return refuse(Refusal::ParametersSplit);
-    }
-    let mut content_types = request.header_values("content-type");
-    let form = content_types.next().is_some_and(is_form_content_type);
-    if !form || content_types.next().is_some() {
-        return refuse(Refusal::NotAForm);
-    }
-    Ok(Params::parse(&request.body))
-}
-
-/// Identifies the client and checks its secret in constant time. A client without a secret is
-/// only identified; the grant decides whether PKCE stands in for the secret.
-/// The client, or — when its secret (or its very key) is wrong — the failure to count.
-pub(crate) fn authenticate(
-    config: &Config,
-    request: &HttpRequest,
-    params: &Params,
-) -> Result<Result<Client, Parsed>, Ending> {
-    let presented = client_auth::presented(request, params).map_err(|e| {
-        let (refusal, basic) = match e {
-            CredentialError::Missing => (Refusal::ClientAuthenticationMissing, false),
-            CredentialError::MalformedBasic => (Refusal::MalformedBasic, true),
-            CredentialError::MultipleMethods => (Refusal::MultipleClientAuthentications, false),
-            CredentialError::ConflictingClientId => (Refusal::ConflictingClientId, false),
-            CredentialError::SecretWithoutId => (Refusal::SecretWithoutClientId, false),
-            CredentialError::UnsupportedScheme => (Refusal::UnsupportedAuthenticationScheme, false),
-            CredentialError::Repeated(name) => (Refusal::Repeated(name), false),
-        };
-        Ending::Refused(refusal, Via::Token { basic })
-    })?;
-    let app = config.app(&presented.client_id);
-    // A failure is counted against its source: at the limit, failures are answered 429. Never
-    // against the app, whose key is public: anyone could make its own requests wait. And no
-    // count holds back a correct secret — secrets are high-entropy, so counting guesses buys
-    // nothing, and no one's failures may lock a client out.
-    let failed = || {
-        let attempters: Vec<Attempter> = request
-            .source
-            .iter()
-            .map(|source| Attempter::Source(source.clone()))
-            .collect();
-        Ok(Err(Parsed::Failed {
-            via_basic: presented.via_basic,
-            guards: attempts::guards(&attempters, config),
-        }))
-    };
-    let Some(app) = app else {
-        return failed();
-    };
-    match (&presented.secret, &app.secret_digest) {
-        (None, _) => {}
-        (Some(secret), Some(digest)) if digest.matches(secret) => {}
-        (Some(_), _) => return failed(),
-    }
-    Ok(Ok(Client {
-        app: app.key.clone(),
-        has_secret: presented.secret.is_some(),
-        via_basic: presented.via_basic,
-    }))
-}
-
 pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     match parsed {
-        Parsed::Failed { via_basic, guards } => {
-            let via = Via::Token { basic: *via_basic };
-            let ending = Ending::Refused(Refusal::ClientAuthenticationFailed, via.clone());
-            attempts::fail(ctx, guards, ending, via)
-        }
+        Parsed::Failed(failed) => decide_failed(failed, ctx),
         Parsed::Exchange {
             client,
             code,
@@ -304,11 +173,6 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
             };
             refresh(ctx, client, &request)
         }
-        Parsed::Manage {
-            client,
-            token,
-            operation,
-        } => token_admin::decide(ctx, client, token.as_ref(), *operation),
     }
 }
 
@@ -579,8 +443,8 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
     let rotating = rotation.filter(|_| refresh_token::rotates(policy, client.has_secret));
     let seed = RotationSeed::draw(ctx.entropy);
     let access = match &rotating {
-        Some(r) => seed.access_token(r.key, partition, r.presented),
-        None => AccessToken::mint(ctx.config.server_key(), partition, ctx.entropy),
+        Some(r) => partition.access_token(r.key, &seed.access_secret(r.key, r.presented)),
+        None => partition.access_token(ctx.config.server_key(), &ctx.entropy.primary()),
     };
     let access_record =
         access_token::mint(&record.grant, grant.record, scopes, expires_at, audience);
@@ -608,7 +472,7 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
         key,
     }) = rotating
     {
-        let next = seed.refresh_token(key, partition, presented);
+        let next = partition.refresh_token(key, &seed.refresh_secret(key, presented));
         next_grant = Some(GrantRecord {
             refresh_token: Some(next.digest()),
             rotation: Some(Box::new(LastRotation {
@@ -736,9 +600,10 @@ fn retry(
     scopes: &ScopeSet,
     audience: &Resources,
 ) -> Flow<Decision> {
-    let access = retried
-        .seed
-        .access_token(retried.key, retried.partition, retried.presented);
+    let access = retried.partition.access_token(
+        retried.key,
+        &retried.seed.access_secret(retried.key, retried.presented),
+    );
     let key = RecordKey::AccessToken(retried.partition, access.digest());
     // Stored with the rotation, and live for longer than the window: if it is not found, the
     // store does not show it yet.
@@ -767,10 +632,9 @@ fn retry(
         Ending::Tokens(Box::new(TokenBody {
             expires_in: first.expires_at.map(|at| at.seconds_from(ctx.now)),
             access_token: access,
-            refresh_token: Some(retried.seed.refresh_token(
+            refresh_token: Some(retried.partition.refresh_token(
                 retried.key,
-                retried.partition,
-                retried.presented,
+                &retried.seed.refresh_secret(retried.key, retried.presented),
             )),
             exchange: None,
         })),

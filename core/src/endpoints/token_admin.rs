@@ -5,10 +5,11 @@
 //! `token_type_hint` is ignored (RFC 7009 §2.1 allows it).
 
 use crate::config::{App, Config};
-use crate::credentials::{AccessToken, RefreshToken};
 use crate::ctx::{Ctx, Decision, Ending, Flow, Introspected, Loaded};
+use crate::endpoints::client_auth::{
+    authenticate, decide_failed, form_parameters, Client, FailedClient,
+};
 use crate::endpoints::issue::revoke_grant;
-use crate::endpoints::token::{authenticate, form_parameters, Client, Operation, Parsed};
 use crate::ids::{AccountId, AppKey, GrantId};
 use crate::machines::grant::{self, Standing};
 use crate::machines::{access_token, refresh_token};
@@ -17,6 +18,47 @@ use crate::refusal::Refusal;
 use crate::step::{AuditEvent, Transaction};
 use crate::wire::form::Repeated;
 use crate::wire::http::HttpRequest;
+
+/// What a client asks of a token it holds (standards profile).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Operation {
+    /// RFC 7009: end its grant.
+    Revoke,
+    /// RFC 7662: is it live, and what does it carry.
+    Introspect,
+}
+
+/// A request to revocation or introspection, parsed and its client authenticated.
+#[derive(Clone, Debug)]
+pub(crate) enum Parsed {
+    /// The operation on `token`: the access or refresh token's record, `None` if it is of no
+    /// shape the core mints (or not this server's).
+    Manage {
+        client: Client,
+        token: Option<RecordKey>,
+        operation: Operation,
+    },
+    /// The client authentication failed.
+    Failed(FailedClient),
+}
+
+impl Parsed {
+    /// Where the token would be stored, if the client authenticated.
+    pub fn credential(&self) -> Option<&RecordKey> {
+        match self {
+            Parsed::Manage { token, .. } => token.as_ref(),
+            Parsed::Failed(_) => None,
+        }
+    }
+
+    /// The authenticated app.
+    pub fn client(&self) -> Option<&AppKey> {
+        match self {
+            Parsed::Manage { client, .. } => Some(&client.app),
+            Parsed::Failed(_) => None,
+        }
+    }
+}
 
 /// Parses a request to revocation or introspection (the route table routes only `POST`s
 /// here, and only in the standards profile).
@@ -28,7 +70,7 @@ pub(crate) fn parse(
     let params = form_parameters(config, request)?;
     let client = match authenticate(config, request, &params)? {
         Ok(client) => client,
-        Err(failed) => return Ok(failed),
+        Err(failed) => return Ok(Parsed::Failed(failed)),
     };
     // A confidential client authenticates (RFC 7009 §2.1); a public one is known by its
     // client_id. Introspection tells about tokens of any app: only a confidential client
@@ -46,9 +88,9 @@ pub(crate) fn parse(
         return Err(client.refuse(Refusal::TokenMissing));
     };
     let token = if token.starts_with("sl.") {
-        AccessToken::key_of(config.server_key(), token)
+        RecordKey::of_access_token(config.server_key(), token)
     } else {
-        RefreshToken::key_of(config.server_key(), token)
+        RecordKey::of_refresh_token(config.server_key(), token)
     };
     Ok(Parsed::Manage {
         client,
@@ -57,12 +99,15 @@ pub(crate) fn parse(
     })
 }
 
-pub(crate) fn decide(
-    ctx: &Ctx<'_>,
-    client: &Client,
-    token: Option<&RecordKey>,
-    operation: Operation,
-) -> Flow<Decision> {
+pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
+    let (client, token, operation) = match parsed {
+        Parsed::Manage {
+            client,
+            token,
+            operation,
+        } => (client, token.as_ref(), *operation),
+        Parsed::Failed(failed) => return decide_failed(failed, ctx),
+    };
     let held = match token {
         Some(key) => held(ctx, key)?,
         None => None,

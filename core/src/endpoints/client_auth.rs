@@ -1,0 +1,137 @@
+//! Client authentication at the token endpoint and the endpoints that share its rules
+//! (revocation, introspection): the parameters of a form, the client identified and its secret
+//! checked in constant time, and a failure counted against its source.
+
+use crate::config::Config;
+use crate::ctx::{Ctx, Decision, Ending, Flow, Via};
+use crate::endpoints::attempts::{self, Guard};
+use crate::endpoints::within_limit;
+use crate::ids::AppKey;
+use crate::machines::attempts::Attempter;
+use crate::refusal::Refusal;
+use crate::wire::client_auth::{self, CredentialError};
+use crate::wire::form::{is_form_content_type, Params};
+use crate::wire::http::HttpRequest;
+
+/// The client as authenticated: by its secret, or only identified by `client_id` (PKCE).
+#[derive(Clone, Debug)]
+pub(crate) struct Client {
+    pub app: AppKey,
+    pub has_secret: bool,
+    via_basic: bool,
+}
+
+impl Client {
+    pub fn refuse(&self, refusal: Refusal) -> Ending {
+        Ending::Refused(
+            refusal,
+            Via::Token {
+                basic: self.via_basic,
+            },
+        )
+    }
+}
+
+/// A client authentication that failed (a wrong secret, an unknown app, a secret for a public
+/// app): counted against the source, then `invalid_client`.
+#[derive(Clone, Debug)]
+pub(crate) struct FailedClient {
+    via_basic: bool,
+    guards: Vec<Guard>,
+}
+
+/// Counts the failure, then refuses.
+pub(crate) fn decide_failed(failed: &FailedClient, ctx: &Ctx<'_>) -> Flow<Decision> {
+    let via = Via::Token {
+        basic: failed.via_basic,
+    };
+    let ending = Ending::Refused(Refusal::ClientAuthenticationFailed, via.clone());
+    attempts::fail(ctx, &failed.guards, ending, via)
+}
+
+pub(crate) fn refuse<T>(refusal: Refusal) -> Result<T, Ending> {
+    Err(Ending::Refused(refusal, Via::Token { basic: false }))
+}
+
+/// Within the input limit, the parameters — for the token endpoint and the endpoints that
+/// share its client authentication (the route table lets only `POST` through to them).
+pub(crate) fn form_parameters<'r>(
+    config: &Config,
+    request: &'r HttpRequest,
+) -> Result<Params<'r>, Ending> {
+    within_limit(config, request, Via::Token { basic: false })?;
+    parameters(config, request)
+}
+
+/// The request's parameters: the form body (RFC 6749 §4.1.3, §6), or — for clients such as the
+/// official Dropbox SDKs, which send an empty body — the URL query, if the policy allows. Never
+/// both: a request that splits its parameters cannot say which copy counts.
+fn parameters<'r>(config: &Config, request: &'r HttpRequest) -> Result<Params<'r>, Ending> {
+    let in_query = !request.query.is_empty();
+    if request.body.is_empty() && in_query {
+        if !config.policy().token_parameters_in_query {
+            return refuse(Refusal::ParametersInQuery);
+        }
+        return Ok(Params::parse(request.query.as_bytes()));
+    }
+    if in_query {
+        return refuse(Refusal::ParametersSplit);
+    }
+    let mut content_types = request.header_values("content-type");
+    let form = content_types.next().is_some_and(is_form_content_type);
+    if !form || content_types.next().is_some() {
+        return refuse(Refusal::NotAForm);
+    }
+    Ok(Params::parse(&request.body))
+}
+
+/// Identifies the client and checks its secret in constant time. A client without a secret is
+/// only identified; the grant decides whether PKCE stands in for the secret.
+/// The client, or — when its secret (or its very key) is wrong — the failure to count.
+pub(crate) fn authenticate(
+    config: &Config,
+    request: &HttpRequest,
+    params: &Params,
+) -> Result<Result<Client, FailedClient>, Ending> {
+    let presented = client_auth::presented(request, params).map_err(|e| {
+        let (refusal, basic) = match e {
+            CredentialError::Missing => (Refusal::ClientAuthenticationMissing, false),
+            CredentialError::MalformedBasic => (Refusal::MalformedBasic, true),
+            CredentialError::MultipleMethods => (Refusal::MultipleClientAuthentications, false),
+            CredentialError::ConflictingClientId => (Refusal::ConflictingClientId, false),
+            CredentialError::SecretWithoutId => (Refusal::SecretWithoutClientId, false),
+            CredentialError::UnsupportedScheme => (Refusal::UnsupportedAuthenticationScheme, false),
+            CredentialError::Repeated(name) => (Refusal::Repeated(name), false),
+        };
+        Ending::Refused(refusal, Via::Token { basic })
+    })?;
+    let app = config.app(&presented.client_id);
+    // A failure is counted against its source: at the limit, failures are answered 429. Never
+    // against the app, whose key is public: anyone could make its own requests wait. And no
+    // count holds back a correct secret — secrets are high-entropy, so counting guesses buys
+    // nothing, and no one's failures may lock a client out.
+    let failed = || {
+        let attempters: Vec<Attempter> = request
+            .source
+            .iter()
+            .map(|source| Attempter::Source(source.clone()))
+            .collect();
+        Ok(Err(FailedClient {
+            via_basic: presented.via_basic,
+            guards: attempts::guards(&attempters, config),
+        }))
+    };
+    let Some(app) = app else {
+        return failed();
+    };
+    match (&presented.secret, &app.secret_digest) {
+        (None, _) => {}
+        (Some(secret), Some(digest)) if digest.matches(secret) => {}
+        (Some(_), _) => return failed(),
+    }
+    Ok(Ok(Client {
+        app: app.key.clone(),
+        has_secret: presented.secret.is_some(),
+        via_basic: presented.via_basic,
+    }))
+}
