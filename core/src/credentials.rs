@@ -22,7 +22,7 @@ pub const ENTROPY_LEN: usize = 112;
 /// Layout: bytes 0–31 the code or access token, 32–63 the refresh token (or the seed of a
 /// rotation, from which its tokens are derived), 64–79 the grant id, 80–87 a new link's first
 /// epoch; the rest is reserved. Each credential carries 256 bits (and its sealed partition:
-/// see [`Partition`]).
+/// see [`Partition`](crate::Partition)).
 #[derive(Clone)]
 pub struct Entropy([u8; ENTROPY_LEN]);
 
