@@ -192,19 +192,19 @@ impl AttempterDigest {
 
 credential!(
     /// A one-time authorization code: `<route>.<secret>`, the route 32 URL-safe characters
-    /// (its [`Partition`], sealed), the secret 43 (256 bits).
+    /// (its [`Partition`](crate::Partition), sealed), the secret 43 (256 bits).
     AuthorizationCode,
     CodeDigest
 );
 credential!(
     /// A bearer access token: `sl.<route>.<secret>`, the route 32 URL-safe characters (its
-    /// [`Partition`], sealed), the secret 43 (256 bits).
+    /// [`Partition`](crate::Partition), sealed), the secret 43 (256 bits).
     AccessToken,
     AccessTokenDigest
 );
 credential!(
     /// A refresh token: `<route>.<secret>`, the route 32 URL-safe characters (its
-    /// [`Partition`], sealed), the secret 43 (256 bits). Reusable; never expires by time.
+    /// [`Partition`](crate::Partition), sealed), the secret 43 (256 bits). Reusable; never expires by time.
     RefreshToken,
     RefreshTokenDigest
 );
@@ -235,7 +235,7 @@ impl AccessToken {
 /// The server's own secret (`server_key` in the configuration: 32 random bytes, base64url,
 /// kept by the host like any secret, never stored with the records): what makes records read
 /// from storage and credentials seen in the wild useless on their own. It keys the partitions
-/// ([`Partition::of_account`]) and the seal of every credential (so a credential names its
+/// ([`Partition::of_account`](crate::Partition::of_account)) and the seal of every credential (so a credential names its
 /// partition to this server alone, and a forged one is refused before any read), the digests
 /// of attempters, and the derivation of a rotation's tokens ([`RotationSeed`]), so that a copy
 /// of the store and an old refresh token yield nothing.
