@@ -124,6 +124,22 @@
 //! Revoking ends the grant in one write; unlinking bumps the epoch in one write. A bearer check
 //! reads the token, then its grant and link: three records however many tokens exist.
 //!
+//! ## Layers
+//!
+//! The modules stand in layers, and a module imports only from its own layer or those below
+//! it, with no two modules importing each other (`tests/tests/layers.rs` checks both, from the
+//! `crate::` paths of every file). From the bottom:
+//!
+//! 1. `time`, `ids`, `scope`, `wire`, `credentials`, `pages` — values, their wire forms, secrets and digests, page templates
+//! 2. `config`, `partition`, `pkce`, `refusal` — the configuration, where records live, PKCE, why a request is refused
+//! 3. `records` — what is stored, under which keys
+//! 4. `machines` — the state machines: pure transitions on records and time
+//! 5. `step` — the calling contract's vocabulary: inputs, steps, transactions, audit events
+//! 6. `routes`, `cors`, `endpoints::discovery` — the route table, and what is answered from it alone
+//! 7. `ctx` — one request's loaded records and its endings
+//! 8. `endpoints`, `render` — parse and decide per endpoint family; the one map of endings to HTTP
+//! 9. `request`, `client` — the two ways in: a server request, the PKCE client
+//!
 //! ## Example: the loop, with a map as the store
 //!
 //! ```

@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::config::ScopesJson;
 
 use crate::credentials::AuthorizationCode;
-use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, User};
+use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, Uid, User};
 use crate::machines::attempts::Attempter;
 use crate::partition::Partition;
 use crate::pkce::ChallengeMethod;
@@ -143,7 +143,7 @@ pub struct Principal {
     /// The user's account.
     pub account_id: AccountId,
     /// The user's uid.
-    pub uid: crate::Uid,
+    pub uid: Uid,
     /// The scopes the token carries.
     pub scopes: ScopeSet,
     /// When the token expires (`None`: a legacy long-lived token).
