@@ -15,14 +15,14 @@ use crate::endpoints::issue::{issue_grant, revoke_grant};
 use crate::ids::{AppKey, User};
 use crate::machines::code::{self, Exchange};
 use crate::machines::grant::{self, GrantTerms, Standing};
-use crate::machines::refresh_token::Position;
+use crate::machines::refresh_token::{Position, Rotated};
 use crate::machines::{access_token, link, refresh_token};
 use crate::partition::Partition;
 use crate::pkce::CodeVerifier;
 use crate::records::Resources;
 use crate::records::{
-    AccessTokenRecord, CodeRecord, CodeState, GrantRecord, LastRotation, LinkRecord, MemberRecord,
-    Record, RecordKey, RefreshTokenRecord, TokenAccessType,
+    AccessTokenRecord, CodeRecord, CodeState, GrantRecord, LinkRecord, MemberRecord, Record,
+    RecordKey, RefreshTokenRecord, TokenAccessType,
 };
 use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
@@ -287,7 +287,7 @@ fn exchange_code(
     ))
 }
 
-/// Under a bound on live grants per user and app ([`Policy::live_grants_per_link`]), a new
+/// Under a bound on live grants per user and app ([`Policy::live_grants_per_link`](crate::Policy::live_grants_per_link)), a new
 /// member at `place` revokes the one `bound` places before it, if that one still stands: so
 /// every live member is among the newest `bound`. The writes and the audit event, if any.
 fn evicted(
@@ -453,93 +453,56 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
         &Record::AccessToken(access_record),
         access_token::purge_after(expires_at, ctx.config.policy()),
     )];
-    // The grant as this refresh leaves it, if it changes: its idle deadline moved on, its
-    // token rotated, or its last rotation's window closed.
-    let idle_until = refresh_token::idle_moved(grant.record, ctx.now, ctx.config.policy());
-    let mut next_grant = idle_until.map(|at| GrantRecord {
-        idle_until: Some(at),
-        ..grant.record.clone()
-    });
-    // Where the grant's records go under an idle lifetime (`None`: kept).
-    let kept_until = grant::purge_after(
-        next_grant.as_ref().unwrap_or(grant.record),
-        ctx.config.policy(),
-    );
-    let mut successor = None;
-    if let Some(Rotating {
-        policy,
-        presented,
-        key,
-    }) = rotating
-    {
-        let next = partition.refresh_token(key, &seed.refresh_secret(key, presented));
-        next_grant = Some(GrantRecord {
-            refresh_token: Some(next.digest()),
-            rotation: Some(Box::new(LastRotation {
-                superseded: digest,
-                at: ctx.now,
-                seed,
-            })),
-            ..next_grant.unwrap_or_else(|| grant.record.clone())
+    let successor = rotating
+        .as_ref()
+        .map(|r| partition.refresh_token(r.key, &seed.refresh_secret(r.key, r.presented)));
+    let rotated = rotating
+        .as_ref()
+        .zip(successor.as_ref())
+        .map(|(r, next)| Rotated {
+            seed,
+            successor: next.digest(),
+            policy: r.policy,
         });
+    let refreshed =
+        refresh_token::refreshed(grant.record, digest, ctx.now, ctx.config.policy(), rotated);
+    if let Some(next) = &successor {
         puts.push(create(
             RecordKey::RefreshToken(partition, next.digest()),
             &Record::RefreshToken(refresh_token::mint(&record.grant, grant.record)),
-            kept_until,
+            refreshed.kept_until,
         ));
-        // The superseded token is kept as long as its reuse is to be caught.
+    }
+    if let Some(until) = refreshed.presented_until {
         puts.push(replace(
             token.clone(),
             Some(loaded.version),
             &Record::RefreshToken(record.clone()),
-            Some(ctx.now.plus(policy.reuse_detection)),
+            until,
         ));
-        successor = Some(next);
-    } else {
-        if grant.record.rotation.is_some() {
-            // The current token used without rotating (a confidential client with its
-            // secret): its predecessor's retry window closes all the same, so the superseded
-            // token now revokes the grant wherever it turns up.
-            next_grant = Some(GrantRecord {
-                rotation: None,
-                ..next_grant.unwrap_or_else(|| grant.record.clone())
-            });
-        }
-        if idle_until.is_some() {
-            // The token itself goes with the grant's new deadline.
+    }
+    if let Some(place) = refreshed.member_moves {
+        let member = RecordKey::Member(
+            partition,
+            record.app.clone(),
+            record.account_id.clone(),
+            place,
+        );
+        if let Some(found) = ctx.load::<MemberRecord>(&member)? {
             puts.push(replace(
-                token.clone(),
-                Some(loaded.version),
-                &Record::RefreshToken(record.clone()),
-                kept_until,
+                member,
+                Some(found.version),
+                &Record::Member(found.record.clone()),
+                refreshed.kept_until,
             ));
         }
     }
-    if let Some(next_grant) = next_grant {
-        if let (Some(_), Some(place)) = (idle_until, grant.record.member) {
-            // Its member record goes with it too.
-            let member = RecordKey::Member(
-                partition,
-                record.app.clone(),
-                record.account_id.clone(),
-                place,
-            );
-            if let Some(found) = ctx.load::<MemberRecord>(&member)? {
-                puts.push(replace(
-                    member,
-                    Some(found.version),
-                    &Record::Member(found.record.clone()),
-                    kept_until,
-                ));
-            }
-        }
-        // The grant at the version read: of two refreshes racing with one token, one rotates
-        // and the other, deciding again, finds itself a retry of it.
+    if let Some(next_grant) = refreshed.grant {
         puts.push(replace(
             grant_key,
             Some(grant.version),
             &Record::Grant(next_grant),
-            kept_until,
+            refreshed.kept_until,
         ));
     }
     let audit = if successor.is_some() {

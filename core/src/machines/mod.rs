@@ -4,7 +4,9 @@
 //!
 //! - [`code`]: an authorization code is issued, then redeemed once; expiry follows from time.
 //! - [`access_token`]: minted active, ends by expiry or by its grant's end.
-//! - [`refresh_token`]: minted with an offline grant, reusable, ends only with its grant.
+//! - [`refresh_token`]: minted with an offline grant, reusable, ends only with its grant; a
+//!   refresh decides the grant it leaves behind (idle deadline, rotation, a closed retry
+//!   window) and the purge times that go with it ([`refresh_token::refreshed`]).
 //! - [`grant`]: the family of tokens one consent produced; one revocation ends them all.
 //! - [`attempts`]: failed credential checks counted per attempter in a window; at the limit,
 //!   every check is refused until the window ends.

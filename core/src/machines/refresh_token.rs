@@ -4,8 +4,9 @@
 //! §4.14.2): the grant then names its current token and its last rotation.
 
 use crate::config::{Policy, RotatedClients, Rotation};
-use crate::credentials::RefreshTokenDigest;
+use crate::credentials::{RefreshTokenDigest, RotationSeed};
 use crate::ids::{AppKey, GrantId};
+use crate::machines::grant;
 use crate::records::{GrantRecord, LastRotation, RefreshTokenRecord};
 use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
@@ -116,5 +117,81 @@ pub(crate) fn position<'g>(
             Position::Retry(last)
         }
         _ => Position::Reused,
+    }
+}
+
+/// A rotation a refresh makes: the seed its tokens are derived from, and its successor.
+pub(crate) struct Rotated<'r> {
+    pub seed: RotationSeed,
+    pub successor: RefreshTokenDigest,
+    pub policy: &'r Rotation,
+}
+
+/// What a refresh of a live grant's current token leaves behind, apart from its new access
+/// token: the grant as it changes, and the purge times of the records that go with it.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Refreshed {
+    /// The grant after the refresh, when it changes (its idle deadline moved on, its token
+    /// rotated, or its last rotation's window closed); written at the version read, so of two
+    /// refreshes racing with one token one rotates and the other, deciding again, finds itself
+    /// its retry.
+    pub grant: Option<GrantRecord>,
+    /// When the grant's records may be purged (`None`: kept): the grant itself, a successor,
+    /// and the member record when it moves.
+    pub kept_until: Option<UnixTime>,
+    /// The presented token's record is written again with this purge time: superseded, it is
+    /// kept as long as its reuse is to be caught; or it moves with the grant's new idle
+    /// deadline. `None`: it stays as it is.
+    pub presented_until: Option<Option<UnixTime>>,
+    /// The grant's member place, when its member record moves with the grant's new deadline.
+    pub member_moves: Option<u64>,
+}
+
+/// The refresh of `grant`'s current token `presented` at `now`, rotating it if `rotation` says
+/// so (see [`rotates`]).
+pub(crate) fn refreshed(
+    grant: &GrantRecord,
+    presented: RefreshTokenDigest,
+    now: UnixTime,
+    policy: &Policy,
+    rotation: Option<Rotated<'_>>,
+) -> Refreshed {
+    let idle_until = idle_moved(grant, now, policy);
+    let mut next = idle_until.map(|at| GrantRecord {
+        idle_until: Some(at),
+        ..grant.clone()
+    });
+    let kept_until = grant::purge_after(next.as_ref().unwrap_or(grant), policy);
+    let presented_until = match rotation {
+        Some(rotated) => {
+            next = Some(GrantRecord {
+                refresh_token: Some(rotated.successor),
+                rotation: Some(Box::new(LastRotation {
+                    superseded: presented,
+                    at: now,
+                    seed: rotated.seed,
+                })),
+                ..next.unwrap_or_else(|| grant.clone())
+            });
+            Some(Some(now.plus(rotated.policy.reuse_detection)))
+        }
+        None => {
+            if grant.rotation.is_some() {
+                // The current token used without rotating (a confidential client with its
+                // secret): its predecessor's retry window closes all the same, so the
+                // superseded token now revokes the grant wherever it turns up.
+                next = Some(GrantRecord {
+                    rotation: None,
+                    ..next.unwrap_or_else(|| grant.clone())
+                });
+            }
+            idle_until.map(|_| kept_until)
+        }
+    };
+    Refreshed {
+        grant: next,
+        kept_until,
+        presented_until,
+        member_moves: idle_until.and(grant.member),
     }
 }
