@@ -246,6 +246,7 @@ pub use records::{
     Stored, TokenAccessType, FORMAT as RECORD_FORMAT,
 };
 pub use refusal::Refusal;
+pub use render::PAGE_HEADERS;
 pub use request::Request;
 pub use routes::partition_of;
 pub use scope::{LegacyAccess, Scope, ScopeSet, TEAM_AUDITING_SCOPES, USER_SCOPES};

@@ -204,21 +204,20 @@ fn plain_response(status: u16, body: String) -> HttpResponse {
     response
 }
 
+/// The headers of every page: those of the flow, and a host's own (sign-in, home), which take
+/// them from here. Pages must not be framed (clickjacking), cached, or sniffed, and codes in
+/// their URLs must not leak through `Referer`.
+pub const PAGE_HEADERS: [(&str, &str); 6] = [
+    ("Content-Type", "text/html; charset=utf-8"),
+    ("Cache-Control", "no-store"),
+    ("X-Frame-Options", "DENY"),
+    ("Content-Security-Policy", "frame-ancestors 'none'"),
+    ("Referrer-Policy", "no-referrer"),
+    ("X-Content-Type-Options", "nosniff"),
+];
+
 fn html_response(status: u16, template: &Template, values: &[(&str, Shown<'_>)]) -> HttpResponse {
-    HttpResponse::new(
-        status,
-        &[
-            ("Content-Type", "text/html; charset=utf-8"),
-            ("Cache-Control", "no-store"),
-            // Pages of the flow must not be framed (clickjacking), and codes in URLs must not
-            // leak through Referer.
-            ("X-Frame-Options", "DENY"),
-            ("Content-Security-Policy", "frame-ancestors 'none'"),
-            ("Referrer-Policy", "no-referrer"),
-            ("X-Content-Type-Options", "nosniff"),
-        ],
-        template.render(&lookup(values)),
-    )
+    HttpResponse::new(status, &PAGE_HEADERS, template.render(&lookup(values)))
 }
 
 fn redirect(location: &str) -> HttpResponse {

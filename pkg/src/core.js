@@ -149,6 +149,15 @@ function* pairsOf(raw) {
   for (let i = 0; i + 1 < raw.length; i += 2) yield [raw[i], raw[i + 1]];
 }
 
+let pageHeaderPairs = null;
+/** The headers of every page, as the core puts them on the flow's pages: `[name, value]` pairs. */
+export function pageHeaders() {
+  ready();
+  // A constant of the module: asked once.
+  pageHeaderPairs ??= [...pairsOf(bindings.pageHeaders().split("\0"))];
+  return pageHeaderPairs;
+}
+
 let entropyBytes = 0;
 /** How many bytes of entropy each request takes. */
 export function entropyLength() {

@@ -3,7 +3,7 @@
 // (`fetch`). Every decision is the core's — routing, limits, the consent form's origin check,
 // re-authorization, contention, every response with its headers and pages; this file carries
 // bytes, records, time and entropy between the core and the host.
-import { createCore, entropyLength } from "./core.js";
+import { createCore, entropyLength, pageHeaders } from "./core.js";
 
 const NO_BODY = new Uint8Array(0);
 
@@ -17,19 +17,10 @@ const bodyless = (method) => method === "GET" || method === "HEAD";
 export const escapeHtml = (text) =>
   String(text).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
 
-const PAGE_HEADERS = {
-  "Content-Type": "text/html; charset=utf-8",
-  "Cache-Control": "no-store",
-  "X-Content-Type-Options": "nosniff",
-  "X-Frame-Options": "DENY",
-  "Content-Security-Policy": "frame-ancestors 'none'",
-  "Referrer-Policy": "no-referrer",
-};
-
-/** An HTML page with the headers the core puts on the flow's pages, for the host's own pages (sign-in, home). */
+/** An HTML page with the headers the core puts on the flow's pages (taken from the core), for the host's own pages (sign-in, home). */
 export function page(status, title, bodyHtml) {
   const html = `<!doctype html><html><head><meta charset="utf-8"><meta name="viewport" content="width=device-width"><title>${escapeHtml(title)}</title></head><body>${bodyHtml}</body></html>`;
-  return new Response(html, { status, headers: PAGE_HEADERS });
+  return new Response(html, { status, headers: pageHeaders() });
 }
 
 /** The `data-page` attribute that tells machines (tests) which page this is, for the host's own pages. */

@@ -150,6 +150,22 @@ pub fn is_cross_site(headers: &str, scheme: Option<String>) -> bool {
     request.is_cross_site()
 }
 
+/// The headers of every page (the core's [`edgegrant::PAGE_HEADERS`]), names and values
+/// alternately, joined by NUL (which no header holds), for a host's own pages.
+#[wasm_bindgen(js_name = pageHeaders)]
+pub fn page_headers() -> String {
+    let mut joined = String::new();
+    for (name, value) in edgegrant::PAGE_HEADERS {
+        for part in [name, value] {
+            if !joined.is_empty() {
+                joined.push('\0');
+            }
+            joined.push_str(part);
+        }
+    }
+    joined
+}
+
 /// How many entropy bytes every request takes.
 #[wasm_bindgen(js_name = entropyLength)]
 pub fn entropy_length() -> usize {

@@ -11,6 +11,8 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::header::COOKIE;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::Response;
+// The headers the core puts on the flow's pages: the host's own pages take them too.
+use edgegrant::PAGE_HEADERS;
 use edgegrant::{
     AttemptStep, Attempter, HttpRequest, HttpResponse, Input, Outcome, Principal, Refusal,
 };
@@ -30,16 +32,6 @@ const SIGN_IN_FORM_BYTES: usize = 4096;
 /// anyway. Reading it keeps the connection: an answer over unread bytes makes the kernel reset
 /// it, and the client may lose the answer.
 const DRAIN_TIME: Duration = Duration::from_secs(10);
-
-/// The headers the core puts on the flow's pages, for the host's own pages too.
-const PAGE_HEADERS: [(&str, &str); 6] = [
-    ("Content-Type", "text/html; charset=utf-8"),
-    ("Cache-Control", "no-store"),
-    ("X-Frame-Options", "DENY"),
-    ("Content-Security-Policy", "frame-ancestors 'none'"),
-    ("Referrer-Policy", "no-referrer"),
-    ("X-Content-Type-Options", "nosniff"),
-];
 
 /// The look of the host's pages (examples/host/app.mjs).
 const STYLE: &str = concat!(
