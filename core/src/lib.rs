@@ -235,6 +235,7 @@ pub use credentials::{
     AccessToken, AccessTokenDigest, AttempterDigest, AuthorizationCode, ClientSecret, CodeDigest,
     Entropy, RefreshToken, RefreshTokenDigest, RotationSeed, SecretDigest, ServerKey, ENTROPY_LEN,
 };
+pub use endpoints::discovery::{protected_resource_metadata, protected_resource_metadata_url};
 pub use ids::{AccountId, AppKey, GrantId, InvalidId, RedirectUri, Uid, User};
 pub use machines::attempts::Attempter;
 pub use pages::{PageTemplates, DEFAULT_CODE, DEFAULT_CONSENT, DEFAULT_ERROR, DEFAULT_SIGN_IN};

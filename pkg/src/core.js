@@ -149,6 +149,21 @@ function* pairsOf(raw) {
   for (let i = 0; i + 1 < raw.length; i += 2) yield [raw[i], raw[i + 1]];
 }
 
+/** The canonical form of a resource identifier, as the core keeps it and puts it in `aud`; `null` for text that is none. */
+export function canonicalResource(text) {
+  ready();
+  return bindings.canonicalResource(String(text)) ?? null;
+}
+
+/** A protected resource's metadata (RFC 9728), from the core: `{ url, document }`. Throws if `resource` or `issuer` is not an identifier. */
+export function resourceMetadata(resource, issuer, scopes) {
+  ready();
+  const joined = bindings.resourceMetadata(String(resource), String(issuer), scopes.map(String).join("\0"));
+  if (joined === undefined) throw new Error("edgegrant: resource and issuer must be http(s) URLs without query or fragment");
+  const at = joined.indexOf("\0");
+  return { url: joined.slice(0, at), document: joined.slice(at + 1) };
+}
+
 let pageHeaderPairs = null;
 /** The headers of every page, as the core puts them on the flow's pages: `[name, value]` pairs. */
 export function pageHeaders() {

@@ -4,39 +4,20 @@
 // token must be live, issued for this resource (RFC 8707 `aud`) and carry the required scope.
 // The authorization server lists this resource in its profile's `resources`.
 
-const WELL_KNOWN = "/.well-known/oauth-protected-resource";
-
-/**
- * A resource identifier in the form the authorization server puts in `aud`: scheme and host in
- * lower case, no default port, an empty path the same as `/` and written without it (RFC 3986
- * §6.2.2-6.2.3); other paths as written.
- */
-const canonical = (text) => {
-  try {
-    const url = new URL(text);
-    return `${url.origin}${url.pathname === "/" ? "" : url.pathname}`;
-  } catch {
-    return null;
-  }
-};
+import { canonicalResource, resourceMetadata } from "./core.js";
 
 /**
  * `resource`: this API's identifier (as the authorization server lists it); `issuer`: the
  * authorization server's; `scopes`: the scopes its endpoints require; `introspection`: the
- * endpoint, and this resource server's client credentials there (a confidential app).
+ * endpoint, and this resource server's client credentials there (a confidential app). The
+ * metadata and the canonical identifiers are the core's (the wasm module: import edgegrant/node
+ * or edgegrant/workers first).
  */
 export function protectedResource({ resource, issuer, scopes = [], introspection }) {
-  const id = new URL(resource);
-  const audienceName = canonical(resource);
-  // RFC 9728 §3.1: the well-known segment between the host and the resource's path.
-  const metadataPath = `${WELL_KNOWN}${id.pathname === "/" ? "" : id.pathname.replace(/\/$/, "")}`;
-  const metadataUrl = `${id.origin}${metadataPath}`;
-  const document = JSON.stringify({
-    authorization_servers: [issuer],
-    bearer_methods_supported: ["header"],
-    resource,
-    scopes_supported: [...new Set(scopes)].sort(),
-  });
+  const audienceName = canonicalResource(resource);
+  if (audienceName === null) throw new Error("edgegrant: resource must be an http(s) URL without query or fragment");
+  const { url: metadataUrl, document } = resourceMetadata(resource, issuer, scopes);
+  const metadataPath = new URL(metadataUrl).pathname;
   const basic = `Basic ${btoa(`${encodeURIComponent(introspection.clientId)}:${encodeURIComponent(introspection.clientSecret)}`)}`;
 
   /** RFC 6750 §3 challenge naming the metadata (RFC 9728 §5.1). */
@@ -74,7 +55,7 @@ export function protectedResource({ resource, issuer, scopes = [], introspection
       // A live access token (a bearer token that expires: a refresh token is neither, and is
       // never served), issued by this authorization server, for this resource.
       const access = String(token.token_type).toLowerCase() === "bearer" && Number.isFinite(token.exp) && token.exp * 1000 > Date.now();
-      if (token.active !== true || !access || token.iss !== issuer || !audience.some((aud) => canonical(aud) === audienceName)) {
+      if (token.active !== true || !access || token.iss !== issuer || !audience.some((aud) => typeof aud === "string" && canonicalResource(aud) === audienceName)) {
         return { response: refuse(401, "invalid_token") };
       }
       if (requiredScope && !String(token.scope ?? "").split(" ").includes(requiredScope)) {

@@ -9,6 +9,7 @@ import { Readable } from "node:stream";
 import { createAuthServer } from "../src/node.js";
 import { memoryStorage } from "../src/adapters/memory.js";
 import { protectedResource } from "../src/resource.js";
+import { canonicalResource } from "../src/core.js";
 import { ALICE, CONF_APP, CONF_REDIRECT, CONF_SECRET, PKCE_APP, PKCE_REDIRECT, SERVER_KEY, VERIFIER, config, form, pkceQuery } from "./fixtures.mjs";
 
 /** A node:http server for a Fetch handler set later (the ports must be known first). */
@@ -137,4 +138,22 @@ test("an API on another host serves only live tokens issued for it, with the sco
   const revoked = await auth.handle({ path: "/oauth2/revoke", ...form({ token: mine, client_id: PKCE_APP }) });
   assert.equal(revoked.status, 200);
   assert.equal((await call(mine)).status, 401);
+});
+
+test("the helper names resources as the core does: no query, and paths compared as written", () => {
+  const introspection = { endpoint: "https://auth.example/oauth2/introspect", clientId: CONF_APP, clientSecret: CONF_SECRET };
+  const rs = (resource) => protectedResource({ resource, issuer: "https://auth.example/", scopes: ["b.read", "a.read", "b.read"], introspection });
+  // The core refuses a resource with a query or a fragment (RFC 8707 §2): so does the helper.
+  for (const refused of ["https://mcp.example/mcp?tenant=1", "https://mcp.example/mcp#x", "ftp://mcp.example/mcp"]) {
+    assert.throws(() => rs(refused), /resource must be an http\(s\) URL/, refused);
+  }
+  // Host case and the default port are normalized; dot segments are not (the core keeps a
+  // path as written, so `/x/../mcp` names another resource than `/mcp`).
+  assert.equal(canonicalResource("HTTPS://MCP.example:443/mcp"), "https://mcp.example/mcp");
+  assert.equal(canonicalResource("https://mcp.example/x/../mcp"), "https://mcp.example/x/../mcp");
+  assert.equal(canonicalResource("https://mcp.example/mcp?x=1"), null);
+  // The metadata document and its place are the core's.
+  const helper = rs("https://mcp.example/mcp/");
+  assert.equal(helper.metadataPath, "/.well-known/oauth-protected-resource/mcp");
+  assert.equal(helper.challenge(), 'Bearer realm="api", resource_metadata="https://mcp.example/.well-known/oauth-protected-resource/mcp"');
 });

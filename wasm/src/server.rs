@@ -166,6 +166,30 @@ pub fn page_headers() -> String {
     joined
 }
 
+/// The canonical form of a resource identifier (`edgegrant::Resource::canonical`: what
+/// tokens name in `aud`), or `undefined` for text that is none.
+#[wasm_bindgen(js_name = canonicalResource)]
+pub fn canonical_resource(text: &str) -> Option<String> {
+    edgegrant::Resource::canonical(text)
+}
+
+/// A protected resource's metadata (RFC 9728): where it is served (its URL), a NUL, and the
+/// document, for `resource` protected by the authorization server `issuer`, requiring `scopes`
+/// (joined by NUL); `undefined` if `resource` or `issuer` is no identifier.
+#[wasm_bindgen(js_name = resourceMetadata)]
+pub fn resource_metadata(resource: &str, issuer: &str, scopes: &str) -> Option<String> {
+    let canonical = edgegrant::Resource::canonical(resource)?;
+    let issuer = edgegrant::Issuer::new(issuer).ok()?;
+    let scopes = scopes.split('\0').filter(|scope| !scope.is_empty());
+    Some(
+        [
+            edgegrant::protected_resource_metadata_url(&canonical),
+            edgegrant::protected_resource_metadata(resource, &issuer, scopes),
+        ]
+        .join("\0"),
+    )
+}
+
 /// How many entropy bytes every request takes.
 #[wasm_bindgen(js_name = entropyLength)]
 pub fn entropy_length() -> usize {

@@ -7,7 +7,7 @@ use crate::config::{Config, Issuer};
 use crate::routes::{
     Document, AUTHORIZE, INTROSPECTION, PROTECTED_RESOURCE_METADATA, REVOCATION, TOKEN,
 };
-use crate::scope::ScopeSet;
+use crate::scope::{Scope, ScopeSet};
 use crate::wire::json::JsonObject;
 
 /// Secrets in the Authorization header or the body; public clients with PKCE (or, to revoke,
@@ -25,19 +25,63 @@ pub(crate) enum Metadata {
 
 /// The URL of the API's metadata, for the `resource_metadata` of its challenges (RFC 9728 §5.1).
 pub(crate) fn resource_metadata_url(issuer: &Issuer) -> String {
-    format!("{}{PROTECTED_RESOURCE_METADATA}", issuer.origin())
+    protected_resource_metadata_url(issuer.resource())
+}
+
+/// Where the metadata of the protected resource `resource` (canonical, see
+/// [`Resource::canonical`](crate::Resource::canonical)) is served (RFC 9728 §3.1): the
+/// well-known segment between its host and its path, without a trailing `/`.
+///
+/// ```
+/// # use edgegrant::protected_resource_metadata_url;
+/// assert_eq!(protected_resource_metadata_url("https://mcp.example/mcp"), "https://mcp.example/.well-known/oauth-protected-resource/mcp");
+/// assert_eq!(protected_resource_metadata_url("https://api.example"), "https://api.example/.well-known/oauth-protected-resource");
+/// ```
+pub fn protected_resource_metadata_url(resource: &str) -> String {
+    let after_scheme = resource.find("://").map_or(0, |at| at + 3);
+    let path_at = resource
+        .get(after_scheme..)
+        .and_then(|rest| rest.find('/'))
+        .map_or(resource.len(), |at| after_scheme + at);
+    let (origin, path) = resource.split_at(path_at);
+    format!(
+        "{origin}{PROTECTED_RESOURCE_METADATA}{}",
+        path.trim_end_matches('/')
+    )
 }
 
 /// RFC 9728 §2: the API this host serves — its identifier (the origin), the authorization
 /// server that protects it, the scopes its endpoints require, and how to present a token.
 pub(crate) fn resource_document(config: &Config, issuer: &Issuer) -> String {
-    // A scope set: sorted, each once, with the code the core has for scopes anyway.
-    let scopes = ScopeSet::from_scopes(config.required_scopes().cloned());
+    protected_resource_metadata(
+        issuer.resource(),
+        issuer,
+        config.required_scopes().map(Scope::as_str),
+    )
+}
+
+/// RFC 9728 §2: the metadata of a protected resource — its identifier, the authorization
+/// server that protects it (`issuer`), the scopes it requires (sorted, each once), and how to
+/// present a token. For the API served here, and for a resource server elsewhere (the
+/// package's `edgegrant/resource`).
+pub fn protected_resource_metadata<'s>(
+    resource: &str,
+    issuer: &Issuer,
+    scopes: impl IntoIterator<Item = &'s str>,
+) -> String {
+    // Sorted, each once, by insertion: a handful of names (a set type or a sort of its own
+    // would cost the module kilobytes).
+    let mut sorted: Vec<&str> = Vec::new();
+    for scope in scopes {
+        if let Err(at) = sorted.binary_search(&scope) {
+            sorted.insert(at, scope);
+        }
+    }
     JsonObject::new()
         .strings("authorization_servers", [issuer.as_str()])
         .strings("bearer_methods_supported", ["header"])
-        .string("resource", issuer.resource())
-        .strings("scopes_supported", scopes.iter())
+        .string("resource", resource)
+        .strings("scopes_supported", sorted)
         .finish()
 }
 
