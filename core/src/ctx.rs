@@ -6,21 +6,14 @@
 //! records arrive costs a few lookups: no parsing, no hashing.
 
 use crate::config::Config;
-use crate::cors::Preflight;
-use crate::credentials::{AccessToken, AuthorizationCode, Entropy, RefreshToken};
-use crate::endpoints::discovery::Metadata;
-use crate::ids::{AccountId, AppKey, Uid, User};
-use crate::records::Resources;
+use crate::credentials::Entropy;
+use crate::ending::Ending;
 use crate::records::{
     AccessTokenRecord, AttemptsRecord, CodeRecord, GrantRecord, LinkRecord, MemberRecord, Record,
     RecordKey, RefreshTokenRecord,
 };
-use crate::refusal::Refusal;
-use crate::routes::Endpoint;
-use crate::scope::ScopeSet;
-use crate::step::{AuditEvent, ConsentPrompt, Expect, Principal, Put, Transaction};
-use crate::time::{Seconds, UnixTime};
-use crate::wire::redirect::ReplyTo;
+use crate::step::{AuditEvent, Expect, Put, Transaction};
+use crate::time::UnixTime;
 
 /// The keys an endpoint needs before it can go on.
 #[derive(Debug)]
@@ -28,87 +21,6 @@ pub(crate) struct Need(pub Vec<RecordKey>);
 
 /// An endpoint's result: a decision, or the records it needs first.
 pub(crate) type Flow<T> = Result<T, Need>;
-
-/// Where a refusal goes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Via {
-    /// An error page: no redirect target can be trusted (RFC 6749 §4.1.2.1).
-    Page,
-    /// Back to the app's redirect URI, with `error` (RFC 6749 §4.1.2.1, §4.2.2.1).
-    Redirect(ReplyTo),
-    /// An RFC 6749 §5.2 JSON error; `basic` when the client tried HTTP Basic.
-    Token { basic: bool },
-    /// An RFC 6750 bearer challenge with the reference service's JSON body.
-    Bearer,
-    /// A bare status (unknown path, wrong method, contention).
-    Plain,
-}
-
-/// The token endpoint's success body (RFC 6749 §5.1).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct TokenBody {
-    pub access_token: AccessToken,
-    pub expires_in: Option<Seconds>,
-    pub refresh_token: Option<RefreshToken>,
-    /// The exchange's extra fields: scope, account_id, uid.
-    pub exchange: Option<(ScopeSet, AccountId, Uid)>,
-}
-
-/// How a request ends, before it is written out.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Ending {
-    Refused(Refusal, Via),
-    SignIn {
-        return_to: String,
-    },
-    /// Boxed: the largest ending by far.
-    Consent(Box<ConsentPage>),
-    Redirect(String),
-    DisplayCode {
-        app: AppKey,
-        app_name: String,
-        code: AuthorizationCode,
-    },
-    Tokens(Box<TokenBody>),
-    /// The grant of a token of this app ended.
-    Revoked(AppKey),
-    Unlinked,
-    Serve(Principal),
-    /// A CORS preflight that is allowed.
-    Preflight(Preflight),
-    /// The host's credential check may go ahead.
-    AttemptsAllowed,
-    /// A request to the authorization server metadata (standards profile).
-    Metadata(Metadata),
-    /// A method the endpoint does not take: 405, with what it takes.
-    WrongMethod(Endpoint),
-    /// RFC 7009: done (or nothing to do; the answer is the same).
-    Revocation,
-    /// RFC 7662: a live token's content, or `None` (inactive).
-    Introspection(Option<Box<Introspected>>),
-}
-
-/// What introspection tells of a live token (RFC 7662 §2.2).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Introspected {
-    pub app: AppKey,
-    pub account_id: AccountId,
-    pub scopes: ScopeSet,
-    pub expires_at: Option<UnixTime>,
-    /// An access token (`token_type: bearer`), or a refresh token.
-    pub access_token: bool,
-    /// The resources it is for (RFC 8707); empty: none named.
-    pub audience: Resources,
-}
-
-/// The consent page's content.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct ConsentPage {
-    pub prompt: ConsentPrompt,
-    /// The authorization request's query, for the form's hidden field.
-    pub query: String,
-    pub user: User,
-}
 
 /// What an endpoint decided.
 pub(crate) enum Decision {
@@ -120,8 +32,9 @@ pub(crate) enum Decision {
     /// applying with it), then end so.
     Each(Vec<Transaction>, Ending),
     /// Store this, then decide again from fresh records (an unlink's sweep, a bounded page at
-    /// a time: the keys written so far are in [`Ctx::written`]).
-    Continue(Transaction),
+    /// a time: the keys written so far are in [`Ctx::written`]) — or, once the request wrote
+    /// as many pages as it may, end so and leave the rest to a later request.
+    Continue(Transaction, Ending),
 }
 
 impl Decision {
@@ -232,7 +145,7 @@ impl<'a> Ctx<'a> {
         let loads: &'a Loads = self.loads;
         match loads.get(key) {
             None => Err(Need(vec![key.clone()])),
-            // `Request::supply` admits only records of the type their key names, so a record
+            // `Request::advance` admits only records of the type their key names, so a record
             // of another type cannot be here; were it, it would count as absent.
             Some(value) => Ok(value.as_ref().and_then(|(version, record)| {
                 R::from_record(record).map(|record| Loaded {

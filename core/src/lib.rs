@@ -9,33 +9,45 @@
 //!
 //! ## The calling contract
 //!
-//! One value per request, [`Request`]. For every HTTP request to the core's endpoints, and
-//! for every host event ([`Input::Unlink`]):
+//! One value per request, [`Request`], and one way in: after it starts, the host reports what
+//! came of each [`Step`] as one [`Event`], and gets the next step back, owned. For every HTTP
+//! request to the core's endpoints, and for every host event ([`Input::Unlink`],
+//! [`Input::Attempts`]):
 //!
-//! 1. Read the clock once (`now`), draw [`ENTROPY_LEN`] random bytes once, and start
-//!    [`Request::new`]`(config, input, now, entropy)`. It parses the request, authenticates the
-//!    client and hashes the credential once, here.
-//! 2. Call [`Request::poll`] and act on the [`Step`], until it is `Respond` or `Serve`:
-//!    - [`Step::Read`]: load every key named **in one batch**, hand each to
-//!      [`Request::supply`] (an absent key as `None`), poll again. A request reads at most
-//!      five times, each batch of a bounded size — but for an unlink, which after its first
-//!      transaction sweeps the grants it ended a page at a time: a bounded read and a bounded
-//!      write per page, as many pages as the user held grants (see "Purge times").
+//! 1. Read the clock once (`now`), draw [`ENTROPY_LEN`] random bytes once, and call
+//!    [`Request::start`]`(config, input, now, entropy)`. It parses the request, authenticates
+//!    the client, hashes the credential once, and gives the first step.
+//! 2. Act on the step, report with [`Request::advance`], and go on until it is `Respond` or
+//!    `Serve`:
+//!    - [`Step::Read`]: load every key named **in one batch** and report them all as
+//!      [`Event::Read`] (an absent key as `None`).
 //!    - [`Step::Write`]: apply the [`Transaction`] **all-or-nothing**: every [`Put`] only if
 //!      its key holds what its [`Expect`] says (absent, or exactly that version), each applied
-//!      put storing its bytes at version + 1 with its purge time. If it applied, call
-//!      [`Request::committed`] and emit its audit events; if any condition failed, apply
-//!      nothing and call [`Request::conflicted`]: the request reads again and decides from the
+//!      put storing its bytes at version + 1 with its purge time. If it applied, report
+//!      [`Event::Committed`] and emit its audit events; if any condition failed, apply
+//!      nothing and report [`Event::Conflicted`]: the request reads again and decides from the
 //!      state that won the race (for a code redeemed by a racing host, `invalid_grant`), and
-//!      answers `503` once it lost [`Policy::max_attempts`] times. Poll again.
+//!      answers `503` once it lost [`Policy::max_attempts`] times.
 //!    - [`Step::Respond`]: send [`Reply::response`] as it is — status, headers, body. The
 //!      [`Reply::outcome`] says what happened, and why if it was refused ([`Refusal`]).
 //!    - [`Step::Serve`]: the API call is authorized; answer it with the endpoint's handler
 //!      for the [`Principal`], and set [`Authorized::headers`] on the handler's response.
 //!
 //!    If the store fails (an exception, a timeout: anything but a failed condition) while a
-//!    read or a write is pending, call [`Request::unavailable`] and poll again: the core
-//!    answers `503` with `Retry-After`, on the endpoint's channel.
+//!    read or a write is pending, report [`Event::Unavailable`]: the core answers `503` with
+//!    `Retry-After`, on the endpoint's channel. A record the store returns that the core cannot
+//!    read is a storage fault, answered the same way ([`Refusal::StorageFault`] names its key
+//!    for the host's log).
+//! 3. A request asks for at most [`Request::max_steps`]`(config)` reads and writes before it
+//!    answers, whatever the store holds and however the races go; a host needs no bound of its
+//!    own. (An unlink sweeps what it ended a page at a time, at most
+//!    [`SWEEP_PAGES_PER_REQUEST`] pages per request; see "Purge times".)
+//!
+//! `Err(`[`Misuse`]`)` from `advance` means the host broke this contract (an event that does
+//! not answer the step, a key it was not asked for, one missing); the request is left as it
+//! was. Protocol errors — a bad code, a wrong secret, an expired token — are replies (RFC 6749
+//! §5.2 JSON, RFC 6750 challenges, redirects with `error`), never `Err`. No input, however
+//! hostile, makes the core panic.
 //!
 //! Every decision is the core's: routing by path and method, size limits, the consent form's
 //! origin check, automatic re-authorization, the answer to storage contention, and every
@@ -45,7 +57,7 @@
 //!
 //! A decision may write more than one transaction (a failure counted against several
 //! attempters: one per count); the host applies each [`Step::Write`] as it comes, and
-//! [`Request::committed`] moves on to the next.
+//! [`Event::Committed`] moves on to the next.
 //!
 //! ## Partitions: one store or many
 //!
@@ -79,18 +91,14 @@
 //! consecutive places the link counts ([`RecordKey::Member`]); the link itself holds three
 //! numbers, not a list. An unlink ends them all at once (the link's epoch) in its first
 //! transaction, then sweeps the members a page at a time, giving each member, its grant and its
-//! tokens a purge time; a host that stops midway leaves the rest for the pair's next unlink.
+//! tokens a purge time — at most [`SWEEP_PAGES_PER_REQUEST`] pages per request; the rest, like
+//! that of a host that stops midway, is left for the pair's next unlink.
 //!
 //! Records cross as opaque bytes: the host stores key → (version, bytes, purge time) and never
 //! needs to read one. The store must offer conditional writes across several keys (Durable
 //! Objects, SQLite, any SQL database, the in-memory store of the tests). An eventually
 //! consistent store such as Workers KV cannot hold codes, grants or links: two edges could both
 //! redeem one code.
-//!
-//! Protocol errors — a bad code, a wrong secret, an expired token — are replies (RFC 6749 §5.2
-//! JSON, RFC 6750 challenges, redirects with `error`), never `Err`. `Err(`[`Misuse`]`)` means
-//! the host broke this contract (a record it was not asked for, bytes that are not a record).
-//! No input, however hostile, makes the core panic.
 //!
 //! ## Profiles
 //!
@@ -136,7 +144,7 @@
 //! 4. `machines` — the state machines: pure transitions on records and time
 //! 5. `step` — the calling contract's vocabulary: inputs, steps, transactions, audit events
 //! 6. `routes`, `cors`, `endpoints::discovery` — the route table, and what is answered from it alone
-//! 7. `ctx` — one request's loaded records and its endings
+//! 7. `ending`, `ctx` — how a request ends; one request's loaded records and its decisions
 //! 8. `endpoints`, `render` — parse and decide per endpoint family; the one map of endings to HTTP
 //! 9. `request`, `client` — the two ways in: a server request, the PKCE client
 //!
@@ -169,26 +177,25 @@
 //! form.headers.push(("Sec-Fetch-Site".into(), "same-origin".into()));
 //! form.body = b"decision=allow&query=client_id%3Dapp1%26response_type%3Dcode%26state%3Dxyz".to_vec();
 //! let input = Input::Http { request: form, user: Some(user) };
-//! let mut request = Request::new(config, input, UnixTime(1_700_000_000), Entropy::new([7; ENTROPY_LEN]));
+//! let (mut request, mut step) =
+//!     Request::start(config, input, UnixTime(1_700_000_000), Entropy::new([7; ENTROPY_LEN]));
 //! let reply = loop {
-//!     match request.poll() {
-//!         Step::Read(keys) => {
-//!             for key in keys.to_vec() {
-//!                 let found = store.get(&key).cloned();
-//!                 request.supply(&key, found.as_ref())?;
-//!             }
-//!         }
+//!     let event = match step {
+//!         Step::Read(keys) => Event::Read(
+//!             keys.into_iter().map(|key| { let found = store.get(&key).cloned(); (key, found) }).collect(),
+//!         ),
 //!         Step::Write(transaction) => {
 //!             // A real store checks every `expect` first, atomically.
-//!             for put in &transaction.puts {
+//!             for put in transaction.puts {
 //!                 let version = store.get(&put.key).map_or(1, |s| s.version + 1);
-//!                 store.insert(put.key.clone(), Stored { version, bytes: put.bytes.clone() });
+//!                 store.insert(put.key, Stored { version, bytes: put.bytes });
 //!             }
-//!             request.committed()?;
+//!             Event::Committed
 //!         }
-//!         Step::Respond(reply) => break reply.clone(),
+//!         Step::Respond(reply) => break reply,
 //!         Step::Serve(_) => unreachable!("not an API call"),
-//!     }
+//!     };
+//!     step = request.advance(event)?;
 //! };
 //! // No redirect_uri was registered in the request: the page shows the code.
 //! assert!(matches!(reply.outcome, Outcome::DisplayCode { .. }));
@@ -211,6 +218,7 @@ mod config;
 mod cors;
 mod credentials;
 mod ctx;
+mod ending;
 mod endpoints;
 mod ids;
 mod machines;
@@ -237,7 +245,7 @@ pub use credentials::{
 };
 pub use endpoints::discovery::{protected_resource_metadata, protected_resource_metadata_url};
 pub use ids::{AccountId, AppKey, GrantId, InvalidId, RedirectUri, Uid, User};
-pub use machines::attempts::Attempter;
+pub use machines::attempts::{Attempter, MAX_ATTEMPTERS};
 pub use pages::{PageTemplates, DEFAULT_CODE, DEFAULT_CONSENT, DEFAULT_ERROR, DEFAULT_SIGN_IN};
 pub use partition::{BadPartition, Partition};
 pub use pkce::{ChallengeMethod, CodeChallenge, CodeVerifier};
@@ -248,12 +256,12 @@ pub use records::{
 };
 pub use refusal::Refusal;
 pub use render::PAGE_HEADERS;
-pub use request::Request;
+pub use request::{Request, SWEEP_PAGES_PER_REQUEST};
 pub use routes::partition_of;
 pub use scope::{LegacyAccess, Scope, ScopeSet, TEAM_AUDITING_SCOPES, USER_SCOPES};
 pub use step::{
-    AttemptStep, AuditEvent, Authorized, ConsentPrompt, Expect, Input, Misuse, Outcome, Principal,
-    Put, Reply, Step, Transaction, Unlinker,
+    AttemptStep, AttemptVerdict, AuditEvent, Authorized, ConsentPrompt, Event, Expect, Input,
+    Misuse, Outcome, Principal, Put, Reply, Step, Transaction, Unlinker,
 };
 pub use time::{Seconds, UnixTime};
 pub use wire::http::{HttpRequest, HttpResponse};

@@ -27,15 +27,20 @@ pub enum Refusal {
     /// the rotation elsewhere). 503, try again: the answer is there, and refusing would lock the
     /// user out.
     RetryNotYetVisible,
-    /// The store failed (the host reported it with
-    /// [`Request::unavailable`](crate::Request::unavailable)): 503, try again.
+    /// The store failed (the host reported [`Event::Unavailable`](crate::Event::Unavailable)):
+    /// 503, try again.
     StorageUnavailable,
+    /// A stored record could not be read: the bytes under this key are not a record this core
+    /// wrote for it (a corrupted or foreign store). 503 like an outage; the key is for the
+    /// host's log, never sent.
+    StorageFault(String),
     /// Too many failed credential checks by this client, source or account in the current
     /// window ([`AttemptLimits`](crate::AttemptLimits)): 429, retry after this long. The
     /// credentials are not even checked.
     TooManyAttempts(Seconds),
     /// An attempter of the host's own check ([`Input::Attempts`](crate::Input::Attempts)) that
-    /// no one can have typed: empty, over 256 bytes, or with control characters (400).
+    /// no one can have typed — empty, over 256 bytes, or with control characters — or more
+    /// than [`MAX_ATTEMPTERS`](crate::MAX_ATTEMPTERS) of them (400).
     MalformedAttempter,
     /// A CORS preflight from an origin no app registered, or for a method the endpoint does
     /// not take (403, no CORS headers).
@@ -194,6 +199,21 @@ pub enum Refusal {
 }
 
 impl Refusal {
+    /// How long the client should wait before it tries again, when waiting is all it takes: the
+    /// attempt limit's wait (at least a second), or a second for a store that failed, stayed
+    /// contended or does not show a write yet. Sent as `Retry-After`; `None` for every refusal
+    /// that the same request would meet again.
+    pub fn retry_after(&self) -> Option<Seconds> {
+        use Refusal::*;
+        match self {
+            TooManyAttempts(wait) => Some(Seconds(wait.0.max(1))),
+            Contention | StorageUnavailable | StorageFault(_) | RetryNotYetVisible => {
+                Some(Seconds(1))
+            }
+            _ => None,
+        }
+    }
+
     /// The reason's name in `snake_case` (`code_expired`, `missing_scope`), for logs and for
     /// hosts in other languages.
     pub fn name(&self) -> &'static str {
@@ -204,6 +224,7 @@ impl Refusal {
             MethodNotAllowed => "method_not_allowed",
             Contention => "contention",
             StorageUnavailable => "storage_unavailable",
+            StorageFault(_) => "storage_fault",
             RetryNotYetVisible => "retry_not_yet_visible",
             TooManyAttempts(_) => "too_many_attempts",
             MalformedAttempter => "malformed_attempter",

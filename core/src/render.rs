@@ -6,22 +6,16 @@ use std::borrow::Cow;
 
 use crate::config::Config;
 use crate::cors;
-use crate::ctx::{ConsentPage, Ending, Introspected, TokenBody, Via};
+use crate::ending::{ConsentPage, Ending, Introspected, Revocation, TokenBody, Via};
 use crate::endpoints::discovery::{self, Metadata};
 use crate::pages::{lookup, page_data};
 use crate::records::TokenAccessType;
 use crate::refusal::Refusal;
 use crate::routes::{Channel, Document, Endpoint};
-use crate::step::{Authorized, Outcome, Reply};
+use crate::step::{Authorized, Outcome, Reply, Step};
 use crate::wire::html::{Template, Value as Shown};
 use crate::wire::http::HttpResponse;
 use crate::wire::json::JsonObject;
-
-/// A request's end: a reply to send, or an authorized API call for the host to serve.
-pub(crate) enum Finished {
-    Reply(Reply),
-    Serve(Authorized),
-}
 
 impl Refusal {
     /// The RFC 6749 / 6750 error code this reason is answered with.
@@ -64,9 +58,8 @@ impl Refusal {
             | TokenForAnotherResource => "invalid_token",
             InvalidTarget => "invalid_target",
             MissingScope(_) => "insufficient_scope",
-            Contention | StorageUnavailable | RetryNotYetVisible | TooManyAttempts(_) => {
-                "temporarily_unavailable"
-            }
+            Contention | StorageUnavailable | StorageFault(_) | RetryNotYetVisible
+            | TooManyAttempts(_) => "temporarily_unavailable",
             NotFound => "not_found",
             _ => "invalid_request",
         }
@@ -85,6 +78,7 @@ impl Refusal {
             MethodNotAllowed => "the endpoint does not accept this method",
             Contention => "storage contention, retry",
             StorageUnavailable => "storage is unavailable, retry",
+            StorageFault(_) => "a stored record could not be read, retry later",
             RetryNotYetVisible => "the answer to this retry is not stored yet, retry",
             TooManyAttempts(wait) => {
                 return Cow::Owned(format!(
@@ -93,7 +87,9 @@ impl Refusal {
                 ))
             }
             CrossOriginRefused => "this origin may not call this endpoint",
-            MalformedAttempter => "an attempter is empty, too long or has control characters",
+            MalformedAttempter => {
+                "an attempter is empty, too long or has control characters, or there are too many"
+            }
             ClientIdMissing => "client_id is missing",
             UnknownClient => "no app is registered under this client_id",
             RedirectUriNotRegistered => "redirect_uri is not registered for this app",
@@ -255,41 +251,27 @@ fn refusal_response(refusal: &Refusal, via: &Via, config: &Config) -> HttpRespon
             ],
         )
     };
-    match via {
-        // The request as a whole could not be carried out: the client may retry it as it is.
-        _ if matches!(
-            refusal,
-            Refusal::Contention | Refusal::StorageUnavailable | Refusal::RetryNotYetVisible
-        ) =>
-        {
-            match via {
-                Via::Page => error_page(503).with_header("Retry-After", "1"),
-                _ => json_response(503, error_body(&description), &[("Retry-After", "1")]),
-            }
-        }
+    let retry_after = refusal.retry_after().map(|wait| wait.0.to_string());
+    match (via, retry_after) {
         // RFC 6585 §4: 429 with how long to wait; the credentials were not even checked.
-        _ if matches!(refusal, Refusal::TooManyAttempts(_)) => {
-            let wait = match refusal {
-                Refusal::TooManyAttempts(wait) => wait.0.max(1),
-                _ => 1,
-            }
-            .to_string();
-            match via {
-                Via::Plain => plain_response(429, "Too Many Requests".to_owned())
-                    .with_header("Retry-After", &wait),
-                _ => json_response(429, error_body(&description), &[("Retry-After", &wait)]),
-            }
-        }
-        Via::Plain => match refusal {
+        (via, Some(wait)) if matches!(refusal, Refusal::TooManyAttempts(_)) => match via {
+            Via::Plain => plain_response(429, "Too Many Requests".to_owned())
+                .with_header("Retry-After", &wait),
+            _ => json_response(429, error_body(&description), &[("Retry-After", &wait)]),
+        },
+        // The request as a whole could not be carried out: the client may retry it as it is.
+        (Via::Page, Some(wait)) => error_page(503).with_header("Retry-After", &wait),
+        (_, Some(wait)) => json_response(503, error_body(&description), &[("Retry-After", &wait)]),
+        (Via::Plain, None) => match refusal {
             Refusal::CrossOriginRefused => plain_response(403, "Forbidden".to_owned()),
             Refusal::MalformedAttempter => plain_response(400, "Bad Request".to_owned()),
             _ => plain_response(404, "Not Found".to_owned()),
         },
-        Via::Page => error_page(400),
-        Via::Redirect(reply) => {
+        (Via::Page, None) => error_page(400),
+        (Via::Redirect(reply), None) => {
             redirect(&reply.location(&[("error", code), ("error_description", &description)]))
         }
-        Via::Token { basic } => {
+        (Via::Token { basic }, None) => {
             let body = error_body(&description);
             match refusal {
                 // RFC 6749 §5.2: a client that tried Basic gets 401 and the challenge of its
@@ -302,7 +284,7 @@ fn refusal_response(refusal: &Refusal, via: &Via, config: &Config) -> HttpRespon
                 _ => json_response(400, body, &[]),
             }
         }
-        Via::Bearer => bearer_refusal(refusal, config),
+        (Via::Bearer, None) => bearer_refusal(refusal, config),
     }
 }
 
@@ -478,11 +460,11 @@ fn token_body(body: &TokenBody) -> String {
 }
 
 /// Writes `ending` out.
-pub(crate) fn render(ending: Ending, config: &Config) -> Finished {
+pub(crate) fn render(ending: Ending, config: &Config) -> Step {
     let pages = config.pages();
     let (outcome, response) = match ending {
         Ending::Serve(principal) => {
-            return Finished::Serve(Authorized {
+            return Step::Serve(Authorized {
                 principal,
                 headers: vec![
                     ("Cache-Control".to_owned(), "no-store".to_owned()),
@@ -504,7 +486,7 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Finished {
             wrong_method(endpoint),
         ),
         // RFC 7009 §2.2: 200, and the body is not read.
-        Ending::Revocation => (
+        Ending::Revoked(Revocation::Standard) => (
             Outcome::Revoked,
             json_response(200, String::new(), &[]).without_header("Content-Type"),
         ),
@@ -597,11 +579,13 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Finished {
             (Outcome::DisplayCode { app, code }, response)
         }
         Ending::Tokens(body) => (Outcome::Tokens, json_response(200, token_body(&body), &[])),
-        Ending::Revoked(_) => (Outcome::Revoked, json_response(200, "null".to_owned(), &[])),
+        Ending::Revoked(Revocation::Grant(_)) => {
+            (Outcome::Revoked, json_response(200, "null".to_owned(), &[]))
+        }
         Ending::Unlinked => (
             Outcome::Unlinked,
             json_response(200, "null".to_owned(), &[]),
         ),
     };
-    Finished::Reply(Reply { outcome, response })
+    Step::Respond(Reply { outcome, response })
 }

@@ -1,40 +1,53 @@
-//! One request, one value: built once from the input, the time and the entropy, it parses the
-//! request and hashes its credential once, asks for records, takes them as they come, and ends
-//! in a reply (after a write, when there is one).
+//! One request, one value: started once from the input, the time and the entropy, it parses
+//! the request and hashes its credential once, then takes one [`Event`] per [`Step`] it gave —
+//! records read, a write applied or not, the store failing — until it answers.
 
 use std::sync::Arc;
 
 use crate::config::Config;
 use crate::cors;
 use crate::credentials::Entropy;
-use crate::ctx::{Ctx, Decision, Ending, Loads, Need};
+use crate::ctx::{Ctx, Decision, Loads, Need};
+use crate::ending::{Ending, Revocation};
 use crate::endpoints::Route;
+use crate::machines::attempts::MAX_ATTEMPTERS;
 use crate::partition::Partition;
-use crate::records::{Record, RecordKey, Stored};
+use crate::records::{Record, RecordKey};
 use crate::refusal::Refusal;
-use crate::render::{render, Finished};
-use crate::step::{Authorized, Input, Misuse, Reply, Step, Transaction};
+use crate::render::render;
+use crate::step::{Authorized, Event, Input, Misuse, Reply, Step, Transaction};
 use crate::time::UnixTime;
+use crate::wire::http::HttpResponse;
 
 #[derive(Clone, Debug)]
 enum State {
+    /// Waiting for these keys ([`Step::Read`]).
     Reading(Vec<RecordKey>),
-    // Boxed: the request is moved around by its host; keep it small.
+    /// Waiting for the outcome of a [`Step::Write`]. Boxed: keep the request small.
     Writing(Box<Writes>),
-    Replying(Box<Reply>),
-    Serving(Box<Authorized>),
+    /// Answered ([`Step::Respond`] or [`Step::Serve`]).
+    Over,
 }
 
 /// The transactions a decision still has to apply, in turn, and how it then ends.
 #[derive(Clone, Debug)]
 struct Writes {
-    /// The one the host is applying ([`Step::Write`]).
-    current: Transaction,
+    /// The keys of the one the host is applying.
+    current: Vec<RecordKey>,
     /// The ones after it.
     rest: std::vec::IntoIter<Transaction>,
     /// `None`: decide again once they are applied ([`Decision::Continue`]).
     ending: Option<Ending>,
 }
+
+/// How many pages of an unlink's sweep one request writes ([`Decision::Continue`]); the rest
+/// is left for the pair's next unlink, so that every request ends within
+/// [`Request::max_steps`].
+pub const SWEEP_PAGES_PER_REQUEST: u32 = 64;
+
+/// The most batched reads one decision makes before it writes or answers (the token endpoint's
+/// refresh: the count of a failed client, then token, grant, link and member).
+const READS_PER_DECISION: u32 = 5;
 
 /// A request in progress. See the [crate documentation](crate) for the calling contract.
 ///
@@ -52,12 +65,22 @@ pub struct Request {
     written: Vec<RecordKey>,
     state: State,
     conflicts: u32,
+    /// The reads and writes handed to the host so far.
+    steps: u32,
+    /// The sweep pages written so far (an unlink's).
+    pages: u32,
 }
 
 impl Request {
-    /// Starts a request: `input` as it arrived, `now` read once from the host's clock,
-    /// [`ENTROPY_LEN`](crate::ENTROPY_LEN) fresh random bytes. Parses and routes the input.
-    pub fn new(config: Arc<Config>, input: Input, now: UnixTime, entropy: Entropy) -> Request {
+    /// Starts a request — `input` as it arrived, `now` read once from the host's clock,
+    /// [`ENTROPY_LEN`](crate::ENTROPY_LEN) fresh random bytes — and gives its first step. Parses
+    /// and routes the input.
+    pub fn start(
+        config: Arc<Config>,
+        input: Input,
+        now: UnixTime,
+        entropy: Entropy,
+    ) -> (Request, Step) {
         let origin = match &input {
             Input::Http { request, .. } => cors::request_origin(&config, request),
             Input::Unlink { .. } | Input::Attempts { .. } => None,
@@ -71,115 +94,91 @@ impl Request {
             origin,
             loads: Loads::default(),
             written: Vec::new(),
-            state: State::Reading(Vec::new()),
+            state: State::Over,
             conflicts: 0,
+            steps: 0,
+            pages: 0,
         };
-        request.decide();
-        request
+        let step = request.decide();
+        (request, step)
     }
 
-    /// What the host does next. Call again after every [`supply`](Self::supply) batch,
-    /// [`committed`](Self::committed) or [`conflicted`](Self::conflicted).
-    pub fn poll(&mut self) -> Step<'_> {
-        if let State::Reading(keys) = &self.state {
-            if keys.iter().all(|key| self.loads.contains(key)) {
-                self.decide();
-            }
-        }
-        match &self.state {
-            State::Reading(keys) => Step::Read(keys),
-            State::Writing(writes) => Step::Write(&writes.current),
-            State::Replying(reply) => Step::Respond(reply),
-            State::Serving(authorized) => Step::Serve(authorized),
-        }
+    /// The most reads and writes a request of `config` asks for before it answers, whatever
+    /// the store holds and however the races go: a host may stop a request that asks for more
+    /// (it never happens) instead of guessing a bound of its own. It grows with
+    /// [`Policy::max_attempts`](crate::Policy): each lost race decides again.
+    ///
+    /// ```
+    /// # use edgegrant::*;
+    /// # let config = Config::new(ConfigDocument { server_key: Some(ServerKey::from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8").unwrap()), ..ConfigDocument::default() }).unwrap();
+    /// assert_eq!(Request::max_steps(&config), 621); // max_attempts 5
+    /// ```
+    pub fn max_steps(config: &Config) -> u32 {
+        let per_decision = READS_PER_DECISION + MAX_ATTEMPTERS as u32;
+        config
+            .policy()
+            .max_attempts
+            .saturating_add(SWEEP_PAGES_PER_REQUEST)
+            .saturating_mul(per_decision)
     }
 
-    /// Hands over what the store holds under `key`, one of those the last [`Step::Read`]
-    /// named: the record at its version, or `None` if the key is absent.
-    pub fn supply(&mut self, key: &RecordKey, found: Option<&Stored>) -> Result<(), Misuse> {
-        let State::Reading(keys) = &self.state else {
-            return Err(Misuse::UnrequestedRecord(key.to_string()));
-        };
-        if !keys.contains(key) {
-            return Err(Misuse::UnrequestedRecord(key.to_string()));
-        }
-        let value = match found {
-            None => None,
-            Some(stored) => match Record::decode(&stored.bytes) {
-                Ok(record) if record.fits(key) => Some((stored.version, record)),
-                _ => return Err(Misuse::BadRecord(key.to_string())),
-            },
-        };
-        self.loads.insert(key.clone(), value);
-        Ok(())
-    }
-
-    /// The transaction of the last [`Step::Write`] applied. Emit its audit events.
-    pub fn committed(&mut self) -> Result<(), Misuse> {
-        match std::mem::replace(&mut self.state, State::Reading(Vec::new())) {
-            State::Writing(mut writes) => {
-                match writes.rest.next() {
-                    Some(next) => {
-                        let done = std::mem::replace(&mut writes.current, next);
-                        self.written
-                            .extend(done.puts.into_iter().map(|put| put.key));
-                        self.state = State::Writing(writes);
-                    }
-                    None => match writes.ending {
-                        Some(ending) => self.finish(ending),
-                        None => {
-                            let done = writes.current;
-                            self.written
-                                .extend(done.puts.into_iter().map(|put| put.key));
-                            self.loads.clear();
-                            self.decide();
-                        }
-                    },
+    /// Takes what came of the last step and gives the next one.
+    ///
+    /// A record the store holds but the core cannot read ends the request in a storage fault
+    /// (`503`, [`Refusal::StorageFault`]). `Err` only when the host broke the contract (an
+    /// event that does not answer the last step, a key it did not name or one missing); the
+    /// request is then left as it was.
+    pub fn advance(&mut self, event: Event) -> Result<Step, Misuse> {
+        match (&self.state, event) {
+            (State::Reading(keys), Event::Read(found)) => {
+                let asked_once = |(i, (key, _)): (usize, &(RecordKey, _))| {
+                    keys.contains(key) && !found.iter().take(i).any(|(k, _)| k == key)
+                };
+                if let Some((_, (extra, _))) =
+                    found.iter().enumerate().find(|entry| !asked_once(*entry))
+                {
+                    return Err(Misuse::UnrequestedRecord(extra.to_string()));
                 }
-                Ok(())
+                if let Some(missing) = keys.iter().find(|k| !found.iter().any(|(f, _)| f == *k)) {
+                    return Err(Misuse::MissingRecord(missing.to_string()));
+                }
+                for (key, stored) in found {
+                    let value = match stored {
+                        None => None,
+                        Some(stored) => match Record::decode(&stored.bytes) {
+                            Ok(record) if record.fits(&key) => Some((stored.version, record)),
+                            _ => {
+                                let fault = Refusal::StorageFault(key.to_string());
+                                return Ok(self.refuse(fault));
+                            }
+                        },
+                    };
+                    self.loads.insert(key, value);
+                }
+                Ok(self.decide())
             }
-            other => {
-                self.state = other;
-                Err(Misuse::NoTransaction)
+            (State::Writing(_), Event::Committed) => Ok(self.committed()),
+            (State::Writing(_), Event::Conflicted) => {
+                self.conflicts += 1;
+                Ok(if self.conflicts >= self.config.policy().max_attempts {
+                    self.refuse(Refusal::Contention)
+                } else {
+                    self.loads.clear();
+                    self.decide()
+                })
             }
+            // Nothing it decided is sent. Whether a failed write applied is unknown, so the
+            // client's retry is decided from whatever the store then holds.
+            (State::Reading(_) | State::Writing(_), Event::Unavailable) => {
+                Ok(self.refuse(Refusal::StorageUnavailable))
+            }
+            (_, event) => Err(Misuse::OutOfTurn(match event {
+                Event::Read(_) => "read",
+                Event::Committed => "committed",
+                Event::Conflicted => "conflicted",
+                Event::Unavailable => "unavailable",
+            })),
         }
-    }
-
-    /// The transaction of the last [`Step::Write`] did not apply: a condition failed because a
-    /// racing request changed the same records. The request starts over from fresh records
-    /// and decides from what the other request wrote — or, after
-    /// [`Policy::max_attempts`](crate::Policy) losses, answers `503`.
-    pub fn conflicted(&mut self) -> Result<(), Misuse> {
-        if !matches!(self.state, State::Writing(..)) {
-            return Err(Misuse::NoTransaction);
-        }
-        self.conflicts += 1;
-        if self.conflicts >= self.config.policy().max_attempts {
-            self.finish(Ending::Refused(
-                Refusal::Contention,
-                self.route.failure_channel(),
-            ));
-        } else {
-            self.loads.clear();
-            self.decide();
-        }
-        Ok(())
-    }
-
-    /// The store failed while a read or a write of this request was pending (an error, a
-    /// timeout — not a failed condition, which is [`conflicted`](Self::conflicted)). The
-    /// request ends in `503` with `Retry-After`, on its endpoint's channel; nothing it decided
-    /// is sent. Whether a failed write applied is unknown, so the client's retry is decided
-    /// from whatever the store then holds.
-    pub fn unavailable(&mut self) -> Result<(), Misuse> {
-        if !matches!(self.state, State::Reading(_) | State::Writing(..)) {
-            return Err(Misuse::NoTransaction);
-        }
-        self.finish(Ending::Refused(
-            Refusal::StorageUnavailable,
-            self.route.failure_channel(),
-        ));
-        Ok(())
     }
 
     /// The partition every record this request reads or writes lies in, but for a count of
@@ -200,7 +199,26 @@ impl Request {
         self.now
     }
 
-    fn decide(&mut self) {
+    fn committed(&mut self) -> Step {
+        let State::Writing(writes) = std::mem::replace(&mut self.state, State::Over) else {
+            return self.refuse(Refusal::Contention);
+        };
+        let Writes {
+            current,
+            rest,
+            ending,
+        } = *writes;
+        self.written.extend(current);
+        match ending {
+            Some(ending) => self.write(rest, ending),
+            None => {
+                self.loads.clear();
+                self.decide()
+            }
+        }
+    }
+
+    fn decide(&mut self) -> Step {
         let ctx = Ctx {
             config: &self.config,
             now: self.now,
@@ -209,55 +227,88 @@ impl Request {
             written: &self.written,
         };
         match self.route.decide(&ctx) {
-            Err(Need(keys)) => self.state = State::Reading(keys),
-            Ok(Decision::Commit(current, ending)) => {
-                self.state = State::Writing(Box::new(Writes {
-                    current,
-                    rest: Vec::new().into_iter(),
-                    ending: Some(ending),
-                }))
-            }
-            Ok(Decision::Continue(current)) => {
-                self.state = State::Writing(Box::new(Writes {
-                    current,
-                    rest: Vec::new().into_iter(),
-                    ending: None,
-                }))
-            }
-            Ok(Decision::Each(transactions, ending)) => {
-                let mut all = transactions.into_iter();
-                self.state = match all.next() {
-                    Some(current) => State::Writing(Box::new(Writes {
-                        current,
-                        rest: all,
-                        ending: Some(ending),
-                    })),
-                    None => return self.finish(ending),
-                };
+            Err(Need(keys)) => {
+                if !self.take_step() {
+                    return self.refuse(Refusal::Contention);
+                }
+                self.state = State::Reading(keys.clone());
+                Step::Read(keys)
             }
             Ok(Decision::End(ending)) => self.finish(ending),
+            Ok(Decision::Commit(transaction, ending)) => {
+                self.write(vec![transaction].into_iter(), ending)
+            }
+            Ok(Decision::Each(transactions, ending)) => {
+                self.write(transactions.into_iter(), ending)
+            }
+            Ok(Decision::Continue(transaction, ending)) => {
+                self.pages += 1;
+                if self.pages >= SWEEP_PAGES_PER_REQUEST {
+                    // Enough for one request: the rest is the pair's next unlink's.
+                    return self.write(vec![transaction].into_iter(), ending);
+                }
+                self.hand_over(transaction, Vec::new().into_iter(), None)
+            }
         }
     }
 
-    fn finish(&mut self, ending: Ending) {
+    /// Hands over the first of `transactions`, to end as `ending` once all are applied.
+    fn write(&mut self, mut transactions: std::vec::IntoIter<Transaction>, ending: Ending) -> Step {
+        match transactions.next() {
+            Some(first) => self.hand_over(first, transactions, Some(ending)),
+            None => self.finish(ending),
+        }
+    }
+
+    fn hand_over(
+        &mut self,
+        transaction: Transaction,
+        rest: std::vec::IntoIter<Transaction>,
+        ending: Option<Ending>,
+    ) -> Step {
+        if !self.take_step() {
+            return self.refuse(Refusal::Contention);
+        }
+        let current = transaction.puts.iter().map(|put| put.key.clone()).collect();
+        self.state = State::Writing(Box::new(Writes {
+            current,
+            rest,
+            ending,
+        }));
+        Step::Write(transaction)
+    }
+
+    /// Counts one more read or write, if [`max_steps`](Self::max_steps) allows it (it always
+    /// does: the bound is a promise to the host, kept here should a decision ever break it).
+    fn take_step(&mut self) -> bool {
+        self.steps += 1;
+        self.steps <= Request::max_steps(&self.config)
+    }
+
+    fn refuse(&mut self, refusal: Refusal) -> Step {
+        self.finish(Ending::Refused(refusal, self.route.failure_channel()))
+    }
+
+    fn finish(&mut self, ending: Ending) -> Step {
         let shared = self
             .origin
             .as_deref()
             .filter(|origin| self.shares(&ending, origin));
-        let mut finished = render(ending, &self.config);
+        let mut step = render(ending, &self.config);
         if let Some(origin) = shared {
-            let headers = match &mut finished {
-                Finished::Reply(reply) => &mut reply.response.headers,
-                Finished::Serve(authorized) => &mut authorized.headers,
-            };
-            for (name, value) in cors::response_headers(origin) {
-                headers.push((name.to_owned(), value.to_owned()));
+            if let Step::Respond(Reply {
+                response: HttpResponse { headers, .. },
+                ..
+            })
+            | Step::Serve(Authorized { headers, .. }) = &mut step
+            {
+                for (name, value) in cors::response_headers(origin) {
+                    headers.push((name.to_owned(), value.to_owned()));
+                }
             }
         }
-        self.state = match finished {
-            Finished::Reply(reply) => State::Replying(Box::new(reply)),
-            Finished::Serve(authorized) => State::Serving(Box::new(authorized)),
-        };
+        self.state = State::Over;
+        step
     }
 
     /// Whether the answer may be shared with the page at `origin`: tokens, a revocation and an
@@ -265,8 +316,8 @@ impl Request {
     /// that asked); a refusal with those of any app.
     fn shares(&self, ending: &Ending, origin: &str) -> bool {
         let app = match ending {
-            Ending::Tokens(_) | Ending::Revocation => self.route.client(),
-            Ending::Revoked(app) => Some(app),
+            Ending::Tokens(_) | Ending::Revoked(Revocation::Standard) => self.route.client(),
+            Ending::Revoked(Revocation::Grant(app)) => Some(app),
             Ending::Serve(principal) => Some(&principal.app),
             Ending::Refused(..) => return cors::any_app_allows(&self.config, origin),
             _ => None,

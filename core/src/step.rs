@@ -11,10 +11,10 @@ use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, Uid, User};
 use crate::machines::attempts::Attempter;
 use crate::partition::Partition;
 use crate::pkce::ChallengeMethod;
-use crate::records::{RecordKey, Resources, TokenAccessType};
+use crate::records::{RecordKey, Resources, Stored, TokenAccessType};
 use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
-use crate::time::UnixTime;
+use crate::time::{Seconds, UnixTime};
 use crate::wire::http::{HttpRequest, HttpResponse};
 
 /// Who ended an app's access for a user.
@@ -238,23 +238,96 @@ impl Reply {
             _ => None,
         }
     }
+
+    /// What the credential check of an [`Input::Attempts`] may do, as this reply to it says.
+    pub fn attempt_verdict(&self) -> AttemptVerdict {
+        match &self.outcome {
+            Outcome::AttemptsAllowed => AttemptVerdict::Allowed,
+            Outcome::Refused(Refusal::TooManyAttempts(_)) => {
+                AttemptVerdict::Limited(self.retry_after().unwrap_or(Seconds(1)))
+            }
+            Outcome::Refused(Refusal::MalformedAttempter) => AttemptVerdict::Malformed,
+            // Anything else is the store failing: no one's limit.
+            _ => AttemptVerdict::Unavailable(self.retry_after().unwrap_or(Seconds(1))),
+        }
+    }
+
+    /// How long the client is told to wait before it tries again (`Retry-After`), if it is.
+    pub fn retry_after(&self) -> Option<Seconds> {
+        self.refusal().and_then(Refusal::retry_after)
+    }
 }
 
-/// What the host must do next for a [`Request`](crate::Request).
-#[derive(Debug, PartialEq, Eq)]
-pub enum Step<'r> {
-    /// Read these keys in one batch and [`supply`](crate::Request::supply) each (absent ones as
-    /// `None`), then poll again.
-    Read(&'r [RecordKey]),
-    /// Apply this transaction all-or-nothing, then call
-    /// [`committed`](crate::Request::committed) — and emit its audit events — or, if any
-    /// condition failed, [`conflicted`](crate::Request::conflicted); then poll again.
-    Write(&'r Transaction),
+/// What a credential check of the host's own ([`Input::Attempts`]) may do, as its reply says
+/// ([`Reply::attempt_verdict`]): the one reading of that reply, for every host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttemptVerdict {
+    /// Go ahead with the check ([`AttemptStep::Reserve`]), or the reservation is taken back
+    /// ([`AttemptStep::Succeeded`]).
+    Allowed,
+    /// An attempter is at its limit: refuse the sign-in without checking it (429), and say to
+    /// come back after this long.
+    Limited(Seconds),
+    /// The store failed or stayed contended, which is no one's limit: answer 503 and say to
+    /// retry after this long.
+    Unavailable(Seconds),
+    /// The attempters themselves were refused ([`Refusal::MalformedAttempter`]: a name no one
+    /// can have typed): answer as to a wrong credential; nothing was counted.
+    Malformed,
+}
+
+impl AttemptVerdict {
+    /// Its name in `snake_case` (`allowed`, `limited`, `unavailable`, `malformed`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            AttemptVerdict::Allowed => "allowed",
+            AttemptVerdict::Limited(_) => "limited",
+            AttemptVerdict::Unavailable(_) => "unavailable",
+            AttemptVerdict::Malformed => "malformed",
+        }
+    }
+
+    /// How long to wait before trying again, if waiting is what it takes.
+    pub fn retry_after(&self) -> Option<Seconds> {
+        match self {
+            AttemptVerdict::Limited(wait) | AttemptVerdict::Unavailable(wait) => Some(*wait),
+            AttemptVerdict::Allowed | AttemptVerdict::Malformed => None,
+        }
+    }
+}
+
+/// What the host must do next for a [`Request`](crate::Request). Owned: the host may keep it,
+/// move its parts into its store's calls, and answer with the [`Event`] that came of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Read these keys in one batch and report every one of them, found or absent, as
+    /// [`Event::Read`].
+    Read(Vec<RecordKey>),
+    /// Apply this transaction all-or-nothing, then report [`Event::Committed`] — and emit its
+    /// audit events — or, if any condition failed, [`Event::Conflicted`].
+    Write(Transaction),
     /// Send this reply. The request is over.
-    Respond(&'r Reply),
+    Respond(Reply),
     /// The API call is authorized: answer it with the endpoint's handler, for this principal,
     /// putting these headers on the handler's response. The request is over.
-    Serve(&'r Authorized),
+    Serve(Authorized),
+}
+
+/// What came of the last [`Step`]: the one way the host reports to a
+/// [`Request`](crate::Request) ([`Request::advance`](crate::Request::advance)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// What the store holds under each key of the last [`Step::Read`], every key once, in any
+    /// order: the record at its version, or `None` when the key is absent.
+    Read(Vec<(RecordKey, Option<Stored>)>),
+    /// The transaction of the last [`Step::Write`] applied.
+    Committed,
+    /// The transaction of the last [`Step::Write`] did not apply: a condition failed because a
+    /// racing request changed the same records.
+    Conflicted,
+    /// The store failed while the last read or write was pending (an error, a timeout — not a
+    /// failed condition, which is [`Event::Conflicted`]).
+    Unavailable,
 }
 
 /// Audit events: what changed, for the host's log. They never carry a secret.
@@ -486,17 +559,21 @@ impl Serialize for AuditEvent {
     }
 }
 
-/// The host broke the calling contract. Protocol errors are never this: they are replies.
+/// The host broke the calling contract. Protocol errors are never this: they are replies; and
+/// a stored record the core cannot read is a storage fault, answered as one
+/// ([`Refusal::StorageFault`]). The request is left as it was: the host may report again,
+/// correctly.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Misuse {
-    /// A record was supplied under a key the current step did not ask for.
-    #[error("record {0} was supplied but not asked for")]
+    /// A record was reported under a key the last [`Step::Read`] did not name, or twice.
+    #[error("record {0} was reported but not asked for, or twice")]
     UnrequestedRecord(String),
-    /// The stored bytes are not a record of the type the key names.
-    #[error("the record under {0} is not one this core wrote for that key")]
-    BadRecord(String),
-    /// `committed` or `conflicted` was called while no transaction was pending.
-    #[error("no transaction is pending")]
-    NoTransaction,
+    /// A key the last [`Step::Read`] named was not reported.
+    #[error("record {0} was asked for but not reported")]
+    MissingRecord(String),
+    /// The event does not answer the last step: a read reported while a write was pending, a
+    /// commit while a read was, anything once the request is over.
+    #[error("the {0} event does not answer the pending step")]
+    OutOfTurn(&'static str),
 }

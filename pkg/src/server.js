@@ -97,8 +97,14 @@ function transactionOf(request) {
  * answer it, with `headers` (pairs) set on the answer. A store that throws makes the reply a 503.
  */
 export async function runRequest(request, storage, { onAudit } = {}) {
+  return drive(request, storage, onAudit, false);
+}
+
+/** runRequest's loop; `attempts`: the request is a credential check's, and its reply carries the core's `verdict` and `retryAfter`. */
+async function drive(request, storage, onAudit, attempts) {
   try {
-    for (let round = 0; round < 32; round++) {
+    // The core's own bound on the reads and writes a request asks for: past it is a bug.
+    for (let round = 0, bound = request.maxSteps(); round <= bound; round++) {
       // One crossing per step: the step's kind and its first values (see Request.step).
       const step = request.step().split("\0");
       const kind = step[0];
@@ -116,6 +122,7 @@ export async function runRequest(request, storage, { onAudit } = {}) {
           const stored = found.get(keys[i]);
           request.supply(i, stored?.version, stored?.bytes);
         }
+        request.found();
       } else if (kind === "w") {
         const transaction = transactionOf(request);
         let applied;
@@ -133,6 +140,7 @@ export async function runRequest(request, storage, { onAudit } = {}) {
           request.conflicted(); // another request won: the core reads again and decides anew
         }
       } else if (kind === "p") {
+        if (attempts) return { verdict: request.verdict(), retryAfter: request.retryAfter() ?? null };
         return {
           kind: "reply",
           status: request.status(),
@@ -149,7 +157,7 @@ export async function runRequest(request, storage, { onAudit } = {}) {
         };
       }
     }
-    throw new Error("edgegrant: the request did not finish");
+    throw new Error(`edgegrant: the request did not finish in ${request.maxSteps()} steps`);
   } finally {
     request.free();
   }
@@ -373,15 +381,10 @@ export function createAuthServer(options) {
       if ("failed" in options) throw new TypeError("attempts(): a check is counted before it runs; after a correct one pass { succeeded: true }");
       const succeeded = options.succeeded === true;
       const now = clock();
-      const result = await run(withEntropy((entropy) => core.attempts(attempters, succeeded, now, entropy)));
-      const retryAfter = result.headers?.find(([name]) => name === "Retry-After")?.[1];
-      return {
-        allowed: result.outcome === "attempts_allowed",
-        limited: result.refusal === "too_many_attempts",
-        // The core's answer to a store that threw or stayed contended: 503 with Retry-After.
-        unavailable: result.status === 503,
-        retryAfter: retryAfter === undefined ? null : Number(retryAfter),
-      };
+      const request = withEntropy((entropy) => core.attempts(attempters, succeeded, now, entropy));
+      // The core reads its own reply (AttemptVerdict): nothing is parsed back out of it here.
+      const { verdict, retryAfter } = await drive(request, storage, onAudit, true);
+      return { allowed: verdict === "allowed", limited: verdict === "limited", unavailable: verdict === "unavailable", retryAfter };
     },
     /**
      * Where a Fetch request runs, for a host that spreads its records over partitions (one

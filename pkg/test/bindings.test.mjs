@@ -31,6 +31,7 @@ test("read, write and respond cross as plain values", () => {
   const request = core.request(consentForm(), NOW, entropy());
   assert.match(request.step(), new RegExp(`^r\0[A-Za-z0-9_-]{16}/link:pkce-app:${ALICE.account_id}$`), "the kind and the keys, NUL-joined, in one crossing");
   request.supply(0, undefined, undefined);
+  request.found();
   assert.equal(request.step(), "w");
   assert.equal(request.putCount(), 2);
   assert.match(request.putKey(0), /^[A-Za-z0-9_-]{16}\/code:[A-Za-z0-9_-]{43}$/);
@@ -60,7 +61,10 @@ test("read, write and respond cross as plain values", () => {
 test("every outcome comes with a complete response and its name", () => {
   const core = createCore(config());
   const finish = (request, loaded = () => undefined) => {
-    for (let step = next(request); step.kind === "r"; step = next(request)) step.values.forEach((key, i) => request.supply(i, ...(loaded(key) ?? [])));
+    for (let step = next(request); step.kind === "r"; step = next(request)) {
+      step.values.forEach((key, i) => request.supply(i, ...(loaded(key) ?? [])));
+      request.found();
+    }
     if (next(request).kind === "w") request.committed();
     return request;
   };
@@ -96,8 +100,10 @@ test("an authorized call crosses as its principal", async () => {
   const run = (request) => {
     for (;;) {
       const step = next(request);
-      if (step.kind === "r") step.values.forEach((key, i) => request.supply(i, store.get(key)?.version, store.get(key)?.bytes));
-      else if (step.kind === "w") {
+      if (step.kind === "r") {
+        step.values.forEach((key, i) => request.supply(i, store.get(key)?.version, store.get(key)?.bytes));
+        request.found();
+      } else if (step.kind === "w") {
         for (let i = 0; i < request.putCount(); i++) store.set(request.putKey(i), { version: (request.putExpect(i) ?? 0) + 1, bytes: request.putBytes(i) });
         request.committed();
       } else return request;
@@ -128,6 +134,7 @@ test("times and versions are safe integers: exact, or refused — never rounded"
   const stored = createLinkBytes(core);
   assert.throws(() => request.supply(0, 2 ** 60, stored), /safe integer/);
   request.supply(0, Number.MAX_SAFE_INTEGER, stored);
+  request.found();
   assert.equal(request.step(), "w");
   const link = [...Array(request.putCount()).keys()].find((i) => request.putKey(i).includes("/link:"));
   assert.equal(request.putExpect(link), Number.MAX_SAFE_INTEGER);
@@ -139,6 +146,7 @@ function createLinkBytes(core) {
   const request = core.request(consentForm(), NOW, entropy());
   request.step();
   request.supply(0, undefined, undefined);
+  request.found();
   request.step();
   const link = [...Array(request.putCount()).keys()].find((i) => request.putKey(i).includes("/link:"));
   const bytes = request.putBytes(link);
@@ -159,7 +167,13 @@ test("host misuse throws a real Error", () => {
     () => core.request({ ...consentForm(), user: { account_id: "", uid: "1" } }, NOW, entropy()),
     () => core.unlink(CONF_APP, ALICE.account_id, "someone", NOW, entropy()),
     () => started().supply(3, undefined, undefined),
-    () => started().supply(0, 1, new Uint8Array([9, 9, 9])),
+    () => started().found(),
+    () => {
+      const request = started();
+      request.supply(0, undefined, undefined);
+      request.supply(0, undefined, undefined);
+      request.found();
+    },
     () => started().committed(),
     () => started().conflicted(),
     () => createCore({ apps: "not a list" }),
@@ -167,6 +181,24 @@ test("host misuse throws a real Error", () => {
     () => createCore({ ...config(), pages: { consent: "{{no_such_variable}}" } }),
   ];
   for (const call of misuse) assert.throws(call, (e) => e instanceof Error && e.message.length > 0);
+});
+
+test("a stored record the core cannot read is a storage fault, not host misuse", () => {
+  const core = createCore(config());
+  const request = core.request(consentForm(), NOW, entropy());
+  request.step();
+  request.supply(0, 1, new Uint8Array([9, 9, 9]));
+  request.found();
+  assert.equal(request.step(), "p");
+  assert.deepEqual([request.status(), request.refusal(), header(request, "retry-after")], [503, "storage_fault", "1"]);
+  request.free();
+});
+
+test("a request publishes how many reads and writes it may ask for", () => {
+  const core = createCore(config());
+  const request = core.request(consentForm(), NOW, entropy());
+  assert.equal(request.maxSteps(), 621, "(max_attempts 5 + 64 sweep pages) × (5 reads + 4 counts)");
+  request.free();
 });
 
 test("configuration checks are tagged values", () => {

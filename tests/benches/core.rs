@@ -1,5 +1,5 @@
 //! Native benchmarks of the core (issue 14): each operation runs the whole host loop of one
-//! [`edgegrant::Request`] — `Request::new` (parsing, client authentication, hashing), `poll`,
+//! [`edgegrant::Request`] — `Request::start` (parsing, client authentication, hashing), `advance`,
 //! the batched read from an in-memory store handed over with `supply`, the conditional commit
 //! and `committed` — exactly as a lean host does. The host clones nothing the core hands it: it
 //! reads the final step in place.
@@ -46,14 +46,14 @@ fn benches(c: &mut Criterion) {
     // The keys a bearer check reads, as the core asks for them: the access-token record, then
     // its grant and link.
     let mut reads: Vec<RecordKey> = Vec::new();
-    let mut probe = host.serve_seeing(
+    let probe = host.serve_seeing(
         Input::Http {
             request: bearer_request(GET_ACCOUNT, &access),
             user: None,
         },
         |keys| reads.extend_from_slice(keys),
     );
-    assert!(matches!(probe.poll(), Step::Serve(_)));
+    assert!(matches!(probe, Step::Serve(_)));
     assert!(
         matches!(
             reads.as_slice(),
@@ -134,7 +134,7 @@ fn benches(c: &mut Criterion) {
         b.iter_batched(
             || {
                 let mut host = Host::new(&config);
-                let access = field(&mut host.code_exchange(&query, alice()), "access_token");
+                let access = field(&host.code_exchange(&query, alice()), "access_token");
                 (host, access)
             },
             |(mut host, access)| {
@@ -159,12 +159,12 @@ fn bench_bearer(c: &mut Criterion, name: &str, host: &mut Host, access: &str) {
     let bearer = bearer_request(GET_ACCOUNT, access);
     c.bench_function(name, |b| {
         b.iter(|| {
-            let mut request = host.serve(Input::Http {
+            let answer = host.serve(Input::Http {
                 request: bearer.clone(),
                 user: None,
             });
-            assert!(matches!(request.poll(), Step::Serve(_)));
-            request
+            assert!(matches!(answer, Step::Serve(_)));
+            answer
         })
     });
 }
@@ -237,8 +237,8 @@ fn grants_held(c: &mut Criterion) {
             );
             host.code_exchange(&query, other);
         }
-        let access = field(&mut tokens, "access_token");
-        let refresh = field(&mut tokens, "refresh_token");
+        let access = field(&tokens, "access_token");
+        let refresh = field(&tokens, "refresh_token");
         host.store.reserve(RESTORE_EVERY as usize * 8);
         let snapshot = host.store.clone();
         bench_bearer(c, &format!("bearer_held_{held}"), &mut host, &access);

@@ -75,11 +75,11 @@ fn main() {
 fn run(host: &mut Host, requests: &[HttpRequest], batch: u64) {
     for i in 0..batch as usize {
         let request = requests.get(i).unwrap_or(&requests[0]).clone();
-        let mut finished = host.serve(Input::Http {
+        let finished = host.serve(Input::Http {
             request,
             user: None,
         });
-        match finished.poll() {
+        match &finished {
             Step::Serve(_) => {}
             Step::Respond(reply) if reply.outcome == Outcome::Tokens => {}
             other => panic!("the operation failed: {other:?}"),

@@ -44,21 +44,16 @@ impl Host {
         );
         let mut bytes = [0u8; ENTROPY_LEN];
         getrandom::fill(&mut bytes).expect("the OS random source");
-        let mut request =
-            edgegrant::Request::new(self.config.clone(), input, now, Entropy::new(bytes));
+        let (mut request, mut step) =
+            edgegrant::Request::start(self.config.clone(), input, now, Entropy::new(bytes));
         loop {
-            match request.poll() {
+            let event = match step {
                 Step::Read(keys) => {
-                    let keys = keys.to_vec();
                     println!(
                         "  core: Read {:?}",
                         keys.iter().map(ToString::to_string).collect::<Vec<_>>()
                     );
-                    for key in &keys {
-                        request
-                            .supply(key, self.store.get(key))
-                            .expect("the host supplies what was asked");
-                    }
+                    self.store.read(keys)
                 }
                 Step::Write(transaction) => {
                     for put in &transaction.puts {
@@ -67,35 +62,37 @@ impl Host {
                             put.key, put.expect, put.purge_after
                         );
                     }
-                    let audit = transaction.audit.clone();
-                    match self.store.apply(transaction) {
+                    match self.store.apply(&transaction) {
                         Ok(()) => {
-                            for event in &audit {
+                            for event in &transaction.audit {
                                 println!(
                                     "  audit: {}",
                                     serde_json::to_string(event).unwrap_or_default()
                                 );
                             }
-                            request.committed().expect("a transaction was pending");
+                            Event::Committed
                         }
                         Err(conflict) => {
                             println!("  host: conflict on {}, the core reads again", conflict.0);
-                            request.conflicted().expect("a transaction was pending");
+                            Event::Conflicted
                         }
                     }
                 }
                 Step::Respond(reply) => {
-                    show(reply);
-                    return Ended::Reply(reply.clone());
+                    show(&reply);
+                    return Ended::Reply(reply);
                 }
                 Step::Serve(Authorized { principal, headers }) => {
                     println!(
                         "  → serve the call for {} ({}), scopes [{}], answer with {headers:?}",
                         principal.account_id, principal.app, principal.scopes
                     );
-                    return Ended::Serve(principal.clone());
+                    return Ended::Serve(principal);
                 }
-            }
+            };
+            step = request
+                .advance(event)
+                .expect("the host answers the step it was given");
         }
     }
 }

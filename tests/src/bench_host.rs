@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use edgegrant::{
-    Config, Entropy, HttpRequest, Input, Outcome, RecordKey, Request, Step, User, ENTROPY_LEN,
+    Config, Entropy, Event, HttpRequest, Input, Outcome, RecordKey, Request, Step, User,
+    ENTROPY_LEN,
 };
 
 use crate::{
@@ -45,68 +46,58 @@ impl Host {
         Entropy::new(bytes)
     }
 
-    /// Runs `input` through the host loop until the core answers; the finished request holds
-    /// its answer (`poll` it once more to read it).
-    pub fn serve(&mut self, input: Input) -> Request {
+    /// Runs `input` through the host loop until the core answers, with that answer.
+    pub fn serve(&mut self, input: Input) -> Step {
         self.serve_seeing(input, |_| {})
     }
 
     /// [`Host::serve`], showing `seen` the keys of every read the core asks for.
-    pub fn serve_seeing(&mut self, input: Input, mut seen: impl FnMut(&[RecordKey])) -> Request {
+    pub fn serve_seeing(&mut self, input: Input, mut seen: impl FnMut(&[RecordKey])) -> Step {
         let entropy = self.entropy();
-        let mut request = Request::new(Arc::clone(&self.config), input, T0, entropy);
+        let (mut request, mut step) = Request::start(Arc::clone(&self.config), input, T0, entropy);
         loop {
-            match request.poll() {
+            let event = match step {
                 Step::Read(keys) => {
-                    seen(keys);
-                    // The keys borrow the request, which `supply` changes: a host copies them
-                    // out, as it does when it sends them to its store.
-                    let keys = keys.to_vec();
-                    for key in &keys {
-                        request
-                            .supply(key, self.store.get(key))
-                            .expect("the host supplies what was asked");
-                    }
+                    seen(&keys);
+                    self.store.read(keys)
                 }
-                Step::Write(transaction) => {
-                    let applied = self.store.apply(transaction).is_ok();
-                    if applied {
-                        request.committed()
-                    } else {
-                        request.conflicted()
-                    }
-                    .expect("a transaction was pending");
-                }
-                Step::Respond(_) | Step::Serve(_) => return request,
-            }
+                Step::Write(transaction) => match self.store.apply(&transaction) {
+                    Ok(()) => Event::Committed,
+                    Err(_) => Event::Conflicted,
+                },
+                Step::Respond(_) | Step::Serve(_) => return step,
+            };
+            step = request
+                .advance(event)
+                .expect("the host answers the step it was given");
         }
     }
 
     /// Runs `input` and checks that it ends in a 200 reply of this kind.
-    pub fn expect(&mut self, input: Input, outcome: &Outcome) -> Request {
-        let mut request = self.serve(input);
-        match request.poll() {
+    pub fn expect(&mut self, input: Input, outcome: &Outcome) -> Step {
+        let step = self.serve(input);
+        match &step {
             Step::Respond(reply) if reply.response.status == 200 && reply.outcome == *outcome => {}
             other => panic!("expected a 200 {outcome:?}, got {other:?}"),
         }
-        request
+        step
     }
 
     /// Authorize, consent, exchange: the code flow with PKCE and offline access, for a user who
     /// has not consented yet. Returns the finished token request (its reply holds the tokens).
-    pub fn code_exchange(&mut self, query: &str, user: User) -> Request {
+    pub fn code_exchange(&mut self, query: &str, user: User) -> Step {
         let code = self.consented_code(query, user);
         self.exchange(&code)
     }
 
     /// The token request that redeems `code` with the PKCE verifier.
-    pub fn exchange(&mut self, code: &str) -> Request {
+    pub fn exchange(&mut self, code: &str) -> Step {
         self.redeem(exchange_request(code))
     }
 
     /// Runs a token request that redeems a code (never inlined: profiles can tell it apart).
     #[inline(never)]
-    pub fn redeem(&mut self, request: HttpRequest) -> Request {
+    pub fn redeem(&mut self, request: HttpRequest) -> Step {
         self.expect(
             Input::Http {
                 request,
@@ -120,11 +111,11 @@ impl Host {
     /// before, the code automatic re-authorization yields at once.
     pub fn consented_code(&mut self, query: &str, user: User) -> String {
         let authorize = edgegrant::HttpRequest::new("GET", "/oauth2/authorize", query);
-        let mut page = self.serve(Input::Http {
+        let page = self.serve(Input::Http {
             request: authorize,
             user: Some(user.clone()),
         });
-        let Step::Respond(reply) = page.poll() else {
+        let Step::Respond(reply) = page else {
             panic!("no reply")
         };
         match &reply.outcome {
@@ -134,11 +125,11 @@ impl Host {
             }
             _ => panic!("no consent prompt: {reply:?}"),
         }
-        let mut consent = self.serve(Input::Http {
+        let consent = self.serve(Input::Http {
             request: consent_form(query, Decision::Allow),
             user: Some(user),
         });
-        let Step::Respond(reply) = consent.poll() else {
+        let Step::Respond(reply) = consent else {
             panic!("no reply")
         };
         let Outcome::Redirect(location) = &reply.outcome else {
@@ -154,8 +145,8 @@ pub fn exchange_request(code: &str) -> HttpRequest {
 }
 
 /// A field of the JSON token response a finished token request holds.
-pub fn field(request: &mut Request, name: &str) -> String {
-    let Step::Respond(reply) = request.poll() else {
+pub fn field(answer: &Step, name: &str) -> String {
+    let Step::Respond(reply) = answer else {
         panic!("no reply")
     };
     let value: serde_json::Value = serde_json::from_str(&reply.response.body).expect("JSON");
@@ -182,9 +173,9 @@ impl Populated {
         let config = Arc::new(fixture_config());
         let query = pkce_offline_query("bench");
         let mut host = Host::new(&config);
-        let mut tokens = host.code_exchange(&query, alice());
-        let access = field(&mut tokens, "access_token");
-        let refresh = field(&mut tokens, "refresh_token");
+        let tokens = host.code_exchange(&query, alice());
+        let access = field(&tokens, "access_token");
+        let refresh = field(&tokens, "refresh_token");
         let mut others = 0u32;
         while host.store.len() < 10_000 {
             others += 1;

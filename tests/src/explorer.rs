@@ -30,7 +30,7 @@ use crate::{GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, REVOKE, VERIFIER};
 
 /// What happened at one point of a schedule.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Event {
+pub enum Moment {
     /// Request `actor` read these keys in one batch.
     Read {
         /// The request.
@@ -68,14 +68,14 @@ pub struct Schedule {
     /// Per request, the answers its client received (one, unless a crash lost one).
     pub answers: Vec<Vec<Answer>>,
     /// Every step, in order.
-    pub trace: Vec<Event>,
+    pub trace: Vec<Moment>,
 }
 
 impl Schedule {
     /// Where in the trace the first commit recording an event that `matches` happened.
     pub fn commit_of(&self, matches: impl Fn(&AuditEvent) -> bool) -> Option<usize> {
         self.trace.iter().position(|event| match event {
-            Event::Commit { audit, .. } => audit.iter().any(&matches),
+            Moment::Commit { audit, .. } => audit.iter().any(&matches),
             _ => false,
         })
     }
@@ -84,7 +84,7 @@ impl Schedule {
     pub fn last_read_of(&self, actor: usize) -> Option<usize> {
         self.trace
             .iter()
-            .rposition(|event| matches!(event, Event::Read { actor: a } if *a == actor))
+            .rposition(|event| matches!(event, Moment::Read { actor: a } if *a == actor))
     }
 }
 
@@ -101,7 +101,7 @@ struct State {
     slots: Vec<Slot>,
     attempts: Vec<u64>,
     answers: Vec<Vec<Answer>>,
-    trace: Vec<Event>,
+    trace: Vec<Moment>,
     crashes_left: usize,
 }
 
@@ -174,7 +174,7 @@ fn walk(
             Slot::Answering(answer) => {
                 let answer = answer.clone();
                 next.answers[actor].push(answer);
-                next.trace.push(Event::Answer { actor });
+                next.trace.push(Moment::Answer { actor });
                 next.slots[actor] = Slot::Answered;
             }
             Slot::Running(request) => {
@@ -183,10 +183,10 @@ fn walk(
                     .expect("the host follows the contract");
                 assert!(request.steps < 24, "a request must finish");
                 match progress {
-                    Progress::Loaded(_) => next.trace.push(Event::Read { actor }),
-                    Progress::Conflicted(_) => next.trace.push(Event::Conflict { actor }),
+                    Progress::Loaded(_) => next.trace.push(Moment::Read { actor }),
+                    Progress::Conflicted(_) => next.trace.push(Moment::Conflict { actor }),
                     Progress::Committed { audit } => {
-                        next.trace.push(Event::Commit { actor, audit })
+                        next.trace.push(Moment::Commit { actor, audit })
                     }
                     Progress::Done {
                         answer,
@@ -194,13 +194,13 @@ fn walk(
                         audit,
                     } => {
                         if committed {
-                            next.trace.push(Event::Commit { actor, audit });
+                            next.trace.push(Moment::Commit { actor, audit });
                         }
                         if answers_are_steps {
                             next.slots[actor] = Slot::Answering(answer);
                         } else {
                             next.answers[actor].push(answer);
-                            next.trace.push(Event::Answer { actor });
+                            next.trace.push(Moment::Answer { actor });
                             next.slots[actor] = Slot::Answered;
                         }
                     }
@@ -219,7 +219,7 @@ fn walk(
             let mut crashed = state.clone();
             crashed.crashes_left -= 1;
             crashed.attempts[actor] += 1;
-            crashed.trace.push(Event::Crash { actor });
+            crashed.trace.push(Moment::Crash { actor });
             crashed.slots[actor] = Slot::Running(Box::new(start(
                 config,
                 inputs,

@@ -106,6 +106,18 @@ impl Store {
         due.len()
     }
 
+    /// What it holds under each of `keys`, as the core takes it.
+    pub fn read(&self, keys: Vec<RecordKey>) -> Event {
+        Event::Read(
+            keys.into_iter()
+                .map(|key| {
+                    let found = self.get(&key).cloned();
+                    (key, found)
+                })
+                .collect(),
+        )
+    }
+
     /// Applies `transaction` if every condition holds, else nothing (the conflicting key).
     pub fn apply(&mut self, transaction: &Transaction) -> Result<(), Conflict> {
         for put in &transaction.puts {
@@ -206,7 +218,12 @@ pub enum Progress {
 #[derive(Debug, Clone)]
 pub struct Request {
     request: edgegrant::Request,
+    /// The step the core gave last, to act on next.
+    next: Step,
     committed: Option<Vec<AuditEvent>>,
+    /// The reads and writes the core asked for, against [`edgegrant::Request::max_steps`].
+    asked: u32,
+    max_steps: u32,
     /// How many steps were taken.
     pub steps: usize,
     /// How many batched reads were made.
@@ -218,12 +235,13 @@ pub struct Request {
 impl Request {
     /// A request starting now with this entropy.
     ///
-    /// Every request of every test checks the partition contract: the core's routing answer
+    /// Every request of every test checks the partition contract — the core's routing answer
     /// ([`partition_of`]) is the request's partition, every record it touches but failure
-    /// counts lies there, and every transaction lies in one partition.
+    /// counts lies there, and every transaction lies in one partition — and the published
+    /// bound: it asks for no more than [`edgegrant::Request::max_steps`] reads and writes.
     pub fn new(config: &Arc<Config>, input: Input, now: UnixTime, entropy: Entropy) -> Self {
         let routed = partition_of(config, &input);
-        let request = edgegrant::Request::new(config.clone(), input, now, entropy);
+        let (request, next) = edgegrant::Request::start(config.clone(), input, now, entropy);
         if let Some(partition) = request.partition() {
             assert_eq!(
                 routed,
@@ -231,12 +249,35 @@ impl Request {
                 "the routing answer is the request's partition"
             );
         }
-        Request {
+        let mut request = Request {
             request,
+            next,
             committed: None,
+            asked: 0,
+            max_steps: edgegrant::Request::max_steps(config),
             steps: 0,
             reads: 0,
             conflicts: 0,
+        };
+        request.count_asked();
+        request
+    }
+
+    /// Reports `event` and keeps the step it gets back.
+    fn advance(&mut self, event: Event) -> Result<(), Misuse> {
+        self.next = self.request.advance(event)?;
+        self.count_asked();
+        Ok(())
+    }
+
+    fn count_asked(&mut self) {
+        if matches!(self.next, Step::Read(_) | Step::Write(_)) {
+            self.asked += 1;
+            assert!(
+                self.asked <= self.max_steps,
+                "the request asked for more than max_steps ({}) reads and writes",
+                self.max_steps
+            );
         }
     }
 
@@ -244,16 +285,14 @@ impl Request {
     pub fn step(&mut self, store: &mut Store) -> Result<Progress, Misuse> {
         self.steps += 1;
         let partition = self.request.partition();
-        match self.request.poll() {
+        match &self.next {
             Step::Read(keys) => {
-                let keys = keys.to_vec();
+                let keys = keys.clone();
                 for key in &keys {
                     check_partition(partition, key);
                 }
                 self.reads += 1;
-                for key in &keys {
-                    self.request.supply(key, store.get(key))?;
-                }
+                self.advance(store.read(keys.clone()))?;
                 Ok(Progress::Loaded(keys))
             }
             Step::Write(transaction) => match store.apply(checked(partition, transaction)) {
@@ -267,13 +306,12 @@ impl Request {
                     if !counts_only {
                         // Every applied transaction's events (an unlink writes its sweep
                         // after the transaction that carries its event).
-                        self.committed
-                            .get_or_insert_with(Vec::new)
-                            .extend(transaction.audit.iter().cloned());
+                        let audit = transaction.audit.clone();
+                        self.committed.get_or_insert_with(Vec::new).extend(audit);
                     }
-                    self.request.committed()?;
+                    self.advance(Event::Committed)?;
                     self.steps -= 1;
-                    if matches!(self.request.poll(), Step::Read(_)) {
+                    if matches!(self.next, Step::Read(_)) {
                         let audit = self.committed.take().unwrap_or_default();
                         return Ok(Progress::Committed { audit });
                     }
@@ -281,13 +319,34 @@ impl Request {
                 }
                 Err(conflict) => {
                     self.conflicts += 1;
-                    self.request.conflicted()?;
+                    self.advance(Event::Conflicted)?;
                     Ok(Progress::Conflicted(conflict))
                 }
             },
             Step::Respond(reply) => Ok(done(Answer::Reply(reply.clone()), &self.committed)),
             Step::Serve(principal) => Ok(done(Answer::Serve(principal.clone()), &self.committed)),
         }
+    }
+
+    /// The store failed on the pending read or write: reports it, and gives the answer.
+    pub fn unavailable(&mut self) -> Result<Answer, Misuse> {
+        self.advance(Event::Unavailable)?;
+        match &self.next {
+            Step::Respond(reply) => Ok(Answer::Reply(reply.clone())),
+            Step::Serve(authorized) => Ok(Answer::Serve(authorized.clone())),
+            other => panic!("an unavailable store ends the request, not {other:?}"),
+        }
+    }
+
+    /// The step the core gave last.
+    pub fn next(&self) -> &Step {
+        &self.next
+    }
+
+    /// Reports `event` as it is (a test of the contract's misuse checks).
+    pub fn report(&mut self, event: Event) -> Result<&Step, Misuse> {
+        self.advance(event)?;
+        Ok(&self.next)
     }
 
     /// Steps until done, with the audit events of every transaction it applied. Panics after

@@ -130,10 +130,26 @@ fn the_hosts_sign_in_is_counted_before_it_runs_per_account_from_each_source() {
         held.refusal(),
         Some(&Refusal::TooManyAttempts(Seconds(WINDOW)))
     );
+    // Every host reads that reply one way: the core's verdict, with the wait it sends.
+    assert_eq!(
+        held.reply().attempt_verdict(),
+        AttemptVerdict::Limited(Seconds(WINDOW))
+    );
+    assert_eq!(
+        http(held).header("Retry-After"),
+        Some(WINDOW.to_string().as_str())
+    );
     sim.now = UnixTime(T0.0 + WINDOW - 1);
     let held = sim.run(from_here());
     assert_eq!(held.refusal(), Some(&Refusal::TooManyAttempts(Seconds(1))));
     assert_eq!(http(held).header("Retry-After"), Some("1"));
+    // A store that fails is no one's limit.
+    let mut request = edgegrant_tests::Request::new(&sim.config, from_here(), sim.now, entropy(3));
+    let failed = request.unavailable().unwrap();
+    assert_eq!(
+        failed.reply().attempt_verdict(),
+        AttemptVerdict::Unavailable(Seconds(1))
+    );
     // No one elsewhere locks alice out: her own address is counted apart.
     let owner = sim.run(sign_in("alice", "203.0.113.5", AttemptStep::Reserve));
     assert_eq!(owner.outcome(), &Outcome::AttemptsAllowed);
@@ -150,32 +166,29 @@ fn the_hosts_sign_in_is_counted_before_it_runs_per_account_from_each_source() {
         assert_eq!(back.outcome(), &Outcome::AttemptsAllowed);
     }
     // Counts expire with their window: each write carries its purge time.
-    let mut request = edgegrant::Request::new(
+    let (mut request, step) = edgegrant::Request::start(
         sim.config.clone(),
         sign_in("carol", "198.51.100.9", AttemptStep::Reserve),
         sim.now,
         Entropy::new([7; ENTROPY_LEN]),
     );
-    let Step::Read(keys) = request.poll() else {
+    let Step::Read(keys) = step else {
         panic!("the counts are read first")
     };
-    let keys = keys.to_vec();
-    for key in &keys {
-        request.supply(key, None).unwrap();
-    }
+    let mut step = request.advance(Store::default().read(keys)).unwrap();
     // One transaction per count, each in the count's own partition, one after the other.
     let mut partitions = Vec::new();
-    while let Step::Write(transaction) = request.poll() {
+    while let Step::Write(transaction) = step {
         assert_eq!(transaction.puts.len(), 1);
         let put = &transaction.puts[0];
         assert_eq!(put.purge_after, Some(UnixTime(sim.now.0 + WINDOW)));
         assert_eq!(transaction.partition(), Some(put.key.partition()));
         partitions.push(put.key.partition());
-        request.committed().unwrap();
+        step = request.advance(Event::Committed).unwrap();
     }
     assert_eq!(partitions.len(), 2);
     assert_ne!(partitions[0], partitions[1]);
-    assert!(matches!(request.poll(), Step::Respond(_)));
+    assert!(matches!(step, Step::Respond(_)));
 }
 
 #[test]
@@ -211,7 +224,7 @@ fn checks_racing_each_other_never_pass_the_limit_together() {
 }
 
 #[test]
-fn an_attempter_no_one_can_have_typed_is_refused_and_counts_nothing() {
+fn an_attempter_no_one_can_have_typed_or_too_many_are_refused_and_count_nothing() {
     // A name with a NUL once split into other attempters in the bindings; now attempters are
     // structured, and names with control characters (or empty, or over 256 bytes) are refused.
     let mut sim = sim_with_limits(1, 1);
@@ -230,8 +243,16 @@ fn an_attempter_no_one_can_have_typed_is_refused_and_counts_nothing() {
             Some(&Refusal::MalformedAttempter),
             "{name:?}"
         );
+        assert_eq!(answer.reply().attempt_verdict(), AttemptVerdict::Malformed);
         assert_eq!(http(answer).status, 400);
     }
+    // One check counted against more attempters than a request may write counts.
+    let sources = (0..=MAX_ATTEMPTERS).map(|i| Attempter::Source(format!("203.0.113.{i}")));
+    let answer = sim.run(Input::Attempts {
+        attempters: sources.collect(),
+        step: AttemptStep::Reserve,
+    });
+    assert_eq!(answer.refusal(), Some(&Refusal::MalformedAttempter));
     assert!(!sim
         .store
         .iter()

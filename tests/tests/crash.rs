@@ -23,7 +23,7 @@ fn commits(schedule: &Schedule, matches: impl Fn(&AuditEvent) -> bool) -> usize 
         .trace
         .iter()
         .map(|event| match event {
-            Event::Commit { audit, .. } => audit.iter().filter(|e| matches(e)).count(),
+            Moment::Commit { audit, .. } => audit.iter().filter(|e| matches(e)).count(),
             _ => 0,
         })
         .sum()

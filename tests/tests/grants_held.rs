@@ -19,7 +19,8 @@ struct Touched {
 
 fn touched(sim: &Sim, input: Input) -> (Touched, Store) {
     let mut store = sim.store.clone();
-    let mut request = edgegrant::Request::new(sim.config.clone(), input, sim.now, entropy(7));
+    let (mut request, mut step) =
+        edgegrant::Request::start(sim.config.clone(), input, sim.now, entropy(7));
     let mut seen = Touched {
         read_bytes: 0,
         largest_read: 0,
@@ -27,24 +28,28 @@ fn touched(sim: &Sim, input: Input) -> (Touched, Store) {
         transactions: 0,
     };
     loop {
-        match request.poll() {
+        let event = match step {
             Step::Read(keys) => {
-                let keys = keys.to_vec();
                 seen.largest_read = seen.largest_read.max(keys.len());
-                for key in &keys {
-                    let found = store.get(key);
-                    seen.read_bytes += found.map_or(0, |s| s.bytes.len());
-                    request.supply(key, found).unwrap();
-                }
+                let found: Vec<_> = keys
+                    .into_iter()
+                    .map(|key| {
+                        let found = store.get(&key).cloned();
+                        seen.read_bytes += found.as_ref().map_or(0, |s| s.bytes.len());
+                        (key, found)
+                    })
+                    .collect();
+                Event::Read(found)
             }
             Step::Write(transaction) => {
                 seen.largest_transaction = seen.largest_transaction.max(transaction.puts.len());
                 seen.transactions += 1;
-                store.apply(&transaction.clone()).unwrap();
-                request.committed().unwrap();
+                store.apply(&transaction).unwrap();
+                Event::Committed
             }
             Step::Respond(_) | Step::Serve(_) => return (seen, store),
-        }
+        };
+        step = request.advance(event).unwrap();
     }
 }
 
@@ -157,24 +162,20 @@ fn an_unlink_the_host_stopped_midway_is_finished_by_the_next() {
         by: Unlinker::User,
     };
     // The host stops after its first transaction: the epoch moved, one page was swept.
-    let mut request =
-        edgegrant::Request::new(sim.config.clone(), unlink.clone(), sim.now, entropy(5));
+    let (mut request, mut step) =
+        edgegrant::Request::start(sim.config.clone(), unlink.clone(), sim.now, entropy(5));
     let mut written = 0;
     while written < 1 {
-        match request.poll() {
-            Step::Read(keys) => {
-                let keys = keys.to_vec();
-                for key in &keys {
-                    request.supply(key, sim.store.get(key)).unwrap();
-                }
-            }
+        let event = match step {
+            Step::Read(keys) => sim.store.read(keys),
             Step::Write(transaction) => {
-                sim.store.apply(&transaction.clone()).unwrap();
-                request.committed().unwrap();
+                sim.store.apply(&transaction).unwrap();
                 written += 1;
+                Event::Committed
             }
             other => panic!("ended early: {other:?}"),
-        }
+        };
+        step = request.advance(event).unwrap();
     }
     drop(request);
     let left = |sim: &Sim| {
@@ -188,6 +189,38 @@ fn an_unlink_the_host_stopped_midway_is_finished_by_the_next() {
     // Access ended with the first transaction; the user unlinks again (or the host retries).
     assert_eq!(sim.run(unlink).outcome(), &Outcome::Unlinked);
     assert_eq!(left(&sim), 0);
+    check_store(&fixture_key(), &sim.store);
+}
+
+#[test]
+fn an_unlink_past_one_requests_pages_answers_within_the_bound_and_the_next_sweeps_on() {
+    let mut sim = Sim::new(fixture_config());
+    let page = 32;
+    let held = SWEEP_PAGES_PER_REQUEST as usize * page + 40;
+    let tokens: Vec<serde_json::Value> = (0..held)
+        .map(|_| sim.pkce_offline_tokens(&alice()))
+        .collect();
+    let unlink = Input::Unlink {
+        app: AppKey::new(PKCE_APP).unwrap(),
+        account_id: alice().account_id,
+        by: Unlinker::User,
+    };
+    let left = |sim: &Sim| {
+        sim.store
+            .iter()
+            .filter(|(key, _)| matches!(key, RecordKey::Member(..)))
+            .filter(|(key, _)| sim.store.purge_after(key).is_none())
+            .count()
+    };
+    // The harness fails any request that asks for more than `Request::max_steps`.
+    assert_eq!(sim.run(unlink.clone()).outcome(), &Outcome::Unlinked);
+    assert_eq!(left(&sim), 40, "as many pages as one request may write");
+    // Every grant ended at once, swept or not.
+    let last = &tokens[held - 1];
+    let refused = sim.refresh(last["refresh_token"].as_str().unwrap(), PKCE_APP, None);
+    assert_eq!(oauth_error(&refused), "invalid_grant");
+    assert_eq!(sim.run(unlink).outcome(), &Outcome::Unlinked);
+    assert_eq!(left(&sim), 0, "the pair's next unlink swept the rest");
     check_store(&fixture_key(), &sim.store);
 }
 

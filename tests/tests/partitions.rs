@@ -37,24 +37,23 @@ fn rerouted(credential: &str, route: &str) -> String {
 /// The keys `input` reads and writes, run against `store` (which it leaves as it was).
 fn keys_touched(sim: &Sim, input: Input) -> Vec<RecordKey> {
     let mut store = sim.store.clone();
-    let mut request = edgegrant::Request::new(sim.config.clone(), input, sim.now, entropy(99));
+    let (mut request, mut step) =
+        edgegrant::Request::start(sim.config.clone(), input, sim.now, entropy(99));
     let mut keys = Vec::new();
     loop {
-        match request.poll() {
+        let event = match step {
             Step::Read(read) => {
-                let read = read.to_vec();
-                for key in &read {
-                    request.supply(key, store.get(key)).unwrap();
-                }
-                keys.extend(read);
+                keys.extend(read.iter().cloned());
+                store.read(read)
             }
             Step::Write(transaction) => {
                 keys.extend(transaction.puts.iter().map(|put| put.key.clone()));
-                store.apply(&transaction.clone()).unwrap();
-                request.committed().unwrap();
+                store.apply(&transaction).unwrap();
+                Event::Committed
             }
             Step::Respond(_) | Step::Serve(_) => return keys,
-        }
+        };
+        step = request.advance(event).unwrap();
     }
 }
 

@@ -267,7 +267,7 @@ fn consent_racing_unlink_never_revives_old_tokens() {
     let mut saw_conflict = false;
     scenario("consent racing unlink", &sim, &inputs, &[0, 1], &mut |s| {
         all_dead(&sim, s, &[(old_access.clone(), Some(old_refresh.clone()))]);
-        saw_conflict |= s.trace.iter().any(|e| matches!(e, Event::Conflict { .. }));
+        saw_conflict |= s.trace.iter().any(|e| matches!(e, Moment::Conflict { .. }));
         // The code the user received works exactly when its consent committed after the unlink.
         let Some(Outcome::Redirect(location)) = s.answers[0].last().map(Answer::outcome) else {
             panic!("consent redirects: {:?}", s.answers[0])
@@ -279,8 +279,8 @@ fn consent_racing_unlink_never_revives_old_tokens() {
             .iter()
             .rev()
             .find_map(|e| match e {
-                Event::Commit { actor: 0, .. } => Some(true),
-                Event::Commit { audit, .. }
+                Moment::Commit { actor: 0, .. } => Some(true),
+                Moment::Commit { audit, .. }
                     if audit
                         .iter()
                         .any(|a| matches!(a, AuditEvent::Unlinked { .. })) =>
@@ -295,7 +295,7 @@ fn consent_racing_unlink_never_revives_old_tokens() {
         let exchanged = after.exchange_pkce(&code, VERIFIER).status;
         // With a crash, an earlier attempt's code may be the last commit; only the delivered
         // code's fate is pinned when the delivered consent committed last.
-        if !s.trace.iter().any(|e| matches!(e, Event::Crash { .. })) {
+        if !s.trace.iter().any(|e| matches!(e, Moment::Crash { .. })) {
             assert_eq!(exchanged == 200, consented_last, "{:?}", s.trace);
         } else if exchanged == 200 {
             let unlinked = s.commit_of(|e| matches!(e, AuditEvent::Unlinked { .. }));
@@ -333,7 +333,7 @@ fn reauthorization_racing_unlink_never_issues_an_unapproved_code() {
                     let issued = s
                         .commit_of(|e| matches!(e, AuditEvent::CodeIssued { .. }))
                         .expect("a redirected code was committed");
-                    let crashed = s.trace.iter().any(|e| matches!(e, Event::Crash { .. }));
+                    let crashed = s.trace.iter().any(|e| matches!(e, Moment::Crash { .. }));
                     assert!(
                         issued < unlinked || crashed,
                         "a code issued after the unlink without consent: {:?}",

@@ -1,32 +1,30 @@
-//! The host contract itself (DESIGN.md): records not asked for, and stored bytes that are not a
-//! record of the key's type, are misuse; the same inputs give the same step. Racing hosts are
-//! explored in `race_explorer.rs`, crashes in `crash.rs`.
+//! The host contract itself (DESIGN.md): an event that does not answer the step, records not
+//! asked for or left out, are misuse and change nothing; stored bytes that are not a record of
+//! the key's type are a storage fault, answered 503; the same inputs give the same step. Racing
+//! hosts are explored in `race_explorer.rs`, crashes in `crash.rs`.
 
 use std::sync::Arc;
 
 use edgegrant::*;
 use edgegrant_tests::*;
 
-/// A request of the core itself (not the harness's), started at [`T0`].
-fn start(config: &Arc<Config>, input: Input, seed: u64) -> edgegrant::Request {
-    edgegrant::Request::new(config.clone(), input, T0, entropy(seed))
+/// A request of the core itself (not the harness's), started at [`T0`], with its first step.
+fn start(config: &Arc<Config>, input: Input, seed: u64) -> (edgegrant::Request, Step) {
+    edgegrant::Request::start(config.clone(), input, T0, entropy(seed))
 }
 
-/// The keys of the pending read.
-fn read_keys(request: &mut edgegrant::Request) -> Vec<RecordKey> {
-    match request.poll() {
-        Step::Read(keys) => keys.to_vec(),
+/// The keys of a read.
+fn read_keys(step: &Step) -> Vec<RecordKey> {
+    match step {
+        Step::Read(keys) => keys.clone(),
         other => panic!("expected a read, got {other:?}"),
     }
 }
 
 #[test]
-fn records_not_asked_for_are_host_misuse() {
+fn events_that_do_not_answer_the_step_are_host_misuse_and_change_nothing() {
     let mut sim = Sim::new(fixture_config());
-    let token = sim.pkce_offline_tokens(&alice())["access_token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    sim.pkce_offline_tokens(&alice());
     // The access-token record: neither request below asks for it.
     let (key, value) = sim
         .store
@@ -35,60 +33,103 @@ fn records_not_asked_for_are_host_misuse() {
         .map(|(k, v)| (k.clone(), v.clone()))
         .unwrap();
 
-    // A request that needs no record at all (no user: the sign-in page).
+    // A request that needs no record at all (no user: the sign-in page) is over at once.
     let input = Input::Http {
         request: HttpRequest::new("GET", "/oauth2/authorize", &pkce_offline_query("s")),
         user: None,
     };
-    let mut request = start(&sim.config, input, 1);
-    assert!(matches!(request.poll(), Step::Respond(_)));
-    let result = request.supply(&key, Some(&value));
-    assert!(
-        matches!(result, Err(Misuse::UnrequestedRecord(_))),
-        "{result:?}"
-    );
+    let (mut request, step) = start(&sim.config, input, 1);
+    assert!(matches!(step, Step::Respond(_)));
+    let result = request.advance(Event::Read(vec![(key.clone(), Some(value.clone()))]));
+    assert_eq!(result, Err(Misuse::OutOfTurn("read")));
+    for (event, name) in [
+        (Event::Committed, "committed"),
+        (Event::Conflicted, "conflicted"),
+        (Event::Unavailable, "unavailable"),
+    ] {
+        assert_eq!(request.advance(event), Err(Misuse::OutOfTurn(name)));
+    }
 
-    // A request reading one key, handed another.
+    // A request reading one key, handed another, or handed nothing, or the key twice.
     let input = Input::Http {
         request: HttpRequest::new("GET", "/oauth2/authorize", &pkce_offline_query("s")),
         user: Some(alice()),
     };
-    let mut request = start(&sim.config, input, 1);
-    let keys = read_keys(&mut request);
+    let (mut request, step) = start(&sim.config, input, 1);
+    let keys = read_keys(&step);
     assert!(!keys.contains(&key), "{keys:?}");
-    let result = request.supply(&key, Some(&value));
+    let mut with_extra: Vec<_> = keys.iter().map(|k| (k.clone(), None)).collect();
+    with_extra.push((key.clone(), Some(value)));
+    let result = request.advance(Event::Read(with_extra));
     assert_eq!(result, Err(Misuse::UnrequestedRecord(key.to_string())));
-    // Nothing was taken: the request still waits for the keys it named.
-    assert_eq!(read_keys(&mut request), keys);
+    let result = request.advance(Event::Read(Vec::new()));
+    assert_eq!(result, Err(Misuse::MissingRecord(keys[0].to_string())));
+    let twice: Vec<_> = keys
+        .iter()
+        .chain(&keys)
+        .map(|k| (k.clone(), None))
+        .collect();
+    let result = request.advance(Event::Read(twice));
+    assert_eq!(result, Err(Misuse::UnrequestedRecord(keys[0].to_string())));
+    // No transaction is pending: neither a commit nor a conflict answers a read.
+    assert_eq!(
+        request.advance(Event::Committed),
+        Err(Misuse::OutOfTurn("committed"))
+    );
+    assert_eq!(
+        request.advance(Event::Conflicted),
+        Err(Misuse::OutOfTurn("conflicted"))
+    );
+    // Nothing was taken: the request still answers the read it asked for, as a fresh one does.
+    let found: Vec<_> = keys.iter().map(|k| (k.clone(), None)).collect();
+    let after = request.advance(Event::Read(found.clone())).unwrap();
+    let (mut fresh, _) = start(
+        &sim.config,
+        Input::Http {
+            request: HttpRequest::new("GET", "/oauth2/authorize", &pkce_offline_query("s")),
+            user: Some(alice()),
+        },
+        1,
+    );
+    assert_eq!(after, fresh.advance(Event::Read(found)).unwrap());
+}
 
-    // No transaction is pending: neither committed nor conflicted may be called.
-    assert_eq!(request.committed(), Err(Misuse::NoTransaction));
-    assert_eq!(request.conflicted(), Err(Misuse::NoTransaction));
-
-    // A record of the wrong type under a token's key.
+#[test]
+fn a_stored_record_the_core_cannot_read_is_a_storage_fault() {
+    let mut sim = Sim::new(fixture_config());
+    let token = sim.pkce_offline_tokens(&alice())["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let access_key = RecordKey::of_access_token(&fixture_key(), token.as_str()).unwrap();
     let input = Input::Http {
         request: bearer_request(GET_ACCOUNT, &token),
         user: None,
     };
-    let mut request = start(&sim.config, input.clone(), 1);
-    assert_eq!(read_keys(&mut request), std::slice::from_ref(&access_key));
-    let link = Stored {
-        version: 1,
-        bytes: Record::Link(LinkRecord::default()).encode(),
-    };
-    let result = request.supply(&access_key, Some(&link));
-    assert_eq!(result, Err(Misuse::BadRecord(access_key.to_string())));
-
-    // Bytes that are no record at all.
-    let mut request = start(&sim.config, input, 1);
-    read_keys(&mut request);
-    let garbage = Stored {
-        version: 1,
-        bytes: b"{\"type\":\"access_token\"".to_vec(),
-    };
-    let result = request.supply(&access_key, Some(&garbage));
-    assert_eq!(result, Err(Misuse::BadRecord(access_key.to_string())));
+    // A record of the wrong type under the token's key, and bytes that are no record at all.
+    let link = Record::Link(LinkRecord::default()).encode();
+    let garbage = b"{\"type\":\"access_token\"".to_vec();
+    for bytes in [link, garbage] {
+        let (mut request, step) = start(&sim.config, input.clone(), 1);
+        assert_eq!(read_keys(&step), std::slice::from_ref(&access_key));
+        let stored = Stored { version: 1, bytes };
+        let step = request
+            .advance(Event::Read(vec![(access_key.clone(), Some(stored))]))
+            .unwrap();
+        let Step::Respond(reply) = step else {
+            panic!("a storage fault is answered, got {step:?}")
+        };
+        assert_eq!(
+            reply.refusal(),
+            Some(&Refusal::StorageFault(access_key.to_string()))
+        );
+        assert_eq!(reply.response.status, 503);
+        assert_eq!(reply.response.header("Retry-After"), Some("1"));
+        assert!(
+            !reply.response.body.contains(&access_key.to_string()),
+            "the key is for the host's log, not the client"
+        );
+    }
 }
 
 #[test]
@@ -100,19 +141,15 @@ fn the_same_inputs_give_the_same_step() {
     };
     // Runs the consent on an empty store up to its write.
     let transaction = |seed: u64| {
-        let mut request = start(&config, consent(), seed);
-        for key in read_keys(&mut request) {
-            request.supply(&key, None).unwrap();
-        }
-        let Step::Write(transaction) = request.poll() else {
+        let (mut request, step) = start(&config, consent(), seed);
+        let found = read_keys(&step).into_iter().map(|k| (k, None)).collect();
+        let Step::Write(transaction) = request.advance(Event::Read(found)).unwrap() else {
             panic!("the consent writes its code")
         };
-        let transaction = transaction.clone();
-        request.committed().unwrap();
-        let Step::Respond(reply) = request.poll() else {
+        let Step::Respond(reply) = request.advance(Event::Committed).unwrap() else {
             panic!("a reply after the commit")
         };
-        (transaction, reply.clone())
+        (transaction, reply)
     };
     let a = transaction(5);
     let b = transaction(5);

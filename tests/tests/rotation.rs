@@ -497,7 +497,7 @@ fn racing_and_retried_refreshes_of_one_token_rotate_once_and_agree() {
                     .trace
                     .iter()
                     .filter(|e| {
-                        matches!(e, Event::Commit { audit, .. }
+                        matches!(e, Moment::Commit { audit, .. }
                             if matches!(audit.first(), Some(AuditEvent::RefreshTokenRotated { .. })))
                     })
                     .count();

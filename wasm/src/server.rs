@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use edgegrant::{
-    AccountId, AppKey, AttemptStep, Attempter, Authorized, Config, ConfigDocument, Entropy, Expect,
-    HttpRequest, Input, Outcome, RecordKey, Step, Stored, Uid, UnixTime, Unlinker, User,
+    AccountId, AppKey, AttemptStep, Attempter, Authorized, Config, ConfigDocument, Entropy, Event,
+    Expect, HttpRequest, Input, Outcome, RecordKey, Step, Stored, Uid, UnixTime, Unlinker, User,
     ENTROPY_LEN,
 };
 use serde::Serialize;
@@ -394,8 +394,13 @@ impl Core {
 
     fn start(&self, input: Input, now: f64, entropy: &[u8]) -> Result<Request, JsError> {
         let now = UnixTime(whole("now", now)?);
+        let (inner, step) =
+            edgegrant::Request::start(self.config.clone(), input, now, entropy_of(entropy)?);
         Ok(Request {
-            inner: edgegrant::Request::new(self.config.clone(), input, now, entropy_of(entropy)?),
+            inner,
+            step,
+            found: Vec::new(),
+            max_steps: edgegrant::Request::max_steps(&self.config),
         })
     }
 
@@ -415,27 +420,55 @@ impl Core {
 }
 
 /// One request in progress (see `edgegrant::Request`). `step` says what to do next, with that
-/// step's first values; the getters of a write or a reply give the rest. Free it once done.
+/// step's first values; the getters of a write or a reply give the rest. What came of the step
+/// goes back through one of `found` (after `supply` for each key), `committed`, `conflicted`
+/// or `unavailable`, each one `edgegrant::Request::advance`. Free it once done.
 #[wasm_bindgen]
 pub struct Request {
     inner: edgegrant::Request,
+    /// The step to act on.
+    step: Step,
+    /// The records supplied so far for the pending read.
+    found: Vec<(RecordKey, Option<Stored>)>,
+    max_steps: u32,
 }
 
 fn misuse(error: impl std::fmt::Display) -> JsError {
     JsError::new(&format!("edgegrant: {error}"))
 }
 
+impl Request {
+    fn advance(&mut self, event: Event) -> Result<(), JsError> {
+        self.step = self.inner.advance(event).map_err(misuse)?;
+        Ok(())
+    }
+
+    fn put<T>(&self, index: usize, value: impl Fn(&edgegrant::Put) -> T) -> Option<T> {
+        match &self.step {
+            Step::Write(transaction) => transaction.puts.get(index).map(value),
+            _ => None,
+        }
+    }
+
+    fn reply(&self) -> Option<&edgegrant::Reply> {
+        match &self.step {
+            Step::Respond(reply) => Some(reply),
+            _ => None,
+        }
+    }
+}
+
 #[wasm_bindgen]
 impl Request {
     /// What the host does next, with the step's first values, in one crossing: a
-    /// NUL-separated string of `r` and the keys to read (then `supply` each); `w` (a write:
-    /// the `put*` getters and `audit`, then `committed` or `conflicted`); `p` (a reply:
-    /// `status`, `headers`, `body`, `outcome`, `refusal`); or `s` and the authorized call's
-    /// principal: app, account id, uid, space-separated scopes and expiry (empty for none),
-    /// then the headers to set on the API's answer, names and values alternately.
-    pub fn step(&mut self) -> String {
+    /// NUL-separated string of `r` and the keys to read (then `supply` each and `found`); `w`
+    /// (a write: the `put*` getters and `audit`, then `committed` or `conflicted`); `p` (a
+    /// reply: `status`, `headers`, `body`, `outcome`, `refusal`); or `s` and the authorized
+    /// call's principal: app, account id, uid, space-separated scopes and expiry (empty for
+    /// none), then the headers to set on the API's answer, names and values alternately.
+    pub fn step(&self) -> String {
         let mut out = String::new();
-        match self.inner.poll() {
+        match &self.step {
             Step::Read(keys) => {
                 out.push('r');
                 for key in keys {
@@ -472,31 +505,32 @@ impl Request {
         out
     }
 
+    /// The most reads and writes this request asks for before it answers
+    /// (`edgegrant::Request::max_steps`): a host loop needs no bound of its own.
+    #[wasm_bindgen(js_name = maxSteps)]
+    pub fn max_steps(&self) -> u32 {
+        self.max_steps
+    }
+
     /// The partition every record of the request lies in (but for a count of failed attempts
     /// read beside a token request's credential), if it needs any.
     pub fn partition(&self) -> Option<String> {
         self.inner.partition().map(|p| p.to_string())
     }
 
-    fn read_keys(&mut self) -> &[RecordKey] {
-        match self.inner.poll() {
-            Step::Read(keys) => keys,
-            _ => &[],
-        }
-    }
-
-    /// What the store holds under the `index`th key: its version and bytes, or nothing.
+    /// What the store holds under the `index`th key of the read: its version and bytes, or
+    /// nothing. Once every key is supplied, `found` hands them over.
     pub fn supply(
         &mut self,
         index: usize,
         version: Option<f64>,
         bytes: Option<Vec<u8>>,
     ) -> Result<(), JsError> {
-        let key = self
-            .read_keys()
-            .get(index)
-            .cloned()
-            .ok_or_else(|| misuse(format!("no key {index} to supply")))?;
+        let key = match &self.step {
+            Step::Read(keys) => keys.get(index).cloned(),
+            _ => None,
+        }
+        .ok_or_else(|| misuse(format!("no key {index} to supply")))?;
         let stored = match (version, bytes) {
             (Some(version), Some(bytes)) => Some(Stored {
                 version: whole("version", version)?,
@@ -504,20 +538,20 @@ impl Request {
             }),
             _ => None,
         };
-        self.inner.supply(&key, stored.as_ref()).map_err(misuse)
+        self.found.push((key, stored));
+        Ok(())
     }
 
-    fn put<T>(&mut self, index: usize, value: impl Fn(&edgegrant::Put) -> T) -> Option<T> {
-        match self.inner.poll() {
-            Step::Write(transaction) => transaction.puts.get(index).map(value),
-            _ => None,
-        }
+    /// The read is done: hands over the records supplied.
+    pub fn found(&mut self) -> Result<(), JsError> {
+        let found = std::mem::take(&mut self.found);
+        self.advance(Event::Read(found))
     }
 
     /// How many puts the transaction has.
     #[wasm_bindgen(js_name = putCount)]
-    pub fn put_count(&mut self) -> usize {
-        match self.inner.poll() {
+    pub fn put_count(&self) -> usize {
+        match &self.step {
             Step::Write(transaction) => transaction.puts.len(),
             _ => 0,
         }
@@ -525,13 +559,13 @@ impl Request {
 
     /// The key of put `index`.
     #[wasm_bindgen(js_name = putKey)]
-    pub fn put_key(&mut self, index: usize) -> String {
+    pub fn put_key(&self, index: usize) -> String {
         self.put(index, |p| p.key.to_string()).unwrap_or_default()
     }
 
     /// The version put `index` expects, or `undefined` when the key must be absent.
     #[wasm_bindgen(js_name = putExpect)]
-    pub fn put_expect(&mut self, index: usize) -> Option<f64> {
+    pub fn put_expect(&self, index: usize) -> Option<f64> {
         self.put(index, |p| match p.expect {
             Expect::Absent => None,
             Expect::Version(v) => Some(v as f64),
@@ -541,20 +575,20 @@ impl Request {
 
     /// The bytes of put `index`.
     #[wasm_bindgen(js_name = putBytes)]
-    pub fn put_bytes(&mut self, index: usize) -> Vec<u8> {
+    pub fn put_bytes(&self, index: usize) -> Vec<u8> {
         self.put(index, |p| p.bytes.clone()).unwrap_or_default()
     }
 
     /// When the host may delete the record of put `index` (Unix seconds), or `undefined`.
     #[wasm_bindgen(js_name = putPurgeAfter)]
-    pub fn put_purge_after(&mut self, index: usize) -> Option<f64> {
+    pub fn put_purge_after(&self, index: usize) -> Option<f64> {
         self.put(index, |p| p.purge_after.map(|t| t.0 as f64))
             .flatten()
     }
 
     /// The transaction's audit events, as a JSON array (emit them once it applied).
-    pub fn audit(&mut self) -> Result<String, JsError> {
-        match self.inner.poll() {
+    pub fn audit(&self) -> Result<String, JsError> {
+        match &self.step {
             Step::Write(transaction) => json_text(&transaction.audit),
             _ => Ok("[]".into()),
         }
@@ -563,33 +597,27 @@ impl Request {
     /// The store failed on the pending read or write (not a failed condition): the request
     /// ends in 503 with `Retry-After`.
     pub fn unavailable(&mut self) -> Result<(), JsError> {
-        self.inner.unavailable().map_err(misuse)
+        self.found.clear();
+        self.advance(Event::Unavailable)
     }
 
     /// The transaction applied.
     pub fn committed(&mut self) -> Result<(), JsError> {
-        self.inner.committed().map_err(misuse)
+        self.advance(Event::Committed)
     }
 
     /// The transaction did not apply: a condition failed.
     pub fn conflicted(&mut self) -> Result<(), JsError> {
-        self.inner.conflicted().map_err(misuse)
-    }
-
-    fn reply(&mut self) -> Option<&edgegrant::Reply> {
-        match self.inner.poll() {
-            Step::Respond(reply) => Some(reply),
-            _ => None,
-        }
+        self.advance(Event::Conflicted)
     }
 
     /// The response's status.
-    pub fn status(&mut self) -> u16 {
+    pub fn status(&self) -> u16 {
         self.reply().map_or(0, |r| r.response.status)
     }
 
     /// The response's headers, names and values alternately, joined by NUL.
-    pub fn headers(&mut self) -> String {
+    pub fn headers(&self) -> String {
         let mut joined = String::new();
         if let Some(reply) = self.reply() {
             for (i, (name, value)) in reply.response.headers.iter().enumerate() {
@@ -605,18 +633,35 @@ impl Request {
     }
 
     /// The response's body.
-    pub fn body(&mut self) -> String {
+    pub fn body(&self) -> String {
         self.reply()
             .map_or_else(String::new, |r| r.response.body.clone())
     }
 
     /// What happened: `tokens`, `redirect`, `consent`, `refused`, … (`Outcome::name`).
-    pub fn outcome(&mut self) -> String {
+    pub fn outcome(&self) -> String {
         self.reply().map_or("", |r| r.outcome.name()).to_owned()
     }
 
+    /// What a credential check of the host's own may do, as the reply to its `attempts` says
+    /// (`AttemptVerdict::name`: `allowed`, `limited`, `unavailable`, `malformed`).
+    pub fn verdict(&self) -> String {
+        self.reply()
+            .map_or("", |r| r.attempt_verdict().name())
+            .to_owned()
+    }
+
+    /// How long the client is told to wait before it tries again (`Retry-After`, seconds), if
+    /// it is.
+    #[wasm_bindgen(js_name = retryAfter)]
+    pub fn retry_after(&self) -> Option<f64> {
+        self.reply()
+            .and_then(edgegrant::Reply::retry_after)
+            .map(|wait| wait.0 as f64)
+    }
+
     /// Why the request was refused (`Refusal::name`: `code_expired`, `missing_scope`, …).
-    pub fn refusal(&mut self) -> Option<String> {
+    pub fn refusal(&self) -> Option<String> {
         match self.reply().map(|r| &r.outcome) {
             Some(Outcome::Refused(refusal)) => Some(refusal.name().to_owned()),
             _ => None,

@@ -5,7 +5,8 @@
 //! token record, then its grant and link in one batch: three records however many tokens exist.
 
 use crate::config::Config;
-use crate::ctx::{Ctx, Decision, Ending, Flow, Loaded, Via};
+use crate::ctx::{Ctx, Decision, Flow, Loaded};
+use crate::ending::{Ending, Revocation, Via};
 use crate::endpoints::issue::revoke_grant;
 use crate::endpoints::within_limit;
 use crate::machines::access_token;
@@ -140,7 +141,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
                     puts,
                     audit: vec![audit],
                 },
-                Ending::Revoked(grant.app.clone()),
+                Ending::Revoked(Revocation::Grant(grant.app.clone())),
             ))
         }
     }

@@ -3,7 +3,8 @@
 //! live in the host's store, one record per attempter, so they hold across the host's instances.
 
 use crate::config::Config;
-use crate::ctx::{replace, Ctx, Decision, Ending, Flow, Via};
+use crate::ctx::{replace, Ctx, Decision, Flow};
+use crate::ending::{Ending, Via};
 use crate::machines::attempts::{self, Attempter};
 use crate::partition::Partition;
 use crate::records::{AttemptsRecord, Record, RecordKey};

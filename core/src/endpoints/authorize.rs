@@ -6,7 +6,8 @@
 //! page, or — for the consent form's Allow — issues the code.
 
 use crate::config::{redirect_matches, App, Config, DefaultTokenType, Issuer, Resource};
-use crate::ctx::{create, replace, ConsentPage, Ctx, Decision, Ending, Flow, Via};
+use crate::ctx::{create, replace, Ctx, Decision, Flow};
+use crate::ending::{ConsentPage, Ending, Via};
 use crate::endpoints::issue::{issue_grant, IssuedGrant};
 use crate::endpoints::within_limit;
 use crate::ids::{AppKey, RedirectUri, User};

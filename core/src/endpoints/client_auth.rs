@@ -3,7 +3,8 @@
 //! checked in constant time, and a failure counted against its source.
 
 use crate::config::Config;
-use crate::ctx::{Ctx, Decision, Ending, Flow, Via};
+use crate::ctx::{Ctx, Decision, Flow};
+use crate::ending::{Ending, Via};
 use crate::endpoints::attempts::{self, Guard};
 use crate::endpoints::within_limit;
 use crate::ids::AppKey;

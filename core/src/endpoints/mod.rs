@@ -14,11 +14,12 @@ pub(crate) mod unlink;
 
 use crate::config::Config;
 use crate::cors;
-use crate::ctx::{Ctx, Decision, Ending, Flow, Via};
+use crate::ctx::{Ctx, Decision, Flow};
+use crate::ending::{Ending, Via};
 use crate::endpoints::discovery::Metadata;
 use crate::endpoints::token_admin::Operation;
 use crate::ids::AppKey;
-use crate::machines::attempts::Attempter;
+use crate::machines::attempts::{Attempter, MAX_ATTEMPTERS};
 use crate::partition::Partition;
 use crate::records::RecordKey;
 use crate::refusal::Refusal;
@@ -58,7 +59,9 @@ impl Route {
                 by,
             } => return Route::Unlink(unlink::Parsed::new(config, app, account_id, by)),
             Input::Attempts { attempters, step } => {
-                if !attempters.iter().all(Attempter::is_well_formed) {
+                if attempters.len() > MAX_ATTEMPTERS
+                    || !attempters.iter().all(Attempter::is_well_formed)
+                {
                     return Route::Ended(Ending::Refused(Refusal::MalformedAttempter, Via::Plain));
                 }
                 return Route::Attempts(attempts::Parsed {

@@ -6,7 +6,8 @@
 
 use crate::config::{Config, Rotation};
 use crate::credentials::{RefreshToken, RotationSeed, ServerKey};
-use crate::ctx::{create, replace, Ctx, Decision, Ending, Flow, Loaded, TokenBody};
+use crate::ctx::{create, replace, Ctx, Decision, Flow, Loaded};
+use crate::ending::{Ending, TokenBody};
 use crate::endpoints::authorize;
 use crate::endpoints::client_auth::{
     authenticate, decide_failed, form_parameters, refuse, Client, FailedClient,

@@ -5,7 +5,8 @@
 //! `token_type_hint` is ignored (RFC 7009 §2.1 allows it).
 
 use crate::config::{App, Config};
-use crate::ctx::{Ctx, Decision, Ending, Flow, Introspected, Loaded};
+use crate::ctx::{Ctx, Decision, Flow, Loaded};
+use crate::ending::{Ending, Introspected, Revocation};
 use crate::endpoints::client_auth::{
     authenticate, decide_failed, form_parameters, Client, FailedClient,
 };
@@ -187,13 +188,13 @@ fn held<'a>(ctx: &Ctx<'a>, key: &RecordKey) -> Flow<Option<Held<'a>>> {
 /// already ended token gets the same answer (§2.2); a token of another app is refused (§2.1).
 fn revoke(ctx: &Ctx<'_>, client: &Client, held: Option<Held<'_>>) -> Flow<Decision> {
     let Some(held) = held else {
-        return Ok(Decision::End(Ending::Revocation));
+        return Ok(Decision::End(Ending::Revoked(Revocation::Standard)));
     };
     if held.app != &client.app {
         return Ok(Decision::End(client.refuse(Refusal::TokenOfAnotherApp)));
     }
     if !held.grant_live {
-        return Ok(Decision::End(Ending::Revocation));
+        return Ok(Decision::End(Ending::Revoked(Revocation::Standard)));
     }
     let audit = AuditEvent::GrantRevoked {
         app: held.app.clone(),
@@ -206,7 +207,7 @@ fn revoke(ctx: &Ctx<'_>, client: &Client, held: Option<Held<'_>>) -> Flow<Decisi
             puts,
             audit: vec![audit],
         },
-        Ending::Revocation,
+        Ending::Revoked(Revocation::Standard),
     ))
 }
 

@@ -2,7 +2,8 @@
 //! admin unlinking it on the team-apps page.
 
 use crate::config::Config;
-use crate::ctx::{replace, Ctx, Decision, Ending, Flow};
+use crate::ctx::{replace, Ctx, Decision, Flow};
+use crate::ending::Ending;
 use crate::endpoints::issue::unlinked_grants;
 use crate::ids::{AccountId, AppKey};
 use crate::machines::link;
@@ -84,7 +85,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     puts.extend(swept);
     let transaction = Transaction { puts, audit };
     Ok(if more {
-        Decision::Continue(transaction)
+        Decision::Continue(transaction, Ending::Unlinked)
     } else {
         Decision::Commit(transaction, Ending::Unlinked)
     })

@@ -8,6 +8,9 @@ use crate::partition::Partition;
 use crate::records::{AttemptsRecord, RecordKey};
 use crate::time::{is_expired, Seconds, UnixTime};
 
+/// The most attempters one check is counted against (each count is a write of its own).
+pub const MAX_ATTEMPTERS: usize = 4;
+
 /// Whom failed checks are counted against.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]

@@ -5,16 +5,12 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use edgegrant::{
-    AuditEvent, Authorized, Config, Entropy, Misuse, Reply, Step, UnixTime, ENTROPY_LEN,
+    AuditEvent, Authorized, Config, Entropy, Event, Misuse, Reply, Step, UnixTime, ENTROPY_LEN,
 };
 
 use crate::config::Accounts;
 use crate::session::Sessions;
 use crate::store::{Pool, Store, StoreError};
-
-/// A request reads at most three times and writes a few times more before it answers (the
-/// crate docs); this bounds a host loop that would otherwise spin on a broken contract.
-const MAX_STEPS: usize = 64;
 
 /// What the host serves with: one configuration, its users and its table. Replaced whole
 /// (test mode's reset and migration), never changed in place, so a request keeps the one it
@@ -69,8 +65,11 @@ pub enum Fault {
     Store(StoreError),
     /// This host broke the calling contract (a bug).
     Misuse(Misuse),
-    /// The request did not finish within [`MAX_STEPS`] (a bug).
-    Unfinished,
+    /// The request asked for more reads and writes than the core's published bound
+    /// ([`edgegrant::Request::max_steps`]; a bug).
+    Unfinished(u32),
+    /// Something that cannot happen did (a bug): a blocking task that died, an unlink served.
+    Bug(&'static str),
     /// No random bytes to be had.
     Entropy(String),
 }
@@ -92,7 +91,8 @@ impl std::fmt::Display for Fault {
         match self {
             Fault::Store(e) => write!(f, "storage: {e}"),
             Fault::Misuse(e) => write!(f, "contract broken: {e}"),
-            Fault::Unfinished => write!(f, "the request did not finish in {MAX_STEPS} steps"),
+            Fault::Unfinished(bound) => write!(f, "the request did not finish in {bound} steps"),
+            Fault::Bug(what) => write!(f, "a bug: {what}"),
             Fault::Entropy(e) => write!(f, "no entropy: {e}"),
         }
     }
@@ -163,51 +163,52 @@ impl App {
         }
     }
 
-    /// Runs `request` against `store` to its end, on one pooled connection. Blocking: call it
-    /// off the async threads.
-    pub fn drive(&self, store: &Store, mut request: edgegrant::Request) -> Result<Finish, Fault> {
+    /// Runs `request` from its first `step` against `store` to its end, on one pooled
+    /// connection. Blocking: call it off the async threads.
+    pub fn drive(
+        &self,
+        store: &Store,
+        config: &Config,
+        (mut request, mut step): (edgegrant::Request, Step),
+    ) -> Result<Finish, Fault> {
+        let bound = edgegrant::Request::max_steps(config);
         store.with(|connection| {
-            for _ in 0..MAX_STEPS {
-                match request.poll() {
-                    Step::Read(keys) => {
-                        let keys = keys.to_vec();
-                        match store.read(connection, &keys) {
-                            Ok(found) => {
-                                for key in &keys {
-                                    request.supply(key, found.get(&key.to_string()))?;
-                                }
-                            }
-                            // The core answers 503 with Retry-After, on the endpoint's channel.
-                            Err(error) => {
-                                eprintln!("storage read failed: {error}");
-                                request.unavailable()?;
-                            }
+            for _ in 0..=bound {
+                let event = match step {
+                    Step::Read(keys) => match store.read(connection, &keys) {
+                        Ok(mut found) => Event::Read(
+                            keys.into_iter()
+                                .map(|key| {
+                                    let stored = found.remove(&key.to_string());
+                                    (key, stored)
+                                })
+                                .collect(),
+                        ),
+                        // The core answers 503 with Retry-After, on the endpoint's channel.
+                        Err(error) => {
+                            eprintln!("storage read failed: {error}");
+                            Event::Unavailable
                         }
-                    }
-                    Step::Write(transaction) => {
-                        let audit = transaction.audit.clone();
-                        let applied = match store.apply(connection, &transaction.puts) {
-                            Ok(applied) => applied,
-                            Err(error) => {
-                                eprintln!("storage write failed: {error}");
-                                request.unavailable()?;
-                                continue;
-                            }
-                        };
-                        if applied {
-                            request.committed()?;
-                            self.audit(&audit);
-                        } else {
-                            // Another request won the race: the core reads again and decides
-                            // from what it wrote.
-                            request.conflicted()?;
+                    },
+                    Step::Write(transaction) => match store.apply(connection, &transaction.puts) {
+                        Ok(true) => {
+                            self.audit(&transaction.audit);
+                            Event::Committed
                         }
-                    }
-                    Step::Respond(reply) => return Ok(Finish::Reply(reply.clone())),
-                    Step::Serve(authorized) => return Ok(Finish::Serve(authorized.clone())),
-                }
+                        // Another request won the race: the core reads again and decides from
+                        // what it wrote.
+                        Ok(false) => Event::Conflicted,
+                        Err(error) => {
+                            eprintln!("storage write failed: {error}");
+                            Event::Unavailable
+                        }
+                    },
+                    Step::Respond(reply) => return Ok(Finish::Reply(reply)),
+                    Step::Serve(authorized) => return Ok(Finish::Serve(authorized)),
+                };
+                step = request.advance(event)?;
             }
-            Err(Fault::Unfinished)
+            Err(Fault::Unfinished(bound))
         })
     }
 }

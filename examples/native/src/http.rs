@@ -12,9 +12,9 @@ use axum::http::header::COOKIE;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::Response;
 // The headers the core puts on the flow's pages: the host's own pages take them too.
-use edgegrant::PAGE_HEADERS;
 use edgegrant::{
-    AttemptStep, Attempter, HttpRequest, HttpResponse, Input, Outcome, Principal, Refusal,
+    AttemptStep, AttemptVerdict, Attempter, HttpRequest, HttpResponse, Input, Principal, Seconds,
+    PAGE_HEADERS,
 };
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
@@ -157,10 +157,10 @@ async fn serve(app: Arc<App>, site: Arc<Site>, input: Input) -> Response {
 /// Runs a request of the core to its end, on a blocking thread (SQLite blocks).
 pub async fn run(app: Arc<App>, site: Arc<Site>, input: Input) -> Result<Finish, Fault> {
     let (now, entropy) = app.moment()?;
-    let request = edgegrant::Request::new(site.config.clone(), input, now, entropy);
-    tokio::task::spawn_blocking(move || app.drive(&site.store, request))
+    let started = edgegrant::Request::start(site.config.clone(), input, now, entropy);
+    tokio::task::spawn_blocking(move || app.drive(&site.store, &site.config, started))
         .await
-        .unwrap_or(Err(Fault::Unfinished))
+        .unwrap_or(Err(Fault::Bug("the request's task died")))
 }
 
 /// Every header as a pair, in the order received per name. Names come lowercased from hyper
@@ -420,23 +420,34 @@ async fn sign_in(
     };
     // The check is counted before it runs (atomically: posts racing each other never pass the
     // limit together), and taken back once it succeeds.
-    match run(app.clone(), site.clone(), attempts(AttemptStep::Reserve)).await {
+    let reply = match run(app.clone(), site.clone(), attempts(AttemptStep::Reserve)).await {
+        Ok(Finish::Reply(reply)) => reply,
+        Ok(Finish::Serve(_)) => return fault_response(&Fault::Bug("a sign-in check was served")),
+        Err(fault) => return fault_response(&fault),
+    };
+    match reply.attempt_verdict() {
+        AttemptVerdict::Allowed => {}
         // A name no one can have typed (empty, control characters): no such account, and
         // nothing to count against it.
-        Ok(Finish::Reply(reply)) if reply.refusal() == Some(&Refusal::MalformedAttempter) => {
-            return wrong();
+        AttemptVerdict::Malformed => return wrong(),
+        AttemptVerdict::Limited(wait) => {
+            let page = sign_in_page(
+                &return_to,
+                StatusCode::TOO_MANY_REQUESTS,
+                Some("Too many failed sign-ins. Try again later."),
+            );
+            return with_retry_after(page, wait);
         }
-        Ok(Finish::Reply(reply))
-            if matches!(reply.refusal(), Some(Refusal::TooManyAttempts(_))) =>
-        {
-            return held(&return_to, &reply);
+        // The store failed (an outage, contention): no one's limit; 503, as the OAuth
+        // endpoints answer then.
+        AttemptVerdict::Unavailable(wait) => {
+            let page = sign_in_page(
+                &return_to,
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some("The service is unavailable; try again shortly."),
+            );
+            return with_retry_after(page, wait);
         }
-        // Anything else that is not a go-ahead is the store failing: no one's limit.
-        Ok(Finish::Reply(reply)) if reply.outcome != Outcome::AttemptsAllowed => {
-            return unavailable(&return_to, &reply);
-        }
-        Ok(_) => {}
-        Err(fault) => return fault_response(&fault),
     }
     let account = site.accounts.named(&username).cloned();
     // scrypt is slow on purpose: off the async threads.
@@ -476,33 +487,9 @@ async fn sign_in(
     }
 }
 
-/// The sign-in page while failed sign-ins are held: 429 with the core's `Retry-After`.
-/// The store failed (an outage, contention): 503 with the core's Retry-After, as the OAuth
-/// endpoints answer then.
-fn unavailable(return_to: &str, reply: &edgegrant::Reply) -> Response {
-    let mut response = sign_in_page(
-        return_to,
-        StatusCode::SERVICE_UNAVAILABLE,
-        Some("The service is unavailable; try again shortly."),
-    );
-    let retry_after = reply.response.header("Retry-After").unwrap_or("1");
-    if let Ok(value) = HeaderValue::from_str(retry_after) {
-        response.headers_mut().insert("retry-after", value);
-    }
-    response
-}
-
-fn held(return_to: &str, reply: &edgegrant::Reply) -> Response {
-    let mut response = sign_in_page(
-        return_to,
-        StatusCode::TOO_MANY_REQUESTS,
-        Some("Too many failed sign-ins. Try again later."),
-    );
-    if let Some(Ok(value)) = reply
-        .response
-        .header("Retry-After")
-        .map(HeaderValue::from_str)
-    {
+/// `response` with `Retry-After: wait` (the wait the core decided).
+fn with_retry_after(mut response: Response, wait: Seconds) -> Response {
+    if let Ok(value) = HeaderValue::from_str(&wait.0.to_string()) {
         response.headers_mut().insert("retry-after", value);
     }
     response

@@ -126,7 +126,7 @@ async fn reset(app: &Arc<App>, body: &Map<String, Value>) -> Response {
     let store = match tokio::task::spawn_blocking(move || Store::open(&pool, &table)).await {
         Ok(Ok(store)) => store,
         Ok(Err(e)) => return fault_response(&e.into()),
-        Err(_) => return fault_response(&crate::host::Fault::Unfinished),
+        Err(_) => return fault_response(&crate::host::Fault::Bug("the store task died")),
     };
     app.replace_site(Site {
         config: Arc::new(config),
@@ -258,7 +258,9 @@ async fn event(app: &Arc<App>, body: &Map<String, Value>) -> Response {
             };
             match run(app.clone(), app.site(), input).await {
                 Ok(Finish::Reply(reply)) => ok(json!({ "outcome": reply.outcome.name() })),
-                Ok(Finish::Serve(_)) => fault_response(&crate::host::Fault::Unfinished),
+                Ok(Finish::Serve(_)) => {
+                    fault_response(&crate::host::Fault::Bug("an unlink was served"))
+                }
                 Err(fault) => fault_response(&fault),
             }
         }

@@ -1,0 +1,104 @@
+//! How a request ends, before it is written out: one value per ending, decided by an endpoint
+//! and written out by [`render`](crate::render), the one map to HTTP. A request's path to the
+//! wire is Decision (writes and an ending) → [`Ending`] → [`Step`](crate::Step).
+
+use crate::cors::Preflight;
+use crate::credentials::{AccessToken, AuthorizationCode, RefreshToken};
+use crate::endpoints::discovery::Metadata;
+use crate::ids::{AccountId, AppKey, Uid, User};
+use crate::records::Resources;
+use crate::refusal::Refusal;
+use crate::routes::Endpoint;
+use crate::scope::ScopeSet;
+use crate::step::{ConsentPrompt, Principal};
+use crate::time::{Seconds, UnixTime};
+use crate::wire::redirect::ReplyTo;
+
+/// Where a refusal goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Via {
+    /// An error page: no redirect target can be trusted (RFC 6749 §4.1.2.1).
+    Page,
+    /// Back to the app's redirect URI, with `error` (RFC 6749 §4.1.2.1, §4.2.2.1).
+    Redirect(ReplyTo),
+    /// An RFC 6749 §5.2 JSON error; `basic` when the client tried HTTP Basic.
+    Token { basic: bool },
+    /// An RFC 6750 bearer challenge with the reference service's JSON body.
+    Bearer,
+    /// A bare status (unknown path, wrong method, contention).
+    Plain,
+}
+
+/// The token endpoint's success body (RFC 6749 §5.1).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TokenBody {
+    pub access_token: AccessToken,
+    pub expires_in: Option<Seconds>,
+    pub refresh_token: Option<RefreshToken>,
+    /// The exchange's extra fields: scope, account_id, uid.
+    pub exchange: Option<(ScopeSet, AccountId, Uid)>,
+}
+
+/// How a request ends, before it is written out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Ending {
+    Refused(Refusal, Via),
+    SignIn {
+        return_to: String,
+    },
+    /// Boxed: the largest ending by far.
+    Consent(Box<ConsentPage>),
+    Redirect(String),
+    DisplayCode {
+        app: AppKey,
+        app_name: String,
+        code: AuthorizationCode,
+    },
+    Tokens(Box<TokenBody>),
+    /// A revocation is done.
+    Revoked(Revocation),
+    Unlinked,
+    Serve(Principal),
+    /// A CORS preflight that is allowed.
+    Preflight(Preflight),
+    /// The host's credential check may go ahead.
+    AttemptsAllowed,
+    /// A request to the authorization server metadata (standards profile).
+    Metadata(Metadata),
+    /// A method the endpoint does not take: 405, with what it takes.
+    WrongMethod(Endpoint),
+    /// RFC 7662: a live token's content, or `None` (inactive).
+    Introspection(Option<Box<Introspected>>),
+}
+
+/// What introspection tells of a live token (RFC 7662 §2.2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Introspected {
+    pub app: AppKey,
+    pub account_id: AccountId,
+    pub scopes: ScopeSet,
+    pub expires_at: Option<UnixTime>,
+    /// An access token (`token_type: bearer`), or a refresh token.
+    pub access_token: bool,
+    /// The resources it is for (RFC 8707); empty: none named.
+    pub audience: Resources,
+}
+
+/// The consent page's content.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ConsentPage {
+    pub prompt: ConsentPrompt,
+    /// The authorization request's query, for the form's hidden field.
+    pub query: String,
+    pub user: User,
+}
+
+/// Which revocation is done: each endpoint answers in its own form, with one outcome
+/// ([`Outcome::Revoked`](crate::Outcome::Revoked)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Revocation {
+    /// The reference endpoint: the grant of a token of this app ended (body `null`).
+    Grant(AppKey),
+    /// RFC 7009: done, or nothing to do — the answer is the same (empty body).
+    Standard,
+}
