@@ -61,9 +61,9 @@ function joinedHeaders(headers) {
 /**
  * A validated configuration, ready to start requests. Throws an Error if the configuration is
  * unusable. Requests are the wasm module's objects: `step()` says what to do next and the
- * getters of that step give its values; `found()` (after `supply` of each key), `committed()`,
- * `conflicted()` or `unavailable()` say what came of it (see runRequest in ./server.js, the one
- * loop over them).
+ * getters of that step give its values; `advance(event)` says what came of it — "found" (after
+ * `supply` of each key), "committed", "conflicted" or "unavailable" (see runRequest in
+ * ./server.js, the one loop over them).
  */
 export function createCore(config) {
   ready();

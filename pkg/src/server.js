@@ -63,7 +63,7 @@ const settled = (value) => (typeof value?.then === "function" ? value : undefine
  */
 function storageFailed(request, what, error) {
   console.error(`edgegrant: storage ${what} failed:`, error);
-  request.unavailable();
+  request.advance("unavailable");
 }
 
 /**
@@ -122,7 +122,7 @@ async function drive(request, storage, onAudit, attempts) {
           const stored = found.get(keys[i]);
           request.supply(i, stored?.version, stored?.bytes);
         }
-        request.found();
+        request.advance("found");
       } else if (kind === "w") {
         const transaction = transactionOf(request);
         let applied;
@@ -134,13 +134,16 @@ async function drive(request, storage, onAudit, attempts) {
           continue;
         }
         if (applied) {
-          request.committed();
+          request.advance("committed");
           if (onAudit) emitAudit(onAudit, transaction.audit);
         } else {
-          request.conflicted(); // another request won: the core reads again and decides anew
+          request.advance("conflicted"); // another request won: the core reads again and decides anew
         }
       } else if (kind === "p") {
-        if (attempts) return { verdict: request.verdict(), retryAfter: request.retryAfter() ?? null };
+        if (attempts) {
+          const [verdict, wait] = request.verdict().split(" ");
+          return { verdict, retryAfter: wait === undefined ? null : Number(wait) };
+        }
         return {
           kind: "reply",
           status: request.status(),

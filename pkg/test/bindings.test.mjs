@@ -31,7 +31,7 @@ test("read, write and respond cross as plain values", () => {
   const request = core.request(consentForm(), NOW, entropy());
   assert.match(request.step(), new RegExp(`^r\0[A-Za-z0-9_-]{16}/link:pkce-app:${ALICE.account_id}$`), "the kind and the keys, NUL-joined, in one crossing");
   request.supply(0, undefined, undefined);
-  request.found();
+  request.advance("found");
   assert.equal(request.step(), "w");
   assert.equal(request.putCount(), 2);
   assert.match(request.putKey(0), /^[A-Za-z0-9_-]{16}\/code:[A-Za-z0-9_-]{43}$/);
@@ -40,7 +40,7 @@ test("read, write and respond cross as plain values", () => {
   assert.equal(request.putPurgeAfter(0), NOW + 600 + 600, "a code is kept one lifetime past its expiry");
   assert.equal(request.putPurgeAfter(1), undefined, "a consenting link is kept (only an unlink ends it)");
   assert.equal(JSON.parse(request.audit())[0].event, "code_issued");
-  request.committed();
+  request.advance("committed");
   assert.equal(request.step(), "p");
   assert.equal(request.status(), 302);
   assert.match(header(request, "location"), /^http:\/\/127\.0\.0\.1:8765\/cb\?code=[A-Za-z0-9_-]{32}\.[A-Za-z0-9_-]{43}&state=xyz$/);
@@ -63,9 +63,9 @@ test("every outcome comes with a complete response and its name", () => {
   const finish = (request, loaded = () => undefined) => {
     for (let step = next(request); step.kind === "r"; step = next(request)) {
       step.values.forEach((key, i) => request.supply(i, ...(loaded(key) ?? [])));
-      request.found();
+      request.advance("found");
     }
-    if (next(request).kind === "w") request.committed();
+    if (next(request).kind === "w") request.advance("committed");
     return request;
   };
   const signIn = finish(core.request({ method: "GET", path: "/oauth2/authorize", query: pkceQuery() }, NOW, entropy()));
@@ -102,10 +102,10 @@ test("an authorized call crosses as its principal", async () => {
       const step = next(request);
       if (step.kind === "r") {
         step.values.forEach((key, i) => request.supply(i, store.get(key)?.version, store.get(key)?.bytes));
-        request.found();
+        request.advance("found");
       } else if (step.kind === "w") {
         for (let i = 0; i < request.putCount(); i++) store.set(request.putKey(i), { version: (request.putExpect(i) ?? 0) + 1, bytes: request.putBytes(i) });
-        request.committed();
+        request.advance("committed");
       } else return request;
     }
   };
@@ -134,7 +134,7 @@ test("times and versions are safe integers: exact, or refused — never rounded"
   const stored = createLinkBytes(core);
   assert.throws(() => request.supply(0, 2 ** 60, stored), /safe integer/);
   request.supply(0, Number.MAX_SAFE_INTEGER, stored);
-  request.found();
+  request.advance("found");
   assert.equal(request.step(), "w");
   const link = [...Array(request.putCount()).keys()].find((i) => request.putKey(i).includes("/link:"));
   assert.equal(request.putExpect(link), Number.MAX_SAFE_INTEGER);
@@ -146,7 +146,7 @@ function createLinkBytes(core) {
   const request = core.request(consentForm(), NOW, entropy());
   request.step();
   request.supply(0, undefined, undefined);
-  request.found();
+  request.advance("found");
   request.step();
   const link = [...Array(request.putCount()).keys()].find((i) => request.putKey(i).includes("/link:"));
   const bytes = request.putBytes(link);
@@ -167,15 +167,16 @@ test("host misuse throws a real Error", () => {
     () => core.request({ ...consentForm(), user: { account_id: "", uid: "1" } }, NOW, entropy()),
     () => core.unlink(CONF_APP, ALICE.account_id, "someone", NOW, entropy()),
     () => started().supply(3, undefined, undefined),
-    () => started().found(),
+    () => started().advance("found"),
+    () => started().advance("nothing"),
     () => {
       const request = started();
       request.supply(0, undefined, undefined);
       request.supply(0, undefined, undefined);
-      request.found();
+      request.advance("found");
     },
-    () => started().committed(),
-    () => started().conflicted(),
+    () => started().advance("committed"),
+    () => started().advance("conflicted"),
     () => createCore({ apps: "not a list" }),
     () => createCore({ ...config(), policy: { code_ttl: 601 } }),
     () => createCore({ ...config(), pages: { consent: "{{no_such_variable}}" } }),
@@ -188,7 +189,7 @@ test("a stored record the core cannot read is a storage fault, not host misuse",
   const request = core.request(consentForm(), NOW, entropy());
   request.step();
   request.supply(0, 1, new Uint8Array([9, 9, 9]));
-  request.found();
+  request.advance("found");
   assert.equal(request.step(), "p");
   assert.deepEqual([request.status(), request.refusal(), header(request, "retry-after")], [503, "storage_fault", "1"]);
   request.free();

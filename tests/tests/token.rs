@@ -282,6 +282,30 @@ fn client_authentication_failures_are_invalid_client() {
     let r = sim.token_answer(request.clone());
     assert_oauth_error(&r, 401, "invalid_client", Refusal::MalformedBasic);
     assert!(r.response().header("WWW-Authenticate").is_some());
+    // Standard base64 with `+` and `/` decodes (a wrong secret, checked); the URL-safe
+    // alphabet's `-` and `_` in their place do not.
+    let standard = {
+        use base64::Engine as _;
+        let text = format!("{CONF_APP}:?>?>~~");
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(text)
+        )
+    };
+    assert!(
+        standard.contains('+') && standard.contains('/'),
+        "{standard}"
+    );
+    let url_safe = standard.replace('+', "-").replace('/', "_");
+    for (value, refusal) in [
+        (standard, Refusal::ClientAuthenticationFailed),
+        (url_safe, Refusal::MalformedBasic),
+    ] {
+        let mut request = form_request(&base);
+        request.headers.push(("Authorization".into(), value));
+        let r = sim.token_answer(request);
+        assert_oauth_error(&r, 401, "invalid_client", refusal);
+    }
     // Basic and a body secret together: two methods.
     request.headers[1].1 = basic_header(CONF_APP, CONF_SECRET);
     request.body = form_body(&with(&[("client_secret", CONF_SECRET)])).into_bytes();

@@ -181,13 +181,12 @@ pub fn resource_metadata(resource: &str, issuer: &str, scopes: &str) -> Option<S
     let canonical = edgegrant::Resource::canonical(resource)?;
     let issuer = edgegrant::Issuer::new(issuer).ok()?;
     let scopes = scopes.split('\0').filter(|scope| !scope.is_empty());
-    Some(
-        [
-            edgegrant::protected_resource_metadata_url(&canonical),
-            edgegrant::protected_resource_metadata(resource, &issuer, scopes),
-        ]
-        .join("\0"),
-    )
+    let mut out = edgegrant::protected_resource_metadata_url(&canonical);
+    out.push('\0');
+    out.push_str(&edgegrant::protected_resource_metadata(
+        resource, &issuer, scopes,
+    ));
+    Some(out)
 }
 
 /// How many entropy bytes every request takes.
@@ -421,8 +420,7 @@ impl Core {
 
 /// One request in progress (see `edgegrant::Request`). `step` says what to do next, with that
 /// step's first values; the getters of a write or a reply give the rest. What came of the step
-/// goes back through one of `found` (after `supply` for each key), `committed`, `conflicted`
-/// or `unavailable`, each one `edgegrant::Request::advance`. Free it once done.
+/// goes back through `advance` (after `supply` of each key, for a read). Free it once done.
 #[wasm_bindgen]
 pub struct Request {
     inner: edgegrant::Request,
@@ -438,11 +436,6 @@ fn misuse(error: impl std::fmt::Display) -> JsError {
 }
 
 impl Request {
-    fn advance(&mut self, event: Event) -> Result<(), JsError> {
-        self.step = self.inner.advance(event).map_err(misuse)?;
-        Ok(())
-    }
-
     fn put<T>(&self, index: usize, value: impl Fn(&edgegrant::Put) -> T) -> Option<T> {
         match &self.step {
             Step::Write(transaction) => transaction.puts.get(index).map(value),
@@ -461,9 +454,9 @@ impl Request {
 #[wasm_bindgen]
 impl Request {
     /// What the host does next, with the step's first values, in one crossing: a
-    /// NUL-separated string of `r` and the keys to read (then `supply` each and `found`); `w`
-    /// (a write: the `put*` getters and `audit`, then `committed` or `conflicted`); `p` (a
-    /// reply: `status`, `headers`, `body`, `outcome`, `refusal`); or `s` and the authorized
+    /// NUL-separated string of `r` and the keys to read (then `supply` each and
+    /// `advance("found")`); `w` (a write: the `put*` getters and `audit`, then
+    /// `advance("committed")` or `advance("conflicted")`); `p` (a reply: `status`, `headers`, `body`, `outcome`, `refusal`); or `s` and the authorized
     /// call's principal: app, account id, uid, space-separated scopes and expiry (empty for
     /// none), then the headers to set on the API's answer, names and values alternately.
     pub fn step(&self) -> String {
@@ -519,7 +512,7 @@ impl Request {
     }
 
     /// What the store holds under the `index`th key of the read: its version and bytes, or
-    /// nothing. Once every key is supplied, `found` hands them over.
+    /// nothing. Once every key is supplied, `advance("found")` hands them over.
     pub fn supply(
         &mut self,
         index: usize,
@@ -542,10 +535,23 @@ impl Request {
         Ok(())
     }
 
-    /// The read is done: hands over the records supplied.
-    pub fn found(&mut self) -> Result<(), JsError> {
-        let found = std::mem::take(&mut self.found);
-        self.advance(Event::Read(found))
+    /// What came of the step, the one way back in (`edgegrant::Request::advance`): `found`
+    /// (the read is done: every key supplied), `committed`, `conflicted` (a condition failed)
+    /// or `unavailable` (the store failed on the pending read or write: the request ends in
+    /// 503 with `Retry-After`).
+    pub fn advance(&mut self, event: &str) -> Result<(), JsError> {
+        let event = match event {
+            "found" => Event::Read(std::mem::take(&mut self.found)),
+            "committed" => Event::Committed,
+            "conflicted" => Event::Conflicted,
+            "unavailable" => {
+                self.found.clear();
+                Event::Unavailable
+            }
+            other => return Err(misuse(format!("no event {other}"))),
+        };
+        self.step = self.inner.advance(event).map_err(misuse)?;
+        Ok(())
     }
 
     /// How many puts the transaction has.
@@ -594,23 +600,6 @@ impl Request {
         }
     }
 
-    /// The store failed on the pending read or write (not a failed condition): the request
-    /// ends in 503 with `Retry-After`.
-    pub fn unavailable(&mut self) -> Result<(), JsError> {
-        self.found.clear();
-        self.advance(Event::Unavailable)
-    }
-
-    /// The transaction applied.
-    pub fn committed(&mut self) -> Result<(), JsError> {
-        self.advance(Event::Committed)
-    }
-
-    /// The transaction did not apply: a condition failed.
-    pub fn conflicted(&mut self) -> Result<(), JsError> {
-        self.advance(Event::Conflicted)
-    }
-
     /// The response's status.
     pub fn status(&self) -> u16 {
         self.reply().map_or(0, |r| r.response.status)
@@ -644,20 +633,18 @@ impl Request {
     }
 
     /// What a credential check of the host's own may do, as the reply to its `attempts` says
-    /// (`AttemptVerdict::name`: `allowed`, `limited`, `unavailable`, `malformed`).
+    /// (`AttemptVerdict::name`: `allowed`, `limited`, `unavailable`, `malformed`), and for the
+    /// two that say to wait, a space and how long (`Retry-After`, seconds).
     pub fn verdict(&self) -> String {
-        self.reply()
-            .map_or("", |r| r.attempt_verdict().name())
-            .to_owned()
-    }
-
-    /// How long the client is told to wait before it tries again (`Retry-After`, seconds), if
-    /// it is.
-    #[wasm_bindgen(js_name = retryAfter)]
-    pub fn retry_after(&self) -> Option<f64> {
-        self.reply()
-            .and_then(edgegrant::Reply::retry_after)
-            .map(|wait| wait.0 as f64)
+        let Some(verdict) = self.reply().map(edgegrant::Reply::attempt_verdict) else {
+            return String::new();
+        };
+        let mut out = verdict.name().to_owned();
+        if let Some(wait) = verdict.retry_after() {
+            out.push(' ');
+            out.push_str(&wait.0.to_string());
+        }
+        out
     }
 
     /// Why the request was refused (`Refusal::name`: `code_expired`, `missing_scope`, …).

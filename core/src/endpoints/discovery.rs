@@ -38,7 +38,15 @@ pub(crate) fn resource_metadata_url(issuer: &Issuer) -> String {
 /// assert_eq!(protected_resource_metadata_url("https://api.example"), "https://api.example/.well-known/oauth-protected-resource");
 /// ```
 pub fn protected_resource_metadata_url(resource: &str) -> String {
-    let after_scheme = resource.find("://").map_or(0, |at| at + 3);
+    // After `scheme://` (the first `:`: a scheme holds none).
+    let after_scheme = resource
+        .find(':')
+        .filter(|at| {
+            resource
+                .get(at + 1..)
+                .is_some_and(|rest| rest.starts_with("//"))
+        })
+        .map_or(0, |at| at + 3);
     let path_at = resource
         .get(after_scheme..)
         .and_then(|rest| rest.find('/'))

@@ -1,6 +1,6 @@
 //! Client credentials at the token endpoint: HTTP Basic or body parameters (RFC 6749 §2.3.1).
 
-use base64ct::{Base64Unpadded, Encoding as _};
+use base64ct::{Base64UrlUnpadded, Encoding as _};
 
 use super::form::{decode_component, Params, Repeated};
 use super::http::HttpRequest;
@@ -8,14 +8,17 @@ use crate::credentials::ClientSecret;
 
 /// Basic credentials are standard base64; some clients drop the padding, which we tolerate: any
 /// number of `=` up to the canonical padding, none past it (and canonical trailing bits, as
-/// base64ct requires).
+/// base64ct requires). Decoded by the URL-safe decoder the credentials use, its two letters
+/// swapped in (and refused where they stand in the text: they are not standard base64), so
+/// that the wasm module carries one decoder, not two.
 fn decode_basic(encoded: &str) -> Option<Vec<u8>> {
     let unpadded = encoded.trim_end_matches('=');
     let padding = encoded.len() - unpadded.len();
-    if padding > (4 - unpadded.len() % 4) % 4 {
+    if padding > (4 - unpadded.len() % 4) % 4 || unpadded.contains(['-', '_']) {
         return None;
     }
-    Base64Unpadded::decode_vec(unpadded).ok()
+    let url_safe = unpadded.replace('+', "-").replace('/', "_");
+    Base64UrlUnpadded::decode_vec(&url_safe).ok()
 }
 
 /// How the client presented itself.

@@ -95,9 +95,12 @@ impl HttpRequest {
         if origins.next().is_some() {
             return true;
         }
+        // `scheme://authority`, split at the first `:` (a scheme holds none; a search for
+        // "://" would link a substring searcher into the wasm module for this alone).
         let Some((origin_scheme, authority)) = origin
             .trim()
-            .split_once("://")
+            .split_once(':')
+            .and_then(|(s, rest)| Some((s, rest.strip_prefix("//")?)))
             .filter(|(s, _)| s.eq_ignore_ascii_case("https") || s.eq_ignore_ascii_case("http"))
         else {
             return true;
