@@ -213,6 +213,25 @@
     clippy::indexing_slicing
 )]
 
+/// Gives an enum `NAMES` (every variant's name, in order) and `named(&self)`, from one table of
+/// every variant: its match has no wildcard, so a new variant does not compile until it is
+/// named, and the names hosts in other languages see (the package's generated TypeScript
+/// types) cannot fall behind the type.
+macro_rules! names {
+    ($(#[$doc:meta])* $ty:ident: $($variant:ident => $name:literal,)*) => {
+        impl $ty {
+            $(#[$doc])*
+            pub const NAMES: &'static [&'static str] = &[$($name),*];
+
+            fn named(&self) -> &'static str {
+                match self {
+                    $($ty::$variant { .. } => $name,)*
+                }
+            }
+        }
+    };
+}
+
 pub mod client;
 mod config;
 mod cors;
@@ -237,7 +256,7 @@ mod wire;
 
 pub use config::{
     App, AttemptLimits, Config, ConfigDocument, ConfigError, DefaultTokenType, Issuer, Permissions,
-    Policy, Profile, Resource, ResourceServer, RotatedClients, Rotation,
+    Policy, Profile, Resource, ResourceServer, RotatedClients, Rotation, CONFIG_TYPESCRIPT,
 };
 pub use credentials::{
     AccessToken, AccessTokenDigest, AttempterDigest, AuthorizationCode, ClientSecret, CodeDigest,

@@ -204,20 +204,7 @@ pub enum Outcome {
 impl Outcome {
     /// The outcome's name in `snake_case` (`tokens`, `refused`, …).
     pub fn name(&self) -> &'static str {
-        match self {
-            Outcome::SignIn { .. } => "sign_in",
-            Outcome::Consent(_) => "consent",
-            Outcome::Redirect(_) => "redirect",
-            Outcome::DisplayCode { .. } => "display_code",
-            Outcome::Tokens => "tokens",
-            Outcome::Revoked => "revoked",
-            Outcome::Unlinked => "unlinked",
-            Outcome::Preflight => "preflight",
-            Outcome::AttemptsAllowed => "attempts_allowed",
-            Outcome::Metadata => "metadata",
-            Outcome::Introspected => "introspected",
-            Outcome::Refused(_) => "refused",
-        }
+        self.named()
     }
 }
 
@@ -279,12 +266,7 @@ pub enum AttemptVerdict {
 impl AttemptVerdict {
     /// Its name in `snake_case` (`allowed`, `limited`, `unavailable`, `malformed`).
     pub fn name(&self) -> &'static str {
-        match self {
-            AttemptVerdict::Allowed => "allowed",
-            AttemptVerdict::Limited(_) => "limited",
-            AttemptVerdict::Unavailable(_) => "unavailable",
-            AttemptVerdict::Malformed => "malformed",
-        }
+        self.named()
     }
 
     /// How long to wait before trying again, if waiting is what it takes.
@@ -446,18 +428,7 @@ pub enum AuditEvent {
 impl AuditEvent {
     /// The event's name, as its JSON form tags it (`code_issued`, `tokens_issued`, …).
     pub fn name(&self) -> &'static str {
-        match self {
-            AuditEvent::CodeIssued { .. } => "code_issued",
-            AuditEvent::TokensIssued { .. } => "tokens_issued",
-            AuditEvent::AccessTokenRefreshed { .. } => "access_token_refreshed",
-            AuditEvent::RefreshTokenRotated { .. } => "refresh_token_rotated",
-            AuditEvent::RefreshTokenRetried { .. } => "refresh_token_retried",
-            AuditEvent::RefreshTokenReused { .. } => "refresh_token_reused",
-            AuditEvent::CodeReused { .. } => "code_reused",
-            AuditEvent::GrantEvicted { .. } => "grant_evicted",
-            AuditEvent::GrantRevoked { .. } => "grant_revoked",
-            AuditEvent::Unlinked { .. } => "unlinked",
-        }
+        self.named()
     }
 
     /// The event as a JSON object: `event` (its [`name`](AuditEvent::name)), `app`,
@@ -576,4 +547,45 @@ pub enum Misuse {
     /// commit while a read was, anything once the request is over.
     #[error("the {0} event does not answer the pending step")]
     OutOfTurn(&'static str),
+}
+
+names! {
+    /// Every outcome's name, in declaration order (the package's TypeScript types are generated from it).
+    Outcome:
+    SignIn => "sign_in",
+    Consent => "consent",
+    Redirect => "redirect",
+    DisplayCode => "display_code",
+    Tokens => "tokens",
+    Revoked => "revoked",
+    Unlinked => "unlinked",
+    Preflight => "preflight",
+    AttemptsAllowed => "attempts_allowed",
+    Metadata => "metadata",
+    Introspected => "introspected",
+    Refused => "refused",
+}
+
+names! {
+    /// Every verdict's name, in declaration order.
+    AttemptVerdict:
+    Allowed => "allowed",
+    Limited => "limited",
+    Unavailable => "unavailable",
+    Malformed => "malformed",
+}
+
+names! {
+    /// Every event's name, in declaration order.
+    AuditEvent:
+    CodeIssued => "code_issued",
+    TokensIssued => "tokens_issued",
+    AccessTokenRefreshed => "access_token_refreshed",
+    RefreshTokenRotated => "refresh_token_rotated",
+    RefreshTokenRetried => "refresh_token_retried",
+    RefreshTokenReused => "refresh_token_reused",
+    CodeReused => "code_reused",
+    GrantEvicted => "grant_evicted",
+    GrantRevoked => "grant_revoked",
+    Unlinked => "unlinked",
 }

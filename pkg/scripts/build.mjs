@@ -4,7 +4,7 @@
 // and gzipped, and fails when a gzipped module is over its budget (BUDGETS below).
 // Installs what is missing (the wasm32 target, the matching wasm-bindgen CLI); idempotent.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
@@ -113,6 +113,10 @@ for (const { feature, name } of modules) {
   console.log(`wasm size ${name}: ${raw} bytes raw (${kib(raw)} KiB), ${gzipped} bytes gzipped (${kib(gzipped)} KiB), budget ${kib(budget)} KiB gzipped`);
   if (gzipped > budget) over.push(`${name}: ${kib(gzipped)} KiB gzipped is over its budget of ${kib(budget)} KiB`);
 }
+// The configuration's TypeScript and the names the core answers with, generated from its Rust
+// types (core/examples/typescript.rs), so the package's types cannot fall behind the core.
+writeFileSync(join(dist, "edgegrant_types.d.ts"), execFileSync("cargo", ["run", "-q", "-p", "edgegrant", "--example", "typescript"], { cwd: root, encoding: "utf8" }));
+
 if (over.length) {
   console.error(`wasm size budget exceeded:\n  ${over.join("\n  ")}`);
   process.exit(1);

@@ -1,9 +1,17 @@
-// Types of the package. The configuration's shapes are declared once, by the wasm bindings, in
-// dist/edgegrant_wasm.d.ts (server) and dist/edgegrant_client.d.ts (PKCE client).
-import type { App, ConfigCheck, ConfigDocument, PageTemplates, Policy, Request as CoreRequest, UnixTime } from "../dist/edgegrant_wasm.js";
+// Types of the package. The configuration's shapes and the names the core answers with are
+// generated from the Rust types at build time into dist/edgegrant_types.d.ts (by
+// core/examples/typescript.rs); the bindings' own in dist/edgegrant_wasm.d.ts (server) and
+// dist/edgegrant_client.d.ts (PKCE client).
+import type { ConfigCheck, Request as CoreRequest } from "../dist/edgegrant_wasm.js";
+import type {
+  App, Attempter, AttemptVerdictName, AuditEventName, ConfigDocument, OutcomeName, PageTemplates, Policy, RefusalName, UnixTime,
+} from "../dist/edgegrant_types.js";
 import type { ClientConfig, ClientInput, ClientRequest, ClientState, ClientTransition } from "../dist/edgegrant_client.js";
 
-export type { App, ConfigCheck, ConfigDocument, PageTemplates, Policy, Scope, UnixTime } from "../dist/edgegrant_wasm.js";
+export type { ConfigCheck } from "../dist/edgegrant_wasm.js";
+export type {
+  App, Attempter, AttemptVerdictName, AuditEventName, ConfigDocument, OutcomeName, PageTemplates, Policy, RefusalName, Rotation, Scope, UnixTime,
+} from "../dist/edgegrant_types.js";
 export type {
   ClientConfig, ClientError, ClientInput, ClientRequest, ClientSession, ClientState, ClientStep, ClientTransition, SessionView,
 } from "../dist/edgegrant_client.js";
@@ -30,7 +38,7 @@ export interface Put {
 }
 
 /** An audit event: what changed, never a secret. */
-export type AuditEvent = { event: string } & Record<string, unknown>;
+export type AuditEvent = { event: AuditEventName } & Record<string, unknown>;
 
 export interface Transaction {
   puts: Put[];
@@ -72,9 +80,9 @@ export type Result =
       headers: [string, string][];
       body: string;
       /** What happened. */
-      outcome: "tokens" | "redirect" | "consent" | "display_code" | "sign_in" | "revoked" | "unlinked" | "preflight" | "attempts_allowed" | "refused";
+      outcome: OutcomeName;
       /** Why it was refused ("code_expired", "missing_scope", …), or null. */
-      refusal: string | null;
+      refusal: RefusalName | null;
     }
   | {
       kind: "serve";
@@ -151,7 +159,6 @@ export interface AuthServer {
 }
 
 /** Whom a failed check is counted against. */
-export type Attempter = { account: string } | { source: string };
 
 export interface Core {
   /** Starts a request (see runRequest). */

@@ -19,62 +19,6 @@ use crate::{numbers_are_exact, UNREPRESENTABLE};
 
 #[wasm_bindgen(typescript_custom_section)]
 const SERVER_TYPES: &'static str = r#"
-export interface App {
-  key: string;
-  name: string;
-  /** URL-safe base64 SHA-256 of the app secret (see `secretDigest`); absent for a public app. */
-  secret_digest?: string | null;
-  redirect_uris?: string[];
-  permissions:
-    | { kind: "scoped"; scopes: Scope[] }
-    | { kind: "legacy"; access: "app_folder" | "full_dropbox" | "team_information" | "team_auditing" };
-  default_token_type?: "short_lived" | "long_lived";
-  implicit_allowed?: boolean;
-}
-
-export interface Policy {
-  code_ttl?: number;
-  access_token_ttl?: number;
-  require_s256?: boolean;
-  long_lived_cutoff?: UnixTime;
-  max_input_bytes?: number;
-  /** Read token-endpoint parameters from the URL query when the body is empty (default true: the official SDKs do so). */
-  token_parameters_in_query?: boolean;
-  /** How many lost races for its writes one request may have before the core answers 503 (default 5). */
-  max_attempts?: number;
-  /** Failed credential checks allowed per window before 429 (0: no limit). */
-  attempts?: { window?: number; per_source?: number; per_account?: number };
-  live_grants_per_link?: number;
-  refresh_idle_lifetime?: number;
-  /** Allow http redirect URIs off the loopback interface (default false: https, or http on 127.0.0.1, [::1], localhost only). */
-  allow_http_redirect_uris?: boolean;
-}
-
-/** Page templates (a Mustache subset; see the crate docs of `edgegrant`, module pages). */
-export interface PageTemplates { consent?: string; code?: string; error?: string; sign_in?: string }
-
-export interface ConfigDocument {
-  apps: App[];
-  policy?: Policy;
-  /** Required Scope of each API endpoint, by path: `{"/2/users/get_current_account": "account_info.read"}`. */
-  api_endpoints?: Record<string, Scope>;
-  pages?: PageTemplates;
-  /** The dialect: SPEC.md's reference service (default), or with the standards around it (RFC 8414, 9207, 7009, 7662, 8707, 9728, refresh-token rotation) under an issuer, with the resources it issues tokens for besides its own API (https URLs; http on loopback). */
-  profile?: { kind: "reference" } | { kind: "standards"; issuer: string; resources?: string[]; rotation?: Rotation; resource_servers?: { app: string; resources: string[] }[] };
-  /** The server's own secret, required: 32 random bytes, base64url (43 characters). Partitions, the seal of every credential and rotated refresh tokens are derived under it; every instance of one deployment has the same; keep it out of the store and the logs. */
-  server_key: string;
-}
-
-/** Refresh-token rotation (standards profile). A retry of a rotated refresh within `retry_window` seconds gets the same answer; a superseded token at any other time revokes its grant. */
-export interface Rotation {
-  /** Whose refreshes rotate: those made without a client secret (default), or all. */
-  clients?: "public" | "all";
-  /** Seconds, 0..=300, shorter than the access-token lifetime. Default 60. */
-  retry_window?: number;
-  /** Seconds a superseded token is kept to catch its reuse. Default 2592000 (30 days). */
-  reuse_detection?: number;
-}
-
 export type ConfigCheck = { tag: "ok" } | { tag: "invalid"; content: string };
 "#;
 

@@ -11,6 +11,13 @@ use crate::time::{is_expired, Seconds, UnixTime};
 /// The most attempters one check is counted against (each count is a write of its own).
 pub const MAX_ATTEMPTERS: usize = 4;
 
+names! {
+    /// Every attempter kind's name (the package's TypeScript types are generated from it).
+    Attempter:
+    Source => "source",
+    Account => "account",
+}
+
 /// Whom failed checks are counted against.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -24,9 +31,14 @@ pub enum Attempter {
 impl Attempter {
     fn kind(&self) -> (&'static str, &str) {
         match self {
-            Attempter::Source(address) => ("source", address),
-            Attempter::Account(name) => ("account", name),
+            Attempter::Source(address) | Attempter::Account(address) => (self.named(), address),
         }
+    }
+
+    /// Its kind's name (`source`, `account`), as hosts in other languages name it: one of
+    /// [`Attempter::NAMES`].
+    pub fn name(&self) -> &'static str {
+        self.named()
     }
 
     /// Whether it is what a person or a network can present: 1 to 256 bytes, no control

@@ -4,7 +4,7 @@
 import {
   createAuthServer, createCore, checkConfig, runRequest, secretDigest, entropyLength, page, createPkceClient, IDLE,
   type ConfigDocument, type Result, type Storage, type Stored, type Put, type Transaction, type Principal, type ClientState,
-  type PlainRequest, type User, type AuditEvent,
+  type PlainRequest, type User, type AuditEvent, type OutcomeName, type RefusalName, type Attempter,
 } from "edgegrant";
 import { memoryStorage } from "edgegrant/adapters/memory";
 import { sqliteStorage } from "edgegrant/adapters/sqlite";
@@ -200,3 +200,16 @@ export async function resourceServer(request: Request): Promise<Response> {
   const inactive: false = checked.token.active;
   return Response.json({ subject, inactive, challenge: rs.challenge("invalid_token") });
 }
+
+// The names the core answers with are generated from its own tables: every one is there, and
+// nothing else.
+const outcomes: OutcomeName[] = ["metadata", "introspected", "attempts_allowed", "refused"];
+// @ts-expect-error: no such outcome
+const noOutcome: OutcomeName = "done";
+const refusals: RefusalName[] = ["storage_fault", "too_many_attempts", "code_expired"];
+// @ts-expect-error: refusals are the core's names, not free text
+const noRefusal: RefusalName = "expired";
+const attempters: Attempter[] = [{ account: "alice" }, { source: "192.0.2.1" }];
+// @ts-expect-error: an attempter is an account name or a source
+const noAttempter: Attempter = { user: "alice" };
+void [outcomes, noOutcome, refusals, noRefusal, attempters, noAttempter];

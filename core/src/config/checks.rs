@@ -1,0 +1,282 @@
+//! The checks that make a [`ConfigDocument`] a [`Config`]: every limit, every redirect URI,
+//! the profile's rotation and resource servers. A configuration exists only valid.
+
+use super::{App, Config, ConfigDocument, Permissions, Policy, Profile, Rotation};
+use crate::ids::{AppKey, RedirectUri};
+use crate::pages::{Pages, TemplateError};
+use crate::wire::uri::{HttpUri, Scheme};
+
+/// A configuration that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// Two apps share one key.
+    #[error("app key {0} is registered twice")]
+    DuplicateApp(AppKey),
+    /// A scoped app lists no scope.
+    #[error("scoped app {0} has no scopes")]
+    NoScopes(AppKey),
+    /// The code lifetime is zero or longer than RFC 6749 §4.1.2's recommended ten minutes.
+    #[error("code_ttl must be 1..=600 seconds, got {0}")]
+    CodeTtl(u64),
+    /// The access-token lifetime is zero.
+    #[error("access_token_ttl must be at least one second")]
+    AccessTokenTtl,
+    /// The input limit is too small to hold a real request.
+    #[error("max_input_bytes must be at least 1024")]
+    InputLimit,
+    /// An API endpoint path that does not start with `/2/`.
+    #[error("API endpoint \"{0}\" must start with /2/")]
+    EndpointPath(String),
+    /// Only legacy apps can migrate to scopes.
+    #[error("app {0} is already scoped")]
+    AlreadyScoped(AppKey),
+    /// No app is registered under this key.
+    #[error("no app is registered as \"{0}\"")]
+    UnknownApp(String),
+    /// A redirect URI the policy does not allow.
+    #[error("app {app}: redirect URI {uri}: {problem}")]
+    RedirectUri {
+        /// The app.
+        app: AppKey,
+        /// The URI as registered.
+        uri: String,
+        /// Why it cannot be registered.
+        problem: &'static str,
+    },
+    /// `max_attempts` is zero.
+    #[error("max_attempts must be at least 1")]
+    Attempts,
+    /// The document is not JSON.
+    #[error("not JSON: {0}")]
+    Json(String),
+    /// A field of the document is missing or does not hold what it must.
+    #[error("{field}: {problem}")]
+    Field {
+        /// Where the field is, as a path: `apps[0].redirect_uris[1]`.
+        field: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A page template does not compile.
+    #[error("the {page} page template: {reason}")]
+    Template {
+        /// Which page.
+        page: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl App {
+    /// This legacy app migrated to scopes, pre-selected from its access type (user-API apps get
+    /// every user scope; team auditing gets `team_info.read members.read groups.read events.read`).
+    ///
+    /// Tokens issued before the migration are untouched: every token carries the scopes it was
+    /// granted, so swapping the app in the configuration changes only what new tokens get.
+    pub fn migrated_to_scopes(&self) -> Result<App, ConfigError> {
+        match &self.permissions {
+            Permissions::Scoped { .. } => Err(ConfigError::AlreadyScoped(self.key.clone())),
+            Permissions::Legacy { access } => Ok(App {
+                permissions: Permissions::Scoped {
+                    scopes: access.scopes(),
+                },
+                ..self.clone()
+            }),
+        }
+    }
+}
+
+impl Config {
+    /// Validates a configuration document.
+    pub fn new(doc: ConfigDocument) -> Result<Self, ConfigError> {
+        let policy = doc.policy;
+        if !(1..=600).contains(&policy.code_ttl.0) {
+            return Err(ConfigError::CodeTtl(policy.code_ttl.0));
+        }
+        if policy.access_token_ttl.0 == 0 {
+            return Err(ConfigError::AccessTokenTtl);
+        }
+        if policy.max_input_bytes < 1024 {
+            return Err(ConfigError::InputLimit);
+        }
+        if policy.max_attempts == 0 {
+            return Err(ConfigError::Attempts);
+        }
+        if policy.attempts.window.0 == 0 {
+            return Err(problem(
+                "policy.attempts.window",
+                "must be at least one second",
+            ));
+        }
+        if let Profile::Standards { rotation, .. } = &doc.profile {
+            check_rotation(rotation, &policy)?;
+        }
+        if let Some(idle) = policy.refresh_idle_lifetime {
+            if doc.profile == Profile::Reference {
+                return Err(problem(
+                    "policy.refresh_idle_lifetime",
+                    "needs the standards profile (SPEC.md's refresh tokens never expire)",
+                ));
+            }
+            if idle.0 <= policy.access_token_ttl.0 {
+                return Err(problem(
+                    "policy.refresh_idle_lifetime",
+                    "must be longer than policy.access_token_ttl",
+                ));
+            }
+        }
+        let pages = Pages::compile(doc.pages)
+            .map_err(|TemplateError { page, reason }| ConfigError::Template { page, reason })?;
+        if let Some(path) = doc.api_endpoints.keys().find(|p| !p.starts_with("/2/")) {
+            return Err(ConfigError::EndpointPath(path.clone()));
+        }
+        let mut apps: Vec<App> = Vec::with_capacity(doc.apps.len());
+        for app in doc.apps {
+            if app.scopes().is_empty() {
+                return Err(ConfigError::NoScopes(app.key));
+            }
+            for uri in &app.redirect_uris {
+                check_redirect_uri(uri, &policy).map_err(|problem| ConfigError::RedirectUri {
+                    app: app.key.clone(),
+                    uri: uri.as_str().to_owned(),
+                    problem,
+                })?;
+            }
+            match apps.binary_search_by(|a| a.key.cmp(&app.key)) {
+                Ok(_) => return Err(ConfigError::DuplicateApp(app.key)),
+                Err(at) => apps.insert(at, app),
+            }
+        }
+        let Some(server_key) = doc.server_key else {
+            return Err(problem(
+                "server_key",
+                "is missing: partitions and credentials are derived under it \
+                 (32 random bytes, base64url; keep it out of the store and the logs)",
+            ));
+        };
+        let config = Config {
+            apps,
+            policy,
+            api_endpoints: doc.api_endpoints,
+            pages,
+            profile: doc.profile,
+            server_key,
+        };
+        config.check_resource_servers()?;
+        Ok(config)
+    }
+
+    /// Each resource server is a confidential app (introspection takes a secret) and serves
+    /// resources this server issues tokens for.
+    fn check_resource_servers(&self) -> Result<(), ConfigError> {
+        let Profile::Standards {
+            resource_servers, ..
+        } = &self.profile
+        else {
+            return Ok(());
+        };
+        for (i, server) in resource_servers.iter().enumerate() {
+            if !self
+                .app(server.app.as_str())
+                .is_some_and(App::is_confidential)
+            {
+                return Err(problem(
+                    &format!("profile.resource_servers[{i}].app"),
+                    "must be a registered app with a secret",
+                ));
+            }
+            if let Some(j) = server
+                .resources
+                .iter()
+                .position(|r| !self.knows_resource(r.as_str()))
+            {
+                return Err(problem(
+                    &format!("profile.resource_servers[{i}].resources[{j}]"),
+                    "must be one of profile.resources or the issuer's origin",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// This configuration with `app` registered in place of the app with the same key (or added),
+    /// e.g. after [`App::migrated_to_scopes`].
+    pub fn with_app(&self, app: App) -> Result<Config, ConfigError> {
+        let mut doc = ConfigDocument::from(self.clone());
+        doc.apps.retain(|a| a.key != app.key);
+        doc.apps.push(app);
+        Config::new(doc)
+    }
+
+    /// This configuration with the legacy app `key` migrated to scopes (what the app console
+    /// does; see [`App::migrated_to_scopes`]). Tokens already issued keep their scopes.
+    pub fn with_app_migrated(&self, key: &str) -> Result<Config, ConfigError> {
+        let app = self
+            .app(key)
+            .ok_or_else(|| ConfigError::UnknownApp(key.to_owned()))?;
+        self.with_app(app.migrated_to_scopes()?)
+    }
+}
+
+/// The rules on a web redirect URI beyond its form ([`RedirectUri`]): an authority without
+/// user information (which only serves to disguise the host), and `https` unless it is the
+/// loopback interface or the policy allows `http` (RFC 9700 §2.6, RFC 8252 §7.3). Other schemes
+/// (a native app's private-use scheme, RFC 8252 §7.1) pass.
+fn check_redirect_uri(uri: &RedirectUri, policy: &Policy) -> Result<(), &'static str> {
+    let text = uri.as_str();
+    let web = ["http:", "https:"].iter().any(|scheme| {
+        text.get(..scheme.len())
+            .is_some_and(|s| s.eq_ignore_ascii_case(scheme))
+    });
+    if !web {
+        return Ok(());
+    }
+    let parsed =
+        HttpUri::parse(text).ok_or("must be http(s)://host/path with a valid host and port")?;
+    if parsed.userinfo {
+        return Err("must not carry user information (user@host)");
+    }
+    if parsed.scheme == Scheme::Http && !parsed.is_loopback() && !policy.allow_http_redirect_uris {
+        return Err("http is allowed only on the loopback interface (127.0.0.1, [::1], localhost); use https, or set policy.allow_http_redirect_uris");
+    }
+    Ok(())
+}
+
+impl TryFrom<ConfigDocument> for Config {
+    type Error = ConfigError;
+    fn try_from(doc: ConfigDocument) -> Result<Self, ConfigError> {
+        Config::new(doc)
+    }
+}
+
+/// The bounds of [`Rotation`]: a retry window short enough that the answer it repeats is still
+/// live (its access token), and reuse caught at least as long as a retry is honoured.
+fn check_rotation(rotation: &Rotation, policy: &Policy) -> Result<(), ConfigError> {
+    let window = rotation.retry_window.0;
+    if window > 300 {
+        return Err(problem(
+            "profile.rotation.retry_window",
+            "must be at most 300 seconds",
+        ));
+    }
+    if window >= policy.access_token_ttl.0 {
+        return Err(problem(
+            "profile.rotation.retry_window",
+            "must be shorter than policy.access_token_ttl (a retry repeats a live access token)",
+        ));
+    }
+    if rotation.reuse_detection.0 < window.max(1) {
+        return Err(problem(
+            "profile.rotation.reuse_detection",
+            "must be at least one second and at least the retry window",
+        ));
+    }
+    Ok(())
+}
+
+pub(super) fn problem(field: &str, problem: &str) -> ConfigError {
+    ConfigError::Field {
+        field: field.to_owned(),
+        problem: problem.to_owned(),
+    }
+}

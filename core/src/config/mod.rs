@@ -1,0 +1,562 @@
+//! The configuration a host passes on every call: registered apps, policy switches and the
+//! Required Scope of each API endpoint — in three parts: the model (this module: what a
+//! configuration is, and what the core asks of it), its checks (`checks`: a document becomes a
+//! [`Config`] only valid), and its JSON form (`json`: read and written explicitly). The model
+//! imports neither; the checks import the model; the JSON form imports both.
+
+use std::collections::BTreeMap;
+
+use crate::credentials::{SecretDigest, ServerKey};
+use crate::ids::{AppKey, RedirectUri};
+use crate::pages::{PageTemplates, Pages};
+use crate::scope::{LegacyAccess, Scope, ScopeSet};
+use crate::time::{Seconds, UnixTime};
+use crate::wire::uri::{HttpUri, Scheme};
+
+mod checks;
+mod json;
+
+pub use checks::ConfigError;
+pub(crate) use json::ScopesJson;
+pub use json::CONFIG_TYPESCRIPT;
+
+/// What an app may be granted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Permissions {
+    /// A scoped app: the scopes chosen in the app console.
+    Scoped {
+        /// Every scope the app may request.
+        scopes: ScopeSet,
+    },
+    /// A legacy app: a legacy access type instead of scopes.
+    Legacy {
+        /// The legacy access type.
+        access: LegacyAccess,
+    },
+}
+
+/// The token type an app gets when `token_access_type` is omitted (SPEC.md, Begin authorization).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum DefaultTokenType {
+    /// Short-lived access tokens only (`online`). The default of newly created scoped apps.
+    #[default]
+    ShortLived,
+    /// Long-lived (non-expiring) access tokens, created only before
+    /// [`Policy::long_lived_cutoff`]; from then on such apps get short-lived tokens.
+    LongLived,
+}
+
+/// One registered app (client).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct App {
+    /// The app key (`client_id`).
+    pub key: AppKey,
+    /// The name shown on the consent page.
+    pub name: String,
+    /// Digest of the app secret; `None` for a public app, which can only use PKCE.
+    pub secret_digest: Option<SecretDigest>,
+    /// Registered redirect URIs, compared by exact string match (a loopback `http` URI with
+    /// any port: RFC 8252 §7.3).
+    pub redirect_uris: Vec<RedirectUri>,
+    /// Scoped or legacy.
+    pub permissions: Permissions,
+    /// The token type when `token_access_type` is omitted.
+    pub default_token_type: DefaultTokenType,
+    /// Whether the legacy implicit flow (`response_type=token`) is allowed at all.
+    pub implicit_allowed: bool,
+}
+
+impl App {
+    /// The scopes this app may be granted: its explicit scopes, or those of its legacy access type.
+    pub fn scopes(&self) -> ScopeSet {
+        match &self.permissions {
+            Permissions::Scoped { scopes } => scopes.clone(),
+            Permissions::Legacy { access } => access.scopes(),
+        }
+    }
+
+    /// Whether the app has a secret (a confidential client).
+    pub fn is_confidential(&self) -> bool {
+        self.secret_digest.is_some()
+    }
+
+    /// Whether `uri` is registered for this app: by exact string match, or for a loopback
+    /// `http` URI with any port (RFC 8252 §7.3).
+    pub fn has_redirect_uri(&self, uri: &str) -> bool {
+        self.redirect_uris.iter().any(|r| redirect_matches(r, uri))
+    }
+}
+
+/// Policy switches. Every field has the default of DESIGN.md.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// Lifetime of an authorization code: 1..=600 s. Default 600.
+    pub code_ttl: Seconds,
+    /// Lifetime of a short-lived access token. Default 14 400 s (4 h).
+    pub access_token_ttl: Seconds,
+    /// Refuse `code_challenge_method=plain` (RFC 9700 §2.1.1 recommends S256).
+    pub require_s256: bool,
+    /// From this instant on, no long-lived access token is created. Default 2021-10-01T00:00:00Z.
+    pub long_lived_cutoff: UnixTime,
+    /// The largest query string or request body accepted, in bytes (header values are held to
+    /// the same bound). Default 16 384.
+    pub max_input_bytes: usize,
+    /// Read the token endpoint's parameters from the URL query when the body is empty. The
+    /// reference service accepts this and the official Dropbox SDKs depend on it (they send the
+    /// code exchange and the refresh with an empty body); RFC 6749 §2.3.1 would keep a
+    /// `client_secret` out of URLs, so hosts whose clients all use the body can turn it off.
+    /// Default `true`.
+    pub token_parameters_in_query: bool,
+    /// How many times one request may lose a race for its writes before the core answers
+    /// `503 temporarily_unavailable` (each loss means another request changed the same
+    /// records; the next attempt decides from what it wrote). Default 5.
+    pub max_attempts: u32,
+    /// Allow `http` redirect URIs on hosts other than the loopback interface. Off by default:
+    /// a code sent over plain HTTP can be read on the way (RFC 9700 §2.6, RFC 6749 §3.1.2.1);
+    /// loopback `http` URIs of native apps are always allowed (RFC 8252 §7.3).
+    pub allow_http_redirect_uris: bool,
+    /// Limits on failed credential checks (client secrets at the token endpoint, and the host's
+    /// own sign-in through [`Input::Attempts`](crate::Input::Attempts)).
+    pub attempts: AttemptLimits,
+    /// How many live grants that never end by themselves (offline, long-lived) one user may
+    /// hold with one app: a new one beyond the bound revokes the oldest (audit
+    /// `grant_evicted`). `None` (the default, SPEC.md's service): no bound — the reference
+    /// service documents none. Large providers bound it: Google 100 refresh tokens per account
+    /// and client, Auth0 200 per user and application, Zoho 20, each dropping the oldest.
+    pub live_grants_per_link: Option<u32>,
+    /// How long a refresh token may go unused before its grant ends by itself (standards
+    /// profile only: SPEC.md's refresh tokens never expire). Each refresh starts the span
+    /// again (written when half of it has passed, so not every refresh writes); the grant and
+    /// its tokens are purged one access-token lifetime after it ends. Longer than an access
+    /// token's lifetime. `None` (default): never. Google ends a refresh token unused for six
+    /// months.
+    pub refresh_idle_lifetime: Option<Seconds>,
+}
+
+/// How many failed credential checks each attempter may have within one window before its
+/// checks are refused with `429` and `Retry-After` until the window ends. Counts are kept in the
+/// host's store (so they hold across instances), under a digest of the attempter. `0` turns a
+/// limit off.
+///
+/// At the token endpoint a failed client authentication is counted against its source, and a
+/// source at its limit has its failures answered `429`; a correct client secret is never held
+/// back by any count — secrets are high-entropy, and a count of an app's failures (its key is
+/// public) would let anyone make that app wait. Checks racing each other may each pass before
+/// any of them records its failure: the count can overshoot by the number in flight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttemptLimits {
+    /// The window, from the first failure on. Default 900 s.
+    pub window: Seconds,
+    /// Failed checks per network source (as the host names it). Default 50.
+    pub per_source: u32,
+    /// Failed sign-ins per account name (the host's sign-in). Default 10.
+    pub per_account: u32,
+}
+
+impl Default for AttemptLimits {
+    fn default() -> Self {
+        AttemptLimits {
+            window: Seconds(900),
+            per_source: 50,
+            per_account: 10,
+        }
+    }
+}
+
+/// Which dialect the server speaks. SPEC.md's reference service is the default and stays
+/// exactly as it is; the standards profile adds what standards-based clients (MCP clients among
+/// them) expect to find: authorization server metadata (RFC 8414) and the issuer on every
+/// authorization response (RFC 9207).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Profile {
+    /// The reference service: nothing beyond SPEC.md is served.
+    #[default]
+    Reference,
+    /// The reference service and the standards around it.
+    Standards {
+        /// This server's issuer identifier.
+        issuer: Issuer,
+        /// The resources (RFC 8707) it issues tokens for besides the API it serves itself
+        /// (whose identifier is the issuer's origin): APIs on other hosts, MCP servers.
+        resources: Vec<Resource>,
+        /// How refresh tokens rotate (RFC 9700 §4.14.2).
+        rotation: Rotation,
+        /// The apps that serve resources and may introspect the access tokens issued for
+        /// them (RFC 7662 §4); without one, only a token's own app learns anything of it.
+        resource_servers: Vec<ResourceServer>,
+    },
+}
+
+/// An app that serves some of the configured resources (an API or MCP server on another
+/// host, checking tokens by introspection): it may introspect the access tokens issued for
+/// those resources, and only those. Refresh tokens are never described to it: a resource
+/// server has no use for them, and a resource that took one for an access token would serve
+/// its holder forever.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceServer {
+    /// The app the resource server authenticates as (a confidential app).
+    pub app: AppKey,
+    /// The resources it serves: configured resources, or the issuer's origin.
+    pub resources: Vec<Resource>,
+}
+
+/// Refresh-token rotation, in the standards profile (the reference profile's refresh tokens
+/// are reusable, as SPEC.md has them).
+///
+/// A rotating refresh returns a new refresh token and supersedes the one presented. Presenting
+/// the superseded token again within [`retry_window`](Self::retry_window) of its rotation —
+/// and before its successor has been used — gets the same answer again (the same access and
+/// refresh token), so a response lost on the way never locks the user out; presenting it at any
+/// other time revokes the whole grant, since the token is then in two hands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rotation {
+    /// Whose refreshes rotate. Default: public clients.
+    pub clients: RotatedClients,
+    /// How long after a rotation a retry with the superseded token gets the same answer:
+    /// 0..=300 s, less than the access-token lifetime. Default 60.
+    pub retry_window: Seconds,
+    /// How long a superseded token is kept so that its reuse is caught (after that it is
+    /// refused as unknown, without revoking anything): at least the retry window. Default
+    /// 2 592 000 s (30 days).
+    pub reuse_detection: Seconds,
+}
+
+impl Default for Rotation {
+    fn default() -> Self {
+        Rotation {
+            clients: RotatedClients::Public,
+            retry_window: Seconds(60),
+            reuse_detection: Seconds(2_592_000),
+        }
+    }
+}
+
+/// Whose refresh tokens rotate.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RotatedClients {
+    /// Refreshes made without a client secret (a public client, or a confidential one using
+    /// its PKCE grant with `client_id` alone): OAuth 2.1 and RFC 9700 §4.14.2 require it of
+    /// refresh tokens that are not sender-constrained.
+    #[default]
+    Public,
+    /// Every refresh.
+    All,
+}
+
+/// A resource identifier (RFC 8707 §2): an API or MCP server this authorization server issues
+/// tokens for, `https` (or `http` on loopback), without query or fragment. Kept in its
+/// [canonical form](Resource::canonical), the form tokens name it by.
+///
+/// ```
+/// # use edgegrant::Resource;
+/// let mcp = Resource::new("HTTPS://MCP.example:443/mcp").unwrap();
+/// assert_eq!(mcp.as_str(), "https://mcp.example/mcp");
+/// assert_eq!(Resource::new("https://api.example/").unwrap().as_str(), "https://api.example");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resource(String);
+
+impl Resource {
+    /// Checks `text` as a resource identifier; the error says what is wrong.
+    pub fn new(text: &str) -> Result<Resource, &'static str> {
+        // The issuer's rules (https, or http on loopback; no query, fragment or user), then
+        // the canonical form of the whole identifier.
+        Issuer::new(text)?;
+        Resource::canonical(text)
+            .map(Resource)
+            .ok_or("must be an https URL: https://host[:port][/path]")
+    }
+
+    /// The identifier, canonical.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The canonical form of an `http(s)` resource identifier, by RFC 3986's syntax- and
+    /// scheme-based normalization (§6.2.2, §6.2.3): scheme and host in lower case, the
+    /// scheme's default port left out, and an empty path the same as `/` — written without it,
+    /// the form MCP clients are asked to use. So `https://Auth.example:443/` and
+    /// `https://auth.example` name one resource; paths are compared as they are written
+    /// (`/mcp` and `/mcp/` are two). `None` for anything else, or with a query, a fragment or
+    /// user information.
+    pub fn canonical(text: &str) -> Option<String> {
+        let uri = HttpUri::parse(text)?;
+        if uri.userinfo
+            || uri.rest.contains(['?', '#'])
+            || !text.bytes().all(|b| b.is_ascii_graphic())
+        {
+            return None;
+        }
+        let scheme = match uri.scheme {
+            Scheme::Http => "http://",
+            Scheme::Https => "https://",
+        };
+        // The authority as written, but for the case of the host and a default port.
+        let default_port = uri.port == Some(uri.scheme.default_port());
+        let authority = text.get(scheme.len()..text.len() - uri.rest.len())?;
+        let authority = match authority.rsplit_once(':') {
+            Some((host, _)) if default_port => host,
+            _ => authority,
+        };
+        let path = if uri.rest == "/" { "" } else { uri.rest };
+        Some([scheme, &authority.to_ascii_lowercase(), path].concat())
+    }
+}
+
+/// An issuer identifier (RFC 8414 §2): an `https` URL without query or fragment, which clients
+/// compare as a string with the `iss` they are given. `http` is allowed on the loopback
+/// interface only, for local development.
+///
+/// ```
+/// # use edgegrant::Issuer;
+/// let issuer = Issuer::new("https://auth.example/tenant").unwrap();
+/// assert_eq!(issuer.path(), "/tenant");
+/// assert!(Issuer::new("https://auth.example/?x=1").is_err());
+/// assert!(Issuer::new("http://auth.example").is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Issuer {
+    text: String,
+    /// The canonical identifier of the API served beside the server: the issuer's origin.
+    resource: String,
+}
+
+impl Issuer {
+    /// Checks `text` as an issuer identifier; the error says what is wrong.
+    pub fn new(text: &str) -> Result<Issuer, &'static str> {
+        if !text.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err("must be visible ASCII, without spaces");
+        }
+        let uri = HttpUri::parse(text).ok_or("must be an https URL: https://host[:port][/path]")?;
+        if uri.userinfo {
+            return Err("must not carry user information (user@host)");
+        }
+        if uri.rest.contains(['?', '#']) {
+            return Err("must have no query or fragment (RFC 8414 §2)");
+        }
+        if uri.scheme == Scheme::Http && !uri.is_loopback() {
+            return Err("must use https (http only on the loopback interface)");
+        }
+        let origin = text.get(..text.len() - uri.rest.len()).unwrap_or(text);
+        Ok(Issuer {
+            text: text.to_owned(),
+            resource: Resource::canonical(origin).unwrap_or_else(|| origin.to_owned()),
+        })
+    }
+
+    /// The identifier as configured.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The scheme, `https` (or `http` on loopback), in lower case.
+    pub fn scheme(&self) -> &'static str {
+        match HttpUri::parse(&self.text).map(|uri| uri.scheme) {
+            Some(Scheme::Http) => "http",
+            _ => "https",
+        }
+    }
+
+    /// `scheme://authority`, where the endpoints are.
+    pub fn origin(&self) -> &str {
+        let path = HttpUri::parse(&self.text).map_or("", |uri| uri.rest);
+        self.text
+            .get(..self.text.len() - path.len())
+            .unwrap_or(&self.text)
+    }
+
+    /// The resource identifier (RFC 8707) of the API served beside this server: the issuer's
+    /// origin, [canonical](Resource::canonical).
+    pub fn resource(&self) -> &str {
+        &self.resource
+    }
+
+    /// Its path, without a trailing `/` (empty for an origin): what follows the well-known
+    /// prefix of its metadata's URL (RFC 8414 §3.1).
+    pub fn path(&self) -> &str {
+        HttpUri::parse(&self.text).map_or("", |uri| uri.rest.trim_end_matches('/'))
+    }
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            code_ttl: Seconds(600),
+            access_token_ttl: Seconds(14_400),
+            require_s256: false,
+            long_lived_cutoff: UnixTime::LONG_LIVED_CUTOFF,
+            max_input_bytes: 16_384,
+            token_parameters_in_query: true,
+            max_attempts: 5,
+            allow_http_redirect_uris: false,
+            attempts: AttemptLimits::default(),
+            live_grants_per_link: None,
+            refresh_idle_lifetime: None,
+        }
+    }
+}
+
+/// The configuration document as written (JSON, or built in code): what [`Config`] validates.
+///
+/// Its JSON form is read and written in one place, [`ConfigDocument::from_json_value`] and
+/// [`ConfigDocument::to_json_value`], which every host uses (its serde implementations go
+/// through them too).
+#[derive(Clone, Debug, Default)]
+pub struct ConfigDocument {
+    /// Registered apps.
+    pub apps: Vec<App>,
+    /// Policy switches.
+    pub policy: Policy,
+    /// The Required Scope of each API endpoint, by path (`/2/users/get_current_account` →
+    /// `account_info.read`).
+    pub api_endpoints: BTreeMap<String, Scope>,
+    /// The host's templates of the pages of the flow (consent, code, error, sign-in); the
+    /// core's plain defaults stand in for any left out.
+    pub pages: PageTemplates,
+    /// The dialect: the reference service (default), or with the standards around it.
+    pub profile: Profile,
+    /// The server's own secret key (`server_key`), required: partitions and the seal of every
+    /// credential are derived under it, and rotated refresh tokens (see [`ServerKey`]).
+    pub server_key: Option<ServerKey>,
+}
+
+/// A validated configuration, indexed for lookups.
+///
+/// ```
+/// # use edgegrant::*;
+/// let config = Config::new(ConfigDocument {
+///     apps: vec![App {
+///         key: AppKey::new("demo-app").unwrap(),
+///         name: "Demo".into(),
+///         secret_digest: None,
+///         redirect_uris: vec![RedirectUri::new("https://demo.example/cb").unwrap()],
+///         permissions: Permissions::Scoped { scopes: ScopeSet::parse("account_info.read").unwrap() },
+///         default_token_type: DefaultTokenType::ShortLived,
+///         implicit_allowed: false,
+///     }],
+///     policy: Policy::default(),
+///     api_endpoints: [("/2/users/get_current_account".to_string(), Scope::new("account_info.read").unwrap())].into(),
+///     pages: PageTemplates::default(),
+///     profile: Profile::Reference,
+///     server_key: Some(ServerKey::from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8").unwrap()),
+/// }).unwrap();
+/// assert!(config.app("demo-app").is_some());
+/// ```
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Sorted by key, each key once (a sorted vector: a handful of apps, read far more often
+    /// than built, and less code than a tree).
+    apps: Vec<App>,
+    policy: Policy,
+    api_endpoints: BTreeMap<String, Scope>,
+    pages: Pages,
+    profile: Profile,
+    server_key: ServerKey,
+}
+
+impl Config {
+    /// The app registered under `key`.
+    pub fn app(&self, key: &str) -> Option<&App> {
+        let at = self
+            .apps
+            .binary_search_by(|a| a.key.as_str().cmp(key))
+            .ok()?;
+        self.apps.get(at)
+    }
+
+    /// Every registered app.
+    pub fn apps(&self) -> impl Iterator<Item = &App> {
+        self.apps.iter()
+    }
+
+    /// The policy switches.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The compiled page templates.
+    pub(crate) fn pages(&self) -> &Pages {
+        &self.pages
+    }
+
+    /// The dialect the server speaks.
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// How refresh tokens rotate: never in the reference profile.
+    pub fn rotation(&self) -> Option<&Rotation> {
+        match &self.profile {
+            Profile::Reference => None,
+            Profile::Standards { rotation, .. } => Some(rotation),
+        }
+    }
+
+    /// The server's own secret key.
+    pub fn server_key(&self) -> &ServerKey {
+        &self.server_key
+    }
+
+    /// The issuer identifier, in the standards profile.
+    pub fn issuer(&self) -> Option<&Issuer> {
+        match &self.profile {
+            Profile::Reference => None,
+            Profile::Standards { issuer, .. } => Some(issuer),
+        }
+    }
+
+    /// Whether tokens may be issued for `resource` (RFC 8707), given in its
+    /// [canonical form](Resource::canonical): the API served here (the issuer's origin) or a
+    /// configured one. Never in the reference profile.
+    pub fn knows_resource(&self, resource: &str) -> bool {
+        match &self.profile {
+            Profile::Reference => false,
+            Profile::Standards {
+                issuer, resources, ..
+            } => issuer.resource() == resource || resources.iter().any(|r| r.as_str() == resource),
+        }
+    }
+
+    /// Whether `app` serves `resource` (given canonical) as a configured resource server.
+    pub fn serves(&self, app: &AppKey, resource: &str) -> bool {
+        match &self.profile {
+            Profile::Reference => false,
+            Profile::Standards {
+                resource_servers, ..
+            } => resource_servers
+                .iter()
+                .any(|s| &s.app == app && s.resources.iter().any(|r| r.as_str() == resource)),
+        }
+    }
+
+    /// The Required Scope of every declared API endpoint (a scope once per endpoint).
+    pub fn required_scopes(&self) -> impl Iterator<Item = &Scope> {
+        self.api_endpoints.values()
+    }
+
+    /// The Required Scope of an API endpoint, or `None` if the host did not declare it.
+    pub fn required_scope(&self, endpoint: &str) -> Option<&Scope> {
+        self.api_endpoints.get(endpoint)
+    }
+}
+
+/// Whether `presented` is the registered redirect URI `registered` (see [`App::has_redirect_uri`]).
+pub(crate) fn redirect_matches(registered: &RedirectUri, presented: &str) -> bool {
+    registered.as_str() == presented
+        || HttpUri::parse(registered.as_str())
+            .zip(HttpUri::parse(presented))
+            .is_some_and(|(registered, presented)| registered.admits_redirect(&presented))
+}
+
+impl From<Config> for ConfigDocument {
+    fn from(config: Config) -> Self {
+        ConfigDocument {
+            apps: config.apps,
+            policy: config.policy,
+            api_endpoints: config.api_endpoints,
+            pages: config.pages.source,
+            profile: config.profile,
+            server_key: Some(config.server_key),
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! The package's TypeScript types are generated from the core (`core/examples/typescript.rs`):
+//! the names from the core's own tables, and the configuration's shapes from
+//! [`CONFIG_TYPESCRIPT`], declared beside the JSON form's reader and writer. These tests fail
+//! when that declaration drifts from what the writer produces, either way.
+
+use std::collections::BTreeSet;
+
+use edgegrant::*;
+use serde_json::{json, Value};
+
+/// A document that sets every field the JSON form knows, in every shape a tag can take.
+fn every_field() -> Value {
+    let digest = ClientSecret::presented("s").digest().to_base64();
+    json!({
+        "apps": [
+            { "key": "a", "name": "A", "secret_digest": digest, "redirect_uris": ["https://a.example/cb"],
+              "permissions": { "kind": "scoped", "scopes": ["account_info.read"] },
+              "default_token_type": "short_lived", "implicit_allowed": false },
+            { "key": "b", "name": "B", "secret_digest": null, "redirect_uris": [],
+              "permissions": { "kind": "legacy", "access": "full_dropbox" },
+              "default_token_type": "long_lived", "implicit_allowed": true },
+        ],
+        "policy": {
+            "code_ttl": 600, "access_token_ttl": 14400, "require_s256": true, "long_lived_cutoff": 1,
+            "max_input_bytes": 16384, "token_parameters_in_query": false, "max_attempts": 3,
+            "attempts": { "window": 60, "per_source": 10, "per_account": 5 },
+            "live_grants_per_link": 10, "refresh_idle_lifetime": 86400, "allow_http_redirect_uris": true,
+        },
+        "api_endpoints": { "/2/users/get_current_account": "account_info.read" },
+        "pages": { "consent": "c", "code": "c", "error": "e", "sign_in": "s" },
+        "profile": {
+            "kind": "standards", "issuer": "https://auth.example",
+            "resources": ["https://api.example"],
+            "rotation": { "clients": "all", "retry_window": 30, "reuse_detection": 86400 },
+            "resource_servers": [{ "app": "a", "resources": ["https://api.example"] }],
+        },
+        "server_key": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8",
+    })
+}
+
+/// Every key of `value`, at any depth, and every string under a key that tags a shape.
+fn keys_and_tags(value: &Value, keys: &mut BTreeSet<String>, tags: &mut BTreeSet<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, inner) in map {
+                keys.insert(key.clone());
+                if let ("kind" | "access" | "default_token_type" | "clients", Value::String(tag)) =
+                    (key.as_str(), inner)
+                {
+                    tags.insert(tag.clone());
+                }
+                if key != "api_endpoints" {
+                    keys_and_tags(inner, keys, tags);
+                }
+            }
+        }
+        Value::Array(items) => items
+            .iter()
+            .for_each(|item| keys_and_tags(item, keys, tags)),
+        _ => {}
+    }
+}
+
+#[test]
+fn the_declared_configuration_is_the_one_the_core_writes() {
+    let document = ConfigDocument::from_json_value(&every_field()).unwrap();
+    let config = Config::new(document).unwrap();
+    let written = ConfigDocument::from(config).to_json_value();
+    let (mut keys, mut tags) = (BTreeSet::new(), BTreeSet::new());
+    keys_and_tags(&written, &mut keys, &mut tags);
+    // What the writer produces is declared: every key, every tag.
+    for key in &keys {
+        assert!(
+            CONFIG_TYPESCRIPT.contains(&format!(" {key}:"))
+                || CONFIG_TYPESCRIPT.contains(&format!(" {key}?:")),
+            "the key {key} is written but not declared in CONFIG_TYPESCRIPT"
+        );
+    }
+    for tag in &tags {
+        assert!(
+            CONFIG_TYPESCRIPT.contains(&format!("\"{tag}\"")),
+            "the tag {tag:?} is written but not declared in CONFIG_TYPESCRIPT"
+        );
+    }
+    // What is declared is written: no key the core no longer knows.
+    let declared: BTreeSet<String> = CONFIG_TYPESCRIPT
+        .lines()
+        .filter(|line| !line.trim_start().starts_with("/**"))
+        .flat_map(|line| line.split(['{', ';', '|']))
+        .filter_map(|part| {
+            let (name, _) = part.split_once(':')?;
+            let name = name.trim().trim_end_matches('?');
+            (!name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
+                .then(|| name.to_owned())
+        })
+        .collect();
+    let stale: Vec<&String> = declared.difference(&keys).collect();
+    assert!(stale.is_empty(), "declared but never written: {stale:?}");
+}
+
+#[test]
+fn every_name_the_core_answers_with_is_in_its_table() {
+    // The tables behind the generated unions are the core's own (`NAMES`, whose match has
+    // no wildcard): a few values of each, named through `name()`, are found there.
+    for refusal in [
+        Refusal::StorageFault("k".into()),
+        Refusal::TooManyAttempts(Seconds(1)),
+        Refusal::InvalidTarget,
+    ] {
+        assert!(Refusal::NAMES.contains(&refusal.name()));
+    }
+    assert!(Outcome::NAMES.contains(&Outcome::Metadata.name()));
+    assert!(Outcome::NAMES.contains(&Outcome::Introspected.name()));
+    assert_eq!(
+        Attempter::NAMES,
+        [
+            Attempter::Source("x".into()).name(),
+            Attempter::Account("x".into()).name()
+        ]
+    );
+    assert_eq!(
+        AttemptVerdict::NAMES,
+        ["allowed", "limited", "unavailable", "malformed"]
+    );
+    let unique: BTreeSet<&&str> = Refusal::NAMES.iter().collect();
+    assert_eq!(unique.len(), Refusal::NAMES.len(), "each name once");
+}
