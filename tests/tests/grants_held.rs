@@ -150,6 +150,15 @@ fn an_unlink_ends_thousands_of_grants_in_bounded_steps_and_all_of_them_go() {
     assert_eq!(sim.store.len(), 0, "everything went");
 }
 
+/// The members no unlink has swept yet (no purge time).
+fn unswept_members(sim: &Sim) -> usize {
+    sim.store
+        .iter()
+        .filter(|(key, _)| matches!(key, RecordKey::Member(..)))
+        .filter(|(key, _)| sim.store.purge_after(key).is_none())
+        .count()
+}
+
 #[test]
 fn an_unlink_the_host_stopped_midway_is_finished_by_the_next() {
     let mut sim = Sim::new(fixture_config());
@@ -178,17 +187,10 @@ fn an_unlink_the_host_stopped_midway_is_finished_by_the_next() {
         step = request.advance(event).unwrap();
     }
     drop(request);
-    let left = |sim: &Sim| {
-        sim.store
-            .iter()
-            .filter(|(key, _)| matches!(key, RecordKey::Member(..)))
-            .filter(|(key, _)| sim.store.purge_after(key).is_none())
-            .count()
-    };
-    assert_eq!(left(&sim), 100 - 32, "one page swept");
+    assert_eq!(unswept_members(&sim), 100 - 32, "one page swept");
     // Access ended with the first transaction; the user unlinks again (or the host retries).
     assert_eq!(sim.run(unlink).outcome(), &Outcome::Unlinked);
-    assert_eq!(left(&sim), 0);
+    assert_eq!(unswept_members(&sim), 0);
     check_store(&fixture_key(), &sim.store);
 }
 
@@ -205,22 +207,23 @@ fn an_unlink_past_one_requests_pages_answers_within_the_bound_and_the_next_sweep
         account_id: alice().account_id,
         by: Unlinker::User,
     };
-    let left = |sim: &Sim| {
-        sim.store
-            .iter()
-            .filter(|(key, _)| matches!(key, RecordKey::Member(..)))
-            .filter(|(key, _)| sim.store.purge_after(key).is_none())
-            .count()
-    };
     // The harness fails any request that asks for more than `Request::max_steps`.
     assert_eq!(sim.run(unlink.clone()).outcome(), &Outcome::Unlinked);
-    assert_eq!(left(&sim), 40, "as many pages as one request may write");
+    assert_eq!(
+        unswept_members(&sim),
+        40,
+        "as many pages as one request may write"
+    );
     // Every grant ended at once, swept or not.
     let last = &tokens[held - 1];
     let refused = sim.refresh(last["refresh_token"].as_str().unwrap(), PKCE_APP, None);
     assert_eq!(oauth_error(&refused), "invalid_grant");
     assert_eq!(sim.run(unlink).outcome(), &Outcome::Unlinked);
-    assert_eq!(left(&sim), 0, "the pair's next unlink swept the rest");
+    assert_eq!(
+        unswept_members(&sim),
+        0,
+        "the pair's next unlink swept the rest"
+    );
     check_store(&fixture_key(), &sim.store);
 }
 

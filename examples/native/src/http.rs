@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::Response;
 // The headers the core puts on the flow's pages: the host's own pages take them too.
 use edgegrant::{
-    AttemptStep, AttemptVerdict, Attempter, HttpRequest, HttpResponse, Input, Principal, Seconds,
+    AttemptStep, AttemptVerdict, Attempter, HttpRequest, HttpResponse, Input, Principal,
     PAGE_HEADERS,
 };
 use http_body_util::BodyExt;
@@ -425,29 +425,31 @@ async fn sign_in(
         Ok(Finish::Serve(_)) => return fault_response(&Fault::Bug("a sign-in check was served")),
         Err(fault) => return fault_response(&fault),
     };
-    match reply.attempt_verdict() {
-        AttemptVerdict::Allowed => {}
+    let held = match reply.attempt_verdict() {
+        AttemptVerdict::Allowed => None,
         // A name no one can have typed (empty, control characters): no such account, and
         // nothing to count against it.
         AttemptVerdict::Malformed => return wrong(),
-        AttemptVerdict::Limited(wait) => {
-            let page = sign_in_page(
-                &return_to,
-                StatusCode::TOO_MANY_REQUESTS,
-                Some("Too many failed sign-ins. Try again later."),
-            );
-            return with_retry_after(page, wait);
-        }
+        AttemptVerdict::Limited(wait) => Some((
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many failed sign-ins. Try again later.",
+            wait,
+        )),
         // The store failed (an outage, contention): no one's limit; 503, as the OAuth
         // endpoints answer then.
-        AttemptVerdict::Unavailable(wait) => {
-            let page = sign_in_page(
-                &return_to,
-                StatusCode::SERVICE_UNAVAILABLE,
-                Some("The service is unavailable; try again shortly."),
-            );
-            return with_retry_after(page, wait);
+        AttemptVerdict::Unavailable(wait) => Some((
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The service is unavailable; try again shortly.",
+            wait,
+        )),
+    };
+    if let Some((status, message, wait)) = held {
+        // The page, with the wait the core decided.
+        let mut page = sign_in_page(&return_to, status, Some(message));
+        if let Ok(value) = HeaderValue::from_str(&wait.0.to_string()) {
+            page.headers_mut().insert("retry-after", value);
         }
+        return page;
     }
     let account = site.accounts.named(&username).cloned();
     // scrypt is slow on purpose: off the async threads.
@@ -485,14 +487,6 @@ async fn sign_in(
         // Counted already, before the check.
         None => wrong(),
     }
-}
-
-/// `response` with `Retry-After: wait` (the wait the core decided).
-fn with_retry_after(mut response: Response, wait: Seconds) -> Response {
-    if let Ok(value) = HeaderValue::from_str(&wait.0.to_string()) {
-        response.headers_mut().insert("retry-after", value);
-    }
-    response
 }
 
 const LEADS_AWAY: &str = "That link would lead away from this site.";
