@@ -40,9 +40,8 @@ struct Writes {
     ending: Option<Ending>,
 }
 
-/// How many pages of an unlink's sweep one request writes ([`Decision::Continue`]); the rest
-/// is left for the pair's next unlink, so that every request ends within
-/// [`Request::max_steps`].
+/// How many pages of an unlink's sweep one request writes; the rest is left for the pair's next
+/// unlink, so that every request ends within [`Request::max_steps`].
 pub const SWEEP_PAGES_PER_REQUEST: u32 = 64;
 
 /// The most batched reads one decision makes before it writes or answers (the token endpoint's

@@ -437,8 +437,8 @@ impl Server<'_> {
                         audit.push(serde_json::to_value(&event).map_err(|e| e.to_string())?);
                     }
                 }
-                Ok(Progress::Loaded(_)) if request.steps < 16 => {}
-                Ok(Progress::Loaded(_)) => return Err("the core asked for records 16 times".into()),
+                // The harness holds the request to the core's published bound (max_steps).
+                Ok(Progress::Loaded(_)) => {}
                 Ok(Progress::Conflicted(key)) => {
                     return Err(format!(
                         "a transaction conflicted on {:?} (entropy reused?)",

@@ -143,11 +143,11 @@ pub fn serve(
     consistent: bool,
 ) -> Result<Answer, Misuse> {
     let mut request = edgegrant_tests::Request::new(config, input, now, entropy(7));
+    // The harness holds the request to the core's published bound (`Request::max_steps`).
     let answer = loop {
         if let Progress::Done { answer, .. } = request.step(store)? {
             break answer;
         }
-        assert!(request.steps < 32, "the request did not finish");
     };
     if let Answer::Reply(reply) = &answer {
         let response = &reply.response;
