@@ -58,8 +58,8 @@ impl Refusal {
             | TokenForAnotherResource => "invalid_token",
             InvalidTarget => "invalid_target",
             MissingScope(_) => "insufficient_scope",
-            Contention | StorageUnavailable | StorageFault(_) | RetryNotYetVisible
-            | TooManyAttempts(_) => "temporarily_unavailable",
+            // Whatever waiting cures (the one list: `Refusal::retry_after`).
+            _ if self.retry_after().is_some() => "temporarily_unavailable",
             NotFound => "not_found",
             _ => "invalid_request",
         }

@@ -199,6 +199,8 @@ impl Request {
     }
 
     fn committed(&mut self) -> Step {
+        // `advance` calls this only while writing; taking the state by value there instead
+        // cost the wasm module 0.1 KiB for this one arm.
         let State::Writing(writes) = std::mem::replace(&mut self.state, State::Over) else {
             return self.refuse(Refusal::Contention);
         };
