@@ -277,7 +277,7 @@ pub use refusal::Refusal;
 pub use render::PAGE_HEADERS;
 pub use request::{Request, SWEEP_PAGES_PER_REQUEST};
 pub use routes::partition_of;
-pub use scope::{LegacyAccess, Scope, ScopeSet, TEAM_AUDITING_SCOPES, USER_SCOPES};
+pub use scope::{LegacyAccess, Scope, ScopeSet, OFFLINE_ACCESS, TEAM_AUDITING_SCOPES, USER_SCOPES};
 pub use step::{
     AttemptStep, AttemptVerdict, AuditEvent, Authorized, ConsentPrompt, Event, Expect, Input,
     Misuse, Outcome, Principal, Put, Reply, Step, Transaction, Unlinker,

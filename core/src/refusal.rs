@@ -67,8 +67,10 @@ pub enum Refusal {
     ImplicitWithChallenge,
     /// `token_access_type` is neither `online` nor `offline`.
     InvalidTokenAccessType,
-    /// `token_access_type=offline` with `response_type=token`.
+    /// `token_access_type=offline` (or `offline_access`) with `response_type=token`.
     OfflineRequiresCode,
+    /// The scope `offline_access` with `token_access_type=online`: two answers to one question.
+    OfflineAccessWithOnline,
     /// `scope` is not a space-separated list of scopes.
     MalformedScope,
     /// A requested scope is not enabled for the app.
@@ -246,6 +248,7 @@ names! {
     ImplicitWithChallenge => "implicit_with_challenge",
     InvalidTokenAccessType => "invalid_token_access_type",
     OfflineRequiresCode => "offline_requires_code",
+    OfflineAccessWithOnline => "offline_access_with_online",
     MalformedScope => "malformed_scope",
     ScopeNotEnabled => "scope_not_enabled",
     ChallengeMethodWithoutChallenge => "challenge_method_without_challenge",

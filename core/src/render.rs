@@ -100,6 +100,9 @@ impl Refusal {
             ImplicitWithChallenge => "code_challenge applies to response_type=code only",
             InvalidTokenAccessType => "token_access_type must be online or offline",
             OfflineRequiresCode => "offline access requires response_type=code",
+            OfflineAccessWithOnline => {
+                "offline_access asks for a refresh token; token_access_type=online refuses one"
+            }
             MalformedScope => "scope is malformed",
             ScopeNotEnabled => "a requested scope is not enabled for this app",
             ChallengeMethodWithoutChallenge => {

@@ -1,5 +1,7 @@
-//! Scopes: dotted `<area>.<permission>` strings, sets of them, and the legacy access types that
-//! map onto them.
+//! Scopes: scope tokens (RFC 6749 §3.3), sets of them, and the legacy access types that map
+//! onto them. The reference profile holds its scopes to SPEC.md's dotted `<area>.<permission>`
+//! form ([`Scope::is_dotted`]); the standards profile takes any scope token (`mcp:tools`) and
+//! reserves [`OFFLINE_ACCESS`].
 
 use serde::de::{SeqAccess, Visitor};
 use serde::ser::SerializeSeq;
@@ -9,9 +11,10 @@ use std::sync::Arc;
 
 use crate::ids::InvalidId;
 
-/// One scope, such as `account_info.read` or `files.content.write`.
+/// One scope, such as `account_info.read`, `files.content.write` or `mcp:tools`.
 ///
-/// Two or more dot-separated segments of `a–z 0–9 _`, at most 64 characters.
+/// A scope token of RFC 6749 §3.3 (visible ASCII but `"` and `\\`), at most 128 characters.
+/// The reference profile takes only the [dotted](Scope::is_dotted) form.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Scope(Arc<str>);
 
@@ -30,13 +33,14 @@ impl<'de> Deserialize<'de> for Scope {
 }
 
 impl Scope {
-    /// Parses one scope.
+    /// Parses one scope token.
     ///
     /// ```
     /// # use edgegrant::Scope;
     /// assert!(Scope::new("files.content.read").is_ok());
-    /// assert!(Scope::new("files").is_err());
-    /// assert!(Scope::new("Files.Read").is_err());
+    /// assert!(Scope::new("mcp:tools").is_ok());
+    /// assert!(Scope::new("two words").is_err());
+    /// assert!(Scope::new("").is_err());
     /// ```
     pub fn new(value: impl Into<String>) -> Result<Self, InvalidId> {
         let value = value.into();
@@ -49,22 +53,42 @@ impl Scope {
             kind: "scope",
             reason,
         };
-        if value.is_empty() || value.len() > 64 {
-            return Err(invalid("must be 1-64 characters"));
+        if value.is_empty() || value.len() > 128 {
+            return Err(invalid("must be 1-128 characters"));
         }
+        // scope-token = 1*( %x21 / %x23-5B / %x5D-7E )
+        if !value
+            .bytes()
+            .all(|b| matches!(b, 0x21 | 0x23..=0x5B | 0x5D..=0x7E))
+        {
+            return Err(invalid(
+                "must be visible ASCII without spaces, quotes or backslashes (RFC 6749 §3.3)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether `name` has SPEC.md's form, the only one the reference profile takes: two or more
+    /// dot-separated segments of `a–z 0–9 _`, at most 64 characters.
+    ///
+    /// ```
+    /// # use edgegrant::Scope;
+    /// assert!(Scope::is_dotted("files.content.read"));
+    /// assert!(!Scope::is_dotted("files"));
+    /// assert!(!Scope::is_dotted("Files.Read"));
+    /// assert!(!Scope::is_dotted("mcp:tools"));
+    /// ```
+    pub fn is_dotted(name: &str) -> bool {
         // One pass: segments of a-z 0-9 _, none empty, at least two.
         let (mut segments, mut segment_len) = (1, 0);
-        for b in value.bytes() {
+        for b in name.bytes() {
             match b {
                 b'.' if segment_len > 0 => (segments, segment_len) = (segments + 1, 0),
                 b'a'..=b'z' | b'0'..=b'9' | b'_' => segment_len += 1,
-                _ => return Err(invalid("must be <area>.<permission> in a-z 0-9 _")),
+                _ => return false,
             }
         }
-        if segments < 2 || segment_len == 0 {
-            return Err(invalid("must be <area>.<permission> in a-z 0-9 _"));
-        }
-        Ok(())
+        name.len() <= 64 && segments >= 2 && segment_len > 0
     }
 
     /// The scope as text.
@@ -230,6 +254,11 @@ impl fmt::Debug for ScopeSet {
         write!(f, "ScopeSet({self})")
     }
 }
+
+/// The scope that asks for a refresh token, in the standards profile (OpenID Connect Core
+/// §11, the name MCP clients use): any app may ask for it, none is configured with it, and no
+/// API endpoint requires it. It stays in the granted set, so the token response names it.
+pub const OFFLINE_ACCESS: &str = "offline_access";
 
 /// The user scopes SPEC.md names. A migrated user-API app is pre-selected all of them.
 pub const USER_SCOPES: [&str; 10] = [

@@ -83,9 +83,13 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * credentials decoded by the URL-safe one, -0.75 KiB), no substring searcher (a scheme split
  * at its first `:` instead of at "://", -0.96 KiB), one `join` fewer (-0.15 KiB): 121.28
  * KiB, 0.25 above issue 25's figure. Passing iterators as `dyn` to fold monomorphized copies
- * cost 1 KiB more, not less. Budget 121.5.
+ * cost 1 KiB more, not less. Budget 121.5. Issue 27 adds clients that arrive unannounced, and
+ * each part says what it cost: standard clients getting what they ask for (RFC 6749 scope
+ * names with the reference profile's dotted rule kept, offline_access, an app configured for
+ * refresh tokens, S256 alone, prompt=consent, and the configuration's messages for each) took
+ * it from 121.33 to 122.22 KiB (+2.7 KB raw): 122.5.
  */
-const BUDGETS = { edgegrant_wasm: 121.5 * 1024, edgegrant_client: 75 * 1024 };
+const BUDGETS = { edgegrant_wasm: 122.5 * 1024, edgegrant_client: 75 * 1024 };
 
 const modules = [
   { feature: "server", name: "edgegrant_wasm" },

@@ -467,7 +467,8 @@ fn config_json_is_read_back_as_written_and_errors_name_the_field() {
     );
     assert_eq!(
         refused(r#"{"apps": [], "api_endpoints": {"/2/x": "Nope"}}"#),
-        "api_endpoints[\"/2/x\"]: invalid scope: must be <area>.<permission> in a-z 0-9 _"
+        "api_endpoints[\"/2/x\"]: must be <area>.<permission> in a-z 0-9 _ (the reference \
+         profile's form; the standards profile takes any RFC 6749 scope)"
     );
     assert_eq!(
         refused(r#"{"apps": [], "pages": {"error": false}}"#),

@@ -46,18 +46,20 @@ fn the_metadata_document_is_computed_from_the_configuration() {
             "issuer": ISSUER,
             "authorization_endpoint": "https://auth.example/oauth2/authorize",
             "token_endpoint": "https://auth.example/oauth2/token",
-            // Every scope some app may be granted (the legacy apps' through their access type).
+            // Every scope some app may be granted (the legacy apps' through their access type),
+            // and offline_access, which any app may ask for.
             "scopes_supported": [
                 "account_info.read", "contacts.write", "events.read", "file_requests.read",
                 "file_requests.write", "files.content.read", "files.content.write",
                 "files.metadata.read", "files.metadata.write", "groups.read", "members.read",
-                "sharing.read", "sharing.write", "team_info.read",
+                "offline_access", "sharing.read", "sharing.write", "team_info.read",
             ],
             // The fixture's legacy app may use the implicit grant.
             "response_types_supported": ["code", "token"],
             "response_modes_supported": ["query", "fragment"],
             "grant_types_supported": ["authorization_code", "refresh_token", "implicit"],
-            "code_challenge_methods_supported": ["S256", "plain"],
+            // OAuth 2.1: S256 alone, whatever policy.require_s256 says.
+            "code_challenge_methods_supported": ["S256"],
             "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
             "revocation_endpoint": "https://auth.example/oauth2/revoke",
             "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
@@ -73,7 +75,6 @@ fn the_metadata_document_is_computed_from_the_configuration() {
 fn the_metadata_follows_the_policy_and_the_apps() {
     let mut doc = fixture_document();
     doc.apps.retain(|app| !app.implicit_allowed);
-    doc.policy.require_s256 = true;
     doc.profile = Profile::Standards {
         issuer: Issuer::new(ISSUER).unwrap(),
         resources: Vec::new(),
@@ -88,6 +89,76 @@ fn the_metadata_follows_the_policy_and_the_apps() {
         json!(["authorization_code", "refresh_token"])
     );
     assert_eq!(doc["code_challenge_methods_supported"], json!(["S256"]));
+}
+
+/// Scope names: any RFC 6749 scope token in the standards profile, SPEC.md's dotted form in the
+/// reference profile; `offline_access` is never configured; a refresh token on every code flow
+/// is a standards-profile setting. (The vectors of `standard-clients.json` pin the requests.)
+#[test]
+fn configured_scope_names_follow_the_profile() {
+    let read = |profile: Value, app_scopes: Value, endpoint_scope: &str, token_type: &str| {
+        let mut doc = fixture_document().to_json_value();
+        doc["profile"] = profile;
+        doc["apps"] = json!([{
+            "key": "mcp-app", "name": "MCP", "redirect_uris": ["http://127.0.0.1:1/cb"],
+            "permissions": {"kind": "scoped", "scopes": app_scopes},
+            "default_token_type": token_type,
+        }]);
+        doc["api_endpoints"] = json!({ "/2/tools/call": endpoint_scope });
+        Config::from_json(&doc.to_string())
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    let standards = json!({"kind": "standards", "issuer": ISSUER});
+    let reference = json!({"kind": "reference"});
+    let mcp = json!(["mcp:tools", "https://mcp.example/read"]);
+    assert_eq!(
+        read(standards.clone(), mcp.clone(), "mcp:tools", "offline"),
+        Ok(())
+    );
+    let refused = |result: Result<(), String>, why: &str| {
+        let error = result.unwrap_err();
+        assert!(error.contains(why), "{error}");
+    };
+    refused(
+        read(reference.clone(), mcp, "account_info.read", "short_lived"),
+        "apps[0].permissions.scopes: must be <area>.<permission>",
+    );
+    refused(
+        read(
+            reference.clone(),
+            json!(["a.b"]),
+            "mcp:tools",
+            "short_lived",
+        ),
+        "api_endpoints[\"/2/tools/call\"]: must be <area>.<permission>",
+    );
+    refused(
+        read(reference, json!(["a.b"]), "a.b", "offline"),
+        "apps[0].default_token_type: offline needs the standards profile",
+    );
+    refused(
+        read(
+            standards.clone(),
+            json!(["a.b", "offline_access"]),
+            "a.b",
+            "short_lived",
+        ),
+        "apps[0].permissions.scopes: offline_access is not configured",
+    );
+    refused(
+        read(
+            standards.clone(),
+            json!(["a.b"]),
+            "offline_access",
+            "short_lived",
+        ),
+        "offline_access is not configured",
+    );
+    refused(
+        read(standards, json!(["a \"b\""]), "a.b", "short_lived"),
+        "apps[0].permissions.scopes[0]: invalid scope",
+    );
 }
 
 #[test]

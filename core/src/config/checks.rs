@@ -1,9 +1,12 @@
 //! The checks that make a [`ConfigDocument`] a [`Config`]: every limit, every redirect URI,
 //! the profile's rotation and resource servers. A configuration exists only valid.
 
-use super::{App, Config, ConfigDocument, Permissions, Policy, Profile, Rotation};
+use super::{
+    App, Config, ConfigDocument, DefaultTokenType, Permissions, Policy, Profile, Rotation,
+};
 use crate::ids::{AppKey, RedirectUri};
 use crate::pages::{Pages, TemplateError};
+use crate::scope::{Scope, OFFLINE_ACCESS};
 use crate::wire::uri::{HttpUri, Scheme};
 
 /// A configuration that cannot be used.
@@ -130,10 +133,29 @@ impl Config {
         if let Some(path) = doc.api_endpoints.keys().find(|p| !p.starts_with("/2/")) {
             return Err(ConfigError::EndpointPath(path.clone()));
         }
+        let standards = doc.profile != Profile::Reference;
+        for (path, scope) in &doc.api_endpoints {
+            check_scope_name(scope.as_str(), standards)
+                .map_err(|reason| problem(&format!("api_endpoints[\"{path}\"]"), reason))?;
+        }
         let mut apps: Vec<App> = Vec::with_capacity(doc.apps.len());
-        for app in doc.apps {
-            if app.scopes().is_empty() {
+        for (i, app) in doc.apps.into_iter().enumerate() {
+            let scopes = app.scopes();
+            if scopes.is_empty() {
                 return Err(ConfigError::NoScopes(app.key));
+            }
+            if let Some(reason) = scopes
+                .iter()
+                .find_map(|name| check_scope_name(name, standards).err())
+            {
+                return Err(problem(&format!("apps[{i}].permissions.scopes"), reason));
+            }
+            if app.default_token_type == DefaultTokenType::Offline && !standards {
+                return Err(problem(
+                    &format!("apps[{i}].default_token_type"),
+                    "offline needs the standards profile (the reference service asks for \
+                     refresh tokens with token_access_type=offline)",
+                ));
             }
             for uri in &app.redirect_uris {
                 check_redirect_uri(uri, &policy).map_err(|problem| ConfigError::RedirectUri {
@@ -216,6 +238,24 @@ impl Config {
             .ok_or_else(|| ConfigError::UnknownApp(key.to_owned()))?;
         self.with_app(app.migrated_to_scopes()?)
     }
+}
+
+/// A configured scope (an app's, or an endpoint's Required Scope) in the form the profile
+/// takes; never [`OFFLINE_ACCESS`], which every app may ask for and no endpoint can require.
+fn check_scope_name(name: &str, standards: bool) -> Result<(), &'static str> {
+    if !standards && !Scope::is_dotted(name) {
+        return Err(
+            "must be <area>.<permission> in a-z 0-9 _ (the reference profile's form; \
+                    the standards profile takes any RFC 6749 scope)",
+        );
+    }
+    if name == OFFLINE_ACCESS {
+        return Err(
+            "offline_access is not configured: every app may ask for it (a refresh \
+                    token), and no endpoint can require it",
+        );
+    }
+    Ok(())
 }
 
 /// The rules on a web redirect URI beyond its form ([`RedirectUri`]): an authority without

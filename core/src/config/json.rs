@@ -22,7 +22,7 @@ export interface App {
   permissions:
     | { kind: "scoped"; scopes: Scope[] }
     | { kind: "legacy"; access: "app_folder" | "full_dropbox" | "team_information" | "team_auditing" };
-  default_token_type?: "short_lived" | "long_lived";
+  default_token_type?: "short_lived" | "long_lived" | "offline";
   implicit_allowed?: boolean;
 }
 
@@ -217,6 +217,7 @@ impl Serialize for AppJson<'_> {
         let token_type = match app.default_token_type {
             DefaultTokenType::ShortLived => "short_lived",
             DefaultTokenType::LongLived => "long_lived",
+            DefaultTokenType::Offline => "offline",
         };
         out.serialize_entry("default_token_type", token_type)?;
         out.serialize_entry("implicit_allowed", &app.implicit_allowed)?;
@@ -535,7 +536,8 @@ fn app_from_json(value: &Value, at: &str) -> Result<App, ConfigError> {
             match string(value, &at)? {
                 "short_lived" => DefaultTokenType::ShortLived,
                 "long_lived" => DefaultTokenType::LongLived,
-                _ => return Err(problem(&at, "expected short_lived or long_lived")),
+                "offline" => DefaultTokenType::Offline,
+                _ => return Err(problem(&at, "expected short_lived, long_lived or offline")),
             }
         }
     };

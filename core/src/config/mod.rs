@@ -44,6 +44,10 @@ pub enum DefaultTokenType {
     /// Long-lived (non-expiring) access tokens, created only before
     /// [`Policy::long_lived_cutoff`]; from then on such apps get short-lived tokens.
     LongLived,
+    /// Short-lived access tokens and a refresh token (`offline`) on every code flow, whether or
+    /// not the client asks: for standard clients that never send `token_access_type` and do not
+    /// know to ask for [`offline_access`](crate::OFFLINE_ACCESS). Standards profile only.
+    Offline,
 }
 
 /// One registered app (client).
@@ -94,7 +98,8 @@ pub struct Policy {
     pub code_ttl: Seconds,
     /// Lifetime of a short-lived access token. Default 14 400 s (4 h).
     pub access_token_ttl: Seconds,
-    /// Refuse `code_challenge_method=plain` (RFC 9700 §2.1.1 recommends S256).
+    /// Refuse `code_challenge_method=plain` (RFC 9700 §2.1.1 recommends S256). The standards
+    /// profile always does, as OAuth 2.1 asks.
     pub require_s256: bool,
     /// From this instant on, no long-lived access token is created. Default 2021-10-01T00:00:00Z.
     pub long_lived_cutoff: UnixTime,
@@ -527,6 +532,25 @@ impl Config {
                 .iter()
                 .any(|s| &s.app == app && s.resources.iter().any(|r| r.as_str() == resource)),
         }
+    }
+
+    /// Whether `code_challenge_method=plain` is refused: by policy, and always in the standards
+    /// profile (OAuth 2.1 §4.1.1 admits S256 alone).
+    pub fn requires_s256(&self) -> bool {
+        self.policy.require_s256 || self.issuer().is_some()
+    }
+
+    /// Whether a client may ask for a refresh token with the scope
+    /// [`offline_access`](crate::OFFLINE_ACCESS): in the standards profile.
+    pub fn offers_offline_access(&self) -> bool {
+        self.issuer().is_some()
+    }
+
+    /// Whether every name of `scopes` has the form this profile takes: SPEC.md's
+    /// [dotted](Scope::is_dotted) form in the reference profile, any scope token (RFC 6749 §3.3)
+    /// in the standards profile.
+    pub fn takes_scope_names(&self, scopes: &ScopeSet) -> bool {
+        self.issuer().is_some() || scopes.iter().all(Scope::is_dotted)
     }
 
     /// The Required Scope of every declared API endpoint (a scope once per endpoint).

@@ -19,7 +19,7 @@ use crate::pkce::{ChallengeMethod, CodeChallenge};
 use crate::records::Resources;
 use crate::records::{LinkRecord, Record, RecordKey, TokenAccessType};
 use crate::refusal::Refusal;
-use crate::scope::ScopeSet;
+use crate::scope::{ScopeSet, OFFLINE_ACCESS};
 use crate::step::{AuditEvent, ConsentPrompt, Transaction};
 use crate::wire::form::{Params, Repeated};
 use crate::wire::http::HttpRequest;
@@ -44,6 +44,8 @@ pub(crate) struct Authorization {
     resources: Resources,
     /// Where the answer goes; `None`: the code is shown on a page.
     reply: Option<ReplyTo>,
+    /// `prompt=consent` (standards profile): the user is asked even when nothing is new.
+    prompt_consent: bool,
     /// The raw query, for the consent form.
     query: String,
 }
@@ -214,17 +216,14 @@ fn validate(config: &Config, query: &str) -> Result<Authorization, Ending> {
             return page(Refusal::ImplicitWithoutRedirectUri);
         }
     }
-    let access_type = match one("token_access_type") {
+    let asked = match one("token_access_type") {
         Err(refusal) => return Err(fail(refusal)),
-        Ok(None) => match app.default_token_type {
-            DefaultTokenType::ShortLived => TokenAccessType::Online,
-            DefaultTokenType::LongLived => TokenAccessType::Legacy,
-        },
-        Ok(Some("online")) => TokenAccessType::Online,
-        Ok(Some("offline")) => TokenAccessType::Offline,
+        Ok(None) => None,
+        Ok(Some("online")) => Some(TokenAccessType::Online),
+        Ok(Some("offline")) => Some(TokenAccessType::Offline),
         Ok(Some(_)) => return Err(fail(Refusal::InvalidTokenAccessType)),
     };
-    if response_type == ResponseType::Token && access_type == TokenAccessType::Offline {
+    if response_type == ResponseType::Token && asked == Some(TokenAccessType::Offline) {
         return Err(fail(Refusal::OfflineRequiresCode));
     }
     let app_scopes = app.scopes();
@@ -232,13 +231,45 @@ fn validate(config: &Config, query: &str) -> Result<Authorization, Ending> {
         Err(refusal) => return Err(fail(refusal)),
         Ok(None) => app_scopes,
         Ok(Some(text)) => match ScopeSet::parse(text) {
-            Ok(requested) if requested.is_subset(&app_scopes) => requested,
+            Ok(requested) if !config.takes_scope_names(&requested) => {
+                return Err(fail(Refusal::MalformedScope))
+            }
+            Ok(requested) if within(config, &requested, &app_scopes) => requested,
             Ok(_) => return Err(fail(Refusal::ScopeNotEnabled)),
             Err(_) => return Err(fail(Refusal::MalformedScope)),
         },
     };
+    // In the standards profile `offline_access` asks what `token_access_type=offline` asks.
+    let offline_access =
+        config.offers_offline_access() && scopes.iter().any(|name| name == OFFLINE_ACCESS);
+    let access_type = match (asked, offline_access) {
+        (Some(TokenAccessType::Online), true) => {
+            return Err(fail(Refusal::OfflineAccessWithOnline))
+        }
+        (_, true) => TokenAccessType::Offline,
+        (Some(asked), false) => asked,
+        (None, false) => match app.default_token_type {
+            DefaultTokenType::ShortLived => TokenAccessType::Online,
+            DefaultTokenType::LongLived => TokenAccessType::Legacy,
+            // Refresh tokens come only with a code.
+            DefaultTokenType::Offline if response_type == ResponseType::Code => {
+                TokenAccessType::Offline
+            }
+            DefaultTokenType::Offline => TokenAccessType::Online,
+        },
+    };
+    if response_type == ResponseType::Token && access_type == TokenAccessType::Offline {
+        return Err(fail(Refusal::OfflineRequiresCode));
+    }
     let challenge = pkce(config, app, response_type, &params).map_err(fail)?;
     let resources = resources(config, &params).map_err(fail)?;
+    // OpenID Connect's `prompt=consent`, which MCP clients send with `offline_access`; other
+    // values (`login`, `none`) are not taken up, as RFC 6749 §3.1 lets a server do.
+    let prompt_consent = config.issuer().is_some()
+        && match one("prompt") {
+            Err(refusal) => return Err(fail(refusal)),
+            Ok(prompt) => prompt.is_some_and(|p| p.split(' ').any(|v| v == "consent")),
+        };
     Ok(Authorization {
         app: app.key.clone(),
         response_type,
@@ -247,7 +278,17 @@ fn validate(config: &Config, query: &str) -> Result<Authorization, Ending> {
         challenge,
         resources,
         reply,
+        prompt_consent,
         query: query.to_owned(),
+    })
+}
+
+/// Whether the app may be granted every scope of `requested`: its own scopes, and
+/// [`OFFLINE_ACCESS`] where the profile offers it.
+fn within(config: &Config, requested: &ScopeSet, app_scopes: &ScopeSet) -> bool {
+    requested.iter().all(|name| {
+        app_scopes.iter().any(|own| own == name)
+            || (name == OFFLINE_ACCESS && config.offers_offline_access())
     })
 }
 
@@ -296,7 +337,7 @@ fn pkce(
         return Err(Refusal::ImplicitWithChallenge);
     }
     let method = ChallengeMethod::parse(method).ok_or(Refusal::UnsupportedChallengeMethod)?;
-    if config.policy().require_s256 && method != ChallengeMethod::S256 {
+    if config.requires_s256() && method != ChallengeMethod::S256 {
         return Err(Refusal::S256Required);
     }
     CodeChallenge::new(method, challenge)
@@ -327,7 +368,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
             Via::Page,
         )));
     };
-    if !parsed.allowed && !granted {
+    if !parsed.allowed && (!granted || request.prompt_consent) {
         return Ok(Decision::End(Ending::Consent(Box::new(ConsentPage {
             prompt: ConsentPrompt {
                 app: app.key.clone(),

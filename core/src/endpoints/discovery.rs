@@ -7,7 +7,7 @@ use crate::config::{Config, Issuer};
 use crate::routes::{
     Document, AUTHORIZE, INTROSPECTION, PROTECTED_RESOURCE_METADATA, REVOCATION, TOKEN,
 };
-use crate::scope::{Scope, ScopeSet};
+use crate::scope::{Scope, ScopeSet, OFFLINE_ACCESS};
 use crate::wire::json::JsonObject;
 
 /// Secrets in the Authorization header or the body; public clients with PKCE (or, to revoke,
@@ -97,9 +97,11 @@ pub fn protected_resource_metadata<'s>(
 /// code flow against this server without being told its endpoints. Keys in alphabetical order.
 pub(crate) fn document(config: &Config, issuer: &Issuer) -> String {
     let origin = issuer.origin();
-    let scopes = config
-        .apps()
-        .fold(ScopeSet::default(), |all, app| all.union(&app.scopes()));
+    // Every app's scopes, and the one any app may ask for a refresh token with.
+    let scopes = config.apps().fold(
+        ScopeSet::parse(OFFLINE_ACCESS).unwrap_or_default(),
+        |all, app| all.union(&app.scopes()),
+    );
     let implicit = config.apps().any(|app| app.implicit_allowed);
     let with_implicit = |always: &'static [&'static str], implicit_too: &'static str| {
         always
@@ -107,18 +109,11 @@ pub(crate) fn document(config: &Config, issuer: &Issuer) -> String {
             .copied()
             .chain(implicit.then_some(implicit_too))
     };
-    let challenge_methods: &[&str] = if config.policy().require_s256 {
-        &["S256"]
-    } else {
-        &["S256", "plain"]
-    };
     JsonObject::new()
         .string("authorization_endpoint", &format!("{origin}{AUTHORIZE}"))
         .boolean("authorization_response_iss_parameter_supported", true)
-        .strings(
-            "code_challenge_methods_supported",
-            challenge_methods.iter().copied(),
-        )
+        // The profile with metadata takes S256 alone (OAuth 2.1).
+        .strings("code_challenge_methods_supported", ["S256"])
         .strings(
             "grant_types_supported",
             with_implicit(&["authorization_code", "refresh_token"], "implicit"),

@@ -123,7 +123,10 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
         let Some(token) = read("refresh_token")? else {
             return Err(client.refuse(Refusal::RefreshTokenMissing));
         };
-        let scope = read("scope")?.map(|s| ScopeSet::parse(s).map_err(|_| ()));
+        let scope = read("scope")?.map(|text| match ScopeSet::parse(text) {
+            Ok(set) if config.takes_scope_names(&set) => Ok(set),
+            _ => Err(()),
+        });
         Ok(Parsed::Refresh {
             client,
             token: RecordKey::of_refresh_token(config.server_key(), token),
