@@ -256,7 +256,8 @@ mod wire;
 
 pub use config::{
     App, AttemptLimits, Config, ConfigDocument, ConfigError, DefaultTokenType, Issuer, Permissions,
-    Policy, Profile, Resource, ResourceServer, RotatedClients, Rotation, CONFIG_TYPESCRIPT,
+    Policy, Profile, RegistrationPolicy, Resource, ResourceServer, RotatedClients, Rotation,
+    Standards, UnannouncedClients, CONFIG_TYPESCRIPT,
 };
 pub use credentials::{
     AccessToken, AccessTokenDigest, AttempterDigest, AuthorizationCode, ClientSecret, CodeDigest,

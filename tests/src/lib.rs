@@ -1003,12 +1003,13 @@ pub fn fixture_config() -> Config {
 /// tokens as `rotation` says.
 pub fn standards_config(rotation: Rotation) -> Config {
     let mut doc = fixture_document();
-    doc.profile = Profile::Standards {
+    doc.profile = Profile::Standards(Standards {
         issuer: Issuer::new("https://auth.example").expect("a valid issuer"),
         resources: Vec::new(),
         rotation,
         resource_servers: Vec::new(),
-    };
+        clients: None,
+    });
     Config::new(doc).expect("the fixture is valid")
 }
 

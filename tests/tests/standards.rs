@@ -11,12 +11,13 @@ const WELL_KNOWN: &str = "/.well-known/oauth-authorization-server";
 
 fn standards(issuer: &str) -> Sim {
     let mut doc = fixture_document();
-    doc.profile = Profile::Standards {
+    doc.profile = Profile::Standards(Standards {
         issuer: Issuer::new(issuer).unwrap(),
         resources: Vec::new(),
         rotation: Rotation::default(),
         resource_servers: Vec::new(),
-    };
+        clients: None,
+    });
     Sim::new(Config::new(doc).unwrap())
 }
 
@@ -75,12 +76,13 @@ fn the_metadata_document_is_computed_from_the_configuration() {
 fn the_metadata_follows_the_policy_and_the_apps() {
     let mut doc = fixture_document();
     doc.apps.retain(|app| !app.implicit_allowed);
-    doc.profile = Profile::Standards {
+    doc.profile = Profile::Standards(Standards {
         issuer: Issuer::new(ISSUER).unwrap(),
         resources: Vec::new(),
         rotation: Rotation::default(),
         resource_servers: Vec::new(),
-    };
+        clients: None,
+    });
     let mut sim = Sim::new(Config::new(doc).unwrap());
     let doc: Value = serde_json::from_str(&get(&mut sim, "GET", WELL_KNOWN).body).unwrap();
     assert_eq!(doc["response_types_supported"], json!(["code"]));
@@ -264,12 +266,13 @@ fn the_issuer_is_checked_when_the_configuration_is_read() {
     assert_eq!(with(json!({"kind": "reference"})), Ok(Profile::Reference));
     assert_eq!(
         with(json!({"kind": "standards", "issuer": "http://127.0.0.1:8787"})),
-        Ok(Profile::Standards {
+        Ok(Profile::Standards(Standards {
             issuer: Issuer::new("http://127.0.0.1:8787").unwrap(),
             resources: Vec::new(),
             rotation: Rotation::default(),
             resource_servers: Vec::new(),
-        })
+            clients: None,
+        }))
     );
     for (profile, why) in [
         (json!({"kind": "standards"}), "profile.issuer: is missing"),
@@ -307,12 +310,13 @@ fn the_issuer_is_checked_when_the_configuration_is_read() {
     }
     // And the document round-trips with its profile.
     let mut doc = fixture_document();
-    doc.profile = Profile::Standards {
+    doc.profile = Profile::Standards(Standards {
         issuer: Issuer::new(ISSUER).unwrap(),
         resources: Vec::new(),
         rotation: Rotation::default(),
         resource_servers: Vec::new(),
-    };
+        clients: None,
+    });
     let again = ConfigDocument::from_json_value(&doc.to_json_value()).unwrap();
     assert_eq!(again.profile, doc.profile);
 }
@@ -702,7 +706,7 @@ const OTHER: &str = "https://other.example/api";
 
 fn with_resources() -> Sim {
     let mut doc = fixture_document();
-    doc.profile = Profile::Standards {
+    doc.profile = Profile::Standards(Standards {
         issuer: Issuer::new(ISSUER).unwrap(),
         resources: vec![Resource::new(MCP).unwrap(), Resource::new(OTHER).unwrap()],
         rotation: Rotation::default(),
@@ -712,7 +716,8 @@ fn with_resources() -> Sim {
             app: AppKey::new(CONF_APP).unwrap(),
             resources: vec![Resource::new(MCP).unwrap(), Resource::new(ISSUER).unwrap()],
         }],
-    };
+        clients: None,
+    });
     Sim::new(Config::new(doc).unwrap())
 }
 
@@ -893,12 +898,13 @@ fn resource_identifiers_compare_in_canonical_form() {
     }
     // Configured resources are kept canonical too, and the metadata names the canonical form.
     let mut doc = fixture_document();
-    doc.profile = Profile::Standards {
+    doc.profile = Profile::Standards(Standards {
         issuer: Issuer::new("https://Auth.Example:443/").unwrap(),
         resources: vec![Resource::new("https://MCP.example/mcp").unwrap()],
         rotation: Rotation::default(),
         resource_servers: Vec::new(),
-    };
+        clients: None,
+    });
     let mut sim = Sim::new(Config::new(doc).unwrap());
     let metadata = get(&mut sim, "GET", "/.well-known/oauth-protected-resource");
     let metadata: Value = serde_json::from_str(&metadata.body).unwrap();

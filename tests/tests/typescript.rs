@@ -19,6 +19,9 @@ fn every_field() -> Value {
             { "key": "b", "name": "B", "secret_digest": null, "redirect_uris": [],
               "permissions": { "kind": "legacy", "access": "full_dropbox" },
               "default_token_type": "long_lived", "implicit_allowed": true },
+            { "key": "c", "name": "C", "secret_digest": null, "redirect_uris": ["http://127.0.0.1/cb"],
+              "permissions": { "kind": "scoped", "scopes": ["mcp:tools"] },
+              "default_token_type": "offline", "implicit_allowed": false },
         ],
         "policy": {
             "code_ttl": 600, "access_token_ttl": 14400, "require_s256": true, "long_lived_cutoff": 1,
@@ -33,6 +36,10 @@ fn every_field() -> Value {
             "resources": ["https://api.example"],
             "rotation": { "clients": "all", "retry_window": 30, "reuse_detection": 86400 },
             "resource_servers": [{ "app": "a", "resources": ["https://api.example"] }],
+            "clients": {
+                "scopes": ["account_info.read"], "unused_lifetime": 864000,
+                "registration": { "initial_access_tokens": [digest], "per_source": 5 },
+            },
         },
         "server_key": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8",
     })

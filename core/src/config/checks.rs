@@ -3,6 +3,7 @@
 
 use super::{
     App, Config, ConfigDocument, DefaultTokenType, Permissions, Policy, Profile, Rotation,
+    UnannouncedClients,
 };
 use crate::ids::{AppKey, RedirectUri};
 use crate::pages::{Pages, TemplateError};
@@ -111,8 +112,11 @@ impl Config {
                 "must be at least one second",
             ));
         }
-        if let Profile::Standards { rotation, .. } = &doc.profile {
-            check_rotation(rotation, &policy)?;
+        if let Profile::Standards(standards) = &doc.profile {
+            check_rotation(&standards.rotation, &policy)?;
+            if let Some(clients) = &standards.clients {
+                check_unannounced(clients, &policy)?;
+            }
         }
         if let Some(idle) = policy.refresh_idle_lifetime {
             if doc.profile == Profile::Reference {
@@ -191,13 +195,10 @@ impl Config {
     /// Each resource server is a confidential app (introspection takes a secret) and serves
     /// resources this server issues tokens for.
     fn check_resource_servers(&self) -> Result<(), ConfigError> {
-        let Profile::Standards {
-            resource_servers, ..
-        } = &self.profile
-        else {
+        let Some(standards) = self.standards() else {
             return Ok(());
         };
-        for (i, server) in resource_servers.iter().enumerate() {
+        for (i, server) in standards.resource_servers.iter().enumerate() {
             if !self
                 .app(server.app.as_str())
                 .is_some_and(App::is_confidential)
@@ -287,6 +288,31 @@ impl TryFrom<ConfigDocument> for Config {
     fn try_from(doc: ConfigDocument) -> Result<Self, ConfigError> {
         Config::new(doc)
     }
+}
+
+/// What unannounced clients may be granted, in the standards profile's form; an app that expires
+/// outlives the access tokens it was given.
+fn check_unannounced(clients: &UnannouncedClients, policy: &Policy) -> Result<(), ConfigError> {
+    if clients.scopes.is_empty() {
+        return Err(problem(
+            "profile.clients.scopes",
+            "must name the scopes a client nobody configured may be granted",
+        ));
+    }
+    if let Some(reason) = clients
+        .scopes
+        .iter()
+        .find_map(|name| check_scope_name(name, true).err())
+    {
+        return Err(problem("profile.clients.scopes", reason));
+    }
+    if clients.unused_lifetime.0 <= policy.access_token_ttl.0 {
+        return Err(problem(
+            "profile.clients.unused_lifetime",
+            "must be longer than policy.access_token_ttl",
+        ));
+    }
+    Ok(())
 }
 
 /// The bounds of [`Rotation`]: a retry window short enough that the answer it repeats is still

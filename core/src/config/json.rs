@@ -54,9 +54,19 @@ export interface ConfigDocument {
   api_endpoints?: Record<string, Scope>;
   pages?: PageTemplates;
   /** The dialect: SPEC.md's reference service (default), or with the standards around it (RFC 8414, 9207, 7009, 7662, 8707, 9728, refresh-token rotation) under an issuer, with the resources it issues tokens for besides its own API (https URLs; http on loopback). */
-  profile?: { kind: "reference" } | { kind: "standards"; issuer: string; resources?: string[]; rotation?: Rotation; resource_servers?: { app: string; resources: string[] }[] };
+  profile?: { kind: "reference" } | { kind: "standards"; issuer: string; resources?: string[]; rotation?: Rotation; resource_servers?: { app: string; resources: string[] }[]; clients?: UnannouncedClients };
   /** The server's own secret, required: 32 random bytes, base64url (43 characters). Partitions, the seal of every credential and rotated refresh tokens are derived under it; every instance of one deployment has the same; keep it out of the store and the logs. */
   server_key: string;
+}
+
+/** Clients nobody configured (standards profile): registered by themselves (RFC 7591), their apps kept in the store. */
+export interface UnannouncedClients {
+  /** The scopes such a client may be granted. */
+  scopes: Scope[];
+  /** Seconds an app may go unused before it expires with its grants. Default 7776000 (90 days). */
+  unused_lifetime?: number;
+  /** RFC 7591 registration at /oauth2/register; absent: off. No initial access tokens: open registration. */
+  registration?: { initial_access_tokens?: string[]; per_source?: number };
 }
 
 /** Refresh-token rotation (standards profile). A retry of a rotated refresh within `retry_window` seconds gets the same answer; a superseded token at any other time revokes its grant. */
@@ -304,21 +314,19 @@ impl Serialize for ProfileJson<'_> {
         let mut out = s.serialize_map(None)?;
         match self.0 {
             Profile::Reference => out.serialize_entry("kind", "reference")?,
-            Profile::Standards {
-                issuer,
-                resources,
-                rotation,
-                resource_servers,
-            } => {
+            Profile::Standards(standards) => {
                 out.serialize_entry("kind", "standards")?;
-                out.serialize_entry("issuer", issuer.as_str())?;
-                out.serialize_entry("resources", &Each(resources, Resource::as_str))?;
-                out.serialize_entry("rotation", &RotationJson(rotation))?;
-                if !resource_servers.is_empty() {
+                out.serialize_entry("issuer", standards.issuer.as_str())?;
+                out.serialize_entry("resources", &Each(&standards.resources, Resource::as_str))?;
+                out.serialize_entry("rotation", &RotationJson(&standards.rotation))?;
+                if !standards.resource_servers.is_empty() {
                     out.serialize_entry(
                         "resource_servers",
-                        &Each(resource_servers, ResourceServerJson),
+                        &Each(&standards.resource_servers, ResourceServerJson),
                     )?;
+                }
+                if let Some(clients) = &standards.clients {
+                    out.serialize_entry("clients", &ClientsJson(clients))?;
                 }
             }
         }
@@ -366,15 +374,99 @@ fn profile_from_json(value: &Value) -> Result<Profile, ConfigError> {
                 None => Rotation::default(),
                 Some(value) => rotation_from_json(value)?,
             };
-            Ok(Profile::Standards {
+            let clients = match profile.get("clients") {
+                None | Some(Value::Null) => None,
+                Some(value) => Some(clients_from_json(value)?),
+            };
+            Ok(Profile::Standards(Standards {
                 issuer,
                 resources,
                 rotation,
                 resource_servers,
-            })
+                clients,
+            }))
         }
         _ => Err(problem("profile.kind", "expected reference or standards")),
     }
+}
+
+struct ClientsJson<'a>(&'a UnannouncedClients);
+
+impl Serialize for ClientsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let clients = self.0;
+        let mut out = s.serialize_map(None)?;
+        out.serialize_entry("scopes", &ScopesJson(&clients.scopes))?;
+        out.serialize_entry("unused_lifetime", &clients.unused_lifetime.0)?;
+        if let Some(registration) = &clients.registration {
+            out.serialize_entry("registration", &RegistrationJson(registration))?;
+        }
+        out.end()
+    }
+}
+
+struct RegistrationJson<'a>(&'a RegistrationPolicy);
+
+impl Serialize for RegistrationJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let policy = self.0;
+        let mut out = s.serialize_map(None)?;
+        out.serialize_entry(
+            "initial_access_tokens",
+            &Each(&policy.initial_access_tokens, |d: &SecretDigest| {
+                d.to_base64()
+            }),
+        )?;
+        out.serialize_entry("per_source", &u64::from(policy.per_source))?;
+        out.end()
+    }
+}
+
+fn clients_from_json(value: &Value) -> Result<UnannouncedClients, ConfigError> {
+    let fields = object(value, "profile.clients")?;
+    let scopes = fields
+        .get("scopes")
+        .ok_or_else(|| problem("profile.clients.scopes", "is missing"))?;
+    let mut names = Vec::new();
+    for (i, scope) in array(scopes, "profile.clients.scopes")?.iter().enumerate() {
+        let at = format!("profile.clients.scopes[{i}]");
+        names.push(Scope::new(string(scope, &at)?).map_err(|e| invalid(&at, e))?);
+    }
+    let mut clients = UnannouncedClients::new(ScopeSet::from_scopes(names));
+    for (name, value) in fields {
+        let at = format!("profile.clients.{name}");
+        match name.as_str() {
+            "scopes" => {}
+            "unused_lifetime" => clients.unused_lifetime = Seconds(whole(value, &at)?),
+            "registration" => {
+                let fields = object(value, &at)?;
+                let mut policy = RegistrationPolicy::default();
+                for (name, value) in fields {
+                    let at = format!("{at}.{name}");
+                    match name.as_str() {
+                        "initial_access_tokens" => {
+                            for (i, digest) in array(value, &at)?.iter().enumerate() {
+                                let at = format!("{at}[{i}]");
+                                let digest = SecretDigest::from_base64(string(digest, &at)?)
+                                    .ok_or_else(|| {
+                                        problem(&at, "expected 32 bytes in URL-safe base64")
+                                    })?;
+                                policy.initial_access_tokens.push(digest);
+                            }
+                        }
+                        "per_source" => {
+                            policy.per_source = u32::try_from(whole(value, &at)?)
+                                .map_err(|_| problem(&at, "is too large"))?;
+                        }
+                        _ => return Err(problem(&at, "is not a registration setting")),
+                    }
+                }
+                clients.registration = Some(policy);
+            }
+            _ => return Err(problem(&at, "is not a setting of profile.clients")),
+        }
+    }
+    Ok(clients)
 }
 
 /// A list of resource identifiers, each checked.

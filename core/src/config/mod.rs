@@ -178,18 +178,97 @@ pub enum Profile {
     #[default]
     Reference,
     /// The reference service and the standards around it.
-    Standards {
-        /// This server's issuer identifier.
-        issuer: Issuer,
-        /// The resources (RFC 8707) it issues tokens for besides the API it serves itself
-        /// (whose identifier is the issuer's origin): APIs on other hosts, MCP servers.
-        resources: Vec<Resource>,
-        /// How refresh tokens rotate (RFC 9700 §4.14.2).
-        rotation: Rotation,
-        /// The apps that serve resources and may introspect the access tokens issued for
-        /// them (RFC 7662 §4); without one, only a token's own app learns anything of it.
-        resource_servers: Vec<ResourceServer>,
-    },
+    Standards(Standards),
+}
+
+/// The settings of the standards profile.
+///
+/// ```
+/// # use edgegrant::*;
+/// let profile = Profile::Standards(Standards {
+///     resources: vec![Resource::new("https://mcp.example/mcp").unwrap()],
+///     ..Standards::new(Issuer::new("https://auth.example").unwrap())
+/// });
+/// # let _ = profile;
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Standards {
+    /// This server's issuer identifier.
+    pub issuer: Issuer,
+    /// The resources (RFC 8707) it issues tokens for besides the API it serves itself
+    /// (whose identifier is the issuer's origin): APIs on other hosts, MCP servers.
+    pub resources: Vec<Resource>,
+    /// How refresh tokens rotate (RFC 9700 §4.14.2).
+    pub rotation: Rotation,
+    /// The apps that serve resources and may introspect the access tokens issued for
+    /// them (RFC 7662 §4); without one, only a token's own app learns anything of it.
+    pub resource_servers: Vec<ResourceServer>,
+    /// Whether clients nobody configured may sign users in, and how; `None` (the default):
+    /// only configured apps.
+    pub clients: Option<UnannouncedClients>,
+}
+
+impl Standards {
+    /// The standards profile with `issuer` and every other setting at its default.
+    pub fn new(issuer: Issuer) -> Standards {
+        Standards {
+            issuer,
+            resources: Vec::new(),
+            rotation: Rotation::default(),
+            resource_servers: Vec::new(),
+            clients: None,
+        }
+    }
+}
+
+/// Clients that arrive unannounced — registered by themselves (RFC 7591) — and what they may
+/// be granted. Their apps are records in the store beside the configured ones; a configured app
+/// wins on a clash of keys, and the keys the core mints for registered clients (`dyn.` and 22
+/// characters) are never a configured app's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnannouncedClients {
+    /// The scopes such a client may be granted: a registration names some of them (or gets
+    /// them all), and an authorization request asks within what it registered.
+    pub scopes: ScopeSet,
+    /// How long such an app may go unused (no authorization, exchange or refresh) before it
+    /// expires, and its grants with it; each use starts the span again (written when half of it
+    /// has passed). Default 7 776 000 s (90 days).
+    pub unused_lifetime: Seconds,
+    /// Dynamic client registration (RFC 7591) at `/oauth2/register`; `None` (the default):
+    /// off.
+    pub registration: Option<RegistrationPolicy>,
+}
+
+impl UnannouncedClients {
+    /// Unannounced clients that may be granted `scopes`, with the default lifetime and no way
+    /// in yet (set [`registration`](Self::registration)).
+    pub fn new(scopes: ScopeSet) -> UnannouncedClients {
+        UnannouncedClients {
+            scopes,
+            unused_lifetime: Seconds(7_776_000),
+            registration: None,
+        }
+    }
+}
+
+/// Who may register a client (RFC 7591 §3), and how often.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegistrationPolicy {
+    /// The digests of the initial access tokens that may register (RFC 7591 §1.2, presented
+    /// as a bearer token); empty (the default): registration is open, as MCP clients expect.
+    pub initial_access_tokens: Vec<SecretDigest>,
+    /// Registrations one network source may make within one
+    /// [`attempts.window`](AttemptLimits::window); `0` turns the limit off. Default 20.
+    pub per_source: u32,
+}
+
+impl Default for RegistrationPolicy {
+    fn default() -> Self {
+        RegistrationPolicy {
+            initial_access_tokens: Vec::new(),
+            per_source: 20,
+        }
+    }
 }
 
 /// An app that serves some of the configured resources (an API or MCP server on another
@@ -491,10 +570,20 @@ impl Config {
 
     /// How refresh tokens rotate: never in the reference profile.
     pub fn rotation(&self) -> Option<&Rotation> {
+        self.standards().map(|s| &s.rotation)
+    }
+
+    /// The standards profile's settings, if it is the profile.
+    pub fn standards(&self) -> Option<&Standards> {
         match &self.profile {
             Profile::Reference => None,
-            Profile::Standards { rotation, .. } => Some(rotation),
+            Profile::Standards(standards) => Some(standards),
         }
+    }
+
+    /// How clients nobody configured come in, if they may.
+    pub fn unannounced(&self) -> Option<&UnannouncedClients> {
+        self.standards()?.clients.as_ref()
     }
 
     /// The server's own secret key.
@@ -504,34 +593,25 @@ impl Config {
 
     /// The issuer identifier, in the standards profile.
     pub fn issuer(&self) -> Option<&Issuer> {
-        match &self.profile {
-            Profile::Reference => None,
-            Profile::Standards { issuer, .. } => Some(issuer),
-        }
+        self.standards().map(|s| &s.issuer)
     }
 
     /// Whether tokens may be issued for `resource` (RFC 8707), given in its
     /// [canonical form](Resource::canonical): the API served here (the issuer's origin) or a
     /// configured one. Never in the reference profile.
     pub fn knows_resource(&self, resource: &str) -> bool {
-        match &self.profile {
-            Profile::Reference => false,
-            Profile::Standards {
-                issuer, resources, ..
-            } => issuer.resource() == resource || resources.iter().any(|r| r.as_str() == resource),
-        }
+        self.standards().is_some_and(|s| {
+            s.issuer.resource() == resource || s.resources.iter().any(|r| r.as_str() == resource)
+        })
     }
 
     /// Whether `app` serves `resource` (given canonical) as a configured resource server.
     pub fn serves(&self, app: &AppKey, resource: &str) -> bool {
-        match &self.profile {
-            Profile::Reference => false,
-            Profile::Standards {
-                resource_servers, ..
-            } => resource_servers
+        self.standards().is_some_and(|s| {
+            s.resource_servers
                 .iter()
-                .any(|s| &s.app == app && s.resources.iter().any(|r| r.as_str() == resource)),
-        }
+                .any(|s| &s.app == app && s.resources.iter().any(|r| r.as_str() == resource))
+        })
     }
 
     /// Whether `code_challenge_method=plain` is refused: by policy, and always in the standards
