@@ -172,6 +172,10 @@ digest_type!(
     SecretDigest
 );
 digest_type!(
+    /// SHA-256 of a [`RegistrationToken`] (RFC 7592), kept in its app's record.
+    RegistrationTokenDigest
+);
+digest_type!(
     /// SHA-256 of whom failed attempts are counted against (an app, a network source, an
     /// account name): the storage key of the count, which so never holds an address or a name.
     AttempterDigest
@@ -214,7 +218,14 @@ credential!(
     SecretDigest
 );
 
-/// The credentials the core mints (a client secret it never does), from their visible form
+credential!(
+    /// A registration access token (RFC 7592 §1): what a client that registered itself presents
+    /// to read, update or delete its registration. 43 URL-safe characters (256 bits).
+    RegistrationToken,
+    RegistrationTokenDigest
+);
+
+/// The credentials the core mints, from their visible form
 /// ([`Partition`](crate::Partition) seals it).
 macro_rules! minted {
     ($($name:ident),*) => {$(
@@ -225,7 +236,13 @@ macro_rules! minted {
         }
     )*};
 }
-minted!(AuthorizationCode, AccessToken, RefreshToken);
+minted!(
+    AuthorizationCode,
+    AccessToken,
+    RefreshToken,
+    ClientSecret,
+    RegistrationToken
+);
 
 impl AccessToken {
     /// The prefix every access token this core mints starts with.
@@ -359,7 +376,12 @@ impl SecretDigest {
     /// assert!(!stored.matches(&ClientSecret::presented("s3cr3T")));
     /// ```
     pub fn matches(&self, secret: &ClientSecret) -> bool {
-        self.0.ct_eq(&secret.digest().0).into()
+        self.is(&secret.digest())
+    }
+
+    /// Whether two digests are equal, compared in constant time.
+    pub(crate) fn is(&self, other: &SecretDigest) -> bool {
+        self.0.ct_eq(&other.0).into()
     }
 }
 

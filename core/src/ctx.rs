@@ -8,9 +8,11 @@
 use crate::config::Config;
 use crate::credentials::Entropy;
 use crate::ending::Ending;
+use crate::config::App;
+use crate::ids::AppKey;
 use crate::records::{
-    AccessTokenRecord, AttemptsRecord, CodeRecord, GrantRecord, LinkRecord, MemberRecord, Record,
-    RecordKey, RefreshTokenRecord,
+    AccessTokenRecord, AppRecord, AttemptsRecord, CodeRecord, GrantRecord, LinkRecord,
+    MemberRecord, Record, RecordKey, RefreshTokenRecord,
 };
 use crate::step::{AuditEvent, Expect, Put, Transaction};
 use crate::time::UnixTime;
@@ -79,6 +81,14 @@ impl Loads {
         self.entries.clear();
     }
 
+    /// The stored app loaded under `key`, if any.
+    pub fn app(&self, key: &RecordKey) -> Option<&App> {
+        match self.get(key)? {
+            Some((_, Record::App(record))) => Some(&record.app),
+            _ => None,
+        }
+    }
+
     fn get(&self, key: &RecordKey) -> Option<&Option<(u64, Record)>> {
         self.entries.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
@@ -114,6 +124,7 @@ record_kind!(GrantRecord, Grant);
 record_kind!(LinkRecord, Link);
 record_kind!(AttemptsRecord, Attempts);
 record_kind!(MemberRecord, Member);
+record_kind!(AppRecord, App);
 
 pub(crate) struct Ctx<'a> {
     pub config: &'a Config,
@@ -140,6 +151,42 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Where the app `key` is stored, if it is not configured and clients may arrive
+    /// unannounced: a key to read in the same batch as the request's other records.
+    pub fn app_record(&self, key: &AppKey) -> Option<RecordKey> {
+        app_record(self.config, key)
+    }
+
+    /// Makes sure every key is loaded, and the app `app`'s record where it is stored: one batch.
+    pub fn need_with_app(&self, keys: &[&RecordKey], app: &AppKey) -> Flow<()> {
+        match self.app_record(app) {
+            None => self.need(keys),
+            Some(record) => {
+                let mut all = keys.to_vec();
+                all.push(&record);
+                self.need(&all)
+            }
+        }
+    }
+
+    /// The app `key` names: the configured one, else (where clients may arrive unannounced)
+    /// the one stored under it, unless it has expired unused.
+    pub fn app(&self, key: &AppKey) -> Flow<Option<&'a App>> {
+        let config: &'a Config = self.config;
+        if let Some(app) = config.app(key.as_str()) {
+            return Ok(Some(app));
+        }
+        let Some(record_key) = self.app_record(key) else {
+            return Ok(None);
+        };
+        let lifetime = config.unannounced().map(|c| c.unused_lifetime);
+        Ok(self
+            .load::<AppRecord>(&record_key)?
+            .map(|loaded| loaded.record)
+            .filter(|record| lifetime.is_some_and(|l| self.now < record.used_at.plus(l)))
+            .map(|record| &record.app))
+    }
+
     /// The record under `key` (loading it first if needed), or `None` if the store has none.
     pub fn load<R: RecordKind>(&self, key: &RecordKey) -> Flow<Option<Loaded<'a, R>>> {
         let loads: &'a Loads = self.loads;
@@ -155,6 +202,12 @@ impl<'a> Ctx<'a> {
             })),
         }
     }
+}
+
+/// Where the app `key` is stored, if it is not configured and clients may arrive unannounced.
+pub(crate) fn app_record(config: &Config, key: &AppKey) -> Option<RecordKey> {
+    (config.app(key.as_str()).is_none() && config.unannounced().is_some())
+        .then(|| RecordKey::app(config.server_key(), key.clone()))
 }
 
 /// Stores a new record under a key that must be empty (a fresh credential: a collision means

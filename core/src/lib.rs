@@ -261,7 +261,8 @@ pub use config::{
 };
 pub use credentials::{
     AccessToken, AccessTokenDigest, AttempterDigest, AuthorizationCode, ClientSecret, CodeDigest,
-    Entropy, RefreshToken, RefreshTokenDigest, RotationSeed, SecretDigest, ServerKey, ENTROPY_LEN,
+    Entropy, RefreshToken, RefreshTokenDigest, RegistrationToken, RegistrationTokenDigest,
+    RotationSeed, SecretDigest, ServerKey, ENTROPY_LEN,
 };
 pub use endpoints::discovery::{protected_resource_metadata, protected_resource_metadata_url};
 pub use ids::{AccountId, AppKey, GrantId, InvalidId, RedirectUri, Uid, User};
@@ -270,9 +271,10 @@ pub use pages::{PageTemplates, DEFAULT_CODE, DEFAULT_CONSENT, DEFAULT_ERROR, DEF
 pub use partition::{BadPartition, Partition};
 pub use pkce::{ChallengeMethod, CodeChallenge, CodeVerifier};
 pub use records::{
-    AccessTokenRecord, AttemptsRecord, BadRecord, BadRecordKey, CodeRecord, CodeState, GrantRecord,
-    LastRotation, LinkRecord, MemberRecord, Record, RecordKey, RefreshTokenRecord, Resources,
-    Stored, TokenAccessType, FORMAT as RECORD_FORMAT,
+    AboutClient, AccessTokenRecord, AppRecord, AttemptsRecord, AuthMethod, BadRecord,
+    BadRecordKey, CodeRecord, CodeState, GrantRecord, LastRotation, LinkRecord, MemberRecord,
+    Provenance, Record, RecordKey, RefreshTokenRecord, Registration, Resources, Stored,
+    TokenAccessType, FORMAT as RECORD_FORMAT,
 };
 pub use refusal::Refusal;
 pub use render::PAGE_HEADERS;

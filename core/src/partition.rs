@@ -26,7 +26,7 @@ use subtle::ConstantTimeEq as _;
 use crate::credentials::{
     AccessToken, AttempterDigest, AuthorizationCode, RefreshToken, ServerKey,
 };
-use crate::ids::AccountId;
+use crate::ids::{AccountId, AppKey};
 
 /// Which partition a record lives in: 96 bits, shown as 16 URL-safe base64 characters.
 ///
@@ -59,6 +59,12 @@ impl Partition {
             b"edgegrant partition of account\0",
             account.as_str().as_bytes(),
         ]))
+    }
+
+    /// The partition of a stored app (a client that registered itself): its own, since every
+    /// user's requests read it, derived under the server key like an account's.
+    pub fn of_app(key: &ServerKey, app: &AppKey) -> Partition {
+        Partition::prefix(&key.mac(&[b"edgegrant partition of app\0", app.as_str().as_bytes()]))
     }
 
     /// The partition of one attempter's count: its own, from the digest it is stored under.

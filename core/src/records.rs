@@ -5,9 +5,10 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
+use crate::config::App;
 use crate::credentials::{
     AccessToken, AccessTokenDigest, AttempterDigest, AuthorizationCode, CodeDigest, RefreshToken,
-    RefreshTokenDigest, RotationSeed, ServerKey,
+    RefreshTokenDigest, RegistrationTokenDigest, RotationSeed, ServerKey,
 };
 use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, Uid};
 use crate::partition::Partition;
@@ -247,6 +248,90 @@ pub struct AttemptsRecord {
     pub failures: u32,
 }
 
+/// A client that registered itself (RFC 7591): its app, as every endpoint uses it, and what
+/// its registration recorded. Stored under [`RecordKey::App`], in the app's own partition, and
+/// purged once unused for the configured lifetime
+/// ([`UnannouncedClients::unused_lifetime`](crate::UnannouncedClients)).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AppRecord {
+    /// The app: its key, the name it gave (asserted, not verified), its secret's digest (none
+    /// for a public client), redirect URIs, scopes and token type.
+    pub app: App,
+    /// How it came to be known, and what it registered.
+    pub provenance: Provenance,
+    /// When it was last used as written (an authorization, an exchange or a refresh; written
+    /// when half the unused lifetime has passed): it expires a lifetime after.
+    pub used_at: UnixTime,
+}
+
+/// How a stored app came to be known.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Provenance {
+    /// By dynamic client registration (RFC 7591).
+    Registered(Registration),
+}
+
+/// What a client registered (RFC 7591 §2), as the registration answered it, beside what its
+/// [`App`] holds (name, redirect URIs, scopes, secret).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Registration {
+    /// When it registered (`client_id_issued_at`).
+    pub issued_at: UnixTime,
+    /// The digest of its registration access token (RFC 7592).
+    pub token: RegistrationTokenDigest,
+    /// How it authenticates at the token endpoint.
+    pub auth_method: AuthMethod,
+    /// Whether it registered the `refresh_token` grant (it then gets a refresh token on every
+    /// code flow).
+    pub refresh_tokens: bool,
+    /// `native` or `web` (OpenID Connect Registration §2; MCP clients send it).
+    pub native: bool,
+    /// The informational URLs and texts it gave: shown as asserted, never followed by the core.
+    pub about: AboutClient,
+}
+
+/// The `token_endpoint_auth_method` of a registered client (RFC 7591 §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum AuthMethod {
+    /// A public client: `client_id` alone, with PKCE.
+    None,
+    /// Its secret in the Basic `Authorization` header.
+    ClientSecretBasic,
+    /// Its secret in the form body.
+    ClientSecretPost,
+}
+
+impl AuthMethod {
+    /// The method's registered name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthMethod::None => "none",
+            AuthMethod::ClientSecretBasic => "client_secret_basic",
+            AuthMethod::ClientSecretPost => "client_secret_post",
+        }
+    }
+}
+
+/// Metadata a client gave about itself (RFC 7591 §2), kept to be answered back (§3.2.1) and
+/// shown as the client's own claim.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AboutClient {
+    /// `client_uri`.
+    pub client_uri: Option<String>,
+    /// `logo_uri`.
+    pub logo_uri: Option<String>,
+    /// `tos_uri`.
+    pub tos_uri: Option<String>,
+    /// `policy_uri`.
+    pub policy_uri: Option<String>,
+    /// `contacts`.
+    pub contacts: Vec<String>,
+    /// `software_id`.
+    pub software_id: Option<String>,
+    /// `software_version`.
+    pub software_version: Option<String>,
+}
+
 /// Any stored record.
 ///
 /// Stored as postcard (positional): a field or variant may never be reordered or removed, and
@@ -282,6 +367,8 @@ pub enum Record {
     Attempts(AttemptsRecord),
     /// Under [`RecordKey::Member`].
     Member(MemberRecord),
+    /// Under [`RecordKey::App`].
+    App(AppRecord),
 }
 
 /// The format of stored records: the first byte of every [`Record::encode`].
@@ -357,6 +444,7 @@ impl Record {
                 | (Record::Link(_), RecordKey::Link(..))
                 | (Record::Attempts(_), RecordKey::Attempts(..))
                 | (Record::Member(_), RecordKey::Member(..))
+                | (Record::App(_), RecordKey::App(..))
         )
     }
 }
@@ -385,7 +473,7 @@ impl Stored {
 
 /// Where a record lives: in which [`Partition`], under which name. Its text form,
 /// `<partition>/<kind>:<name>` (`code:…`, `access:…`, `refresh:…`, `grant:…`,
-/// `link:<app>:<account>`, `member:<place>:<app>:<account>`, `attempts:…`), is the storage key; a host that spreads its records
+/// `link:<app>:<account>`, `member:<place>:<app>:<account>`, `attempts:…`, `app:<app>`), is the storage key; a host that spreads its records
 /// over many machines splits it at the `/` and routes by [`partition`](Self::partition).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RecordKey {
@@ -404,6 +492,9 @@ pub enum RecordKey {
     /// A grant of the link of one user and one app, by its place among the link's members, in
     /// the user's partition (see [`RecordKey::member`]).
     Member(Partition, AppKey, AccountId, u64),
+    /// A stored app (a client that registered itself), in a partition of its own (see
+    /// [`RecordKey::app`]).
+    App(Partition, AppKey),
 }
 
 impl RecordKey {
@@ -448,6 +539,11 @@ impl RecordKey {
         RecordKey::Member(Partition::of_account(key, &account), app, account, place)
     }
 
+    /// The key of the stored app `app`, in its own partition under `key`.
+    pub fn app(key: &ServerKey, app: AppKey) -> RecordKey {
+        RecordKey::App(Partition::of_app(key, &app), app)
+    }
+
     /// The partition the record lives in.
     pub fn partition(&self) -> Partition {
         match self {
@@ -456,7 +552,8 @@ impl RecordKey {
             | RecordKey::RefreshToken(p, _)
             | RecordKey::Grant(p, _)
             | RecordKey::Link(p, ..)
-            | RecordKey::Member(p, ..) => *p,
+            | RecordKey::Member(p, ..)
+            | RecordKey::App(p, _) => *p,
             RecordKey::Attempts(digest) => Partition::of_attempter(digest),
         }
     }
@@ -475,6 +572,7 @@ impl fmt::Display for RecordKey {
             RecordKey::Member(_, app, account, place) => {
                 write!(f, "{p}/member:{place}:{app}:{account}")
             }
+            RecordKey::App(_, app) => write!(f, "{p}/app:{app}"),
         }
     }
 }
@@ -499,6 +597,7 @@ impl FromStr for RecordKey {
             }
             "attempts" => AttempterDigest::from_base64(rest).map(RecordKey::Attempts),
             "grant" => GrantId::parse(rest).map(|id| RecordKey::Grant(p, id)),
+            "app" => AppKey::new(rest).ok().map(|app| RecordKey::App(p, app)),
             "link" => rest.split_once(':').and_then(|(app, account)| {
                 Some(RecordKey::Link(
                     p,

@@ -181,8 +181,8 @@ impl Request {
     }
 
     /// The partition every record this request reads or writes lies in, but for a count of
-    /// failed attempts read beside a token request's credential (see [`Partition`]); `None`
-    /// when it needs none. Equal to [`partition_of`](crate::partition_of) of its input
+    /// failed attempts read beside a token request's credential and a stored app's record read
+    /// beside the request's first records (see [`Partition`]); `None` when it needs none. Equal to [`partition_of`](crate::partition_of) of its input
     /// whenever it is `Some`.
     pub fn partition(&self) -> Option<Partition> {
         self.route.partition()
@@ -323,7 +323,14 @@ impl Request {
             Ending::Refused(..) => return cors::any_app_allows(&self.config, origin),
             _ => None,
         };
-        app.and_then(|key| self.config.app(key.as_str()))
-            .is_some_and(|app| cors::app_allows(app, origin))
+        app.and_then(|key| {
+            // A stored app's record was read on the way (client authentication, the bearer
+            // check); a configured app is at hand.
+            self.config.app(key.as_str()).or_else(|| {
+                let stored = RecordKey::app(self.config.server_key(), key.clone());
+                self.loads.app(&stored)
+            })
+        })
+        .is_some_and(|app| cors::app_allows(app, origin))
     }
 }

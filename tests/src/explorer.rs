@@ -236,7 +236,7 @@ fn walk(
 /// same app and user (an access token with no more scopes than its grant), every grant at its
 /// current refresh token, if it names one, and at the
 /// link of its app and user at an epoch not ahead of it, every redeemed code at its grant; and
-/// every record of an account lies in that account's partition.
+/// every record of an account lies in that account's partition, every stored app in its own.
 pub fn check_store(server_key: &ServerKey, store: &Store) {
     for (key, stored) in store.iter() {
         let record = stored
@@ -248,7 +248,7 @@ pub fn check_store(server_key: &ServerKey, store: &Store) {
             Record::RefreshToken(r) => Some(&r.account_id),
             Record::Grant(r) => Some(&r.account_id),
             Record::Code(r) => Some(&r.account_id),
-            Record::Link(_) | Record::Attempts(_) | Record::Member(_) => None,
+            Record::Link(_) | Record::Attempts(_) | Record::Member(_) | Record::App(_) => None,
         };
         if let Some(account) = account {
             assert_eq!(
@@ -332,6 +332,10 @@ pub fn check_store(server_key: &ServerKey, store: &Store) {
             }
             // A count may be back at zero: a successful check takes its reservation back.
             Record::Attempts(_) => {}
+            // A stored app lies in its own partition, under its own key.
+            Record::App(stored) => {
+                assert_eq!(*key, RecordKey::app(server_key, stored.app.key.clone()), "{key}");
+            }
         }
     }
 }

@@ -4,6 +4,7 @@
 //! [`Config`] only valid), and its JSON form (`json`: read and written explicitly). The model
 //! imports neither; the checks import the model; the JSON form imports both.
 
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use crate::credentials::{SecretDigest, ServerKey};
@@ -21,7 +22,7 @@ pub(crate) use json::ScopesJson;
 pub use json::CONFIG_TYPESCRIPT;
 
 /// What an app may be granted.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Permissions {
     /// A scoped app: the scopes chosen in the app console.
     Scoped {
@@ -36,7 +37,7 @@ pub enum Permissions {
 }
 
 /// The token type an app gets when `token_access_type` is omitted (SPEC.md, Begin authorization).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum DefaultTokenType {
     /// Short-lived access tokens only (`online`). The default of newly created scoped apps.
     #[default]
@@ -50,8 +51,10 @@ pub enum DefaultTokenType {
     Offline,
 }
 
-/// One registered app (client).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One app (client): configured, or — where clients may arrive unannounced — registered and
+/// stored ([`AppRecord`](crate::AppRecord), whose serialized form this is part of: fields are
+/// positional there, never reordered or removed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct App {
     /// The app key (`client_id`).
     pub key: AppKey,

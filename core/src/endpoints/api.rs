@@ -2,7 +2,8 @@
 //! `POST /2/auth/token/revoke`.
 //!
 //! Parsing reads the `Authorization` header and hashes the token, once; deciding reads the
-//! token record, then its grant and link in one batch: three records however many tokens exist.
+//! token record, then its grant and link in one batch (with the app's record, for a client that
+//! registered itself): three records however many tokens exist.
 
 use crate::config::Config;
 use crate::ctx::{Ctx, Decision, Flow, Loaded};
@@ -75,10 +76,6 @@ fn authenticate<'a>(ctx: &Ctx<'a>, key: Option<&RecordKey>) -> Flow<Result<Beare
     if let Err(refusal) = access_token::check(token, ctx.now) {
         return Ok(Err(refusal));
     }
-    // Removing an app from the configuration switches it off: its tokens end with it.
-    if ctx.config.app(token.app.as_str()).is_none() {
-        return Ok(Err(Refusal::AppRemoved));
-    }
     // A token bound to resources (RFC 8707) serves only them: here, the API of this host.
     if !token.audience.is_empty()
         && !ctx
@@ -90,7 +87,13 @@ fn authenticate<'a>(ctx: &Ctx<'a>, key: Option<&RecordKey>) -> Flow<Result<Beare
     }
     let grant_key = RecordKey::Grant(partition, token.grant.clone());
     let link_key = RecordKey::Link(partition, token.app.clone(), token.account_id.clone());
-    ctx.need(&[&grant_key, &link_key])?;
+    // A stored app's record comes in the same batch: no round trip of its own.
+    ctx.need_with_app(&[&grant_key, &link_key], &token.app)?;
+    // Removing an app (from the configuration, or a stored app expiring) switches it off: its
+    // tokens end with it.
+    if ctx.app(&token.app)?.is_none() {
+        return Ok(Err(Refusal::AppRemoved));
+    }
     let Some(grant) = ctx.load::<GrantRecord>(&grant_key)? else {
         return Ok(Err(Refusal::UnknownAccessToken));
     };

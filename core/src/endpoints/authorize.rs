@@ -6,7 +6,7 @@
 //! page, or — for the consent form's Allow — issues the code.
 
 use crate::config::{redirect_matches, App, Config, DefaultTokenType, Issuer, Resource};
-use crate::ctx::{create, replace, Ctx, Decision, Flow};
+use crate::ctx::{app_record, create, replace, Ctx, Decision, Flow};
 use crate::ending::{ConsentPage, Ending, Via};
 use crate::endpoints::issue::{issue_grant, IssuedGrant};
 use crate::endpoints::within_limit;
@@ -22,6 +22,7 @@ use crate::refusal::Refusal;
 use crate::scope::{ScopeSet, OFFLINE_ACCESS};
 use crate::step::{AuditEvent, ConsentPrompt, Transaction};
 use crate::wire::form::{Params, Repeated};
+use std::cell::OnceCell;
 use crate::wire::http::HttpRequest;
 use crate::wire::redirect::{ReplyTo, ResponseMode};
 
@@ -53,37 +54,97 @@ pub(crate) struct Authorization {
 /// An authorization request with its user, ready to decide.
 #[derive(Clone, Debug)]
 pub(crate) struct Parsed {
-    request: Authorization,
-    user: User,
-    /// `false`: the `GET` (consent page unless already granted); `true`: the form's Allow.
-    allowed: bool,
+    request: Validation,
+    /// `None` only while a stored app's request is unvalidated: it is validated before the
+    /// user is sent to sign in, as a configured app's is.
+    user: Option<User>,
+    /// What the user answered.
+    answer: Answer,
     /// The key of the user's link with the app (its partition hashed once, here).
-    link: RecordKey,
+    link: Option<RecordKey>,
+}
+
+/// The user's answer, if any.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Answer {
+    /// None yet: the `GET` (the consent page unless already granted).
+    Ask,
+    /// The consent form's Allow.
+    Allow,
+    /// The consent form's Deny (a configured app's is answered when parsed).
+    Deny,
+}
+
+/// The request validated against its app: at once for a configured app; for a stored app (a
+/// client that registered itself) once its record is read, in the batch of the user's link.
+#[derive(Clone, Debug)]
+enum Validation {
+    Now(Box<Authorization>),
+    Later {
+        app: AppKey,
+        record: RecordKey,
+        query: String,
+        /// The validation, once made: decisions walk again as records arrive.
+        done: OnceCell<Result<Box<Authorization>, Ending>>,
+    },
 }
 
 impl Parsed {
-    fn new(config: &Config, request: Authorization, user: User, allowed: bool) -> Parsed {
-        let link = RecordKey::link(
-            config.server_key(),
-            request.app.clone(),
-            user.account_id.clone(),
-        );
+    fn new(config: &Config, request: Validation, user: Option<User>, answer: Answer) -> Parsed {
+        let app = match &request {
+            Validation::Now(authorization) => &authorization.app,
+            Validation::Later { app, .. } => app,
+        };
+        let link = user.as_ref().map(|user| {
+            RecordKey::link(config.server_key(), app.clone(), user.account_id.clone())
+        });
         Parsed {
             request,
             user,
-            allowed,
+            answer,
             link,
         }
     }
 
-    /// The partition of the signed-in user, where everything this request touches lies.
-    pub fn partition(&self) -> Partition {
-        self.link.partition()
+    /// The partition of the signed-in user, where everything this request touches lies (but
+    /// for a stored app's record, read beside); `None` before sign-in.
+    pub fn partition(&self) -> Option<Partition> {
+        self.link.as_ref().map(RecordKey::partition)
+    }
+}
+
+/// The request validated against the app its `client_id` names: a configured one now, a stored
+/// one (where clients may arrive unannounced) once read. Errors about the client become pages.
+fn validation(config: &Config, query: &str) -> Result<Validation, Ending> {
+    let params = Params::parse(query.as_bytes());
+    let client_id = match params.one("client_id") {
+        Err(Repeated(name)) => return page(Refusal::Repeated(name)),
+        Ok(None) => return page(Refusal::ClientIdMissing),
+        Ok(Some(id)) => id,
+    };
+    if let Some(app) = config.app(client_id) {
+        return validate(config, app, query).map(|a| Validation::Now(Box::new(a)));
+    }
+    let stored = AppKey::new(client_id)
+        .ok()
+        .and_then(|app| Some((app_record(config, &app)?, app)));
+    match stored {
+        Some((record, app)) => Ok(Validation::Later {
+            app,
+            record,
+            query: query.to_owned(),
+            done: OnceCell::new(),
+        }),
+        None => page(Refusal::UnknownClient),
     }
 }
 
 fn page<T>(refusal: Refusal) -> Result<T, Ending> {
-    Err(Ending::Refused(refusal, Via::Page))
+    Err(page_refusal(refusal))
+}
+
+fn page_refusal(refusal: Refusal) -> Ending {
+    Ending::Refused(refusal, Via::Page)
 }
 
 /// `GET /oauth2/authorize?…`.
@@ -93,11 +154,11 @@ pub(crate) fn parse_get(
     user: Option<User>,
 ) -> Result<Parsed, Ending> {
     within_limit(config, request, Via::Page)?;
-    let authorization = validate(config, &request.query)?;
-    let Some(user) = user else {
+    let validation = validation(config, &request.query)?;
+    if user.is_none() && matches!(validation, Validation::Now(_)) {
         return Err(sign_in(&request.query));
-    };
-    Ok(Parsed::new(config, authorization, user, false))
+    }
+    Ok(Parsed::new(config, validation, user, Answer::Ask))
 }
 
 /// `POST /oauth2/authorize`: the consent form, `query=…&decision=allow|deny`. The form is not
@@ -120,19 +181,19 @@ pub(crate) fn parse_consent(
     let (Ok(Some(query)), Ok(Some(decision))) = (form.one("query"), form.one("decision")) else {
         return page(Refusal::IncompleteConsentForm);
     };
-    let allowed = match decision {
-        "allow" => true,
-        "deny" => false,
+    let answer = match decision {
+        "allow" => Answer::Allow,
+        "deny" => Answer::Deny,
         _ => return page(Refusal::IncompleteConsentForm),
     };
     let Some(user) = user else {
         return Err(sign_in(query));
     };
-    let authorization = validate(config, query)?;
-    if !allowed {
+    let validation = validation(config, query)?;
+    if let (Validation::Now(authorization), Answer::Deny) = (&validation, answer) {
         return Err(authorization.refuse(Refusal::AccessDenied));
     }
-    Ok(Parsed::new(config, authorization, user, allowed))
+    Ok(Parsed::new(config, validation, Some(user), answer))
 }
 
 fn sign_in(query: &str) -> Ending {
@@ -151,22 +212,15 @@ impl Authorization {
     }
 }
 
-/// Validates the query. Errors about the client or the redirect URI become pages, never
-/// redirects (RFC 6749 §4.1.2.1); every later error goes back to the client.
-fn validate(config: &Config, query: &str) -> Result<Authorization, Ending> {
+/// Validates the query for `app`, the app its `client_id` names. Errors about the client or the
+/// redirect URI become pages, never redirects (RFC 6749 §4.1.2.1); every later error goes back
+/// to the client.
+fn validate(config: &Config, app: &App, query: &str) -> Result<Authorization, Ending> {
     let params = Params::parse(query.as_bytes());
     let one = |name: &'static str| {
         params
             .one(name)
             .map_err(|Repeated(name)| Refusal::Repeated(name))
-    };
-    let client_id = match one("client_id") {
-        Err(refusal) => return page(refusal),
-        Ok(None) => return page(Refusal::ClientIdMissing),
-        Ok(Some(id)) => id,
-    };
-    let Some(app) = config.app(client_id) else {
-        return page(Refusal::UnknownClient);
     };
     let redirect_uri = match one("redirect_uri") {
         Err(refusal) => return page(refusal),
@@ -348,9 +402,42 @@ fn pkce(
 /// The user's link decides: a request within what the user granted before completes at once;
 /// any other shows the consent page. The consent form's Allow issues.
 pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
-    let request = &parsed.request;
-    let user = &parsed.user;
-    let link_key = parsed.link.clone();
+    let (request, app) = match &parsed.request {
+        Validation::Now(request) => match ctx.config.app(request.app.as_str()) {
+            Some(app) => (&**request, app),
+            // The configuration cannot change within a request; the app was found when parsing.
+            None => return Ok(Decision::End(page_refusal(Refusal::UnknownClient))),
+        },
+        Validation::Later {
+            app,
+            record,
+            query,
+            done,
+        } => {
+            // The app's record in one batch with the user's link.
+            let keys: Vec<&RecordKey> = [record].into_iter().chain(&parsed.link).collect();
+            ctx.need(&keys)?;
+            let Some(stored) = ctx.app(app)? else {
+                return Ok(Decision::End(page_refusal(Refusal::UnknownClient)));
+            };
+            let validated = done.get_or_init(|| validate(ctx.config, stored, query).map(Box::new));
+            let request = match validated {
+                Ok(request) => &**request,
+                Err(ending) => return Ok(Decision::End(ending.clone())),
+            };
+            if parsed.user.is_none() {
+                return Ok(Decision::End(sign_in(query)));
+            }
+            if parsed.answer == Answer::Deny {
+                return Ok(Decision::End(request.refuse(Refusal::AccessDenied)));
+            }
+            (request, stored)
+        }
+    };
+    let (Some(user), Some(link_key)) = (&parsed.user, &parsed.link) else {
+        return Ok(Decision::End(page_refusal(Refusal::UnknownClient)));
+    };
+    let link_key = link_key.clone();
     let partition = link_key.partition();
     let link = ctx.load::<LinkRecord>(&link_key)?;
     let here = ctx.config.issuer().map(|issuer| issuer.resource());
@@ -361,14 +448,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         request.access_type,
         &consent_resources,
     );
-    let Some(app) = ctx.config.app(request.app.as_str()) else {
-        // The configuration cannot change within a request; the app was found when parsing.
-        return Ok(Decision::End(Ending::Refused(
-            Refusal::UnknownClient,
-            Via::Page,
-        )));
-    };
-    if !parsed.allowed && (!granted || request.prompt_consent) {
+    if parsed.answer != Answer::Allow && (!granted || request.prompt_consent) {
         return Ok(Decision::End(Ending::Consent(Box::new(ConsentPage {
             prompt: ConsentPrompt {
                 app: app.key.clone(),

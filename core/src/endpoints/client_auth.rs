@@ -2,24 +2,38 @@
 //! (revocation, introspection): the parameters of a form, the client identified and its secret
 //! checked in constant time, and a failure counted against its source.
 
-use crate::config::Config;
-use crate::ctx::{Ctx, Decision, Flow};
+use crate::config::{App, Config};
+use crate::credentials::{ClientSecret, SecretDigest};
+use crate::ctx::{app_record, Ctx, Decision, Flow};
 use crate::ending::{Ending, Via};
 use crate::endpoints::attempts::{self, Guard};
 use crate::endpoints::within_limit;
 use crate::ids::AppKey;
 use crate::machines::attempts::Attempter;
+use crate::records::RecordKey;
 use crate::refusal::Refusal;
 use crate::wire::client_auth::{self, CredentialError};
 use crate::wire::form::{is_form_content_type, Params};
 use crate::wire::http::HttpRequest;
 
-/// The client as authenticated: by its secret, or only identified by `client_id` (PKCE).
+/// The client as authenticated: by its secret, or only identified by `client_id` (PKCE). A
+/// stored app (a client that registered itself) is checked once its record is read, in the
+/// batch of the request's first records ([`verify`]).
 #[derive(Clone, Debug)]
 pub(crate) struct Client {
     pub app: AppKey,
     pub has_secret: bool,
     via_basic: bool,
+    /// For an app that is not configured: what to check against its record.
+    stored: Option<Box<StoredCheck>>,
+}
+
+/// The check of a stored app's client authentication: the digest of the secret presented, if
+/// any, and the failure to count should it not hold.
+#[derive(Clone, Debug)]
+struct StoredCheck {
+    secret: Option<SecretDigest>,
+    failed: FailedClient,
 }
 
 impl Client {
@@ -106,33 +120,72 @@ pub(crate) fn authenticate(
         };
         Ending::Refused(refusal, Via::Token { basic })
     })?;
-    let app = config.app(&presented.client_id);
     // A failure is counted against its source: at the limit, failures are answered 429. Never
     // against the app, whose key is public: anyone could make its own requests wait. And no
     // count holds back a correct secret — secrets are high-entropy, so counting guesses buys
     // nothing, and no one's failures may lock a client out.
-    let failed = || {
+    let failure = || {
         let attempters: Vec<Attempter> = request
             .source
             .iter()
             .map(|source| Attempter::Source(source.clone()))
             .collect();
-        Ok(Err(FailedClient {
+        FailedClient {
             via_basic: presented.via_basic,
             guards: attempts::guards(&attempters, config),
-        }))
+        }
     };
-    let Some(app) = app else {
-        return failed();
+    let Some(app) = config.app(&presented.client_id) else {
+        // Not configured: a stored app, if clients may arrive unannounced, checked once read.
+        let key = AppKey::new(presented.client_id.as_str()).ok();
+        return Ok(match key.filter(|key| app_record(config, key).is_some()) {
+            Some(app) => Ok(Client {
+                app,
+                has_secret: presented.secret.is_some(),
+                via_basic: presented.via_basic,
+                stored: Some(Box::new(StoredCheck {
+                    secret: presented.secret.as_ref().map(ClientSecret::digest),
+                    failed: failure(),
+                })),
+            }),
+            None => Err(failure()),
+        });
     };
     match (&presented.secret, &app.secret_digest) {
         (None, _) => {}
         (Some(secret), Some(digest)) if digest.matches(secret) => {}
-        (Some(_), _) => return failed(),
+        (Some(_), _) => return Ok(Err(failure())),
     }
     Ok(Ok(Client {
         app: app.key.clone(),
         has_secret: presented.secret.is_some(),
         via_basic: presented.via_basic,
+        stored: None,
     }))
+}
+
+/// The client's app, its authentication checked: a configured app at once (it was checked when
+/// parsed), a stored one once its record is read — in one batch with `beside`, the request's
+/// first records, so that it costs no round trip of its own. `Err`: the failure to count.
+pub(crate) fn verify<'a>(
+    ctx: &Ctx<'a>,
+    client: &Client,
+    beside: &[&RecordKey],
+) -> Flow<Result<&'a App, FailedClient>> {
+    let Some(check) = &client.stored else {
+        // The configuration cannot change within a request: the app found when parsing.
+        return Ok(ctx.config.app(client.app.as_str()).ok_or(FailedClient {
+            via_basic: client.via_basic,
+            guards: Vec::new(),
+        }));
+    };
+    ctx.need_with_app(beside, &client.app)?;
+    let app = ctx.app(&client.app)?.filter(|app| {
+        match (&check.secret, &app.secret_digest) {
+            (None, _) => true,
+            (Some(presented), Some(digest)) => digest.is(presented),
+            (Some(_), None) => false,
+        }
+    });
+    Ok(app.ok_or_else(|| check.failed.clone()))
 }

@@ -117,11 +117,11 @@ impl Route {
     }
 
     /// The partition every record the request reads or writes lies in (but for counts of
-    /// failed attempts, read beside a token request's credential): `None` when the request
-    /// reads none, or only such a count.
+    /// failed attempts, read beside a token request's credential, and stored apps' records,
+    /// read beside the first records): `None` when the request reads none, or only those.
     pub fn partition(&self) -> Option<Partition> {
         match self {
-            Route::Authorize(parsed) => Some(parsed.partition()),
+            Route::Authorize(parsed) => parsed.partition(),
             Route::Token(parsed) => parsed.credential().map(RecordKey::partition),
             Route::Manage(parsed) => parsed.credential().map(RecordKey::partition),
             Route::Bearer(parsed) => parsed.token.as_ref().map(RecordKey::partition),

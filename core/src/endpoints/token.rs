@@ -10,7 +10,7 @@ use crate::ctx::{create, replace, Ctx, Decision, Flow, Loaded};
 use crate::ending::{Ending, TokenBody};
 use crate::endpoints::authorize;
 use crate::endpoints::client_auth::{
-    authenticate, decide_failed, form_parameters, refuse, Client, FailedClient,
+    authenticate, decide_failed, form_parameters, refuse, verify, Client, FailedClient,
 };
 use crate::endpoints::issue::{issue_grant, revoke_grant};
 use crate::ids::{AppKey, User};
@@ -138,6 +138,13 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
 }
 
 pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
+    // A stored app's authentication is checked with its record, read beside the credential's.
+    if let Parsed::Exchange { client, .. } | Parsed::Refresh { client, .. } = parsed {
+        let beside: Vec<&RecordKey> = parsed.credential().into_iter().collect();
+        if let Err(failed) = verify(ctx, client, &beside)? {
+            return decide_failed(&failed, ctx);
+        }
+    }
     match parsed {
         Parsed::Failed(failed) => decide_failed(failed, ctx),
         Parsed::Exchange {

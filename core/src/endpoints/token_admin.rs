@@ -8,7 +8,7 @@ use crate::config::{App, Config};
 use crate::ctx::{Ctx, Decision, Flow, Loaded};
 use crate::ending::{Ending, Introspected, Revocation};
 use crate::endpoints::client_auth::{
-    authenticate, decide_failed, form_parameters, Client, FailedClient,
+    authenticate, decide_failed, form_parameters, verify, Client, FailedClient,
 };
 use crate::endpoints::issue::revoke_grant;
 use crate::ids::{AccountId, AppKey, GrantId};
@@ -73,14 +73,11 @@ pub(crate) fn parse(
         Ok(client) => client,
         Err(failed) => return Ok(Parsed::Failed(failed)),
     };
-    // A confidential client authenticates (RFC 7009 §2.1); a public one is known by its
-    // client_id. Introspection tells about tokens of any app: only a confidential client
-    // with its secret may ask (RFC 7662 §2.1, §4).
-    let confidential = config
-        .app(client.app.as_str())
-        .is_some_and(App::is_confidential);
-    if (confidential || operation == Operation::Introspect) && !client.has_secret {
-        return Err(client.refuse(Refusal::ConfidentialClientRequired));
+    // A stored app's is checked once its record is read.
+    if let Some(app) = config.app(client.app.as_str()) {
+        if !authenticated_enough(app, &client, operation) {
+            return Err(client.refuse(Refusal::ConfidentialClientRequired));
+        }
     }
     let token = params
         .one("token")
@@ -100,6 +97,13 @@ pub(crate) fn parse(
     })
 }
 
+/// A confidential client authenticates (RFC 7009 §2.1); a public one is known by its
+/// client_id. Introspection tells about tokens of any app: only a confidential client with its
+/// secret may ask (RFC 7662 §2.1, §4).
+fn authenticated_enough(app: &App, client: &Client, operation: Operation) -> bool {
+    client.has_secret || !(app.is_confidential() || operation == Operation::Introspect)
+}
+
 pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     let (client, token, operation) = match parsed {
         Parsed::Manage {
@@ -109,6 +113,16 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         } => (client, token.as_ref(), *operation),
         Parsed::Failed(failed) => return decide_failed(failed, ctx),
     };
+    // A stored app's authentication is checked with its record, read beside the token's.
+    let app = match verify(ctx, client, &token.into_iter().collect::<Vec<_>>())? {
+        Ok(app) => app,
+        Err(failed) => return decide_failed(&failed, ctx),
+    };
+    if !authenticated_enough(app, client, operation) {
+        return Ok(Decision::End(
+            client.refuse(Refusal::ConfidentialClientRequired),
+        ));
+    }
     let held = match token {
         Some(key) => held(ctx, key)?,
         None => None,
@@ -131,8 +145,8 @@ struct Held<'a> {
     grant: Loaded<'a, GrantRecord>,
     /// Whether the grant stands (not revoked, not unlinked).
     grant_live: bool,
-    /// Whether the token itself is live: its grant stands and, for a refresh token, it was
-    /// not superseded by a rotation.
+    /// Whether the token itself is live: its grant and its app stand and, for a refresh token,
+    /// it was not superseded by a rotation.
     live: bool,
     /// For an access token, its record; `None` for a refresh token.
     access: Option<&'a AccessTokenRecord>,
@@ -160,10 +174,12 @@ fn held<'a>(ctx: &Ctx<'a>, key: &RecordKey) -> Flow<Option<Held<'a>>> {
     };
     let grant_key = RecordKey::Grant(partition, grant_id.clone());
     let link_key = RecordKey::Link(partition, app.clone(), account_id.clone());
-    ctx.need(&[&grant_key, &link_key])?;
+    ctx.need_with_app(&[&grant_key, &link_key], app)?;
     let Some(grant) = ctx.load::<GrantRecord>(&grant_key)? else {
         return Ok(None);
     };
+    // Removing an app (from the configuration, or a stored app expiring) ends its tokens.
+    let app_stands = ctx.app(app)?.is_some();
     let link = ctx.load::<LinkRecord>(&link_key)?;
     let grant_live = grant::standing(grant.record, link.map(|l| l.record)) == Standing::Live;
     // A refresh token a rotation superseded is no longer live, even inside its retry window.
@@ -178,7 +194,7 @@ fn held<'a>(ctx: &Ctx<'a>, key: &RecordKey) -> Flow<Option<Held<'a>>> {
         grant_key,
         grant,
         grant_live,
-        live: grant_live && !superseded,
+        live: grant_live && !superseded && app_stands,
         access,
     }))
 }
@@ -217,7 +233,7 @@ fn revoke(ctx: &Ctx<'_>, client: &Client, held: Option<Held<'_>>) -> Flow<Decisi
 /// tokens issued for a resource it serves — never of a refresh token it does not own, so no
 /// resource can take one for an access token.
 fn introspected(ctx: &Ctx<'_>, client: &Client, held: Held<'_>) -> Option<Introspected> {
-    if !held.live || ctx.config.app(held.app.as_str()).is_none() {
+    if !held.live {
         return None;
     }
     let own = held.app == &client.app;
