@@ -5,17 +5,17 @@
 //! [`Need`], carried by `?`. The request is parsed once, so walking the decision again when the
 //! records arrive costs a few lookups: no parsing, no hashing.
 
+use crate::config::App;
 use crate::config::Config;
 use crate::credentials::Entropy;
 use crate::ending::Ending;
-use crate::config::App;
 use crate::ids::AppKey;
 use crate::records::{
     AccessTokenRecord, AppRecord, AttemptsRecord, CodeRecord, GrantRecord, LinkRecord,
     MemberRecord, Record, RecordKey, RefreshTokenRecord,
 };
 use crate::step::{AuditEvent, Expect, Put, Transaction};
-use crate::time::UnixTime;
+use crate::time::{Seconds, UnixTime};
 
 /// The keys an endpoint needs before it can go on.
 #[derive(Debug)]
@@ -185,6 +185,44 @@ impl<'a> Ctx<'a> {
             .map(|loaded| loaded.record)
             .filter(|record| lifetime.is_some_and(|l| self.now < record.used_at.plus(l)))
             .map(|record| &record.app))
+    }
+
+    /// `decision` — when it writes, and the app `app` is stored and used for the first time
+    /// since half its unused lifetime passed — with the app's record renewed first: its own
+    /// transaction (its own partition), conditional on the version read, so that a race with
+    /// another renewal or an update only makes the request decide again.
+    pub fn with_renewal(&self, app: &AppKey, decision: Decision) -> Decision {
+        let renewal = (|| {
+            let key = self.app_record(app)?;
+            let lifetime = self.config.unannounced()?.unused_lifetime;
+            let loaded = self.load::<AppRecord>(&key).ok()??;
+            if self.now < loaded.record.used_at.plus(Seconds(lifetime.0 / 2)) {
+                return None;
+            }
+            let renewed = AppRecord {
+                used_at: self.now,
+                ..loaded.record.clone()
+            };
+            Some(Transaction {
+                puts: vec![replace(
+                    key,
+                    Some(loaded.version),
+                    &Record::App(renewed),
+                    Some(self.now.plus(lifetime)),
+                )],
+                audit: Vec::new(),
+            })
+        })();
+        match (renewal, decision) {
+            (Some(renewal), Decision::Commit(transaction, ending)) => {
+                Decision::Each(vec![renewal, transaction], ending)
+            }
+            (Some(renewal), Decision::Each(mut transactions, ending)) => {
+                transactions.insert(0, renewal);
+                Decision::Each(transactions, ending)
+            }
+            (_, decision) => decision,
+        }
     }
 
     /// The record under `key` (loading it first if needed), or `None` if the store has none.

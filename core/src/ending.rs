@@ -3,10 +3,12 @@
 //! wire is Decision (writes and an ending) → [`Ending`] → [`Step`](crate::Step).
 
 use crate::cors::Preflight;
-use crate::credentials::{AccessToken, AuthorizationCode, RefreshToken};
+use crate::credentials::{
+    AccessToken, AuthorizationCode, ClientSecret, RefreshToken, RegistrationToken,
+};
 use crate::endpoints::discovery::Metadata;
 use crate::ids::{AccountId, AppKey, Uid, User};
-use crate::records::Resources;
+use crate::records::{AppRecord, Resources};
 use crate::refusal::Refusal;
 use crate::routes::Endpoint;
 use crate::scope::ScopeSet;
@@ -69,6 +71,17 @@ pub(crate) enum Ending {
     WrongMethod(Endpoint),
     /// RFC 7662: a live token's content, or `None` (inactive).
     Introspection(Option<Box<Introspected>>),
+    /// RFC 7591: a client registered.
+    Registered(Box<Registered>),
+}
+
+/// A client just registered (RFC 7591 §3.2.1): its record, and the credentials minted for it,
+/// which the answer hands over once and nothing keeps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Registered {
+    pub record: AppRecord,
+    pub secret: Option<ClientSecret>,
+    pub token: RegistrationToken,
 }
 
 /// What introspection tells of a live token (RFC 7662 §2.2).

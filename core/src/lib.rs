@@ -271,10 +271,10 @@ pub use pages::{PageTemplates, DEFAULT_CODE, DEFAULT_CONSENT, DEFAULT_ERROR, DEF
 pub use partition::{BadPartition, Partition};
 pub use pkce::{ChallengeMethod, CodeChallenge, CodeVerifier};
 pub use records::{
-    AboutClient, AccessTokenRecord, AppRecord, AttemptsRecord, AuthMethod, BadRecord,
-    BadRecordKey, CodeRecord, CodeState, GrantRecord, LastRotation, LinkRecord, MemberRecord,
-    Provenance, Record, RecordKey, RefreshTokenRecord, Registration, Resources, Stored,
-    TokenAccessType, FORMAT as RECORD_FORMAT,
+    AboutClient, AccessTokenRecord, AppRecord, AttemptsRecord, AuthMethod, BadRecord, BadRecordKey,
+    CodeRecord, CodeState, GrantRecord, LastRotation, LinkRecord, MemberRecord, Provenance, Record,
+    RecordKey, RefreshTokenRecord, Registration, Resources, Stored, TokenAccessType,
+    FORMAT as RECORD_FORMAT,
 };
 pub use refusal::Refusal;
 pub use render::PAGE_HEADERS;

@@ -198,6 +198,16 @@ pub enum Refusal {
     InvalidTarget,
     /// The access token is for another resource than the API it was presented to.
     TokenForAnotherResource,
+
+    // ---- dynamic client registration (RFC 7591), standards profile --------------------------
+    /// Registration takes an initial access token, and none of the configured ones was
+    /// presented (RFC 7591 §3; answered as RFC 6750 `invalid_token`).
+    InitialAccessTokenInvalid,
+    /// A redirect URI that cannot be registered (RFC 7591 §3.2.2 `invalid_redirect_uri`): why.
+    InvalidRedirectUri(String),
+    /// Client metadata that cannot be registered (RFC 7591 §3.2.2 `invalid_client_metadata`):
+    /// why.
+    InvalidClientMetadata(String),
 }
 
 impl Refusal {
@@ -298,6 +308,9 @@ names! {
     UnknownAccessToken => "unknown_access_token",
     AccessTokenExpired => "access_token_expired",
     AppRemoved => "app_removed",
+    InitialAccessTokenInvalid => "initial_access_token_invalid",
+    InvalidRedirectUri => "invalid_redirect_uri",
+    InvalidClientMetadata => "invalid_client_metadata",
     AccessTokenRevoked => "access_token_revoked",
     AccessTokenUnlinked => "access_token_unlinked",
     MissingScope => "missing_scope",

@@ -6,10 +6,10 @@ use std::borrow::Cow;
 
 use crate::config::Config;
 use crate::cors;
-use crate::ending::{ConsentPage, Ending, Introspected, Revocation, TokenBody, Via};
+use crate::ending::{ConsentPage, Ending, Introspected, Registered, Revocation, TokenBody, Via};
 use crate::endpoints::discovery::{self, Metadata};
 use crate::pages::{lookup, page_data};
-use crate::records::TokenAccessType;
+use crate::records::{Provenance, TokenAccessType};
 use crate::refusal::Refusal;
 use crate::routes::{Channel, Document, Endpoint};
 use crate::step::{Authorized, Outcome, Reply, Step};
@@ -57,6 +57,9 @@ impl Refusal {
             | AppRemoved
             | TokenForAnotherResource => "invalid_token",
             InvalidTarget => "invalid_target",
+            InvalidRedirectUri(_) => "invalid_redirect_uri",
+            InvalidClientMetadata(_) => "invalid_client_metadata",
+            InitialAccessTokenInvalid => "invalid_token",
             MissingScope(_) => "insufficient_scope",
             // Whatever waiting cures (the one list: `Refusal::retry_after`).
             _ if self.retry_after().is_some() => "temporarily_unavailable",
@@ -70,6 +73,8 @@ impl Refusal {
         use Refusal::*;
         Cow::Borrowed(match self {
             Repeated(name) => return Cow::Owned(format!("{name} is repeated")),
+            InvalidRedirectUri(why) | InvalidClientMetadata(why) => return Cow::Owned(why.clone()),
+            InitialAccessTokenInvalid => "registration takes an initial access token",
             MissingScope(scope) => {
                 return Cow::Owned(format!("the access token lacks the scope {scope}"))
             }
@@ -403,7 +408,8 @@ fn bearer_refusal(refusal: &Refusal, config: &Config) -> HttpResponse {
         | Refusal::AccessTokenRevoked
         | Refusal::AccessTokenUnlinked
         | Refusal::AppRemoved
-        | Refusal::TokenForAnotherResource => (
+        | Refusal::TokenForAnotherResource
+        | Refusal::InitialAccessTokenInvalid => (
             401,
             format!(
                 "Bearer realm=\"api\", error=\"invalid_token\", error_description=\"{}\"",
@@ -437,6 +443,60 @@ fn bearer_refusal(refusal: &Refusal, config: &Config) -> HttpResponse {
         .string("error_summary", &format!("{tag}/.."))
         .finish();
     json_response(status, body, &[("WWW-Authenticate", &challenge)])
+}
+
+/// RFC 7591 §3.2.1: the client's key and credentials, and every metadata value it was
+/// registered with — what it asked for, as this server kept it (keys in alphabetical order).
+/// Optional values left out are absent, never `null` (the MCP TypeScript SDK refuses `null`).
+fn client_information(registered: &Registered) -> String {
+    let Registered {
+        record,
+        secret,
+        token,
+    } = registered;
+    let app = &record.app;
+    let Provenance::Registered(registration) = &record.provenance;
+    let about = &registration.about;
+    let mut grant_types = vec!["authorization_code"];
+    if registration.refresh_tokens {
+        grant_types.push("refresh_token");
+    }
+    let mut json = JsonObject::new()
+        .string(
+            "application_type",
+            if registration.native { "native" } else { "web" },
+        )
+        .string("client_id", app.key.as_str())
+        .number("client_id_issued_at", registration.issued_at.0)
+        .string("client_name", &app.name);
+    if let Some(secret) = secret {
+        // 0: the secret does not expire (RFC 7591 §3.2.1).
+        json = json
+            .string("client_secret", secret.expose())
+            .number("client_secret_expires_at", 0);
+    }
+    json = json.optional_string("client_uri", about.client_uri.as_deref());
+    if !about.contacts.is_empty() {
+        json = json.strings("contacts", about.contacts.iter().map(String::as_str));
+    }
+    json.strings("grant_types", grant_types)
+        .optional_string("logo_uri", about.logo_uri.as_deref())
+        .optional_string("policy_uri", about.policy_uri.as_deref())
+        .strings(
+            "redirect_uris",
+            app.redirect_uris.iter().map(|u| u.as_str()),
+        )
+        .string("registration_access_token", token.expose())
+        .strings("response_types", ["code"])
+        .string("scope", app.scopes().as_str())
+        .optional_string("software_id", about.software_id.as_deref())
+        .optional_string("software_version", about.software_version.as_deref())
+        .string(
+            "token_endpoint_auth_method",
+            registration.auth_method.as_str(),
+        )
+        .optional_string("tos_uri", about.tos_uri.as_deref())
+        .finish()
 }
 
 /// RFC 6749 §5.1, with the reference service's extra fields after an exchange (keys in
@@ -496,6 +556,10 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Step {
         Ending::Introspection(found) => (
             Outcome::Introspected,
             json_response(200, introspection_body(found.as_deref(), config), &[]),
+        ),
+        Ending::Registered(registered) => (
+            Outcome::Registered,
+            json_response(201, client_information(&registered), &[]),
         ),
         Ending::Refused(refusal, via) => {
             let response = refusal_response(&refusal, &via, config);

@@ -22,6 +22,8 @@ pub(crate) const REVOKE: &str = "/2/auth/token/revoke";
 pub(crate) const REVOCATION: &str = "/oauth2/revoke";
 /// RFC 7662 introspection (standards profile).
 pub(crate) const INTROSPECTION: &str = "/oauth2/introspect";
+/// RFC 7591 dynamic client registration (standards profile, where the configuration turns it on).
+pub(crate) const REGISTRATION: &str = "/oauth2/register";
 /// RFC 8414 §3: the authorization server's metadata, followed by the issuer's path if it has one.
 pub(crate) const AUTHORIZATION_SERVER_METADATA: &str = "/.well-known/oauth-authorization-server";
 /// RFC 9728 §3.1: the API's metadata (its resource identifier is this host's origin, which has
@@ -79,6 +81,8 @@ pub(crate) enum Endpoint {
     Revocation,
     /// RFC 7662 (standards profile).
     Introspection,
+    /// RFC 7591 (standards profile, registration on).
+    Registration,
     /// RFC 8414 or RFC 9728 (standards profile).
     Metadata(Document),
     /// One of the host's API endpoints, with its Required Scope in the configuration.
@@ -125,6 +129,9 @@ impl Endpoint {
             _ => match config.issuer() {
                 Some(_) if path == REVOCATION => Endpoint::Revocation,
                 Some(_) if path == INTROSPECTION => Endpoint::Introspection,
+                Some(_) if path == REGISTRATION && config.registers_clients() => {
+                    Endpoint::Registration
+                }
                 Some(_) if path == PROTECTED_RESOURCE_METADATA => {
                     Endpoint::Metadata(Document::ProtectedResource)
                 }
@@ -142,9 +149,11 @@ impl Endpoint {
     pub(crate) fn takes(self, method: Method) -> bool {
         match self {
             Endpoint::Authorize => matches!(method, Method::Get | Method::Post),
-            Endpoint::Token | Endpoint::Revoke | Endpoint::Revocation | Endpoint::Introspection => {
-                method == Method::Post
-            }
+            Endpoint::Token
+            | Endpoint::Revoke
+            | Endpoint::Revocation
+            | Endpoint::Introspection
+            | Endpoint::Registration => method == Method::Post,
             Endpoint::Metadata(_) => matches!(method, Method::Get | Method::Options),
             // The host's handler decides which methods its API takes.
             Endpoint::Api => true,
@@ -167,7 +176,10 @@ impl Endpoint {
         match self {
             Endpoint::Token | Endpoint::Revoke | Endpoint::Revocation => Some("POST"),
             Endpoint::Api => Some("GET, POST"),
-            Endpoint::Authorize | Endpoint::Introspection | Endpoint::Metadata(_) => None,
+            Endpoint::Authorize
+            | Endpoint::Introspection
+            | Endpoint::Registration
+            | Endpoint::Metadata(_) => None,
         }
     }
 
@@ -175,7 +187,10 @@ impl Endpoint {
     pub(crate) fn channel(self) -> Channel {
         match self {
             Endpoint::Authorize => Channel::Page,
-            Endpoint::Token | Endpoint::Revocation | Endpoint::Introspection => Channel::Token,
+            Endpoint::Token
+            | Endpoint::Revocation
+            | Endpoint::Introspection
+            | Endpoint::Registration => Channel::Token,
             Endpoint::Revoke | Endpoint::Api => Channel::Bearer,
             Endpoint::Metadata(_) => Channel::Plain,
         }
@@ -188,7 +203,8 @@ impl Endpoint {
             Endpoint::Token => Locator::GrantCredential,
             Endpoint::Revocation | Endpoint::Introspection => Locator::TokenParameter,
             Endpoint::Revoke | Endpoint::Api => Locator::BearerToken,
-            Endpoint::Metadata(_) => Locator::Nothing,
+            // A registration's record is in a partition of its own, named by the key it mints.
+            Endpoint::Registration | Endpoint::Metadata(_) => Locator::Nothing,
         }
     }
 }

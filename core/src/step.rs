@@ -11,7 +11,7 @@ use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, Uid, User};
 use crate::machines::attempts::Attempter;
 use crate::partition::Partition;
 use crate::pkce::ChallengeMethod;
-use crate::records::{RecordKey, Resources, Stored, TokenAccessType};
+use crate::records::{AuthMethod, RecordKey, Resources, Stored, TokenAccessType};
 use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
 use crate::time::{Seconds, UnixTime};
@@ -197,6 +197,8 @@ pub enum Outcome {
     Metadata,
     /// An introspection answer (RFC 7662; standards profile), active or not.
     Introspected,
+    /// A client registered itself (RFC 7591): `201` with its client information.
+    Registered,
     /// The request was refused, for this reason.
     Refused(Refusal),
 }
@@ -423,6 +425,13 @@ pub enum AuditEvent {
         /// Who unlinked.
         by: Unlinker,
     },
+    /// A client registered itself (RFC 7591).
+    ClientRegistered {
+        /// Its new app key.
+        app: AppKey,
+        /// How it authenticates at the token endpoint.
+        auth_method: AuthMethod,
+    },
 }
 
 impl AuditEvent {
@@ -475,12 +484,15 @@ impl Serialize for AuditEvent {
             }
             | AuditEvent::Unlinked {
                 app, account_id, ..
-            } => (app, account_id),
+            } => (app, Some(account_id)),
+            AuditEvent::ClientRegistered { app, .. } => (app, None),
         };
         let mut out = s.serialize_map(None)?;
         out.serialize_entry("event", self.name())?;
         out.serialize_entry("app", app.as_str())?;
-        out.serialize_entry("account_id", account_id.as_str())?;
+        if let Some(account_id) = account_id {
+            out.serialize_entry("account_id", account_id.as_str())?;
+        }
         match self {
             AuditEvent::CodeIssued {
                 scopes,
@@ -525,6 +537,9 @@ impl Serialize for AuditEvent {
                 };
                 out.serialize_entry("by", by)?;
             }
+            AuditEvent::ClientRegistered { auth_method, .. } => {
+                out.serialize_entry("auth_method", auth_method.as_str())?;
+            }
         }
         out.end()
     }
@@ -563,6 +578,7 @@ names! {
     AttemptsAllowed => "attempts_allowed",
     Metadata => "metadata",
     Introspected => "introspected",
+    Registered => "registered",
     Refused => "refused",
 }
 
@@ -588,4 +604,5 @@ names! {
     GrantEvicted => "grant_evicted",
     GrantRevoked => "grant_revoked",
     Unlinked => "unlinked",
+    ClientRegistered => "client_registered",
 }

@@ -334,7 +334,11 @@ pub fn check_store(server_key: &ServerKey, store: &Store) {
             Record::Attempts(_) => {}
             // A stored app lies in its own partition, under its own key.
             Record::App(stored) => {
-                assert_eq!(*key, RecordKey::app(server_key, stored.app.key.clone()), "{key}");
+                assert_eq!(
+                    *key,
+                    RecordKey::app(server_key, stored.app.key.clone()),
+                    "{key}"
+                );
             }
         }
     }

@@ -396,9 +396,10 @@ fn checked(partition: Option<Partition>, transaction: &Transaction) -> &Transact
     transaction
 }
 
-/// A record a request touches lies in its partition (failure counts in their own).
+/// A record a request touches lies in its partition (failure counts and stored apps in their
+/// own).
 fn check_partition(partition: Option<Partition>, key: &RecordKey) {
-    if !matches!(key, RecordKey::Attempts(_)) {
+    if !matches!(key, RecordKey::Attempts(_) | RecordKey::App(..)) {
         assert_eq!(
             Some(key.partition()),
             partition,

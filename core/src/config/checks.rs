@@ -263,7 +263,7 @@ fn check_scope_name(name: &str, standards: bool) -> Result<(), &'static str> {
 /// user information (which only serves to disguise the host), and `https` unless it is the
 /// loopback interface or the policy allows `http` (RFC 9700 §2.6, RFC 8252 §7.3). Other schemes
 /// (a native app's private-use scheme, RFC 8252 §7.1) pass.
-fn check_redirect_uri(uri: &RedirectUri, policy: &Policy) -> Result<(), &'static str> {
+pub(crate) fn check_redirect_uri(uri: &RedirectUri, policy: &Policy) -> Result<(), &'static str> {
     let text = uri.as_str();
     let web = ["http:", "https:"].iter().any(|scheme| {
         text.get(..scheme.len())

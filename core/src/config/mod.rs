@@ -17,6 +17,7 @@ use crate::wire::uri::{HttpUri, Scheme};
 mod checks;
 mod json;
 
+pub(crate) use checks::check_redirect_uri;
 pub use checks::ConfigError;
 pub(crate) use json::ScopesJson;
 pub use json::CONFIG_TYPESCRIPT;
@@ -582,6 +583,12 @@ impl Config {
             Profile::Reference => None,
             Profile::Standards(standards) => Some(standards),
         }
+    }
+
+    /// Whether clients may register themselves (RFC 7591).
+    pub fn registers_clients(&self) -> bool {
+        self.unannounced()
+            .is_some_and(|clients| clients.registration.is_some())
     }
 
     /// How clients nobody configured come in, if they may.

@@ -3,6 +3,7 @@
 //! live in the host's store, one record per attempter, so they hold across the host's instances.
 
 use crate::config::Config;
+use crate::credentials::AttempterDigest;
 use crate::ctx::{replace, Ctx, Decision, Flow};
 use crate::ending::{Ending, Via};
 use crate::machines::attempts::{self, Attempter};
@@ -35,6 +36,33 @@ pub(crate) fn guards(attempters: &[Attempter], config: &Config) -> Vec<Guard> {
             limit: attempter.limit(limits),
         })
         .collect()
+}
+
+/// The count of registrations (RFC 7591) from `source`, at most `limit` per window.
+pub(crate) fn registrations(config: &Config, source: &str, limit: u32) -> Guard {
+    Guard {
+        key: RecordKey::Attempts(AttempterDigest::of(
+            config.server_key(),
+            "registrations-from",
+            source,
+        )),
+        limit,
+    }
+}
+
+/// One more use counted against each of `guards` that this request has not counted yet: the
+/// writes, one transaction per count — or, if one of them is at its limit, how long to wait.
+pub(crate) fn reserve(ctx: &Ctx<'_>, guards: &[Guard]) -> Flow<Result<Vec<Transaction>, Seconds>> {
+    let open: Vec<Guard> = guards
+        .iter()
+        .filter(|guard| !ctx.written.contains(&guard.key))
+        .cloned()
+        .collect();
+    if let Some(wait) = limited(ctx, &open, None)? {
+        return Ok(Err(wait));
+    }
+    let (writes, _) = count_failure(ctx, guards)?;
+    Ok(Ok(writes))
 }
 
 /// Loads the counts of `guards` — with `also`, the first record the request needs anyway, in
@@ -136,22 +164,13 @@ impl Parsed {
 /// count goes one down.
 pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     match parsed.step {
-        AttemptStep::Reserve => {
-            let open: Vec<Guard> = parsed
-                .guards
-                .iter()
-                .filter(|guard| !ctx.written.contains(&guard.key))
-                .cloned()
-                .collect();
-            if let Some(wait) = limited(ctx, &open, None)? {
-                return Ok(Decision::End(Ending::Refused(
-                    Refusal::TooManyAttempts(wait),
-                    Via::Plain,
-                )));
-            }
-            let (writes, _) = count_failure(ctx, &parsed.guards)?;
-            Ok(Decision::each(writes, Ending::AttemptsAllowed))
-        }
+        AttemptStep::Reserve => match reserve(ctx, &parsed.guards)? {
+            Ok(writes) => Ok(Decision::each(writes, Ending::AttemptsAllowed)),
+            Err(wait) => Ok(Decision::End(Ending::Refused(
+                Refusal::TooManyAttempts(wait),
+                Via::Plain,
+            ))),
+        },
         AttemptStep::Succeeded => {
             let writes = release(ctx, &parsed.guards)?;
             Ok(Decision::each(writes, Ending::AttemptsAllowed))

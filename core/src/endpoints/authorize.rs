@@ -22,7 +22,6 @@ use crate::refusal::Refusal;
 use crate::scope::{ScopeSet, OFFLINE_ACCESS};
 use crate::step::{AuditEvent, ConsentPrompt, Transaction};
 use crate::wire::form::{Params, Repeated};
-use std::cell::OnceCell;
 use crate::wire::http::HttpRequest;
 use crate::wire::redirect::{ReplyTo, ResponseMode};
 
@@ -80,12 +79,12 @@ enum Answer {
 #[derive(Clone, Debug)]
 enum Validation {
     Now(Box<Authorization>),
+    /// Validated on each walk of the decision (a walk or two once the record is read: cheaper
+    /// in code than keeping the result).
     Later {
         app: AppKey,
         record: RecordKey,
         query: String,
-        /// The validation, once made: decisions walk again as records arrive.
-        done: OnceCell<Result<Box<Authorization>, Ending>>,
     },
 }
 
@@ -95,9 +94,9 @@ impl Parsed {
             Validation::Now(authorization) => &authorization.app,
             Validation::Later { app, .. } => app,
         };
-        let link = user.as_ref().map(|user| {
-            RecordKey::link(config.server_key(), app.clone(), user.account_id.clone())
-        });
+        let link = user
+            .as_ref()
+            .map(|user| RecordKey::link(config.server_key(), app.clone(), user.account_id.clone()));
         Parsed {
             request,
             user,
@@ -133,7 +132,6 @@ fn validation(config: &Config, query: &str) -> Result<Validation, Ending> {
             app,
             record,
             query: query.to_owned(),
-            done: OnceCell::new(),
         }),
         None => page(Refusal::UnknownClient),
     }
@@ -402,36 +400,31 @@ fn pkce(
 /// The user's link decides: a request within what the user granted before completes at once;
 /// any other shows the consent page. The consent form's Allow issues.
 pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
+    let validated;
     let (request, app) = match &parsed.request {
         Validation::Now(request) => match ctx.config.app(request.app.as_str()) {
             Some(app) => (&**request, app),
             // The configuration cannot change within a request; the app was found when parsing.
             None => return Ok(Decision::End(page_refusal(Refusal::UnknownClient))),
         },
-        Validation::Later {
-            app,
-            record,
-            query,
-            done,
-        } => {
+        Validation::Later { app, record, query } => {
             // The app's record in one batch with the user's link.
             let keys: Vec<&RecordKey> = [record].into_iter().chain(&parsed.link).collect();
             ctx.need(&keys)?;
             let Some(stored) = ctx.app(app)? else {
                 return Ok(Decision::End(page_refusal(Refusal::UnknownClient)));
             };
-            let validated = done.get_or_init(|| validate(ctx.config, stored, query).map(Box::new));
-            let request = match validated {
-                Ok(request) => &**request,
-                Err(ending) => return Ok(Decision::End(ending.clone())),
+            validated = match validate(ctx.config, stored, query) {
+                Ok(request) => request,
+                Err(ending) => return Ok(Decision::End(ending)),
             };
             if parsed.user.is_none() {
                 return Ok(Decision::End(sign_in(query)));
             }
             if parsed.answer == Answer::Deny {
-                return Ok(Decision::End(request.refuse(Refusal::AccessDenied)));
+                return Ok(Decision::End(validated.refuse(Refusal::AccessDenied)));
             }
-            (request, stored)
+            (&validated, stored)
         }
     };
     let (Some(user), Some(link_key)) = (&parsed.user, &parsed.link) else {
@@ -492,7 +485,8 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     if let Decision::Commit(Transaction { puts, .. }, _) = &mut transaction {
         puts.push(link_put);
     }
-    Ok(transaction)
+    // A stored app is renewed by its use (see `UnannouncedClients::unused_lifetime`).
+    Ok(ctx.with_renewal(&app.key, transaction))
 }
 
 fn issue_code(

@@ -180,12 +180,12 @@ pub(crate) fn verify<'a>(
         }));
     };
     ctx.need_with_app(beside, &client.app)?;
-    let app = ctx.app(&client.app)?.filter(|app| {
-        match (&check.secret, &app.secret_digest) {
+    let app = ctx
+        .app(&client.app)?
+        .filter(|app| match (&check.secret, &app.secret_digest) {
             (None, _) => true,
             (Some(presented), Some(digest)) => digest.is(presented),
             (Some(_), None) => false,
-        }
-    });
+        });
     Ok(app.ok_or_else(|| check.failed.clone()))
 }

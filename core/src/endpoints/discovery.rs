@@ -5,7 +5,8 @@
 
 use crate::config::{Config, Issuer};
 use crate::routes::{
-    Document, AUTHORIZE, INTROSPECTION, PROTECTED_RESOURCE_METADATA, REVOCATION, TOKEN,
+    Document, AUTHORIZE, INTROSPECTION, PROTECTED_RESOURCE_METADATA, REGISTRATION, REVOCATION,
+    TOKEN,
 };
 use crate::scope::{Scope, ScopeSet, OFFLINE_ACCESS};
 use crate::wire::json::JsonObject;
@@ -135,6 +136,13 @@ pub(crate) fn document(config: &Config, issuer: &Issuer) -> String {
         .strings(
             "response_types_supported",
             with_implicit(&["code"], "token"),
+        )
+        .optional_string(
+            "registration_endpoint",
+            config
+                .registers_clients()
+                .then(|| format!("{origin}{REGISTRATION}"))
+                .as_deref(),
         )
         .string("revocation_endpoint", &format!("{origin}{REVOCATION}"))
         .strings("revocation_endpoint_auth_methods_supported", CLIENT_AUTH)

@@ -8,6 +8,7 @@ pub(crate) mod authorize;
 mod client_auth;
 pub(crate) mod discovery;
 mod issue;
+pub(crate) mod register;
 pub(crate) mod token;
 pub(crate) mod token_admin;
 pub(crate) mod unlink;
@@ -42,6 +43,8 @@ pub(crate) enum Route {
     Token(token::Parsed),
     /// Revocation or introspection (standards profile).
     Manage(token_admin::Parsed),
+    /// Dynamic client registration (standards profile).
+    Register(register::Parsed),
     Bearer(api::Parsed),
     Unlink(unlink::Parsed),
     Attempts(attempts::Parsed),
@@ -100,6 +103,7 @@ impl Route {
             Endpoint::Introspection => {
                 token_admin::parse(config, &request, Operation::Introspect).map(Route::Manage)
             }
+            Endpoint::Registration => register::parse(config, &request).map(Route::Register),
             Endpoint::Revoke => {
                 api::parse(config, &request, api::Purpose::Revoke).map(Route::Bearer)
             }
@@ -127,7 +131,7 @@ impl Route {
             Route::Bearer(parsed) => parsed.token.as_ref().map(RecordKey::partition),
             Route::Unlink(parsed) => Some(parsed.partition()),
             Route::Attempts(parsed) => parsed.partition(),
-            Route::Ended(_) => None,
+            Route::Register(_) | Route::Ended(_) => None,
         }
     }
 
@@ -158,6 +162,7 @@ impl Route {
             Route::Bearer(parsed) => api::decide(parsed, ctx),
             Route::Unlink(parsed) => unlink::decide(parsed, ctx),
             Route::Attempts(parsed) => attempts::decide(parsed, ctx),
+            Route::Register(parsed) => register::decide(parsed, ctx),
             Route::Ended(ending) => Ok(Decision::End(ending.clone())),
         }
     }

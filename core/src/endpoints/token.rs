@@ -138,13 +138,20 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
 }
 
 pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
+    let client = match parsed {
+        Parsed::Failed(failed) => return decide_failed(failed, ctx),
+        Parsed::Exchange { client, .. } | Parsed::Refresh { client, .. } => client,
+    };
     // A stored app's authentication is checked with its record, read beside the credential's.
-    if let Parsed::Exchange { client, .. } | Parsed::Refresh { client, .. } = parsed {
-        let beside: Vec<&RecordKey> = parsed.credential().into_iter().collect();
-        if let Err(failed) = verify(ctx, client, &beside)? {
-            return decide_failed(&failed, ctx);
-        }
+    let beside: Vec<&RecordKey> = parsed.credential().into_iter().collect();
+    if let Err(failed) = verify(ctx, client, &beside)? {
+        return decide_failed(&failed, ctx);
     }
+    // A stored app is renewed by its use (see `UnannouncedClients::unused_lifetime`).
+    Ok(ctx.with_renewal(&client.app, decide_grant(parsed, ctx)?))
+}
+
+fn decide_grant(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     match parsed {
         Parsed::Failed(failed) => decide_failed(failed, ctx),
         Parsed::Exchange {

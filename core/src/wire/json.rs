@@ -37,6 +37,14 @@ impl JsonObject {
         self
     }
 
+    /// Adds `"key": "value"` if there is a value: an optional member is absent, never `null`.
+    pub fn optional_string(self, key: &str, value: Option<&str>) -> Self {
+        match value {
+            Some(value) => self.string(key, value),
+            None => self,
+        }
+    }
+
     /// Adds `"key": value` for a whole number.
     pub fn number(mut self, key: &str, value: u64) -> Self {
         self.key(key);

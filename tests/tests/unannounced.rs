@@ -1,0 +1,157 @@
+//! Clients that arrive unannounced (issue 27): an app a client registered lives in the store,
+//! in a partition of its own, read beside the request's first records; it expires when unused
+//! for its lifetime (its tokens with it) and each use renews it, to the second. (The vectors of
+//! `registration.json` pin the registration and the flows on every layer.)
+
+use edgegrant::*;
+use edgegrant_tests::*;
+use serde_json::{json, Value};
+
+/// Five hours: longer than an access token's four, as the configuration requires, and short
+/// enough that a token issued before the app's renewal outlives the app.
+const LIFETIME: u64 = 18_000;
+const CALLBACK: &str = "http://127.0.0.1:33418/callback";
+
+fn sim() -> Sim {
+    let mut doc = fixture_document();
+    let mut clients =
+        UnannouncedClients::new(ScopeSet::parse("account_info.read mcp:tools").unwrap());
+    clients.unused_lifetime = Seconds(LIFETIME);
+    clients.registration = Some(RegistrationPolicy::default());
+    doc.profile = Profile::Standards(Standards {
+        clients: Some(clients),
+        ..Standards::new(Issuer::new("https://auth.example").unwrap())
+    });
+    Sim::new(Config::new(doc).unwrap())
+}
+
+/// Registers a public client with the refresh_token grant; its client_id.
+fn register(sim: &mut Sim) -> String {
+    let mut request = HttpRequest::new("POST", "/oauth2/register", "");
+    request
+        .headers
+        .push(("Content-Type".into(), "application/json".into()));
+    request.body = json!({
+        "client_name": "Unannounced",
+        "redirect_uris": [CALLBACK],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "token_endpoint_auth_method": "none",
+    })
+    .to_string()
+    .into_bytes();
+    let response = http(sim.http(request, None));
+    assert_eq!(response.status, 201, "{}", response.body);
+    json(&response)["client_id"].as_str().unwrap().to_owned()
+}
+
+fn query(client: &str) -> String {
+    format!(
+        "client_id={client}&response_type=code&redirect_uri={}&scope=account_info.read\
+         &code_challenge={CHALLENGE}&code_challenge_method=S256",
+        encode_component(CALLBACK)
+    )
+}
+
+fn tokens(sim: &mut Sim, client: &str) -> Value {
+    let code = sim.code_for(&query(client), &alice());
+    let response = sim.token(
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", &code),
+            ("client_id", client),
+            ("redirect_uri", CALLBACK),
+            ("code_verifier", VERIFIER),
+        ],
+        None,
+    );
+    assert_eq!(response.status, 200, "{}", response.body);
+    json(&response)
+}
+
+fn stored(sim: &Sim, client: &str) -> (AppRecord, Option<UnixTime>) {
+    let key = RecordKey::app(sim.config.server_key(), AppKey::new(client).unwrap());
+    match sim.store.record(&key) {
+        Some(Record::App(record)) => (record, sim.store.purge_after(&key)),
+        other => panic!("no app record under {key}: {other:?}"),
+    }
+}
+
+#[test]
+fn a_stored_app_lives_in_its_own_partition_and_is_purged_when_unused() {
+    let mut sim = sim();
+    let client = register(&mut sim);
+    let key = RecordKey::app(sim.config.server_key(), AppKey::new(&client).unwrap());
+    assert_eq!(
+        key.partition(),
+        Partition::of_app(sim.config.server_key(), &AppKey::new(&client).unwrap())
+    );
+    let (record, purge) = stored(&sim, &client);
+    assert_eq!(record.used_at, sim.now);
+    assert_eq!(purge, Some(sim.now.plus(Seconds(LIFETIME))));
+    // Its secret never stored: a public client has none; the registration token as a digest.
+    assert_eq!(record.app.secret_digest, None);
+    assert!(matches!(record.provenance, Provenance::Registered(_)));
+}
+
+#[test]
+fn use_renews_a_stored_app_and_an_unused_one_expires_with_its_tokens() {
+    let mut sim = sim();
+    let registered_at = sim.now;
+    let client = register(&mut sim);
+    // Used before half its lifetime: nothing rewritten, and the access token (four hours)
+    // outlives the app (five hours from its registration).
+    sim.now = registered_at.plus(Seconds(LIFETIME / 2 - 1));
+    let first = tokens(&mut sim, &client);
+    assert_eq!(stored(&sim, &client).0.used_at, registered_at);
+    let access = first["access_token"].as_str().unwrap().to_owned();
+    let refresh = first["refresh_token"].as_str().unwrap().to_owned();
+    let expires = registered_at.plus(Seconds(LIFETIME));
+    sim.now = UnixTime(expires.0 - 1);
+    assert!(matches!(
+        sim.api("/2/users/get_current_account", &access),
+        Answer::Serve(_)
+    ));
+    // Unused for its whole lifetime, the app is gone to the second, and its tokens with it.
+    sim.now = expires;
+    let answer = sim.api("/2/users/get_current_account", &access);
+    assert_eq!(answer.refusal(), Some(&Refusal::AppRemoved));
+    let late = sim.refresh(&refresh, &client, None);
+    assert_eq!(late.status, 400);
+    assert_eq!(oauth_error(&late), "invalid_client");
+    let page = sim.authorize(&query(&client), Some(&alice()));
+    assert_eq!(page.refusal(), Some(&Refusal::UnknownClient));
+}
+
+#[test]
+fn from_half_its_lifetime_on_a_use_renews_a_stored_app() {
+    let mut sim = sim();
+    let registered_at = sim.now;
+    let client = register(&mut sim);
+    let first = tokens(&mut sim, &client);
+    sim.now = registered_at.plus(Seconds(LIFETIME / 2));
+    let refresh = first["refresh_token"].as_str().unwrap();
+    let refreshed = sim.refresh(refresh, &client, None);
+    assert_eq!(refreshed.status, 200, "{}", refreshed.body);
+    let renewed_at = sim.now;
+    let (record, purge) = stored(&sim, &client);
+    assert_eq!(record.used_at, renewed_at);
+    assert_eq!(purge, Some(renewed_at.plus(Seconds(LIFETIME))));
+    // A use before half the renewed lifetime writes nothing to the app.
+    sim.now = renewed_at.plus(Seconds(LIFETIME / 2 - 1));
+    let next = sim.refresh(
+        json(&refreshed)["refresh_token"].as_str().unwrap(),
+        &client,
+        None,
+    );
+    assert_eq!(next.status, 200, "{}", next.body);
+    assert_eq!(stored(&sim, &client).0.used_at, renewed_at);
+    // Past the registration's own lifetime, the renewed app still signs users in, and renews.
+    sim.now = registered_at.plus(Seconds(LIFETIME + 1));
+    let later = sim.refresh(
+        json(&next)["refresh_token"].as_str().unwrap(),
+        &client,
+        None,
+    );
+    assert_eq!(later.status, 200, "{}", later.body);
+    assert_eq!(stored(&sim, &client).0.used_at, sim.now);
+}
