@@ -385,6 +385,13 @@ impl SecretDigest {
     }
 }
 
+impl RegistrationTokenDigest {
+    /// Whether two digests are equal, compared in constant time.
+    pub(crate) fn is(&self, other: &RegistrationTokenDigest) -> bool {
+        self.0.ct_eq(&other.0).into()
+    }
+}
+
 /// SHA-256 then URL-safe base64 without padding: the S256 transform of RFC 7636 §4.2.
 pub(crate) fn s256(text: &str) -> String {
     Base64UrlUnpadded::encode_string(&sha256(text.as_bytes()))

@@ -71,8 +71,10 @@ pub(crate) enum Ending {
     WrongMethod(Endpoint),
     /// RFC 7662: a live token's content, or `None` (inactive).
     Introspection(Option<Box<Introspected>>),
-    /// RFC 7591: a client registered.
+    /// RFC 7591: a client registered; RFC 7592: its information read or replaced.
     Registered(Box<Registered>),
+    /// RFC 7592: a registered client deleted.
+    Unregistered,
 }
 
 /// A client just registered (RFC 7591 §3.2.1): its record, and the credentials minted for it,
@@ -82,6 +84,8 @@ pub(crate) struct Registered {
     pub record: AppRecord,
     pub secret: Option<ClientSecret>,
     pub token: RegistrationToken,
+    /// Registered now (`201`), or read or replaced (`200`).
+    pub created: bool,
 }
 
 /// What introspection tells of a live token (RFC 7662 §2.2).

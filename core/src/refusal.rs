@@ -205,6 +205,10 @@ pub enum Refusal {
     InitialAccessTokenInvalid,
     /// A redirect URI that cannot be registered (RFC 7591 §3.2.2 `invalid_redirect_uri`): why.
     InvalidRedirectUri(String),
+    /// A request to a registered client's configuration without that client's current
+    /// registration access token, or for a client that does not exist (RFC 7592 §2.1: both
+    /// `401`, so neither tells whether the client exists).
+    RegistrationTokenInvalid,
     /// Client metadata that cannot be registered (RFC 7591 §3.2.2 `invalid_client_metadata`):
     /// why.
     InvalidClientMetadata(String),
@@ -310,6 +314,7 @@ names! {
     AppRemoved => "app_removed",
     InitialAccessTokenInvalid => "initial_access_token_invalid",
     InvalidRedirectUri => "invalid_redirect_uri",
+    RegistrationTokenInvalid => "registration_token_invalid",
     InvalidClientMetadata => "invalid_client_metadata",
     AccessTokenRevoked => "access_token_revoked",
     AccessTokenUnlinked => "access_token_unlinked",

@@ -4,14 +4,14 @@
 
 use std::borrow::Cow;
 
-use crate::config::Config;
+use crate::config::{Config, Issuer};
 use crate::cors;
 use crate::ending::{ConsentPage, Ending, Introspected, Registered, Revocation, TokenBody, Via};
 use crate::endpoints::discovery::{self, Metadata};
 use crate::pages::{lookup, page_data};
 use crate::records::{Provenance, TokenAccessType};
 use crate::refusal::Refusal;
-use crate::routes::{Channel, Document, Endpoint};
+use crate::routes::{Channel, Document, Endpoint, REGISTRATION};
 use crate::step::{Authorized, Outcome, Reply, Step};
 use crate::wire::html::{Template, Value as Shown};
 use crate::wire::http::HttpResponse;
@@ -59,7 +59,7 @@ impl Refusal {
             InvalidTarget => "invalid_target",
             InvalidRedirectUri(_) => "invalid_redirect_uri",
             InvalidClientMetadata(_) => "invalid_client_metadata",
-            InitialAccessTokenInvalid => "invalid_token",
+            InitialAccessTokenInvalid | RegistrationTokenInvalid => "invalid_token",
             MissingScope(_) => "insufficient_scope",
             // Whatever waiting cures (the one list: `Refusal::retry_after`).
             _ if self.retry_after().is_some() => "temporarily_unavailable",
@@ -75,6 +75,7 @@ impl Refusal {
             Repeated(name) => return Cow::Owned(format!("{name} is repeated")),
             InvalidRedirectUri(why) | InvalidClientMetadata(why) => return Cow::Owned(why.clone()),
             InitialAccessTokenInvalid => "registration takes an initial access token",
+            RegistrationTokenInvalid => "not this client's registration access token",
             MissingScope(scope) => {
                 return Cow::Owned(format!("the access token lacks the scope {scope}"))
             }
@@ -409,7 +410,8 @@ fn bearer_refusal(refusal: &Refusal, config: &Config) -> HttpResponse {
         | Refusal::AccessTokenUnlinked
         | Refusal::AppRemoved
         | Refusal::TokenForAnotherResource
-        | Refusal::InitialAccessTokenInvalid => (
+        | Refusal::InitialAccessTokenInvalid
+        | Refusal::RegistrationTokenInvalid => (
             401,
             format!(
                 "Bearer realm=\"api\", error=\"invalid_token\", error_description=\"{}\"",
@@ -448,11 +450,12 @@ fn bearer_refusal(refusal: &Refusal, config: &Config) -> HttpResponse {
 /// RFC 7591 §3.2.1: the client's key and credentials, and every metadata value it was
 /// registered with — what it asked for, as this server kept it (keys in alphabetical order).
 /// Optional values left out are absent, never `null` (the MCP TypeScript SDK refuses `null`).
-fn client_information(registered: &Registered) -> String {
+fn client_information(registered: &Registered, config: &Config) -> String {
     let Registered {
         record,
         secret,
         token,
+        ..
     } = registered;
     let app = &record.app;
     let Provenance::Registered(registration) = &record.provenance;
@@ -487,6 +490,14 @@ fn client_information(registered: &Registered) -> String {
             app.redirect_uris.iter().map(|u| u.as_str()),
         )
         .string("registration_access_token", token.expose())
+        .string(
+            "registration_client_uri",
+            &format!(
+                "{}{REGISTRATION}/{}",
+                config.issuer().map_or("", Issuer::origin),
+                app.key
+            ),
+        )
         .strings("response_types", ["code"])
         .string("scope", app.scopes().as_str())
         .optional_string("software_id", about.software_id.as_deref())
@@ -559,7 +570,16 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Step {
         ),
         Ending::Registered(registered) => (
             Outcome::Registered,
-            json_response(201, client_information(&registered), &[]),
+            json_response(
+                if registered.created { 201 } else { 200 },
+                client_information(&registered, config),
+                &[],
+            ),
+        ),
+        // RFC 7592 §2.3.
+        Ending::Unregistered => (
+            Outcome::Unregistered,
+            HttpResponse::new(204, &[("Cache-Control", "no-store")], String::new()),
         ),
         Ending::Refused(refusal, via) => {
             let response = refusal_response(&refusal, &via, config);

@@ -6,6 +6,7 @@
 
 use crate::config::{Config, Issuer};
 use crate::credentials::AccessToken;
+use crate::ids::AppKey;
 use crate::partition::Partition;
 use crate::step::Input;
 use crate::wire::bearer::bearer_token;
@@ -83,6 +84,8 @@ pub(crate) enum Endpoint {
     Introspection,
     /// RFC 7591 (standards profile, registration on).
     Registration,
+    /// RFC 7592: a registered client's configuration, `/oauth2/register/<client_id>`.
+    ClientConfiguration,
     /// RFC 8414 or RFC 9728 (standards profile).
     Metadata(Document),
     /// One of the host's API endpoints, with its Required Scope in the configuration.
@@ -114,6 +117,8 @@ pub(crate) enum Locator {
     TokenParameter,
     /// The bearer token in the Authorization header.
     BearerToken,
+    /// The registered client named in the path (its app's own partition).
+    ClientInPath,
     /// Nowhere: the request reads no record.
     Nothing,
 }
@@ -131,6 +136,9 @@ impl Endpoint {
                 Some(_) if path == INTROSPECTION => Endpoint::Introspection,
                 Some(_) if path == REGISTRATION && config.registers_clients() => {
                     Endpoint::Registration
+                }
+                Some(_) if client_in_path(path).is_some() && config.registers_clients() => {
+                    Endpoint::ClientConfiguration
                 }
                 Some(_) if path == PROTECTED_RESOURCE_METADATA => {
                     Endpoint::Metadata(Document::ProtectedResource)
@@ -155,6 +163,9 @@ impl Endpoint {
             | Endpoint::Introspection
             | Endpoint::Registration => method == Method::Post,
             Endpoint::Metadata(_) => matches!(method, Method::Get | Method::Options),
+            Endpoint::ClientConfiguration => {
+                matches!(method, Method::Get | Method::Put | Method::Delete)
+            }
             // The host's handler decides which methods its API takes.
             Endpoint::Api => true,
         }
@@ -165,6 +176,7 @@ impl Endpoint {
         match self {
             Endpoint::Authorize => "GET, POST",
             Endpoint::Metadata(_) => "GET, OPTIONS",
+            Endpoint::ClientConfiguration => "GET, PUT, DELETE",
             _ => "POST",
         }
     }
@@ -179,6 +191,7 @@ impl Endpoint {
             Endpoint::Authorize
             | Endpoint::Introspection
             | Endpoint::Registration
+            | Endpoint::ClientConfiguration
             | Endpoint::Metadata(_) => None,
         }
     }
@@ -190,7 +203,8 @@ impl Endpoint {
             Endpoint::Token
             | Endpoint::Revocation
             | Endpoint::Introspection
-            | Endpoint::Registration => Channel::Token,
+            | Endpoint::Registration
+            | Endpoint::ClientConfiguration => Channel::Token,
             Endpoint::Revoke | Endpoint::Api => Channel::Bearer,
             Endpoint::Metadata(_) => Channel::Plain,
         }
@@ -203,10 +217,19 @@ impl Endpoint {
             Endpoint::Token => Locator::GrantCredential,
             Endpoint::Revocation | Endpoint::Introspection => Locator::TokenParameter,
             Endpoint::Revoke | Endpoint::Api => Locator::BearerToken,
+            Endpoint::ClientConfiguration => Locator::ClientInPath,
             // A registration's record is in a partition of its own, named by the key it mints.
             Endpoint::Registration | Endpoint::Metadata(_) => Locator::Nothing,
         }
     }
+}
+
+/// The client a path under the registration endpoint names (RFC 7592 §1: its
+/// `registration_client_uri`).
+pub(crate) fn client_in_path(path: &str) -> Option<&str> {
+    path.strip_prefix(REGISTRATION)?
+        .strip_prefix('/')
+        .filter(|id| !id.is_empty() && !id.contains('/'))
 }
 
 /// Whether `path` is the issuer's metadata path (RFC 8414 §3.1: the well-known prefix, then the
@@ -281,6 +304,10 @@ pub fn partition_of(config: &Config, input: &Input) -> Option<Partition> {
         Locator::BearerToken => bearer_token(request)
             .ok()?
             .strip_prefix(AccessToken::PREFIX)?,
+        Locator::ClientInPath => {
+            let app = AppKey::new(client_in_path(&request.path)?).ok()?;
+            return Some(Partition::of_app(key, &app));
+        }
         Locator::Nothing => return None,
     };
     Partition::of_credential(key, credential)

@@ -197,8 +197,11 @@ pub enum Outcome {
     Metadata,
     /// An introspection answer (RFC 7662; standards profile), active or not.
     Introspected,
-    /// A client registered itself (RFC 7591): `201` with its client information.
+    /// A client registered itself (RFC 7591: `201`), or read or replaced its registration
+    /// (RFC 7592: `200`), with its client information.
     Registered,
+    /// A registered client deleted its registration (RFC 7592: `204`).
+    Unregistered,
     /// The request was refused, for this reason.
     Refused(Refusal),
 }
@@ -432,6 +435,16 @@ pub enum AuditEvent {
         /// How it authenticates at the token endpoint.
         auth_method: AuthMethod,
     },
+    /// A registered client replaced its metadata (RFC 7592).
+    ClientUpdated {
+        /// The app.
+        app: AppKey,
+    },
+    /// A registered client deleted its registration (RFC 7592); its grants ended with it.
+    ClientDeleted {
+        /// The app.
+        app: AppKey,
+    },
 }
 
 impl AuditEvent {
@@ -485,7 +498,9 @@ impl Serialize for AuditEvent {
             | AuditEvent::Unlinked {
                 app, account_id, ..
             } => (app, Some(account_id)),
-            AuditEvent::ClientRegistered { app, .. } => (app, None),
+            AuditEvent::ClientRegistered { app, .. }
+            | AuditEvent::ClientUpdated { app }
+            | AuditEvent::ClientDeleted { app } => (app, None),
         };
         let mut out = s.serialize_map(None)?;
         out.serialize_entry("event", self.name())?;
@@ -540,6 +555,7 @@ impl Serialize for AuditEvent {
             AuditEvent::ClientRegistered { auth_method, .. } => {
                 out.serialize_entry("auth_method", auth_method.as_str())?;
             }
+            AuditEvent::ClientUpdated { .. } | AuditEvent::ClientDeleted { .. } => {}
         }
         out.end()
     }
@@ -579,6 +595,7 @@ names! {
     Metadata => "metadata",
     Introspected => "introspected",
     Registered => "registered",
+    Unregistered => "unregistered",
     Refused => "refused",
 }
 
@@ -605,4 +622,6 @@ names! {
     GrantRevoked => "grant_revoked",
     Unlinked => "unlinked",
     ClientRegistered => "client_registered",
+    ClientUpdated => "client_updated",
+    ClientDeleted => "client_deleted",
 }

@@ -104,6 +104,9 @@ impl Route {
                 token_admin::parse(config, &request, Operation::Introspect).map(Route::Manage)
             }
             Endpoint::Registration => register::parse(config, &request).map(Route::Register),
+            Endpoint::ClientConfiguration => {
+                register::parse_management(config, &request).map(Route::Register)
+            }
             Endpoint::Revoke => {
                 api::parse(config, &request, api::Purpose::Revoke).map(Route::Bearer)
             }
@@ -131,7 +134,8 @@ impl Route {
             Route::Bearer(parsed) => parsed.token.as_ref().map(RecordKey::partition),
             Route::Unlink(parsed) => Some(parsed.partition()),
             Route::Attempts(parsed) => parsed.partition(),
-            Route::Register(_) | Route::Ended(_) => None,
+            Route::Register(parsed) => parsed.partition(),
+            Route::Ended(_) => None,
         }
     }
 
