@@ -119,6 +119,15 @@
 //! The metadata reads no record (its partition is `None`); revocation and introspection route
 //! to the token's partition.
 //!
+//! Standard clients get what they ask for there: scope names are any RFC 6749 §3.3 scope
+//! token (the reference profile keeps SPEC.md's dotted form), [`OFFLINE_ACCESS`] asks for a
+//! refresh token, PKCE takes S256 alone, and `prompt=consent` asks again. With
+//! [`Standards::clients`] ([`UnannouncedClients`]), clients nobody configured come in: they
+//! register themselves (RFC 7591 at `/oauth2/register`, managed by RFC 7592 at
+//! `/oauth2/register/<client_id>`), and their apps are [`AppRecord`]s in the store, each in a
+//! partition of its own, read in the same batch as a request's first records (a stored app
+//! costs no round trip of its own), renewed by use and expiring, with their tokens, when unused.
+//!
 //! ## The client side
 //!
 //! [`client`] holds the other half of the flow: a PKCE client machine for public clients, in the

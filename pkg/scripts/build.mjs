@@ -87,9 +87,17 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * each part says what it cost: standard clients getting what they ask for (RFC 6749 scope
  * names with the reference profile's dotted rule kept, offline_access, an app configured for
  * refresh tokens, S256 alone, prompt=consent, and the configuration's messages for each) took
- * it from 121.33 to 122.22 KiB (+2.7 KB raw): 122.5.
+ * it from 121.33 to 122.22 KiB (+2.7 KB raw). Apps as records — the profile's clients setting
+ * read and written, the app record and its key (serde derives of App, AppRecord and the
+ * registration's fields: 3.9 KB raw of the 17 named), every endpoint finding a stored app in
+ * the batch of its first records — took it to 128.23 KiB (+6.0). RFC 7591 registration to
+ * 133.02 (+4.8; reading its JSON body as bytes would have linked a second serde_json reader,
+ * 5 KB more), and RFC 7592 management with renewal by use to 135.39 (+2.4). Issue 29 is to pay
+ * these back (`twiggy diff` of the named builds, README's "Size"): 135.5, on purpose. The
+ * client module moved by 245 bytes raw (shared scope and JSON helpers) and across 75.0 KiB
+ * gzipped: 75.5.
  */
-const BUDGETS = { edgegrant_wasm: 122.5 * 1024, edgegrant_client: 75 * 1024 };
+const BUDGETS = { edgegrant_wasm: 135.5 * 1024, edgegrant_client: 75.5 * 1024 };
 
 const modules = [
   { feature: "server", name: "edgegrant_wasm" },
