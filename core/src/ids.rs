@@ -254,4 +254,8 @@ pub struct User {
     pub account_id: AccountId,
     /// User identifier, returned as `uid`.
     pub uid: Uid,
+    /// The person's name as the host knows it, shown on the consent page so that they see
+    /// whose account they are granting (the account id when there is none). Never stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }

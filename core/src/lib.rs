@@ -180,7 +180,7 @@
 //!     ..ConfigDocument::default()
 //! })?);
 //! let mut store: BTreeMap<RecordKey, Stored> = BTreeMap::new();
-//! let user = User { account_id: AccountId::new("dbid:alice")?, uid: Uid::new("1")? };
+//! let user = User { account_id: AccountId::new("dbid:alice")?, uid: Uid::new("1")?, name: None };
 //! // The consent page's form, posted by the signed-in user.
 //! let mut form = HttpRequest::new("POST", "/oauth2/authorize", "");
 //! form.headers.push(("Sec-Fetch-Site".into(), "same-origin".into()));
@@ -266,7 +266,7 @@ mod wire;
 pub use config::{
     App, AttemptLimits, Config, ConfigDocument, ConfigError, DefaultTokenType, Issuer, Permissions,
     Policy, Profile, RegistrationPolicy, Resource, ResourceServer, RotatedClients, Rotation,
-    Standards, UnannouncedClients, CONFIG_TYPESCRIPT,
+    Standards, UnannouncedClients, CONFIG_TYPESCRIPT, DEFAULT_SCOPE_DESCRIPTIONS,
 };
 pub use credentials::{
     AccessToken, AccessTokenDigest, AttempterDigest, AuthorizationCode, ClientSecret, CodeDigest,

@@ -12,10 +12,12 @@ use crate::pages::{lookup, page_data};
 use crate::records::{Provenance, TokenAccessType};
 use crate::refusal::Refusal;
 use crate::routes::{Channel, Document, Endpoint, REGISTRATION};
+use crate::scope::OFFLINE_ACCESS;
 use crate::step::{Authorized, Outcome, Reply, Step};
 use crate::wire::html::{Template, Value as Shown};
 use crate::wire::http::HttpResponse;
 use crate::wire::json::JsonObject;
+use crate::wire::uri::HttpUri;
 
 impl Refusal {
     /// The RFC 6749 / 6750 error code this reason is answered with.
@@ -604,7 +606,22 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Step {
                 user,
             } = *page;
             let scopes: Vec<&str> = prompt.scopes.iter().collect();
+            // Each scope in plain words, and offline access in words when it was asked for
+            // without the scope that names it.
+            let offline = prompt.access_type == TokenAccessType::Offline;
+            let mut permissions: Vec<&str> = scopes.iter().map(|s| config.describe(s)).collect();
+            if offline && !scopes.contains(&OFFLINE_ACCESS) {
+                permissions.push(config.describe(OFFLINE_ACCESS));
+            }
             let resources: Vec<&str> = prompt.resources.iter().collect();
+            let user_name = user.name.as_deref().unwrap_or(user.account_id.as_str());
+            // Where the answer goes: the host the user would be sent to (MCP asks that it be
+            // shown), or none when the code is displayed.
+            let redirect_host = prompt
+                .redirect_uri
+                .as_ref()
+                .and_then(|uri| HttpUri::parse(uri.as_str()).map(|u| u.host.to_owned()))
+                .unwrap_or_default();
             let access = match prompt.access_type {
                 TokenAccessType::Online => "online",
                 TokenAccessType::Offline => "offline",
@@ -619,6 +636,9 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Step {
             if !named.is_empty() {
                 fields.push(("resources", &named));
             }
+            if prompt.unverified {
+                fields.push(("unverified", "true"));
+            }
             let data = page_data("consent", &fields);
             let redirect_uri = prompt.redirect_uri.as_ref().map_or("", |r| r.as_str());
             let response = html_response(
@@ -630,10 +650,11 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Step {
                     ("app_name", Shown::Text(&prompt.app_name)),
                     ("scopes", Shown::List(&scopes)),
                     ("access_type", Shown::Text(access)),
-                    (
-                        "offline",
-                        Shown::Flag(prompt.access_type == TokenAccessType::Offline),
-                    ),
+                    ("offline", Shown::Flag(offline)),
+                    ("permissions", Shown::List(&permissions)),
+                    ("user_name", Shown::Text(user_name)),
+                    ("redirect_host", Shown::Text(&redirect_host)),
+                    ("unverified", Shown::Flag(prompt.unverified)),
                     ("resources", Shown::List(&resources)),
                     ("account_id", Shown::Text(user.account_id.as_str())),
                     ("uid", Shown::Text(user.uid.as_str())),

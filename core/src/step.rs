@@ -123,6 +123,9 @@ pub struct ConsentPrompt {
     /// The resources (RFC 8707) the tokens will be for — the API served here when the request
     /// named none (standards profile); empty in the reference profile.
     pub resources: Resources,
+    /// Whether the app registered itself (standards profile, `profile.clients`): its name is
+    /// its own claim, which nobody checked.
+    pub unverified: bool,
 }
 
 /// Where a credential check of the host's own stands ([`Input::Attempts`]).

@@ -331,7 +331,8 @@ function accounts(config, clock = systemClock) {
   return {
     signedIn(cookieHeader) {
       const user = byAccount.get(session.accountIdOf(cookieHeader, clock()));
-      return user ? { account_id: user.account_id, uid: String(user.uid) } : null;
+      // The consent page names the person: their name, else their user name.
+      return user ? { account_id: user.account_id, uid: String(user.uid), name: user.name ?? user.username } : null;
     },
     account: (principal) => account(byAccount.get(principal.account_id) ?? { account_id: principal.account_id, uid: principal.uid, username: "unknown" }),
   };

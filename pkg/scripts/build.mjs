@@ -93,11 +93,13 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * the batch of its first records — took it to 128.23 KiB (+6.0). RFC 7591 registration to
  * 133.02 (+4.8; reading its JSON body as bytes would have linked a second serde_json reader,
  * 5 KB more), and RFC 7592 management with renewal by use to 135.39 (+2.4). Issue 29 is to pay
- * these back (`twiggy diff` of the named builds, README's "Size"): 135.5, on purpose. The
- * client module moved by 245 bytes raw (shared scope and JSON helpers) and across 75.0 KiB
- * gzipped: 75.5.
+ * these back (`twiggy diff` of the named builds, README's "Size"). A consent page a person can
+ * judge (their name, each scope in plain words with defaults for SPEC.md's, where the answer
+ * goes, the unverified mark) to 137.28 (+1.9; the descriptions as a BTreeMap of their own type
+ * had cost 5 KB more than a list of pairs): 137.5, on purpose. The client module moved by 245
+ * bytes raw (shared scope and JSON helpers) and across 75.0 KiB gzipped: 75.5.
  */
-const BUDGETS = { edgegrant_wasm: 135.5 * 1024, edgegrant_client: 75.5 * 1024 };
+const BUDGETS = { edgegrant_wasm: 137.5 * 1024, edgegrant_client: 75.5 * 1024 };
 
 const modules = [
   { feature: "server", name: "edgegrant_wasm" },

@@ -78,7 +78,7 @@ export function createCore(config) {
      * site's), at `now` (Unix seconds) with fresh `entropy`.
      */
     request({ method, path, query = "", headers, body, user, source, scheme }, now, entropy) {
-      return core.request(method, path, query, joinedHeaders(headers), body ?? NO_BODY, user?.account_id, user?.uid, source ?? undefined, scheme ?? undefined, now, entropy);
+      return core.request(method, path, query, joinedHeaders(headers), body ?? NO_BODY, user?.account_id, user?.uid, user?.name ?? undefined, source ?? undefined, scheme ?? undefined, now, entropy);
     },
     /**
      * The partition the request is routed to (see the crate docs, "Partitions"): where every

@@ -20,6 +20,8 @@ export type {
 export interface User {
   account_id: string;
   uid: string;
+  /** The person's name, shown on the consent page (the account id when absent). Never stored. */
+  name?: string;
 }
 
 /** A record as the store holds it: its version (from 1, +1 per applied put) and the core's opaque bytes. */

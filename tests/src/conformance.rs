@@ -114,6 +114,7 @@ fn load_vector(file: &str, raw: &Value) -> Result<Vector, String> {
                 .map_err(|e| format!("{id}: account_id: {e}"))?,
             uid: edgegrant::Uid::new(string(user, "uid")?)
                 .map_err(|e| format!("{id}: uid: {e}"))?,
+            name: None,
         };
         users.push((string(user, "name")?.to_owned(), parsed));
     }

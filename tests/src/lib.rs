@@ -992,6 +992,7 @@ pub fn fixture_document() -> ConfigDocument {
         .into_iter()
         .map(|(path, scope)| (path.to_owned(), Scope::new(scope).expect("fixture scope")))
         .collect(),
+        scope_descriptions: Default::default(),
     }
 }
 
@@ -1019,6 +1020,7 @@ pub fn user(account: &str, uid: &str) -> User {
     User {
         account_id: AccountId::new(account).expect("fixture account"),
         uid: Uid::new(uid).expect("fixture uid"),
+        name: None,
     }
 }
 

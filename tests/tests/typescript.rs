@@ -42,6 +42,7 @@ fn every_field() -> Value {
             },
         },
         "server_key": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8",
+        "scope_descriptions": { "mcp:tools": "Use the tools" },
     })
 }
 
@@ -56,7 +57,7 @@ fn keys_and_tags(value: &Value, keys: &mut BTreeSet<String>, tags: &mut BTreeSet
                 {
                     tags.insert(tag.clone());
                 }
-                if key != "api_endpoints" {
+                if key != "api_endpoints" && key != "scope_descriptions" {
                     keys_and_tags(inner, keys, tags);
                 }
             }

@@ -155,3 +155,46 @@ fn from_half_its_lifetime_on_a_use_renews_a_stored_app() {
     assert_eq!(later.status, 200, "{}", later.body);
     assert_eq!(stored(&sim, &client).0.used_at, sim.now);
 }
+
+/// The consent page a person can judge: their name, each scope in plain words (configured,
+/// else the defaults), where they will be sent, and — for an app that registered itself — that
+/// its name is its own claim.
+#[test]
+fn the_consent_page_says_who_is_asked_what_by_whom_and_where_the_answer_goes() {
+    let mut doc = fixture_document();
+    let mut clients =
+        UnannouncedClients::new(ScopeSet::parse("account_info.read mcp:tools").unwrap());
+    clients.registration = Some(RegistrationPolicy::default());
+    doc.profile = Profile::Standards(Standards {
+        clients: Some(clients),
+        ..Standards::new(Issuer::new("https://auth.example").unwrap())
+    });
+    doc.scope_descriptions =
+        [("mcp:tools".to_owned(), "Use the project's tools".to_owned())].into();
+    let mut sim = Sim::new(Config::new(doc).unwrap());
+    let client = register(&mut sim);
+    let mut person = alice();
+    person.name = Some("Alice Liddell".into());
+    let query = format!(
+        "client_id={client}&response_type=code&redirect_uri={}&scope=account_info.read+mcp%3Atools\
+         &code_challenge={CHALLENGE}&code_challenge_method=S256",
+        encode_component(CALLBACK)
+    );
+    let page = http(sim.authorize(&query, Some(&person))).body;
+    for shown in [
+        "Unverified:",
+        "You will be sent to <strong>127.0.0.1</strong>",
+        "Signed in as Alice Liddell.",
+        "<li>See your account&#39;s name, email address and country</li>",
+        "<li>Use the project&#39;s tools</li>",
+        // The registered refresh_token grant: offline access, said in words.
+        "<li>Keep this access while you are away, until you remove it</li>",
+    ] {
+        assert!(page.contains(shown), "{shown} not in {page}");
+    }
+    assert!(page.contains("data-unverified=\"true\""), "{page}");
+    // A configured app is not marked, and a person the host names no one is their account id.
+    let configured = http(sim.authorize(&pkce_offline_query("s"), Some(&alice()))).body;
+    assert!(!configured.contains("Unverified"), "{configured}");
+    assert!(configured.contains("Signed in as dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc."));
+}

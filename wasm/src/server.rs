@@ -161,6 +161,7 @@ fn http_input(
     body: Vec<u8>,
     account_id: Option<String>,
     uid: Option<String>,
+    name: Option<String>,
     source: Option<String>,
     scheme: Option<String>,
 ) -> Result<Input, JsError> {
@@ -173,6 +174,7 @@ fn http_input(
         (Some(account_id), Some(uid)) => Some(User {
             account_id: AccountId::new(account_id).map_err(|e| JsError::new(&e.to_string()))?,
             uid: Uid::new(uid).map_err(|e| JsError::new(&e.to_string()))?,
+            name,
         }),
         _ => None,
     };
@@ -237,13 +239,14 @@ impl Core {
         body: Vec<u8>,
         #[wasm_bindgen(js_name = accountId)] account_id: Option<String>,
         uid: Option<String>,
+        name: Option<String>,
         source: Option<String>,
         scheme: Option<String>,
         now: f64,
         entropy: &[u8],
     ) -> Result<Request, JsError> {
         let input = http_input(
-            method, path, query, headers, body, account_id, uid, source, scheme,
+            method, path, query, headers, body, account_id, uid, name, source, scheme,
         )?;
         self.start(input, now, entropy)
     }
@@ -264,7 +267,7 @@ impl Core {
         uid: Option<String>,
     ) -> Result<Option<String>, JsError> {
         let input = http_input(
-            method, path, query, headers, body, account_id, uid, None, None,
+            method, path, query, headers, body, account_id, uid, None, None, None,
         )?;
         Ok(edgegrant::partition_of(&self.config, &input).map(|p| p.to_string()))
     }

@@ -187,6 +187,7 @@ impl Config {
             pages,
             profile: doc.profile,
             server_key,
+            scope_descriptions: doc.scope_descriptions,
         };
         config.check_resource_servers()?;
         Ok(config)

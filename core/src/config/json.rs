@@ -55,6 +55,8 @@ export interface ConfigDocument {
   pages?: PageTemplates;
   /** The dialect: SPEC.md's reference service (default), or with the standards around it (RFC 8414, 9207, 7009, 7662, 8707, 9728, refresh-token rotation) under an issuer, with the resources it issues tokens for besides its own API (https URLs; http on loopback). */
   profile?: { kind: "reference" } | { kind: "standards"; issuer: string; resources?: string[]; rotation?: Rotation; resource_servers?: { app: string; resources: string[] }[]; clients?: UnannouncedClients };
+  /** What each scope lets an app do, in plain words, for the consent page: `{"mcp:tools": "Use the tools of …"}`. The reference scopes and offline_access have defaults. */
+  scope_descriptions?: Record<Scope, string>;
   /** The server's own secret, required: 32 random bytes, base64url (43 characters). Partitions, the seal of every credential and rotated refresh tokens are derived under it; every instance of one deployment has the same; keep it out of the store and the logs. */
   server_key: string;
 }
@@ -163,6 +165,13 @@ impl ConfigDocument {
                     .map_err(|why| problem("server_key", why))?,
             ),
         };
+        let mut scope_descriptions = Vec::new();
+        if let Some(descriptions) = doc.get("scope_descriptions") {
+            for (scope, words) in object(descriptions, "scope_descriptions")? {
+                let at = format!("scope_descriptions[\"{scope}\"]");
+                scope_descriptions.push((scope.clone(), string(words, &at)?.to_owned()));
+            }
+        }
         Ok(ConfigDocument {
             apps,
             policy,
@@ -170,6 +179,7 @@ impl ConfigDocument {
             pages,
             profile,
             server_key,
+            scope_descriptions,
         })
     }
 
@@ -196,6 +206,12 @@ impl Serialize for ConfigDocument {
         doc.serialize_entry("profile", &ProfileJson(&self.profile))?;
         if let Some(key) = &self.server_key {
             doc.serialize_entry("server_key", &key.to_base64())?;
+        }
+        if !self.scope_descriptions.is_empty() {
+            doc.serialize_entry(
+                "scope_descriptions",
+                &DescriptionsJson(&self.scope_descriptions),
+            )?;
         }
         doc.end()
     }
@@ -387,6 +403,18 @@ fn profile_from_json(value: &Value) -> Result<Profile, ConfigError> {
             }))
         }
         _ => Err(problem("profile.kind", "expected reference or standards")),
+    }
+}
+
+struct DescriptionsJson<'a>(&'a [(String, String)]);
+
+impl Serialize for DescriptionsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut out = s.serialize_map(Some(self.0.len()))?;
+        for (scope, words) in self.0 {
+            out.serialize_entry(scope, words)?;
+        }
+        out.end()
     }
 }
 

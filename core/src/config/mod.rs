@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use crate::credentials::{SecretDigest, ServerKey};
 use crate::ids::{AppKey, RedirectUri};
 use crate::pages::{PageTemplates, Pages};
-use crate::scope::{LegacyAccess, Scope, ScopeSet};
+use crate::scope::{LegacyAccess, Scope, ScopeSet, OFFLINE_ACCESS};
 use crate::time::{Seconds, UnixTime};
 use crate::wire::uri::{HttpUri, Scheme};
 
@@ -506,7 +506,57 @@ pub struct ConfigDocument {
     /// The server's own secret key (`server_key`), required: partitions and the seal of every
     /// credential are derived under it, and rotated refresh tokens (see [`ServerKey`]).
     pub server_key: Option<ServerKey>,
+    /// What each scope lets an app do, in plain words, for the consent page (`mcp:tools` →
+    /// "Use the tools of the project server"); the reference scopes and `offline_access` have
+    /// defaults ([`DEFAULT_SCOPE_DESCRIPTIONS`]), any other scope is shown by its name. A
+    /// list of pairs, not a map: a handful, read once per consent page (a map of its own type
+    /// cost the wasm module 5 KB).
+    pub scope_descriptions: Vec<(String, String)>,
 }
+
+/// The consent page's words for the scopes SPEC.md names and for `offline_access`, where the
+/// configuration gives none.
+pub const DEFAULT_SCOPE_DESCRIPTIONS: [(&str, &str); 15] = [
+    (
+        "account_info.read",
+        "See your account's name, email address and country",
+    ),
+    ("contacts.write", "Change the contacts you added yourself"),
+    ("events.read", "See your team's activity log"),
+    ("file_requests.read", "See your file requests"),
+    (
+        "file_requests.write",
+        "Create and change your file requests",
+    ),
+    (
+        "files.content.read",
+        "Read the content of your files and folders",
+    ),
+    (
+        "files.content.write",
+        "Change and delete the content of your files and folders",
+    ),
+    (
+        "files.metadata.read",
+        "See the names and details of your files and folders",
+    ),
+    (
+        "files.metadata.write",
+        "Rename, move and delete your files and folders",
+    ),
+    ("groups.read", "See your team's groups"),
+    ("members.read", "See your team's members"),
+    (
+        OFFLINE_ACCESS,
+        "Keep this access while you are away, until you remove it",
+    ),
+    ("sharing.read", "See what you share and with whom"),
+    (
+        "sharing.write",
+        "Share your files and folders, and change who they are shared with",
+    ),
+    ("team_info.read", "See your team's name and details"),
+];
 
 /// A validated configuration, indexed for lookups.
 ///
@@ -527,6 +577,7 @@ pub struct ConfigDocument {
 ///     pages: PageTemplates::default(),
 ///     profile: Profile::Reference,
 ///     server_key: Some(ServerKey::from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8").unwrap()),
+///     scope_descriptions: Default::default(),
 /// }).unwrap();
 /// assert!(config.app("demo-app").is_some());
 /// ```
@@ -540,9 +591,21 @@ pub struct Config {
     pages: Pages,
     profile: Profile,
     server_key: ServerKey,
+    scope_descriptions: Vec<(String, String)>,
 }
 
 impl Config {
+    /// What `scope` lets an app do, in plain words: the configured description, else the
+    /// default of a reference scope or `offline_access`, else the scope's name.
+    pub fn describe<'a>(&'a self, scope: &'a str) -> &'a str {
+        self.scope_descriptions
+            .iter()
+            .map(|(name, words)| (name.as_str(), words.as_str()))
+            .chain(DEFAULT_SCOPE_DESCRIPTIONS)
+            .find(|(name, _)| *name == scope)
+            .map_or(scope, |(_, words)| words)
+    }
+
     /// The app registered under `key`.
     pub fn app(&self, key: &str) -> Option<&App> {
         let at = self
@@ -671,6 +734,7 @@ impl From<Config> for ConfigDocument {
             pages: config.pages.source,
             profile: config.profile,
             server_key: Some(config.server_key),
+            scope_descriptions: config.scope_descriptions,
         }
     }
 }

@@ -450,6 +450,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
                 access_type: request.access_type,
                 redirect_uri: request.reply.as_ref().map(|r| r.uri.clone()),
                 resources: consent_resources.clone(),
+                unverified: matches!(parsed.request, Validation::Later { .. }),
             },
             query: request.query.clone(),
             user: user.clone(),

@@ -243,6 +243,7 @@ fn exchange_code(
     let user = User {
         account_id: record.account_id.clone(),
         uid: record.uid.clone(),
+        name: None,
     };
     let issued = issue_grant(
         ctx,

@@ -243,13 +243,16 @@ pub fn accounts(users: Option<&Value>) -> Result<Vec<Account>, String> {
                     "user {username}: country must be a two-letter country code such as US"
                 ));
             }
+            let name = optional(user, &username, "name")?;
             Ok(Account {
                 user: User {
                     account_id: AccountId::new(account_id)
                         .map_err(|e| format!("user {username}: {e}"))?,
                     uid: Uid::new(uid).map_err(|e| format!("user {username}: {e}"))?,
+                    // The consent page names the person: their name, else their user name.
+                    name: Some(name.clone().unwrap_or_else(|| username.clone())),
                 },
-                name: optional(user, &username, "name")?,
+                name,
                 email: optional(user, &username, "email")?,
                 country,
                 username,
