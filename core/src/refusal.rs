@@ -209,6 +209,9 @@ pub enum Refusal {
     /// registration access token, or for a client that does not exist (RFC 7592 §2.1: both
     /// `401`, so neither tells whether the client exists).
     RegistrationTokenInvalid,
+    /// Too many registrations from this source in the current window (its
+    /// [`per_source`](crate::RegistrationPolicy::per_source)): 429, retry after this long.
+    TooManyRegistrations(Seconds),
     /// Client metadata that cannot be registered (RFC 7591 §3.2.2 `invalid_client_metadata`):
     /// why.
     InvalidClientMetadata(String),
@@ -222,7 +225,7 @@ impl Refusal {
     pub fn retry_after(&self) -> Option<Seconds> {
         use Refusal::*;
         match self {
-            TooManyAttempts(wait) => Some(Seconds(wait.0.max(1))),
+            TooManyAttempts(wait) | TooManyRegistrations(wait) => Some(Seconds(wait.0.max(1))),
             Contention | StorageUnavailable | StorageFault(_) | RetryNotYetVisible => {
                 Some(Seconds(1))
             }
@@ -315,6 +318,7 @@ names! {
     InitialAccessTokenInvalid => "initial_access_token_invalid",
     InvalidRedirectUri => "invalid_redirect_uri",
     RegistrationTokenInvalid => "registration_token_invalid",
+    TooManyRegistrations => "too_many_registrations",
     InvalidClientMetadata => "invalid_client_metadata",
     AccessTokenRevoked => "access_token_revoked",
     AccessTokenUnlinked => "access_token_unlinked",

@@ -94,6 +94,12 @@ impl Refusal {
                     wait.0
                 ))
             }
+            TooManyRegistrations(wait) => {
+                return Cow::Owned(format!(
+                    "too many registrations from this source; retry in {} seconds",
+                    wait.0
+                ))
+            }
             CrossOriginRefused => "this origin may not call this endpoint",
             MalformedAttempter => {
                 "an attempter is empty, too long or has control characters, or there are too many"
@@ -265,11 +271,18 @@ fn refusal_response(refusal: &Refusal, via: &Via, config: &Config) -> HttpRespon
     let retry_after = refusal.retry_after().map(|wait| wait.0.to_string());
     match (via, retry_after) {
         // RFC 6585 §4: 429 with how long to wait; the credentials were not even checked.
-        (via, Some(wait)) if matches!(refusal, Refusal::TooManyAttempts(_)) => match via {
-            Via::Plain => plain_response(429, "Too Many Requests".to_owned())
-                .with_header("Retry-After", &wait),
-            _ => json_response(429, error_body(&description), &[("Retry-After", &wait)]),
-        },
+        (via, Some(wait))
+            if matches!(
+                refusal,
+                Refusal::TooManyAttempts(_) | Refusal::TooManyRegistrations(_)
+            ) =>
+        {
+            match via {
+                Via::Plain => plain_response(429, "Too Many Requests".to_owned())
+                    .with_header("Retry-After", &wait),
+                _ => json_response(429, error_body(&description), &[("Retry-After", &wait)]),
+            }
+        }
         // The request as a whole could not be carried out: the client may retry it as it is.
         (Via::Page, Some(wait)) => error_page(503).with_header("Retry-After", &wait),
         (_, Some(wait)) => json_response(503, error_body(&description), &[("Retry-After", &wait)]),

@@ -198,3 +198,83 @@ fn the_consent_page_says_who_is_asked_what_by_whom_and_where_the_answer_goes() {
     assert!(!configured.contains("Unverified"), "{configured}");
     assert!(configured.contains("Signed in as dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc."));
 }
+
+fn registration_request(token: Option<&str>, source: &str) -> HttpRequest {
+    let mut request = HttpRequest::new("POST", "/oauth2/register", "");
+    request
+        .headers
+        .push(("Content-Type".into(), "application/json".into()));
+    if let Some(token) = token {
+        request
+            .headers
+            .push(("Authorization".into(), format!("Bearer {token}")));
+    }
+    request.source = Some(source.into());
+    request.body = json!({ "redirect_uris": [CALLBACK], "token_endpoint_auth_method": "none" })
+        .to_string()
+        .into_bytes();
+    request
+}
+
+/// RFC 7591 §3: where the policy names initial access tokens, registration takes one of them
+/// (as a bearer token, compared as a digest); anything else is 401 `invalid_token`.
+#[test]
+fn registration_by_initial_access_token_takes_only_a_configured_one() {
+    let mut doc = fixture_document();
+    let mut clients = UnannouncedClients::new(ScopeSet::parse("mcp:tools").unwrap());
+    clients.registration = Some(RegistrationPolicy {
+        initial_access_tokens: vec![ClientSecret::presented("initial-token-0123456789").digest()],
+        per_source: 0,
+    });
+    doc.profile = Profile::Standards(Standards {
+        clients: Some(clients),
+        ..Standards::new(Issuer::new("https://auth.example").unwrap())
+    });
+    let mut sim = Sim::new(Config::new(doc).unwrap());
+    for token in [None, Some("initial-token-012345678"), Some("")] {
+        let refused = http(sim.http(registration_request(token, "192.0.2.1"), None));
+        assert_eq!(refused.status, 401, "{token:?}");
+        let challenge = refused.header("WWW-Authenticate").unwrap();
+        assert!(challenge.contains("error=\"invalid_token\""), "{challenge}");
+    }
+    let registered = http(sim.http(
+        registration_request(Some("initial-token-0123456789"), "192.0.2.1"),
+        None,
+    ));
+    assert_eq!(registered.status, 201, "{}", registered.body);
+}
+
+/// Registrations are counted per source within the attempts window: at the limit, 429 with
+/// the wait; another source is not held back, and the window's end frees the first.
+#[test]
+fn registrations_are_limited_per_source() {
+    let mut doc = fixture_document();
+    let mut clients = UnannouncedClients::new(ScopeSet::parse("mcp:tools").unwrap());
+    clients.registration = Some(RegistrationPolicy {
+        initial_access_tokens: Vec::new(),
+        per_source: 2,
+    });
+    doc.profile = Profile::Standards(Standards {
+        clients: Some(clients),
+        ..Standards::new(Issuer::new("https://auth.example").unwrap())
+    });
+    let mut sim = Sim::new(Config::new(doc).unwrap());
+    let start = sim.now;
+    for _ in 0..2 {
+        let ok = http(sim.http(registration_request(None, "192.0.2.1"), None));
+        assert_eq!(ok.status, 201, "{}", ok.body);
+    }
+    let limited = http(sim.http(registration_request(None, "192.0.2.1"), None));
+    assert_eq!(limited.status, 429, "{}", limited.body);
+    assert_eq!(limited.header("Retry-After"), Some("900"));
+    let other = http(sim.http(registration_request(None, "192.0.2.2"), None));
+    assert_eq!(other.status, 201, "{}", other.body);
+    // The window (900 s by default) runs from the first registration: at its end, the first
+    // source may register again.
+    sim.now = UnixTime(start.0 + 899);
+    let still = http(sim.http(registration_request(None, "192.0.2.1"), None));
+    assert_eq!(still.status, 429);
+    sim.now = start.plus(Seconds(900));
+    let again = http(sim.http(registration_request(None, "192.0.2.1"), None));
+    assert_eq!(again.status, 201, "{}", again.body);
+}

@@ -356,7 +356,7 @@ fn register(draft: &Draft, guards: &[Guard], ctx: &Ctx<'_>) -> Flow<Decision> {
         Ok(count) => count,
         Err(wait) => {
             return Ok(Decision::End(Ending::Refused(
-                Refusal::TooManyAttempts(wait),
+                Refusal::TooManyRegistrations(wait),
                 Via::Token { basic: false },
             )))
         }
