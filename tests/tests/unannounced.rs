@@ -12,17 +12,27 @@ use serde_json::{json, Value};
 const LIFETIME: u64 = 18_000;
 const CALLBACK: &str = "http://127.0.0.1:33418/callback";
 
-fn sim() -> Sim {
+/// The fixture in the standards profile, with `clients`.
+fn document_with(clients: UnannouncedClients) -> ConfigDocument {
     let mut doc = fixture_document();
-    let mut clients =
-        UnannouncedClients::new(ScopeSet::parse("account_info.read mcp:tools").unwrap());
-    clients.unused_lifetime = Seconds(LIFETIME);
-    clients.registration = Some(RegistrationPolicy::default());
     doc.profile = Profile::Standards(Standards {
         clients: Some(clients),
         ..Standards::new(Issuer::new("https://auth.example").unwrap())
     });
-    Sim::new(Config::new(doc).unwrap())
+    doc
+}
+
+/// Open registration; the scopes a client may be granted.
+fn open(scopes: &str) -> UnannouncedClients {
+    let mut clients = UnannouncedClients::new(ScopeSet::parse(scopes).unwrap());
+    clients.registration = Some(RegistrationPolicy::default());
+    clients
+}
+
+fn sim() -> Sim {
+    let mut clients = open("account_info.read mcp:tools");
+    clients.unused_lifetime = Seconds(LIFETIME);
+    Sim::new(Config::new(document_with(clients)).unwrap())
 }
 
 /// Registers a public client with the refresh_token grant; its client_id.
@@ -161,14 +171,7 @@ fn from_half_its_lifetime_on_a_use_renews_a_stored_app() {
 /// its name is its own claim.
 #[test]
 fn the_consent_page_says_who_is_asked_what_by_whom_and_where_the_answer_goes() {
-    let mut doc = fixture_document();
-    let mut clients =
-        UnannouncedClients::new(ScopeSet::parse("account_info.read mcp:tools").unwrap());
-    clients.registration = Some(RegistrationPolicy::default());
-    doc.profile = Profile::Standards(Standards {
-        clients: Some(clients),
-        ..Standards::new(Issuer::new("https://auth.example").unwrap())
-    });
+    let mut doc = document_with(open("account_info.read mcp:tools"));
     doc.scope_descriptions =
         [("mcp:tools".to_owned(), "Use the project's tools".to_owned())].into();
     let mut sim = Sim::new(Config::new(doc).unwrap());
@@ -220,17 +223,12 @@ fn registration_request(token: Option<&str>, source: &str) -> HttpRequest {
 /// (as a bearer token, compared as a digest); anything else is 401 `invalid_token`.
 #[test]
 fn registration_by_initial_access_token_takes_only_a_configured_one() {
-    let mut doc = fixture_document();
-    let mut clients = UnannouncedClients::new(ScopeSet::parse("mcp:tools").unwrap());
+    let mut clients = open("mcp:tools");
     clients.registration = Some(RegistrationPolicy {
         initial_access_tokens: vec![ClientSecret::presented("initial-token-0123456789").digest()],
         per_source: 0,
     });
-    doc.profile = Profile::Standards(Standards {
-        clients: Some(clients),
-        ..Standards::new(Issuer::new("https://auth.example").unwrap())
-    });
-    let mut sim = Sim::new(Config::new(doc).unwrap());
+    let mut sim = Sim::new(Config::new(document_with(clients)).unwrap());
     for token in [None, Some("initial-token-012345678"), Some("")] {
         let refused = http(sim.http(registration_request(token, "192.0.2.1"), None));
         assert_eq!(refused.status, 401, "{token:?}");
@@ -248,17 +246,12 @@ fn registration_by_initial_access_token_takes_only_a_configured_one() {
 /// the wait; another source is not held back, and the window's end frees the first.
 #[test]
 fn registrations_are_limited_per_source() {
-    let mut doc = fixture_document();
-    let mut clients = UnannouncedClients::new(ScopeSet::parse("mcp:tools").unwrap());
+    let mut clients = open("mcp:tools");
     clients.registration = Some(RegistrationPolicy {
         initial_access_tokens: Vec::new(),
         per_source: 2,
     });
-    doc.profile = Profile::Standards(Standards {
-        clients: Some(clients),
-        ..Standards::new(Issuer::new("https://auth.example").unwrap())
-    });
-    let mut sim = Sim::new(Config::new(doc).unwrap());
+    let mut sim = Sim::new(Config::new(document_with(clients)).unwrap());
     let start = sim.now;
     for _ in 0..2 {
         let ok = http(sim.http(registration_request(None, "192.0.2.1"), None));

@@ -96,12 +96,10 @@ fn metadata<T>(why: impl Into<String>) -> Result<T, Ending> {
 
 pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, Ending> {
     within_limit(config, request, Via::Token { basic: false })?;
-    let (Some(clients), Some(policy)) = (
-        config.unannounced(),
-        config
-            .unannounced()
-            .and_then(|clients| clients.registration.as_ref()),
-    ) else {
+    let Some((clients, Some(policy))) = config
+        .unannounced()
+        .map(|clients| (clients, clients.registration.as_ref()))
+    else {
         // The route table serves this path only when registration is on.
         return refuse(Refusal::NotFound);
     };
