@@ -12,16 +12,26 @@ use crate::ending::Ending;
 use crate::ids::AppKey;
 use crate::records::{
     AccessTokenRecord, AppRecord, AttemptsRecord, CodeRecord, GrantRecord, LinkRecord,
-    MemberRecord, Record, RecordKey, RefreshTokenRecord,
+    MemberRecord, Provenance, Record, RecordKey, RefreshTokenRecord,
 };
 use crate::step::{AuditEvent, Expect, Put, Transaction};
 use crate::time::{Seconds, UnixTime};
 
-/// The keys an endpoint needs before it can go on.
+/// What an endpoint needs before it can go on.
 #[derive(Debug)]
-pub(crate) struct Need(pub Vec<RecordKey>);
+pub(crate) enum Need {
+    /// These records, read in one batch.
+    Records(Vec<RecordKey>),
+    /// The metadata document of the client `app`, fetched, checked and kept under `record`
+    /// (read at `version`; `None`: absent) before the request decides again.
+    Document {
+        app: AppKey,
+        record: RecordKey,
+        version: Option<u64>,
+    },
+}
 
-/// An endpoint's result: a decision, or the records it needs first.
+/// An endpoint's result: a decision, or what it needs first.
 pub(crate) type Flow<T> = Result<T, Need>;
 
 /// What an endpoint decided.
@@ -147,7 +157,7 @@ impl<'a> Ctx<'a> {
         if missing.is_empty() {
             Ok(())
         } else {
-            Err(Need(missing))
+            Err(Need::Records(missing))
         }
     }
 
@@ -185,6 +195,31 @@ impl<'a> Ctx<'a> {
             .map(|loaded| loaded.record)
             .filter(|record| lifetime.is_some_and(|l| self.now < record.used_at.plus(l)))
             .map(|record| &record.app))
+    }
+
+    /// The app `key` names, as [`app`](Self::app) finds it — but for a client named by a
+    /// metadata document that is not kept, or kept longer than its cache lifetime, the document
+    /// fetched first ([`Need::Document`]): for the requests that obtain something with the app
+    /// (an authorization, a token). A record this request wrote is current.
+    pub fn current_app(&self, key: &AppKey) -> Flow<Option<&'a App>> {
+        if let Some(record_key) = self
+            .app_record(key)
+            .filter(|_| key.document_url().is_some())
+        {
+            let loaded = self.load::<AppRecord>(&record_key)?;
+            let fresh = loaded.as_ref().is_some_and(|loaded| {
+                matches!(loaded.record.provenance, Provenance::Document(ref document)
+                    if self.now < document.fresh_until)
+            });
+            if !fresh && !self.written.contains(&record_key) {
+                return Err(Need::Document {
+                    app: key.clone(),
+                    record: record_key,
+                    version: loaded.map(|loaded| loaded.version),
+                });
+            }
+        }
+        self.app(key)
     }
 
     /// `decision` — when it writes, and the app `app` is stored and used for the first time
@@ -229,7 +264,7 @@ impl<'a> Ctx<'a> {
     pub fn load<R: RecordKind>(&self, key: &RecordKey) -> Flow<Option<Loaded<'a, R>>> {
         let loads: &'a Loads = self.loads;
         match loads.get(key) {
-            None => Err(Need(vec![key.clone()])),
+            None => Err(Need::Records(vec![key.clone()])),
             // `Request::advance` admits only records of the type their key names, so a record
             // of another type cannot be here; were it, it would count as absent.
             Some(value) => Ok(value.as_ref().and_then(|(version, record)| {
@@ -244,7 +279,12 @@ impl<'a> Ctx<'a> {
 
 /// Where the app `key` is stored, if it is not configured and clients may arrive unannounced.
 pub(crate) fn app_record(config: &Config, key: &AppKey) -> Option<RecordKey> {
-    (config.app(key.as_str()).is_none() && config.unannounced().is_some())
+    // A document client's key is never minted here: it is stored only where documents are.
+    let kept = match key.document_url() {
+        Some(_) => config.documents().is_some(),
+        None => config.unannounced().is_some(),
+    };
+    (kept && config.app(key.as_str()).is_none())
         .then(|| RecordKey::app(config.server_key(), key.clone()))
 }
 

@@ -126,19 +126,78 @@ fn bounded(value: &str, max: usize) -> Result<(), &'static str> {
 validated_string!(
     /// The public identifier of an app, sent as `client_id` (SPEC.md: "app key").
     ///
-    /// 1–64 characters from `A–Z a–z 0–9 - . _`; never contains `:` so it can sit inside a
-    /// storage key.
+    /// Either 1–64 characters from `A–Z a–z 0–9 - . _`, or the URL of a Client ID Metadata
+    /// Document (draft-ietf-oauth-client-id-metadata-document §3): `https://`, a host, a path
+    /// other than `/` without `.` or `..` segments, no user name, password or fragment, at most
+    /// 512 visible ASCII characters. The two forms cannot be confused: the first never holds a
+    /// `:`, and the core mints no key of the second (see [`AppKey::document_url`]).
     AppKey,
     "app key",
     |v| {
+        if v.starts_with("https://") {
+            return check_document_url(v);
+        }
         bounded(v, 64)?;
         if v.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b)) {
             Ok(())
         } else {
-            Err("only A-Z a-z 0-9 - . _ are allowed")
+            Err("only A-Z a-z 0-9 - . _ are allowed, or an https URL naming a client metadata document")
         }
     }
 );
+
+impl AppKey {
+    /// The URL of the client's metadata document, when the key is one (an `https://` key);
+    /// `None` for a configured or registered app's key.
+    ///
+    /// ```
+    /// # use edgegrant::AppKey;
+    /// let document = AppKey::new("https://app.example/oauth/client.json").unwrap();
+    /// assert_eq!(document.document_url(), Some("https://app.example/oauth/client.json"));
+    /// assert_eq!(AppKey::new("demo-app").unwrap().document_url(), None);
+    /// assert!(AppKey::new("https://app.example/").is_err()); // no path
+    /// assert!(AppKey::new("https://app.example/a/../b").is_err()); // a dot segment
+    /// ```
+    pub fn document_url(&self) -> Option<&str> {
+        self.0.starts_with("https://").then_some(&*self.0)
+    }
+
+    /// The host (and port) of a document client's URL: what the consent page shows.
+    pub fn document_host(&self) -> Option<&str> {
+        let rest = self.document_url()?.strip_prefix("https://")?;
+        rest.split('/').next()
+    }
+}
+
+/// A Client ID Metadata Document URL by the rules of its draft (§3): https, a host, a path,
+/// no dot segments, no credentials, no fragment.
+fn check_document_url(v: &str) -> Result<(), &'static str> {
+    bounded(v, 512)?;
+    visible_ascii(v)?;
+    let rest = &v["https://".len()..];
+    let (authority, path) = rest
+        .find('/')
+        .map_or((rest, ""), |at| (&rest[..at], &rest[at..]));
+    if authority.is_empty() || authority.contains(['@', '?', '\\']) {
+        return Err("a client metadata document URL needs a host, without a user name or password");
+    }
+    if v.contains('#') {
+        return Err("a client metadata document URL has no fragment");
+    }
+    let path = path.split('?').next().unwrap_or_default();
+    if path.len() <= 1 {
+        return Err("a client metadata document URL needs a path");
+    }
+    // `%2e` is a dot too, once the URL is normalized (RFC 3986 §6.2.2.2).
+    let dots = |segment: &str| segment.to_ascii_lowercase().replace("%2e", ".");
+    if path
+        .split('/')
+        .any(|segment| matches!(dots(segment).as_str(), "." | ".."))
+    {
+        return Err("a client metadata document URL has no . or .. segments");
+    }
+    Ok(())
+}
 
 validated_string!(
     /// The account identifier of a user (the reference service's `dbid:…` form), as the host's

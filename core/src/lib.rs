@@ -32,6 +32,13 @@
 //!      [`Reply::outcome`] says what happened, and why if it was refused ([`Refusal`]).
 //!    - [`Step::Serve`]: the API call is authorized; answer it with the endpoint's handler
 //!      for the [`Principal`], and set [`Authorized::headers`] on the handler's response.
+//!    - [`Step::Fetch`] (only with [`DocumentPolicy`] on): `GET` the client's metadata document
+//!      at [`Fetch::url`] — https only, never to a private, loopback or link-local address
+//!      (check the address connected to), no redirect followed, at most [`Fetch::max_bytes`],
+//!      within [`Fetch::timeout_ms`] — and report [`Event::Fetched`] (status, `Cache-Control`,
+//!      body) or [`Event::FetchFailed`]. The core checks the document and keeps it as the app's
+//!      record (a [`Step::Write`] follows); a returning client within its cache lifetime costs
+//!      no fetch.
 //!
 //!    If the store fails (an exception, a timeout: anything but a failed condition) while a
 //!    read or a write is pending, report [`Event::Unavailable`]: the core answers `503` with
@@ -124,9 +131,11 @@
 //! refresh token, PKCE takes S256 alone, and `prompt=consent` asks again. With
 //! [`Standards::clients`] ([`UnannouncedClients`]), clients nobody configured come in: they
 //! register themselves (RFC 7591 at `/oauth2/register`, managed by RFC 7592 at
-//! `/oauth2/register/<client_id>`), and their apps are [`AppRecord`]s in the store, each in a
-//! partition of its own, read in the same batch as a request's first records (a stored app
-//! costs no round trip of its own), renewed by use and expiring, with their tokens, when unused.
+//! `/oauth2/register/<client_id>`) or are named by a Client ID Metadata Document (a
+//! `client_id` that is an https URL, fetched through [`Step::Fetch`] and kept for its cache
+//! lifetime), and their apps are [`AppRecord`]s in the store, each in a partition of its own,
+//! read in the same batch as a request's first records (a stored app costs no round trip of its
+//! own), renewed by use and expiring, with their tokens, when unused.
 //!
 //! ## The client side
 //!
@@ -150,10 +159,10 @@
 //! 1. `time`, `ids`, `scope`, `wire`, `credentials`, `pages` — values, their wire forms, secrets and digests, page templates
 //! 2. `config`, `partition`, `pkce`, `refusal` — the configuration, where records live, PKCE, why a request is refused
 //! 3. `records` — what is stored, under which keys
-//! 4. `machines` — the state machines: pure transitions on records and time
+//! 4. `machines`, `client_metadata` — the state machines: pure transitions on records and time; client metadata (RFC 7591 §2) read and checked
 //! 5. `step` — the calling contract's vocabulary: inputs, steps, transactions, audit events
 //! 6. `routes`, `cors`, `endpoints::discovery` — the route table, and what is answered from it alone
-//! 7. `ending`, `ctx` — how a request ends; one request's loaded records and its decisions
+//! 7. `ending`, `ctx`, `documents` — how a request ends; one request's loaded records and its decisions; client metadata documents fetched and kept
 //! 8. `endpoints`, `render` — parse and decide per endpoint family; the one map of endings to HTTP
 //! 9. `request`, `client` — the two ways in: a server request, the PKCE client
 //!
@@ -203,6 +212,7 @@
 //!         }
 //!         Step::Respond(reply) => break reply,
 //!         Step::Serve(_) => unreachable!("not an API call"),
+//!         Step::Fetch(_) => unreachable!("no client metadata documents configured"),
 //!     };
 //!     step = request.advance(event)?;
 //! };
@@ -242,10 +252,12 @@ macro_rules! names {
 }
 
 pub mod client;
+mod client_metadata;
 mod config;
 mod cors;
 mod credentials;
 mod ctx;
+mod documents;
 mod ending;
 mod endpoints;
 mod ids;
@@ -264,9 +276,10 @@ mod time;
 mod wire;
 
 pub use config::{
-    App, AttemptLimits, Config, ConfigDocument, ConfigError, DefaultTokenType, Issuer, Permissions,
-    Policy, Profile, RegistrationPolicy, Resource, ResourceServer, RotatedClients, Rotation,
-    Standards, UnannouncedClients, CONFIG_TYPESCRIPT, DEFAULT_SCOPE_DESCRIPTIONS,
+    App, AttemptLimits, Config, ConfigDocument, ConfigError, DefaultTokenType, DocumentPolicy,
+    Issuer, Permissions, Policy, Profile, RegistrationPolicy, Resource, ResourceServer,
+    RotatedClients, Rotation, Standards, UnannouncedClients, CONFIG_TYPESCRIPT,
+    DEFAULT_SCOPE_DESCRIPTIONS,
 };
 pub use credentials::{
     AccessToken, AccessTokenDigest, AttempterDigest, AuthorizationCode, ClientSecret, CodeDigest,
@@ -281,18 +294,19 @@ pub use partition::{BadPartition, Partition};
 pub use pkce::{ChallengeMethod, CodeChallenge, CodeVerifier};
 pub use records::{
     AboutClient, AccessTokenRecord, AppRecord, AttemptsRecord, AuthMethod, BadRecord, BadRecordKey,
-    CodeRecord, CodeState, GrantRecord, LastRotation, LinkRecord, MemberRecord, Provenance, Record,
-    RecordKey, RefreshTokenRecord, Registration, Resources, Stored, TokenAccessType,
-    FORMAT as RECORD_FORMAT,
+    CodeRecord, CodeState, DocumentClient, GrantRecord, LastRotation, LinkRecord, MemberRecord,
+    Provenance, Record, RecordKey, RefreshTokenRecord, Registration, Resources, Stored,
+    TokenAccessType, FORMAT as RECORD_FORMAT,
 };
-pub use refusal::Refusal;
+pub use refusal::{DocumentFault, Refusal};
 pub use render::PAGE_HEADERS;
 pub use request::{Request, SWEEP_PAGES_PER_REQUEST};
 pub use routes::partition_of;
 pub use scope::{LegacyAccess, Scope, ScopeSet, OFFLINE_ACCESS, TEAM_AUDITING_SCOPES, USER_SCOPES};
 pub use step::{
-    AttemptStep, AttemptVerdict, AuditEvent, Authorized, ConsentPrompt, Event, Expect, Input,
-    Misuse, Outcome, Principal, Put, Reply, Step, Transaction, Unlinker,
+    AttemptStep, AttemptVerdict, AuditEvent, Authorized, ConsentPrompt, Event, Expect, Fetch,
+    FetchFailure, Fetched, Input, Misuse, Outcome, Principal, Put, Reply, Step, Transaction,
+    Unlinker,
 };
 pub use time::{Seconds, UnixTime};
 pub use wire::http::{HttpRequest, HttpResponse};

@@ -269,6 +269,29 @@ pub struct AppRecord {
 pub enum Provenance {
     /// By dynamic client registration (RFC 7591).
     Registered(Registration),
+    /// By the metadata document its key names (a Client ID Metadata Document), fetched and
+    /// kept here as a cache.
+    Document(DocumentClient),
+}
+
+/// What a client's metadata document said beside what its [`App`] holds, and how long it is
+/// kept before it is fetched again.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DocumentClient {
+    /// When it was fetched.
+    pub fetched_at: UnixTime,
+    /// Until when it may be used as fetched: its `Cache-Control` lifetime within
+    /// [`DocumentPolicy`](crate::DocumentPolicy)'s bounds. An authorization or a token request
+    /// after it fetches the document again; a bearer check, a revocation or an introspection
+    /// goes on with the copy.
+    pub fresh_until: UnixTime,
+    /// Whether it lists the `refresh_token` grant (it then gets a refresh token on every code
+    /// flow).
+    pub refresh_tokens: bool,
+    /// `native` or `web`.
+    pub native: bool,
+    /// The informational URLs and texts it gave: shown as asserted, never followed by the core.
+    pub about: AboutClient,
 }
 
 /// What a client registered (RFC 7591 §2), as the registration answered it, beside what its
@@ -473,7 +496,8 @@ impl Stored {
 
 /// Where a record lives: in which [`Partition`], under which name. Its text form,
 /// `<partition>/<kind>:<name>` (`code:…`, `access:…`, `refresh:…`, `grant:…`,
-/// `link:<app>:<account>`, `member:<place>:<app>:<account>`, `attempts:…`, `app:<app>`), is the storage key; a host that spreads its records
+/// `link:<app>:<account>`, `member:<place>:<app>:<account>`, `attempts:…`, `app:<app>`; a
+/// document client's `<app>` with `:` and `%` escaped as `%3A` and `%25`), is the storage key; a host that spreads its records
 /// over many machines splits it at the `/` and routes by [`partition`](Self::partition).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RecordKey {
@@ -567,14 +591,33 @@ impl fmt::Display for RecordKey {
             RecordKey::AccessToken(_, d) => write!(f, "{p}/access:{}", d.to_base64()),
             RecordKey::RefreshToken(_, d) => write!(f, "{p}/refresh:{}", d.to_base64()),
             RecordKey::Grant(_, id) => write!(f, "{p}/grant:{id}"),
-            RecordKey::Link(_, app, account) => write!(f, "{p}/link:{app}:{account}"),
+            RecordKey::Link(_, app, account) => {
+                write!(f, "{p}/link:{}:{account}", escaped(app))
+            }
             RecordKey::Attempts(d) => write!(f, "{p}/attempts:{}", d.to_base64()),
             RecordKey::Member(_, app, account, place) => {
-                write!(f, "{p}/member:{place}:{app}:{account}")
+                write!(f, "{p}/member:{place}:{}:{account}", escaped(app))
             }
-            RecordKey::App(_, app) => write!(f, "{p}/app:{app}"),
+            RecordKey::App(_, app) => write!(f, "{p}/app:{}", escaped(app)),
         }
     }
+}
+
+/// An app key as a storage key holds it: a document client's URL with its `:` (the separator
+/// of a key's parts) and `%` escaped as `%3A` and `%25`; any other key as it is.
+fn escaped(app: &AppKey) -> std::borrow::Cow<'_, str> {
+    let text = app.as_str();
+    if text.contains([':', '%']) {
+        text.replace('%', "%25").replace(':', "%3A").into()
+    } else {
+        text.into()
+    }
+}
+
+/// The app key [`escaped`] wrote as `text`, if it wrote exactly that.
+fn unescaped(text: &str) -> Option<AppKey> {
+    let app = AppKey::new(text.replace("%3A", ":").replace("%25", "%")).ok()?;
+    (escaped(&app) == text).then_some(app)
 }
 
 /// A storage key that is not one of the forms [`RecordKey`] writes.
@@ -597,11 +640,11 @@ impl FromStr for RecordKey {
             }
             "attempts" => AttempterDigest::from_base64(rest).map(RecordKey::Attempts),
             "grant" => GrantId::parse(rest).map(|id| RecordKey::Grant(p, id)),
-            "app" => AppKey::new(rest).ok().map(|app| RecordKey::App(p, app)),
+            "app" => unescaped(rest).map(|app| RecordKey::App(p, app)),
             "link" => rest.split_once(':').and_then(|(app, account)| {
                 Some(RecordKey::Link(
                     p,
-                    AppKey::new(app).ok()?,
+                    unescaped(app)?,
                     AccountId::new(account).ok()?,
                 ))
             }),
@@ -612,7 +655,7 @@ impl FromStr for RecordKey {
                 (number.to_string() == place).then_some(())?;
                 Some(RecordKey::Member(
                     p,
-                    AppKey::new(app).ok()?,
+                    unescaped(app)?,
                     AccountId::new(account).ok()?,
                     number,
                 ))

@@ -215,6 +215,65 @@ pub enum Refusal {
     /// Client metadata that cannot be registered (RFC 7591 §3.2.2 `invalid_client_metadata`):
     /// why.
     InvalidClientMetadata(String),
+
+    // ---- client ID metadata documents, standards profile ------------------------------------
+    /// The `client_id` names a metadata document that could not be used (`invalid_client`; at
+    /// the authorization endpoint an error page, never a redirect): why.
+    ClientDocument(DocumentFault),
+}
+
+/// Why a client's metadata document could not be used. Nothing of a failed fetch is kept: the
+/// next request fetches again (draft-ietf-oauth-client-id-metadata-document §4.4).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DocumentFault {
+    /// Its host is not among [`DocumentPolicy::hosts`](crate::DocumentPolicy::hosts).
+    HostNotAllowed,
+    /// The host's fetch refused the address: not https, or a private, loopback, link-local or
+    /// other special-use address (§6.5).
+    AddressRefused,
+    /// The fetch failed: no connection, a TLS or DNS error.
+    Unreachable,
+    /// The fetch took longer than [`DocumentPolicy::timeout_ms`](crate::DocumentPolicy::timeout_ms).
+    Timeout,
+    /// The document is larger than [`DocumentPolicy::max_bytes`](crate::DocumentPolicy::max_bytes).
+    TooLarge,
+    /// The answer was not `200 OK` (a redirect included: none is followed, §4).
+    Status(u16),
+    /// The body is not a JSON object.
+    NotJson,
+    /// Its `client_id` is not the URL it was fetched from (§4.1).
+    WrongClientId,
+    /// Its metadata cannot be used: why.
+    Invalid(String),
+}
+
+impl DocumentFault {
+    /// The sentence sent as `error_description`.
+    pub fn description(&self) -> String {
+        let why = match self {
+            DocumentFault::HostNotAllowed => "is on a host this server takes no documents from",
+            DocumentFault::AddressRefused => {
+                "is at an address this server does not fetch from (a private, loopback or link-local address, or not https)"
+            }
+            DocumentFault::Unreachable => "could not be fetched",
+            DocumentFault::Timeout => "took too long to fetch",
+            DocumentFault::TooLarge => "is too large",
+            DocumentFault::Status(status) if (300..400).contains(status) => {
+                return format!(
+                    "the client's metadata document redirected ({status}): redirects are not followed"
+                )
+            }
+            DocumentFault::Status(status) => {
+                return format!("the client's metadata document was answered {status}, not 200")
+            }
+            DocumentFault::NotJson => "is not a JSON object",
+            DocumentFault::WrongClientId => "names another client_id than its own URL",
+            DocumentFault::Invalid(why) => {
+                return format!("the client's metadata document cannot be used: {why}")
+            }
+        };
+        format!("the client's metadata document {why}")
+    }
 }
 
 impl Refusal {
@@ -328,4 +387,5 @@ names! {
     ConfidentialClientRequired => "confidential_client_required",
     InvalidTarget => "invalid_target",
     TokenForAnotherResource => "token_for_another_resource",
+    ClientDocument => "client_document",
 }

@@ -34,7 +34,8 @@ impl Refusal {
             | ClientAuthenticationFailed
             | ProofMissing
             | SecretRequired
-            | ConfidentialClientRequired => "invalid_client",
+            | ConfidentialClientRequired
+            | ClientDocument(_) => "invalid_client",
             UnknownCode
             | CodeOfAnotherApp
             | RedirectUriMismatch
@@ -76,6 +77,7 @@ impl Refusal {
         Cow::Borrowed(match self {
             Repeated(name) => return Cow::Owned(format!("{name} is repeated")),
             InvalidRedirectUri(why) | InvalidClientMetadata(why) => return Cow::Owned(why.clone()),
+            ClientDocument(fault) => return Cow::Owned(fault.description()),
             InitialAccessTokenInvalid => "registration takes an initial access token",
             RegistrationTokenInvalid => "not this client's registration access token",
             MissingScope(scope) => {
@@ -473,7 +475,10 @@ fn client_information(registered: &Registered, config: &Config) -> String {
         ..
     } = registered;
     let app = &record.app;
-    let Provenance::Registered(registration) = &record.provenance;
+    let Provenance::Registered(registration) = &record.provenance else {
+        // Only a registration ends so (register.rs): a document's client has no registration.
+        return JsonObject::new().finish();
+    };
     let about = &registration.about;
     let mut grant_types = vec!["authorization_code"];
     if registration.refresh_tokens {
@@ -652,6 +657,10 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Step {
             if prompt.unverified {
                 fields.push(("unverified", "true"));
             }
+            let client_host = prompt.app.document_host().unwrap_or_default();
+            if !client_host.is_empty() {
+                fields.push(("client-host", client_host));
+            }
             let data = page_data("consent", &fields);
             let redirect_uri = prompt.redirect_uri.as_ref().map_or("", |r| r.as_str());
             let response = html_response(
@@ -668,6 +677,7 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Step {
                     ("user_name", Shown::Text(user_name)),
                     ("redirect_host", Shown::Text(&redirect_host)),
                     ("unverified", Shown::Flag(prompt.unverified)),
+                    ("client_host", Shown::Text(client_host)),
                     ("resources", Shown::List(&resources)),
                     ("account_id", Shown::Text(user.account_id.as_str())),
                     ("uid", Shown::Text(user.uid.as_str())),

@@ -7,15 +7,19 @@ use std::sync::Arc;
 use crate::config::Config;
 use crate::cors;
 use crate::credentials::Entropy;
-use crate::ctx::{Ctx, Decision, Loads, Need};
+use crate::ctx::{replace, Ctx, Decision, Loads, Need};
+use crate::documents;
 use crate::ending::{Ending, Revocation};
 use crate::endpoints::Route;
+use crate::ids::AppKey;
 use crate::machines::attempts::MAX_ATTEMPTERS;
 use crate::partition::Partition;
 use crate::records::{Record, RecordKey};
 use crate::refusal::Refusal;
 use crate::render::render;
-use crate::step::{Authorized, Event, Input, Misuse, Reply, Step, Transaction};
+use crate::step::{
+    Authorized, Event, FetchFailure, Fetched, Input, Misuse, Reply, Step, Transaction,
+};
 use crate::time::UnixTime;
 use crate::wire::http::HttpResponse;
 
@@ -25,6 +29,8 @@ enum State {
     Reading(Vec<RecordKey>),
     /// Waiting for the outcome of a [`Step::Write`]. Boxed: keep the request small.
     Writing(Box<Writes>),
+    /// Waiting for a client's metadata document ([`Step::Fetch`]).
+    Fetching(Box<Fetching>),
     /// Answered ([`Step::Respond`] or [`Step::Serve`]).
     Over,
 }
@@ -38,6 +44,14 @@ struct Writes {
     rest: std::vec::IntoIter<Transaction>,
     /// `None`: decide again once they are applied ([`Decision::Continue`]).
     ending: Option<Ending>,
+}
+
+/// A document being fetched: whose, and where its record is kept (read at `version`).
+#[derive(Clone, Debug)]
+struct Fetching {
+    app: AppKey,
+    record: RecordKey,
+    version: Option<u64>,
 }
 
 /// How many pages of an unlink's sweep one request writes; the rest is left for the pair's next
@@ -171,11 +185,15 @@ impl Request {
             (State::Reading(_) | State::Writing(_), Event::Unavailable) => {
                 Ok(self.refuse(Refusal::StorageUnavailable))
             }
+            (State::Fetching(_), Event::Fetched(fetched)) => Ok(self.fetched(Ok(fetched))),
+            (State::Fetching(_), Event::FetchFailed(failure)) => Ok(self.fetched(Err(failure))),
             (_, event) => Err(Misuse::OutOfTurn(match event {
                 Event::Read(_) => "read",
                 Event::Committed => "committed",
                 Event::Conflicted => "conflicted",
                 Event::Unavailable => "unavailable",
+                Event::Fetched(_) => "fetched",
+                Event::FetchFailed(_) => "fetch failed",
             })),
         }
     }
@@ -219,6 +237,36 @@ impl Request {
         }
     }
 
+    /// A client's metadata document came (or did not): kept as its app's record — a
+    /// transaction of its own, conditional on the version read, after which the request decides
+    /// again from what the store then holds — or the request refused with why not.
+    fn fetched(&mut self, answer: Result<Fetched, FetchFailure>) -> Step {
+        let State::Fetching(fetching) = std::mem::replace(&mut self.state, State::Over) else {
+            return self.refuse(Refusal::Contention);
+        };
+        let Fetching {
+            app,
+            record,
+            version,
+        } = *fetching;
+        let kept = answer
+            .map_err(documents::failed)
+            .and_then(|fetched| documents::accept(&self.config, &app, &fetched, self.now));
+        match (kept, self.config.unannounced()) {
+            (Ok(kept), Some(clients)) => {
+                let purge = Some(self.now.plus(clients.unused_lifetime));
+                let put = replace(record, version, &Record::App(kept), purge);
+                let transaction = Transaction {
+                    puts: vec![put],
+                    audit: Vec::new(),
+                };
+                self.hand_over(transaction, Vec::new().into_iter(), None)
+            }
+            (Ok(_), None) => self.refuse(Refusal::UnknownClient),
+            (Err(fault), _) => self.refuse(Refusal::ClientDocument(fault)),
+        }
+    }
+
     fn decide(&mut self) -> Step {
         let ctx = Ctx {
             config: &self.config,
@@ -228,12 +276,31 @@ impl Request {
             written: &self.written,
         };
         match self.route.decide(&ctx) {
-            Err(Need(keys)) => {
+            Err(Need::Records(keys)) => {
                 if !self.take_step() {
                     return self.refuse(Refusal::Contention);
                 }
                 self.state = State::Reading(keys.clone());
                 Step::Read(keys)
+            }
+            Err(Need::Document {
+                app,
+                record,
+                version,
+            }) => {
+                let fetch = match documents::fetch(&self.config, &app) {
+                    Ok(fetch) => fetch,
+                    Err(fault) => return self.refuse(Refusal::ClientDocument(fault)),
+                };
+                if !self.take_step() {
+                    return self.refuse(Refusal::Contention);
+                }
+                self.state = State::Fetching(Box::new(Fetching {
+                    app,
+                    record,
+                    version,
+                }));
+                Step::Fetch(fetch)
             }
             Ok(Decision::End(ending)) => self.finish(ending),
             Ok(Decision::Commit(transaction, ending)) => {

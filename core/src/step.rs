@@ -123,8 +123,8 @@ pub struct ConsentPrompt {
     /// The resources (RFC 8707) the tokens will be for — the API served here when the request
     /// named none (standards profile); empty in the reference profile.
     pub resources: Resources,
-    /// Whether the app registered itself (standards profile, `profile.clients`): its name is
-    /// its own claim, which nobody checked.
+    /// Whether the app registered itself or is named by a metadata document (standards
+    /// profile, `profile.clients`): its name is its own claim, which nobody checked.
     pub unverified: bool,
 }
 
@@ -301,6 +301,77 @@ pub enum Step {
     /// The API call is authorized: answer it with the endpoint's handler, for this principal,
     /// putting these headers on the handler's response. The request is over.
     Serve(Authorized),
+    /// Fetch this client's metadata document — guarded against SSRF, no redirect followed,
+    /// within its size and time — and report [`Event::Fetched`] or [`Event::FetchFailed`]. Only
+    /// where [`profile.clients.documents`](crate::DocumentPolicy) is on.
+    Fetch(Fetch),
+}
+
+/// A client's metadata document to fetch (draft-ietf-oauth-client-id-metadata-document §4): a
+/// `GET` of `url`.
+///
+/// The host refuses ([`FetchFailure::Refused`]) any URL that is not https or whose host
+/// resolves to a special-use address (RFC 6890: private, loopback, link-local, the cloud
+/// metadata address), checking the address it connects to; follows no redirect (a `3xx` is
+/// reported as it came); stops reading past `max_bytes` ([`FetchFailure::TooLarge`]) and
+/// gives up after `timeout_ms` ([`FetchFailure::Timeout`]). The package's `fetchDocument`
+/// does all of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fetch {
+    /// The document's URL: the client's `client_id`.
+    pub url: String,
+    /// The most bytes of body to read.
+    pub max_bytes: u32,
+    /// How long the whole fetch may take, in milliseconds.
+    pub timeout_ms: u32,
+}
+
+/// What a [`Step::Fetch`] got: the status, the `Cache-Control` header and the body (of a
+/// `200`; any other status may come without one).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fetched {
+    /// The HTTP status.
+    pub status: u16,
+    /// The `Cache-Control` header, if there was one (repeated ones joined by `, `).
+    pub cache_control: Option<String>,
+    /// The body, at most [`Fetch::max_bytes`].
+    pub body: Vec<u8>,
+}
+
+/// Why a [`Step::Fetch`] got no answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FetchFailure {
+    /// The host would not fetch it: not https, or a special-use address.
+    Refused,
+    /// The body was larger than [`Fetch::max_bytes`].
+    TooLarge,
+    /// The fetch took longer than [`Fetch::timeout_ms`].
+    Timeout,
+    /// No answer: no connection, a DNS or TLS error.
+    Unreachable,
+}
+
+names! {
+    /// Every failure's name, as hosts in other languages report it.
+    FetchFailure:
+    Refused => "refused",
+    TooLarge => "too_large",
+    Timeout => "timeout",
+    Unreachable => "unreachable",
+}
+
+impl FetchFailure {
+    /// The failure named `name` (one of [`FetchFailure::NAMES`]).
+    pub fn from_name(name: &str) -> Option<FetchFailure> {
+        [
+            FetchFailure::Refused,
+            FetchFailure::TooLarge,
+            FetchFailure::Timeout,
+            FetchFailure::Unreachable,
+        ]
+        .into_iter()
+        .find(|failure| failure.named() == name)
+    }
 }
 
 /// What came of the last [`Step`]: the one way the host reports to a
@@ -318,6 +389,10 @@ pub enum Event {
     /// The store failed while the last read or write was pending (an error, a timeout — not a
     /// failed condition, which is [`Event::Conflicted`]).
     Unavailable,
+    /// What the last [`Step::Fetch`] got.
+    Fetched(Fetched),
+    /// The last [`Step::Fetch`] got no answer.
+    FetchFailed(FetchFailure),
 }
 
 /// Audit events: what changed, for the host's log. They never carry a secret.

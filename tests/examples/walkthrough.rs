@@ -78,6 +78,10 @@ impl Host {
                         }
                     }
                 }
+                Step::Fetch(fetch) => {
+                    println!("  core: Fetch {} (the store's web answers)", fetch.url);
+                    self.store.fetch(&fetch)
+                }
                 Step::Respond(reply) => {
                     show(&reply);
                     return Ended::Reply(reply);

@@ -65,6 +65,7 @@ impl Host {
                     Ok(()) => Event::Committed,
                     Err(_) => Event::Conflicted,
                 },
+                Step::Fetch(ref fetch) => self.store.fetch(fetch),
                 Step::Respond(_) | Step::Serve(_) => return step,
             };
             step = request

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use edgegrant::{
-    AccountId, AppKey, Authorized, Config, ConfigDocument, Entropy, HttpRequest, HttpResponse,
-    Input, Outcome, Unlinker, User, ENTROPY_LEN,
+    AccountId, AppKey, Authorized, Config, ConfigDocument, Entropy, FetchFailure, Fetched,
+    HttpRequest, HttpResponse, Input, Outcome, Unlinker, User, ENTROPY_LEN,
 };
 use serde_json::{json, Map, Value};
 
@@ -440,6 +440,14 @@ impl Server<'_> {
                 }
                 // The harness holds the request to the core's published bound (max_steps).
                 Ok(Progress::Loaded(_)) => {}
+                Ok(Progress::Fetched(url)) => {
+                    if !self.store.web.contains_key(&url) {
+                        return Err(format!(
+                            "the core fetched {url}, which this step's web does not hold \
+                             (a fetch where none was expected)"
+                        ));
+                    }
+                }
                 Ok(Progress::Conflicted(key)) => {
                     return Err(format!(
                         "a transaction conflicted on {:?} (entropy reused?)",
@@ -757,6 +765,37 @@ fn capture(observation: &Observation, path: &str) -> Result<String, String> {
     }
 }
 
+/// A step's `web`: what the host's fetch gets for each URL — `{status, cache_control, body}`
+/// or `{fails: "timeout"}` (a [`FetchFailure`] name).
+fn web(
+    raw: Option<&Value>,
+) -> Result<std::collections::HashMap<String, Result<Fetched, FetchFailure>>, String> {
+    let mut web = std::collections::HashMap::new();
+    for (url, answer) in raw.and_then(Value::as_object).into_iter().flatten() {
+        let answer = match answer.get("fails").and_then(Value::as_str) {
+            Some(name) => {
+                Err(FetchFailure::from_name(name).ok_or(format!("web {url}: no failure {name}"))?)
+            }
+            None => Ok(Fetched {
+                status: field(answer, "status")?
+                    .as_u64()
+                    .and_then(|s| u16::try_from(s).ok())
+                    .ok_or(format!("web {url}: status is not a status"))?,
+                cache_control: answer
+                    .get("cache_control")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                body: match answer.get("body") {
+                    Some(body) => text_bytes(body)?,
+                    None => Vec::new(),
+                },
+            }),
+        };
+        web.insert(url.clone(), answer);
+    }
+    Ok(web)
+}
+
 /// Runs one vector; `Err` says at which step and how it differed.
 pub fn run_vector(vector: &Vector) -> Result<(), String> {
     let mut server = Server {
@@ -769,6 +808,7 @@ pub fn run_vector(vector: &Vector) -> Result<(), String> {
         let step = substitute(raw, &captures)?;
         let at = field(&step, "at")?.as_u64().ok_or("at is not a time")?;
         let entropy = entropy(string(&step, "entropy")?)?;
+        server.store.web = web(step.get("web"))?;
         let observation = server.step(at, &entropy, field(&step, "input")?)?;
         let problems = check(field(&step, "expect")?, &observation);
         if !problems.is_empty() {

@@ -183,7 +183,10 @@ fn walk(
                     .expect("the host follows the contract");
                 assert!(request.steps < 24, "a request must finish");
                 match progress {
-                    Progress::Loaded(_) => next.trace.push(Moment::Read { actor }),
+                    // A fetch reads the web, which no other request changes: like a read.
+                    Progress::Loaded(_) | Progress::Fetched(_) => {
+                        next.trace.push(Moment::Read { actor })
+                    }
                     Progress::Conflicted(_) => next.trace.push(Moment::Conflict { actor }),
                     Progress::Committed { audit } => {
                         next.trace.push(Moment::Commit { actor, audit })

@@ -34,9 +34,25 @@ pub struct Store {
     records: HashMap<RecordKey, Stored>,
     /// The purge time of each record that has one.
     purge_after: HashMap<RecordKey, UnixTime>,
+    /// The web, as the host's guarded fetch sees it: what a [`Step::Fetch`] of each URL gets
+    /// (a URL not here is unreachable). Not records, but the other world outside the core.
+    pub web: HashMap<String, Result<Fetched, FetchFailure>>,
 }
 
 impl Store {
+    /// What the host's fetch reports for `fetch`: the web's answer, held to the fetch's size
+    /// limit as the package's fetch is.
+    pub fn fetch(&self, fetch: &Fetch) -> Event {
+        match self.web.get(&fetch.url) {
+            Some(Ok(fetched)) if fetched.body.len() > fetch.max_bytes as usize => {
+                Event::FetchFailed(FetchFailure::TooLarge)
+            }
+            Some(Ok(fetched)) => Event::Fetched(fetched.clone()),
+            Some(Err(failure)) => Event::FetchFailed(*failure),
+            None => Event::FetchFailed(FetchFailure::Unreachable),
+        }
+    }
+
     /// What is stored under `key`.
     pub fn get(&self, key: &RecordKey) -> Option<&Stored> {
         self.records.get(key)
@@ -192,6 +208,8 @@ impl Answer {
 pub enum Progress {
     /// It loaded records (the request goes on).
     Loaded(Vec<RecordKey>),
+    /// It fetched a client's metadata document from the store's web (the request goes on).
+    Fetched(String),
     /// Its transaction lost a race; it starts over with fresh records.
     Conflicted(Conflict),
     /// Its transaction applied, and the request goes on to read again (an unlink's sweep):
@@ -323,6 +341,11 @@ impl Request {
                     Ok(Progress::Conflicted(conflict))
                 }
             },
+            Step::Fetch(fetch) => {
+                let url = fetch.url.clone();
+                self.advance(store.fetch(fetch))?;
+                Ok(Progress::Fetched(url))
+            }
             Step::Respond(reply) => Ok(done(Answer::Reply(reply.clone()), &self.committed)),
             Step::Serve(principal) => Ok(done(Answer::Serve(principal.clone()), &self.committed)),
         }

@@ -416,7 +416,9 @@ fn keys_read_after_unlink(grants: usize, refreshes: usize) -> (usize, usize) {
                 assert_eq!(http(answer).status, 401);
                 break;
             }
-            Progress::Conflicted(_) | Progress::Committed { .. } => unreachable!(),
+            Progress::Conflicted(_) | Progress::Committed { .. } | Progress::Fetched(_) => {
+                unreachable!()
+            }
         }
     }
     (keys, request.reads)

@@ -47,6 +47,7 @@ fn touched(sim: &Sim, input: Input) -> (Touched, Store) {
                 store.apply(&transaction).unwrap();
                 Event::Committed
             }
+            Step::Fetch(fetch) => store.fetch(&fetch),
             Step::Respond(_) | Step::Serve(_) => return (seen, store),
         };
         step = request.advance(event).unwrap();

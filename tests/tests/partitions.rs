@@ -51,6 +51,7 @@ fn keys_touched(sim: &Sim, input: Input) -> Vec<RecordKey> {
                 store.apply(&transaction).unwrap();
                 Event::Committed
             }
+            Step::Fetch(fetch) => store.fetch(&fetch),
             Step::Respond(_) | Step::Serve(_) => return keys,
         };
         step = request.advance(event).unwrap();

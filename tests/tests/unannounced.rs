@@ -271,3 +271,110 @@ fn registrations_are_limited_per_source() {
     let again = http(sim.http(registration_request(None, "192.0.2.1"), None));
     assert_eq!(again.status, 201, "{}", again.body);
 }
+
+// ---- Client ID Metadata Documents ------------------------------------------------------------
+
+const DOCUMENT: &str = "https://app.example/oauth/client.json";
+
+/// Documents on (any host, the default bounds: kept 300 s to a day), no registration.
+fn documents_sim() -> Sim {
+    let mut clients =
+        UnannouncedClients::new(ScopeSet::parse("account_info.read mcp:tools").unwrap());
+    clients.unused_lifetime = Seconds(LIFETIME * 10);
+    clients.documents = Some(DocumentPolicy::default());
+    Sim::new(Config::new(document_with(clients)).unwrap())
+}
+
+/// The web serves the document at `DOCUMENT`, with these redirect URIs, kept `max_age`.
+fn publish(sim: &mut Sim, redirect_uris: &[&str], max_age: u64) {
+    let body = json!({
+        "client_id": DOCUMENT,
+        "client_name": "Documented",
+        "redirect_uris": redirect_uris,
+        "grant_types": ["authorization_code", "refresh_token"],
+        "token_endpoint_auth_method": "none",
+    });
+    sim.store.web.insert(
+        DOCUMENT.to_owned(),
+        Ok(Fetched {
+            status: 200,
+            cache_control: Some(format!("public, max-age={max_age}")),
+            body: body.to_string().into_bytes(),
+        }),
+    );
+}
+
+#[test]
+fn a_document_client_is_fetched_once_kept_for_its_max_age_and_fetched_again_after() {
+    let mut sim = documents_sim();
+    publish(&mut sim, &[CALLBACK], 3600);
+    let fetched_at = sim.now;
+    let first = tokens(&mut sim, DOCUMENT);
+    assert!(
+        first["refresh_token"].is_string(),
+        "the refresh_token grant it lists: {first}"
+    );
+    let (record, purge) = stored(&sim, DOCUMENT);
+    let Provenance::Document(document) = &record.provenance else {
+        panic!("kept as a document: {record:?}");
+    };
+    assert_eq!(document.fresh_until, fetched_at.plus(Seconds(3600)));
+    assert_eq!(purge, Some(fetched_at.plus(Seconds(LIFETIME * 10))));
+    // The web goes away: the copy serves until its max-age is over, to the second.
+    sim.store.web.clear();
+    sim.now = fetched_at.plus(Seconds(3599));
+    let code = sim.code_for(&query(DOCUMENT), &alice());
+    assert!(!code.is_empty());
+    sim.now = fetched_at.plus(Seconds(3600));
+    let page = http(sim.authorize(&query(DOCUMENT), Some(&alice())));
+    assert_eq!(page.status, 400);
+    assert!(page.body.contains("could not be fetched"), "{}", page.body);
+    // A bearer check goes on with the copy; a refresh needs the current document.
+    let access = first["access_token"].as_str().unwrap();
+    assert!(matches!(sim.api(GET_ACCOUNT, access), Answer::Serve(_)));
+    let refresh = first["refresh_token"].as_str().unwrap();
+    let refused = sim.refresh(refresh, DOCUMENT, None);
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(oauth_error(&refused), "invalid_client");
+    // Back, and changed: its new redirect URI is the only one.
+    publish(&mut sim, &["http://127.0.0.1:40000/cb"], 60);
+    let moved = http(sim.authorize(&query(DOCUMENT), Some(&alice())));
+    assert_eq!(
+        moved.status, 400,
+        "the old redirect URI is gone: {}",
+        moved.body
+    );
+    // Kept at least min_cache (300 s) whatever max-age says: no fetch within it.
+    sim.store.web.clear();
+    sim.now = fetched_at.plus(Seconds(3600 + 299));
+    let kept = http(sim.authorize(&query(DOCUMENT), Some(&alice())));
+    assert!(kept.body.contains("redirect_uri"), "{}", kept.body);
+    let refreshed = sim.refresh(refresh, DOCUMENT, None);
+    assert_eq!(refreshed.status, 200, "{}", refreshed.body);
+    sim.now = fetched_at.plus(Seconds(3600 + 300));
+    let gone = sim.refresh(refresh, DOCUMENT, None);
+    assert_eq!(oauth_error(&gone), "invalid_client", "{}", gone.body);
+}
+
+#[test]
+fn a_document_clients_key_is_escaped_in_storage_keys_and_read_back_whole() {
+    let key = ServerKey::from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8").unwrap();
+    let app = AppKey::new("https://app.example:8443/c%3Aid/client.json").unwrap();
+    let account = AccountId::new("dbid:alice").unwrap();
+    for record in [
+        RecordKey::app(&key, app.clone()),
+        RecordKey::link(&key, app.clone(), account.clone()),
+        RecordKey::member(&key, app.clone(), account, 3),
+    ] {
+        let text = record.to_string();
+        assert!(
+            text.contains("https%3A//app.example%3A8443/c%253Aid/client.json"),
+            "{text}"
+        );
+        assert_eq!(text.parse::<RecordKey>(), Ok(record.clone()));
+        // Only the escaped form is the key: the raw URL is none.
+        // The raw URL in its place names no record of this app.
+        let raw = text.replace("https%3A//app.example%3A8443", "https://app.example:8443");
+        assert_ne!(raw.parse::<RecordKey>().ok(), Some(record), "{raw}");
+    }
+}

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use edgegrant::{
     AccountId, AppKey, AttemptStep, Attempter, Authorized, Config, ConfigDocument, Entropy, Event,
-    Expect, HttpRequest, Input, Outcome, RecordKey, Step, Stored, Uid, UnixTime, Unlinker, User,
-    ENTROPY_LEN,
+    Expect, FetchFailure, Fetched, HttpRequest, Input, Outcome, RecordKey, Step, Stored, Uid,
+    UnixTime, Unlinker, User, ENTROPY_LEN,
 };
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
@@ -403,7 +403,9 @@ impl Request {
     /// What the host does next, with the step's first values, in one crossing: a
     /// NUL-separated string of `r` and the keys to read (then `supply` each and
     /// `advance("found")`); `w` (a write: the `put*` getters and `audit`, then
-    /// `advance("committed")` or `advance("conflicted")`); `p` (a reply: `status`, `headers`, `body`, `outcome`, `refusal`); or `s` and the authorized
+    /// `advance("committed")` or `advance("conflicted")`); `f`, a client's metadata document to
+    /// fetch: its URL, the most bytes and the milliseconds it may take (then `fetched` or
+    /// `fetchFailed`); `p` (a reply: `status`, `headers`, `body`, `outcome`, `refusal`); or `s` and the authorized
     /// call's principal: app, account id, uid, space-separated scopes and expiry (empty for
     /// none), then the headers to set on the API's answer, names and values alternately.
     pub fn step(&self) -> String {
@@ -418,6 +420,17 @@ impl Request {
             }
             Step::Write(_) => out.push('w'),
             Step::Respond(_) => out.push('p'),
+            Step::Fetch(fetch) => {
+                out.push('f');
+                for field in [
+                    fetch.url.clone(),
+                    fetch.max_bytes.to_string(),
+                    fetch.timeout_ms.to_string(),
+                ] {
+                    out.push('\0');
+                    out.push_str(&field);
+                }
+            }
             Step::Serve(Authorized { principal, headers }) => {
                 out.push('s');
                 for field in [
@@ -498,6 +511,35 @@ impl Request {
             other => return Err(misuse(format!("no event {other}"))),
         };
         self.step = self.inner.advance(event).map_err(misuse)?;
+        Ok(())
+    }
+
+    /// What the fetch of a `f` step got: the status, the `Cache-Control` header and the body.
+    pub fn fetched(
+        &mut self,
+        status: u16,
+        cache_control: Option<String>,
+        body: Vec<u8>,
+    ) -> Result<(), JsError> {
+        let event = Event::Fetched(Fetched {
+            status,
+            cache_control,
+            body,
+        });
+        self.step = self.inner.advance(event).map_err(misuse)?;
+        Ok(())
+    }
+
+    /// The fetch of a `f` step got no answer: `refused`, `too_large`, `timeout` or
+    /// `unreachable`.
+    #[wasm_bindgen(js_name = fetchFailed)]
+    pub fn fetch_failed(&mut self, failure: &str) -> Result<(), JsError> {
+        let failure = FetchFailure::from_name(failure)
+            .ok_or_else(|| misuse(format!("no fetch failure {failure}")))?;
+        self.step = self
+            .inner
+            .advance(Event::FetchFailed(failure))
+            .map_err(misuse)?;
         Ok(())
     }
 

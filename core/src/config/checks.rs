@@ -2,8 +2,8 @@
 //! the profile's rotation and resource servers. A configuration exists only valid.
 
 use super::{
-    App, Config, ConfigDocument, DefaultTokenType, Permissions, Policy, Profile, Rotation,
-    UnannouncedClients,
+    App, Config, ConfigDocument, DefaultTokenType, DocumentPolicy, Permissions, Policy, Profile,
+    Rotation, UnannouncedClients,
 };
 use crate::ids::{AppKey, RedirectUri};
 use crate::pages::{Pages, TemplateError};
@@ -312,6 +312,51 @@ fn check_unannounced(clients: &UnannouncedClients, policy: &Policy) -> Result<()
             "profile.clients.unused_lifetime",
             "must be longer than policy.access_token_ttl",
         ));
+    }
+    if let Some(documents) = &clients.documents {
+        check_documents(documents, clients)?;
+    }
+    Ok(())
+}
+
+/// Bounds a fetch can keep: a document small enough to hold in a record, a deadline a request
+/// can wait for, a cache that lives no longer than the app it keeps.
+fn check_documents(
+    documents: &DocumentPolicy,
+    clients: &UnannouncedClients,
+) -> Result<(), ConfigError> {
+    let at = "profile.clients.documents";
+    if !(256..=65_536).contains(&documents.max_bytes) {
+        return Err(problem(&format!("{at}.max_bytes"), "must be 256 to 65536"));
+    }
+    if !(100..=30_000).contains(&documents.timeout_ms) {
+        return Err(problem(&format!("{at}.timeout_ms"), "must be 100 to 30000"));
+    }
+    if documents.min_cache.0 > documents.max_cache.0 {
+        return Err(problem(
+            &format!("{at}.min_cache"),
+            "must be at most max_cache",
+        ));
+    }
+    if documents.max_cache.0 == 0 || documents.max_cache.0 >= clients.unused_lifetime.0 {
+        return Err(problem(
+            &format!("{at}.max_cache"),
+            "must be more than 0 and less than profile.clients.unused_lifetime",
+        ));
+    }
+    let host_name = |host: &str| {
+        !host.is_empty()
+            && host
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-.:[]".contains(&b))
+    };
+    for (i, host) in documents.hosts.iter().enumerate() {
+        if !host_name(host.strip_prefix("*.").unwrap_or(host)) {
+            return Err(problem(
+                &format!("{at}.hosts[{i}]"),
+                "must be a host in lower case (with its port, if not 443), or *. and a domain",
+            ));
+        }
     }
     Ok(())
 }

@@ -61,7 +61,7 @@ export interface ConfigDocument {
   server_key: string;
 }
 
-/** Clients nobody configured (standards profile): registered by themselves (RFC 7591), their apps kept in the store. */
+/** Clients nobody configured (standards profile): registered by themselves (RFC 7591) or named by a metadata document, their apps kept in the store. */
 export interface UnannouncedClients {
   /** The scopes such a client may be granted. */
   scopes: Scope[];
@@ -69,6 +69,19 @@ export interface UnannouncedClients {
   unused_lifetime?: number;
   /** RFC 7591 registration at /oauth2/register; absent: off. No initial access tokens: open registration. */
   registration?: { initial_access_tokens?: string[]; per_source?: number };
+  /** Client ID Metadata Documents: a client_id that is an https URL names a document the host fetches (with the package's guarded fetch); absent: off. */
+  documents?: {
+    /** Hosts documents may come from: "app.example" exactly, "*.example.com" any host under it; empty or absent: any. */
+    hosts?: string[];
+    /** The largest document, in bytes. Default 5120. */
+    max_bytes?: number;
+    /** How long a fetch may take, in milliseconds. Default 5000. */
+    timeout_ms?: number;
+    /** Seconds a document is kept at least before it is fetched again, whatever its Cache-Control says. Default 300. */
+    min_cache?: number;
+    /** Seconds a document is kept at most. Default 86400. */
+    max_cache?: number;
+  };
 }
 
 /** Refresh-token rotation (standards profile). A retry of a rotated refresh within `retry_window` seconds gets the same answer; a superseded token at any other time revokes its grant. */
@@ -429,6 +442,24 @@ impl Serialize for ClientsJson<'_> {
         if let Some(registration) = &clients.registration {
             out.serialize_entry("registration", &RegistrationJson(registration))?;
         }
+        if let Some(documents) = &clients.documents {
+            out.serialize_entry("documents", &DocumentsJson(documents))?;
+        }
+        out.end()
+    }
+}
+
+struct DocumentsJson<'a>(&'a DocumentPolicy);
+
+impl Serialize for DocumentsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let policy = self.0;
+        let mut out = s.serialize_map(None)?;
+        out.serialize_entry("hosts", &policy.hosts)?;
+        out.serialize_entry("max_bytes", &u64::from(policy.max_bytes))?;
+        out.serialize_entry("timeout_ms", &u64::from(policy.timeout_ms))?;
+        out.serialize_entry("min_cache", &policy.min_cache.0)?;
+        out.serialize_entry("max_cache", &policy.max_cache.0)?;
         out.end()
     }
 }
@@ -491,10 +522,41 @@ fn clients_from_json(value: &Value) -> Result<UnannouncedClients, ConfigError> {
                 }
                 clients.registration = Some(policy);
             }
+            "documents" => clients.documents = Some(documents_from_json(value, &at)?),
             _ => return Err(problem(&at, "is not a setting of profile.clients")),
         }
     }
     Ok(clients)
+}
+
+fn documents_from_json(value: &Value, at: &str) -> Result<DocumentPolicy, ConfigError> {
+    let mut policy = DocumentPolicy::default();
+    let small = |value: &Value, at: &str| {
+        u32::try_from(whole(value, at)?).map_err(|_| problem(at, "is too large"))
+    };
+    for (name, value) in object(value, at)? {
+        let at = format!("{at}.{name}");
+        match name.as_str() {
+            "hosts" => {
+                for (i, host) in array(value, &at)?.iter().enumerate() {
+                    policy
+                        .hosts
+                        .push(string(host, &format!("{at}[{i}]"))?.to_owned());
+                }
+            }
+            "max_bytes" => policy.max_bytes = small(value, &at)?,
+            "timeout_ms" => policy.timeout_ms = small(value, &at)?,
+            "min_cache" => policy.min_cache = Seconds(whole(value, &at)?),
+            "max_cache" => policy.max_cache = Seconds(whole(value, &at)?),
+            _ => {
+                return Err(problem(
+                    &at,
+                    "is not a setting of client metadata documents",
+                ))
+            }
+        }
+    }
+    Ok(policy)
 }
 
 /// A list of resource identifiers, each checked.

@@ -177,6 +177,8 @@ impl Default for AttemptLimits {
 /// them) expect to find: authorization server metadata (RFC 8414) and the issuer on every
 /// authorization response (RFC 9207).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+// One per configuration, read in place: its size costs nothing, a box would cost every reader.
+#[allow(clippy::large_enum_variant)]
 pub enum Profile {
     /// The reference service: nothing beyond SPEC.md is served.
     #[default]
@@ -241,6 +243,10 @@ pub struct UnannouncedClients {
     /// Dynamic client registration (RFC 7591) at `/oauth2/register`; `None` (the default):
     /// off.
     pub registration: Option<RegistrationPolicy>,
+    /// Client ID Metadata Documents: a `client_id` that is an https URL names a document the
+    /// core asks the host to fetch ([`Step::Fetch`](crate::Step::Fetch)); `None` (the default):
+    /// off.
+    pub documents: Option<DocumentPolicy>,
 }
 
 impl UnannouncedClients {
@@ -251,7 +257,64 @@ impl UnannouncedClients {
             scopes,
             unused_lifetime: Seconds(7_776_000),
             registration: None,
+            documents: None,
         }
+    }
+}
+
+/// Which Client ID Metadata Documents are fetched, and how (see [`Step::Fetch`](crate::Step::Fetch)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DocumentPolicy {
+    /// The hosts documents may be fetched from: a host (`app.example`, matched exactly, with
+    /// its port if the URL has one) or every host under a domain (`*.example.com`); empty (the
+    /// default): any host.
+    pub hosts: Vec<String>,
+    /// The largest document fetched, in bytes. Default 5120 (the draft's recommendation, §6.6).
+    pub max_bytes: u32,
+    /// How long a fetch may take, whole, in milliseconds. Default 5000.
+    pub timeout_ms: u32,
+    /// The shortest time a document is kept before it is fetched again, whatever its
+    /// `Cache-Control` says (`no-store` and `no-cache` included). Default 300 s.
+    pub min_cache: Seconds,
+    /// The longest: a document is fetched again at least this often. Default 86 400 s.
+    pub max_cache: Seconds,
+}
+
+impl Default for DocumentPolicy {
+    fn default() -> Self {
+        DocumentPolicy {
+            hosts: Vec::new(),
+            max_bytes: 5120,
+            timeout_ms: 5000,
+            min_cache: Seconds(300),
+            max_cache: Seconds(86_400),
+        }
+    }
+}
+
+impl DocumentPolicy {
+    /// Whether documents may be fetched from `host` (the URL's authority, as written).
+    ///
+    /// ```
+    /// # use edgegrant::DocumentPolicy;
+    /// let policy = DocumentPolicy { hosts: vec!["*.example.com".into(), "app.test".into()], ..DocumentPolicy::default() };
+    /// assert!(policy.allows("mcp.example.com"));
+    /// assert!(!policy.allows("example.com.evil"));
+    /// assert!(!policy.allows("app.test:8443"));
+    /// assert!(DocumentPolicy::default().allows("anything.example"));
+    /// ```
+    pub fn allows(&self, host: &str) -> bool {
+        let host = host.to_ascii_lowercase();
+        self.hosts.is_empty()
+            || self
+                .hosts
+                .iter()
+                .any(|allowed| match allowed.strip_prefix("*.") {
+                    Some(domain) => host
+                        .strip_suffix(domain)
+                        .is_some_and(|sub| sub.len() > 1 && sub.ends_with('.')),
+                    None => allowed.eq_ignore_ascii_case(&host),
+                })
     }
 }
 
@@ -657,6 +720,11 @@ impl Config {
     /// How clients nobody configured come in, if they may.
     pub fn unannounced(&self) -> Option<&UnannouncedClients> {
         self.standards()?.clients.as_ref()
+    }
+
+    /// Which Client ID Metadata Documents are fetched, if any are.
+    pub fn documents(&self) -> Option<&DocumentPolicy> {
+        self.unannounced()?.documents.as_ref()
     }
 
     /// The server's own secret key.

@@ -411,7 +411,8 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
             // The app's record in one batch with the user's link.
             let keys: Vec<&RecordKey> = [record].into_iter().chain(&parsed.link).collect();
             ctx.need(&keys)?;
-            let Some(stored) = ctx.app(app)? else {
+            // A document's client: its document fetched when it is not kept fresh.
+            let Some(stored) = ctx.current_app(app)? else {
                 return Ok(Decision::End(page_refusal(Refusal::UnknownClient)));
             };
             validated = match validate(ctx.config, stored, query) {

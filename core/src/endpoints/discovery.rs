@@ -103,6 +103,11 @@ pub(crate) fn document(config: &Config, issuer: &Issuer) -> String {
         ScopeSet::parse(OFFLINE_ACCESS).unwrap_or_default(),
         |all, app| all.union(&app.scopes()),
     );
+    // And those a client nobody configured may be granted.
+    let scopes = match config.unannounced() {
+        Some(clients) => scopes.union(&clients.scopes),
+        None => scopes,
+    };
     let implicit = config.apps().any(|app| app.implicit_allowed);
     let with_implicit = |always: &'static [&'static str], implicit_too: &'static str| {
         always
@@ -110,9 +115,15 @@ pub(crate) fn document(config: &Config, issuer: &Issuer) -> String {
             .copied()
             .chain(implicit.then_some(implicit_too))
     };
-    JsonObject::new()
+    let json = JsonObject::new()
         .string("authorization_endpoint", &format!("{origin}{AUTHORIZE}"))
-        .boolean("authorization_response_iss_parameter_supported", true)
+        .boolean("authorization_response_iss_parameter_supported", true);
+    // CIMD §5: a client whose client_id is a URL tries it only where this says so.
+    let json = match config.documents() {
+        Some(_) => json.boolean("client_id_metadata_document_supported", true),
+        None => json,
+    };
+    json
         // The profile with metadata takes S256 alone (OAuth 2.1).
         .strings("code_challenge_methods_supported", ["S256"])
         .strings(

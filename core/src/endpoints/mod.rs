@@ -148,11 +148,14 @@ impl Route {
         }
     }
 
-    /// Where a failure of the request as a whole (storage, contention) is answered: a page for
-    /// the browser's authorization requests, JSON for the endpoints clients call.
+    /// Where a failure of the request as a whole (storage, contention, a client's metadata
+    /// document) is answered: a page for the browser's authorization requests, JSON for the
+    /// endpoints clients call.
     pub fn failure_channel(&self) -> Via {
         match self {
             Route::Authorize(_) => Via::Page,
+            // A document's client has no secret, so never authenticated by Basic: 400.
+            Route::Token(_) | Route::Manage(_) => Via::Token { basic: false },
             _ => Via::Plain,
         }
     }

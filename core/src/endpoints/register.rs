@@ -8,28 +8,21 @@
 
 use serde_json::{Map, Value};
 
-use crate::config::{check_redirect_uri, App, Config, DefaultTokenType, Permissions};
+use crate::client_metadata::{draft, Draft, MetadataFault, Origin};
+use crate::config::Config;
 use crate::credentials::{ClientSecret, RegistrationToken, RegistrationTokenDigest, SecretDigest};
 use crate::ctx::{app_record, create, replace, Ctx, Decision, Flow};
 use crate::ending::{Ending, Registered, Via};
 use crate::endpoints::attempts::{self, Guard};
 use crate::endpoints::within_limit;
-use crate::ids::{AppKey, RedirectUri};
-use crate::records::{
-    AboutClient, AppRecord, AuthMethod, Provenance, Record, RecordKey, Registration,
-};
+use crate::ids::AppKey;
+use crate::records::{AppRecord, AuthMethod, Provenance, Record, RecordKey, Registration};
 use crate::refusal::Refusal;
 use crate::routes::{client_in_path, Method};
-use crate::scope::{ScopeSet, OFFLINE_ACCESS};
 use crate::step::{AuditEvent, Transaction};
 use crate::time::UnixTime;
 use crate::wire::bearer::bearer_token;
 use crate::wire::http::HttpRequest;
-
-/// The most redirect URIs, contacts or characters of one text a registration may carry.
-const MAX_REDIRECT_URIS: usize = 16;
-const MAX_CONTACTS: usize = 8;
-const MAX_TEXT: usize = 256;
 
 /// A registration, its metadata validated; or a request to a registered client's
 /// configuration (RFC 7592).
@@ -74,24 +67,20 @@ enum Management {
     Delete,
 }
 
-/// What the client will be registered with (the key, secret and token are minted on deciding).
-#[derive(Clone, Debug)]
-pub(crate) struct Draft {
-    name: Option<String>,
-    redirect_uris: Vec<RedirectUri>,
-    scopes: ScopeSet,
-    auth_method: AuthMethod,
-    refresh_tokens: bool,
-    native: bool,
-    about: AboutClient,
-}
-
 fn refuse<T>(refusal: Refusal) -> Result<T, Ending> {
     Err(Ending::Refused(refusal, Via::Token { basic: false }))
 }
 
 fn metadata<T>(why: impl Into<String>) -> Result<T, Ending> {
     refuse(Refusal::InvalidClientMetadata(why.into()))
+}
+
+/// Metadata as registered, or RFC 7591 §3.2.2's error for why not.
+fn checked(draft: Result<Draft, MetadataFault>) -> Result<Draft, Ending> {
+    draft.or_else(|fault| match fault {
+        MetadataFault::RedirectUri(why) => refuse(Refusal::InvalidRedirectUri(why)),
+        MetadataFault::Metadata(why) => metadata(why),
+    })
 }
 
 pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, Ending> {
@@ -121,7 +110,12 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
         }
     }
     let fields = json_object(request)?;
-    let draft = draft(config, &clients.scopes, &fields)?;
+    let draft = checked(draft(
+        config,
+        &clients.scopes,
+        &fields,
+        Origin::Registration,
+    ))?;
     let guards = match (&request.source, policy.per_source) {
         (Some(source), limit) if limit > 0 => vec![attempts::registrations(config, source, limit)],
         _ => Vec::new(),
@@ -166,7 +160,15 @@ pub(crate) fn parse_management(config: &Config, request: &HttpRequest) -> Result
                 .get("client_secret")
                 .and_then(Value::as_str)
                 .map(ClientSecret::digest_of);
-            Management::Update(Box::new(draft(config, &clients.scopes, &fields)?), secret)
+            Management::Update(
+                Box::new(checked(draft(
+                    config,
+                    &clients.scopes,
+                    &fields,
+                    Origin::Registration,
+                ))?),
+                secret,
+            )
         }
     };
     Ok(Parsed::Manage(Box::new(Managed {
@@ -196,149 +198,6 @@ fn json_object(request: &HttpRequest) -> Result<Map<String, Value>, Ending> {
         Ok(Value::Object(fields)) => Ok(fields),
         _ => metadata("the body must be a JSON object"),
     }
-}
-
-/// The metadata of RFC 7591 §2 this server takes, checked; anything else is ignored (§2: "MUST
-/// ignore any client metadata it does not understand").
-fn draft(
-    config: &Config,
-    grantable: &ScopeSet,
-    fields: &Map<String, Value>,
-) -> Result<Draft, Ending> {
-    let text = |name: &str| -> Result<Option<String>, Ending> {
-        match fields.get(name) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(text))
-                if text.len() <= MAX_TEXT && !text.chars().any(char::is_control) =>
-            {
-                Ok(Some(text.trim().to_owned()).filter(|t| !t.is_empty()))
-            }
-            Some(_) => metadata(format!(
-                "{name} must be a string of at most {MAX_TEXT} bytes without control characters"
-            )),
-        }
-    };
-    let list = |name: &str, max: usize| -> Result<Option<Vec<&str>>, Ending> {
-        match fields.get(name) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Array(items)) if items.len() <= max => items
-                .iter()
-                .map(|item| item.as_str())
-                .collect::<Option<Vec<&str>>>()
-                .map(Some)
-                .map_or_else(|| metadata(format!("{name} must be a list of strings")), Ok),
-            Some(_) => metadata(format!("{name} must be a list of at most {max} strings")),
-        }
-    };
-    // Redirect URIs: required for the code flow (§2), each by the rules of configured apps.
-    let uris = list("redirect_uris", MAX_REDIRECT_URIS)?.unwrap_or_default();
-    if uris.is_empty() {
-        return refuse(Refusal::InvalidRedirectUri(
-            "redirect_uris must name at least one redirect URI".into(),
-        ));
-    }
-    let mut redirect_uris = Vec::with_capacity(uris.len());
-    for uri in uris {
-        let checked = RedirectUri::new(uri)
-            .map_err(|e| e.to_string())
-            .and_then(|parsed| {
-                check_redirect_uri(&parsed, config.policy())
-                    .map(|()| parsed)
-                    .map_err(str::to_owned)
-            });
-        match checked {
-            Ok(parsed) => redirect_uris.push(parsed),
-            Err(why) => return refuse(Refusal::InvalidRedirectUri(format!("{uri}: {why}"))),
-        }
-    }
-    let auth_method = match text("token_endpoint_auth_method")?.as_deref() {
-        // §2: the default is client_secret_basic.
-        None | Some("client_secret_basic") => AuthMethod::ClientSecretBasic,
-        Some("client_secret_post") => AuthMethod::ClientSecretPost,
-        Some("none") => AuthMethod::None,
-        Some(other) => {
-            return metadata(format!(
-                "token_endpoint_auth_method {other} is not supported: none, \
-                 client_secret_basic or client_secret_post"
-            ))
-        }
-    };
-    // The grant and response types this server has for such a client; the rest is left out
-    // of the registration (§3.2.1), but the code flow must be among them.
-    let grant_types = list("grant_types", 8)?.unwrap_or(vec!["authorization_code"]);
-    if !grant_types.contains(&"authorization_code") {
-        return metadata("grant_types must include authorization_code");
-    }
-    let response_types = list("response_types", 8)?.unwrap_or(vec!["code"]);
-    if !response_types.contains(&"code") {
-        return metadata("response_types must include code");
-    }
-    let native = match text("application_type")?.as_deref() {
-        None | Some("web") => false,
-        Some("native") => true,
-        Some(_) => return metadata("application_type must be web or native"),
-    };
-    if fields.contains_key("jwks") || fields.contains_key("jwks_uri") {
-        return metadata("jwks and jwks_uri are not supported: register a client_secret or none");
-    }
-    // The scopes asked for, among those such a client may be granted (offline_access is any
-    // client's to ask for at authorization).
-    let scopes = match text("scope")? {
-        None => grantable.clone(),
-        Some(asked) => {
-            let Ok(asked) = ScopeSet::parse(&asked) else {
-                return metadata("scope must be space-separated scope tokens (RFC 6749 §3.3)");
-            };
-            let kept = ScopeSet::parse(
-                &asked
-                    .iter()
-                    .filter(|name| *name != OFFLINE_ACCESS && grantable.iter().any(|g| g == *name))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            );
-            match kept {
-                Ok(kept) => kept,
-                Err(_) if asked.iter().all(|name| name == OFFLINE_ACCESS) => grantable.clone(),
-                Err(_) => {
-                    return metadata(format!(
-                        "none of the scopes asked for can be granted here: {}",
-                        grantable
-                    ))
-                }
-            }
-        }
-    };
-    let url = |name: &str| -> Result<Option<String>, Ending> {
-        match text(name)? {
-            Some(value) if !value.starts_with("https://") => {
-                metadata(format!("{name} must be an https URL"))
-            }
-            other => Ok(other),
-        }
-    };
-    let about = AboutClient {
-        client_uri: url("client_uri")?,
-        logo_uri: url("logo_uri")?,
-        tos_uri: url("tos_uri")?,
-        policy_uri: url("policy_uri")?,
-        contacts: list("contacts", MAX_CONTACTS)?
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|c| c.len() <= MAX_TEXT && !c.chars().any(char::is_control))
-            .map(str::to_owned)
-            .collect(),
-        software_id: text("software_id")?,
-        software_version: text("software_version")?,
-    };
-    Ok(Draft {
-        name: text("client_name")?,
-        redirect_uris,
-        scopes,
-        auth_method,
-        refresh_tokens: grant_types.contains(&"refresh_token"),
-        native,
-        about,
-    })
 }
 
 pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
@@ -378,7 +237,8 @@ fn register(draft: &Draft, guards: &[Guard], ctx: &Ctx<'_>) -> Flow<Decision> {
     let secret = (draft.auth_method != AuthMethod::None)
         .then(|| ClientSecret::minted(base64url(&ctx.entropy.primary())));
     let token = RegistrationToken::minted(base64url(&ctx.entropy.secondary()));
-    let record = draft.record(
+    let record = registered(
+        draft,
         key.clone(),
         secret.as_ref().map(ClientSecret::digest),
         &token,
@@ -410,45 +270,26 @@ fn register(draft: &Draft, guards: &[Guard], ctx: &Ctx<'_>) -> Flow<Decision> {
     ))
 }
 
-impl Draft {
-    /// The stored app this metadata makes, with what the server minted and when.
-    fn record(
-        &self,
-        key: AppKey,
-        secret: Option<SecretDigest>,
-        token: &RegistrationToken,
-        issued_at: UnixTime,
-        used_at: UnixTime,
-    ) -> AppRecord {
-        let app = App {
-            name: self.name.clone().unwrap_or_else(|| key.to_string()),
-            key,
-            secret_digest: secret,
-            redirect_uris: self.redirect_uris.clone(),
-            permissions: Permissions::Scoped {
-                scopes: self.scopes.clone(),
-            },
-            // A client that registered the refresh_token grant gets refresh tokens without
-            // asking (the MCP TypeScript SDK 1.x never asks).
-            default_token_type: if self.refresh_tokens {
-                DefaultTokenType::Offline
-            } else {
-                DefaultTokenType::ShortLived
-            },
-            implicit_allowed: false,
-        };
-        AppRecord {
-            app,
-            provenance: Provenance::Registered(Registration {
-                issued_at,
-                token: token.digest(),
-                auth_method: self.auth_method,
-                refresh_tokens: self.refresh_tokens,
-                native: self.native,
-                about: self.about.clone(),
-            }),
-            used_at,
-        }
+/// The stored app a registration makes, with what the server minted and when.
+fn registered(
+    draft: &Draft,
+    key: AppKey,
+    secret: Option<SecretDigest>,
+    token: &RegistrationToken,
+    issued_at: UnixTime,
+    used_at: UnixTime,
+) -> AppRecord {
+    AppRecord {
+        app: draft.app(key, secret),
+        provenance: Provenance::Registered(Registration {
+            issued_at,
+            token: token.digest(),
+            auth_method: draft.auth_method,
+            refresh_tokens: draft.refresh_tokens,
+            native: draft.native,
+            about: draft.about.clone(),
+        }),
+        used_at,
     }
 }
 
@@ -471,7 +312,10 @@ fn manage(managed: &Managed, ctx: &Ctx<'_>) -> Flow<Decision> {
         return unauthorized();
     };
     let current = loaded.record;
-    let Provenance::Registered(registration) = &current.provenance;
+    let Provenance::Registered(registration) = &current.provenance else {
+        // A document's client is its document's to change, not managed here.
+        return unauthorized();
+    };
     // §2.1: an unknown client and a wrong token are answered alike (401), so that neither
     // tells whether the client exists; an expired client is unknown.
     if ctx.now >= current.used_at.plus(lifetime) || !registration.token.is(&managed.token) {
@@ -482,8 +326,9 @@ fn manage(managed: &Managed, ctx: &Ctx<'_>) -> Flow<Decision> {
     let (record, audit) = match &managed.operation {
         Management::Read => {
             let mut record = current.clone();
-            let Provenance::Registered(registration) = &mut record.provenance;
-            registration.token = token.digest();
+            if let Provenance::Registered(registration) = &mut record.provenance {
+                registration.token = token.digest();
+            }
             (record, None)
         }
         Management::Update(draft, presented) => {
@@ -505,7 +350,8 @@ fn manage(managed: &Managed, ctx: &Ctx<'_>) -> Flow<Decision> {
                     Via::Token { basic: false },
                 )));
             }
-            let record = draft.record(
+            let record = registered(
+                draft,
                 managed.app.clone(),
                 secret,
                 &token,

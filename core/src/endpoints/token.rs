@@ -147,6 +147,10 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     if let Err(failed) = verify(ctx, client, &beside)? {
         return decide_failed(&failed, ctx);
     }
+    // A document's client gets tokens by its current document: fetched again once its cache
+    // lifetime is over (a document that vanished or changed is seen here).
+    // (Verified, it stands: the fresh copy is the same app or a refusal.)
+    ctx.current_app(&client.app)?;
     // A stored app is renewed by its use (see `UnannouncedClients::unused_lifetime`).
     Ok(ctx.with_renewal(&client.app, decide_grant(parsed, ctx)?))
 }

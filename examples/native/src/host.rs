@@ -1,11 +1,13 @@
 //! The host's state and the calling contract of the core: one [`edgegrant::Request`] per
 //! request, driven against the SQLite store until it answers.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use edgegrant::{
-    AuditEvent, Authorized, Config, Entropy, Event, Misuse, Reply, Step, UnixTime, ENTROPY_LEN,
+    AuditEvent, Authorized, Config, Entropy, Event, Fetch, FetchFailure, Fetched, Misuse, Reply,
+    Step, UnixTime, ENTROPY_LEN,
 };
 
 use crate::config::Accounts;
@@ -37,6 +39,11 @@ pub struct TestState {
     pub audit: Vec<serde_json::Value>,
     /// The table of the last reset, dropped at the next.
     pub table: Option<Store>,
+    /// The web its fetches of client metadata documents see, once `/__test__/clock` set it: by
+    /// URL, what a fetch gets.
+    pub web: HashMap<String, Result<Fetched, FetchFailure>>,
+    /// The URLs fetched since the last `/__test__/audit`.
+    pub fetched: Vec<String>,
 }
 
 /// The whole host.
@@ -163,6 +170,25 @@ impl App {
         }
     }
 
+    /// A client's metadata document. This host has no guarded fetch of its own (the npm
+    /// package's hosts do: see `pkg/src/documents-node.js`), so it refuses to start with
+    /// `profile.clients.documents` on (config.rs); in test mode it answers from the web
+    /// `/__test__/clock` set, as the conformance runner's other hosts do.
+    fn fetch(&self, fetch: &Fetch) -> Event {
+        let Some(mut state) = self.test_state() else {
+            return Event::FetchFailed(FetchFailure::Refused);
+        };
+        state.fetched.push(fetch.url.clone());
+        match state.web.get(&fetch.url) {
+            Some(Ok(fetched)) if fetched.body.len() > fetch.max_bytes as usize => {
+                Event::FetchFailed(FetchFailure::TooLarge)
+            }
+            Some(Ok(fetched)) => Event::Fetched(fetched.clone()),
+            Some(Err(failure)) => Event::FetchFailed(*failure),
+            None => Event::FetchFailed(FetchFailure::Unreachable),
+        }
+    }
+
     /// Runs `request` from its first `step` against `store` to its end, on one pooled
     /// connection. Blocking: call it off the async threads.
     pub fn drive(
@@ -203,6 +229,7 @@ impl App {
                             Event::Unavailable
                         }
                     },
+                    Step::Fetch(fetch) => self.fetch(&fetch),
                     Step::Respond(reply) => return Ok(Finish::Reply(reply)),
                     Step::Serve(authorized) => return Ok(Finish::Serve(authorized)),
                 };

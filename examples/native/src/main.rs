@@ -95,6 +95,13 @@ async fn main() -> ExitCode {
 async fn serve(args: Args) -> Result<(), String> {
     let allow_sample_secret = std::env::var("EDGEGRANT_ALLOW_SAMPLE_SECRET").as_deref() == Ok("1");
     let config = config::load(&args.config, allow_sample_secret)?;
+    if config.core.documents().is_some() && !args.test_mode {
+        return Err(
+            "profile.clients.documents: this host does not fetch client metadata \
+                    documents (it has no guarded fetch); the Node and Worker hosts do"
+                .into(),
+        );
+    }
     let pool = Pool::open(&config.database)
         .map_err(|e| format!("cannot open {}: {e}", config.database.display()))?;
     let store = Store::open(&pool, DEFAULT_TABLE)

@@ -6,19 +6,25 @@
 //! - `/__test__/reset {config, users: [{name, account_id, uid}]}` → `{cookies: {<name>: "session=…"}}`:
 //!   this configuration (apps, policy, api_endpoints; the host's pages) and these users (signed
 //!   in by the returned cookies only), over a new, empty table; the clock back to the system's.
-//! - `/__test__/clock {now, entropy}` → `{}`: every core call from then on runs at `now` with
-//!   these bytes (hex, exactly `ENTROPY_LEN` of them).
+//! - `/__test__/clock {now, entropy, web}` → `{}`: every core call from then on runs at `now`
+//!   with these bytes (hex, exactly `ENTROPY_LEN` of them), and fetches client metadata
+//!   documents from `web` (URL → `{status, cache_control, body: hex}` or `{fails}`; none: no
+//!   document is reachable).
 //! - `/__test__/event {kind: "unlink", app, account_id, by}` → `{outcome}`;
 //!   `{kind: "migrate_app", app}` → `{outcome: "migrated"}` (same table).
-//! - `/__test__/audit {}` → `{audit: […]}`: the audit events since the last call.
+//! - `/__test__/audit {}` → `{audit: […], fetched: […]}`: the audit events and the URLs
+//!   fetched since the last call.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::Body;
 use axum::http::{Method, StatusCode};
 use axum::response::Response;
-use edgegrant::{AccountId, AppKey, Entropy, Input, UnixTime, Unlinker, ENTROPY_LEN};
+use edgegrant::{
+    AccountId, AppKey, Entropy, FetchFailure, Fetched, Input, UnixTime, Unlinker, ENTROPY_LEN,
+};
 use serde_json::{json, Map, Value};
 
 use crate::config::{accounts, core_config, Account, Accounts};
@@ -137,6 +143,8 @@ async fn reset(app: &Arc<App>, body: &Map<String, Value>) -> Response {
     let previous = app.test_state().and_then(|mut state| {
         state.clock = None;
         state.audit.clear();
+        state.web.clear();
+        state.fetched.clear();
         state.table.replace(store)
     });
     if let Some(previous) = previous {
@@ -217,10 +225,45 @@ fn clock(app: &App, body: &Map<String, Value>) -> Response {
             &format!("entropy must be the hex of exactly {ENTROPY_LEN} bytes"),
         );
     };
+    let web = match body.get("web").map(web) {
+        None => HashMap::new(),
+        Some(Ok(web)) => web,
+        Some(Err(why)) => return refuse(StatusCode::BAD_REQUEST, &why),
+    };
     if let Some(mut state) = app.test_state() {
         state.clock = Some((UnixTime(now), entropy));
+        state.web = web;
     }
     ok(json!({}))
+}
+
+/// The web of `/__test__/clock`: URL → `{status, cache_control, body}` (the body in hex) or
+/// `{fails}` (a fetch failure's name).
+fn web(value: &Value) -> Result<HashMap<String, Result<Fetched, FetchFailure>>, String> {
+    let mut web = HashMap::new();
+    for (url, answer) in value.as_object().ok_or("web must be an object")? {
+        let bad = || format!("web {url}: {{status, cache_control, body: hex}} or {{fails}}");
+        let answer = match answer.get("fails").and_then(Value::as_str) {
+            Some(name) => Err(FetchFailure::from_name(name).ok_or_else(bad)?),
+            None => Ok(Fetched {
+                status: answer
+                    .get("status")
+                    .and_then(Value::as_u64)
+                    .and_then(|s| u16::try_from(s).ok())
+                    .ok_or_else(bad)?,
+                cache_control: answer
+                    .get("cache_control")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                body: match answer.get("body") {
+                    None => Vec::new(),
+                    Some(body) => body.as_str().and_then(hex).ok_or_else(bad)?,
+                },
+            }),
+        };
+        web.insert(url.clone(), answer);
+    }
+    Ok(web)
 }
 
 async fn event(app: &Arc<App>, body: &Map<String, Value>) -> Response {
@@ -289,9 +332,14 @@ async fn event(app: &Arc<App>, body: &Map<String, Value>) -> Response {
 }
 
 fn audit(app: &App) -> Response {
-    let events = app
+    let (events, fetched) = app
         .test_state()
-        .map(|mut state| std::mem::take(&mut state.audit))
+        .map(|mut state| {
+            (
+                std::mem::take(&mut state.audit),
+                std::mem::take(&mut state.fetched),
+            )
+        })
         .unwrap_or_default();
-    ok(json!({ "audit": events }))
+    ok(json!({ "audit": events, "fetched": fetched }))
 }

@@ -1,0 +1,233 @@
+//! Client metadata (RFC 7591 §2), as a registration sends it and a Client ID Metadata Document
+//! holds it: read, checked against what this server supports, and made an [`App`].
+//!
+//! What the server lacks is left out rather than refused (RFC 7591 §3.2.1: a server may
+//! register less than asked, and answers what it registered); what it cannot honour is refused
+//! with the reason.
+
+use serde_json::{Map, Value};
+
+use crate::config::{check_redirect_uri, App, Config, DefaultTokenType, Permissions};
+use crate::credentials::SecretDigest;
+use crate::ids::{AppKey, RedirectUri};
+use crate::records::{AboutClient, AuthMethod};
+use crate::scope::{ScopeSet, OFFLINE_ACCESS};
+
+/// The most redirect URIs, contacts or characters of one text a client's metadata may carry.
+const MAX_REDIRECT_URIS: usize = 16;
+const MAX_CONTACTS: usize = 8;
+const MAX_TEXT: usize = 256;
+
+/// What a client's metadata says, checked: what it will be registered with (the key, secret and
+/// token are minted on deciding), or what its document makes it.
+#[derive(Clone, Debug)]
+pub(crate) struct Draft {
+    pub name: Option<String>,
+    pub redirect_uris: Vec<RedirectUri>,
+    pub scopes: ScopeSet,
+    pub auth_method: AuthMethod,
+    pub refresh_tokens: bool,
+    pub native: bool,
+    pub about: AboutClient,
+}
+
+/// Where the metadata comes from: what it may hold differs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// A registration (RFC 7591): a secret or none.
+    Registration,
+    /// A Client ID Metadata Document: never a shared secret.
+    Document,
+}
+
+/// Why metadata cannot be taken: a redirect URI (RFC 7591 `invalid_redirect_uri`) or anything
+/// else (`invalid_client_metadata`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum MetadataFault {
+    RedirectUri(String),
+    Metadata(String),
+}
+
+fn metadata<T>(why: impl Into<String>) -> Result<T, MetadataFault> {
+    Err(MetadataFault::Metadata(why.into()))
+}
+
+impl Draft {
+    /// The app this metadata makes under `key`, with `secret` (a registration's).
+    pub fn app(&self, key: AppKey, secret: Option<SecretDigest>) -> App {
+        App {
+            name: self.name.clone().unwrap_or_else(|| key.to_string()),
+            key,
+            secret_digest: secret,
+            redirect_uris: self.redirect_uris.clone(),
+            permissions: Permissions::Scoped {
+                scopes: self.scopes.clone(),
+            },
+            // A client that lists the refresh_token grant gets refresh tokens without asking
+            // (the MCP TypeScript SDK 1.x never asks).
+            default_token_type: if self.refresh_tokens {
+                DefaultTokenType::Offline
+            } else {
+                DefaultTokenType::ShortLived
+            },
+            implicit_allowed: false,
+        }
+    }
+}
+
+/// The metadata of RFC 7591 §2 this server takes, checked; anything else is ignored (§2: "MUST
+/// ignore any client metadata it does not understand").
+pub(crate) fn draft(
+    config: &Config,
+    grantable: &ScopeSet,
+    fields: &Map<String, Value>,
+    origin: Origin,
+) -> Result<Draft, MetadataFault> {
+    let text = |name: &str| -> Result<Option<String>, MetadataFault> {
+        match fields.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(text))
+                if text.len() <= MAX_TEXT && !text.chars().any(char::is_control) =>
+            {
+                Ok(Some(text.trim().to_owned()).filter(|t| !t.is_empty()))
+            }
+            Some(_) => metadata(format!(
+                "{name} must be a string of at most {MAX_TEXT} bytes without control characters"
+            )),
+        }
+    };
+    let list = |name: &str, max: usize| -> Result<Option<Vec<&str>>, MetadataFault> {
+        match fields.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(items)) if items.len() <= max => items
+                .iter()
+                .map(|item| item.as_str())
+                .collect::<Option<Vec<&str>>>()
+                .map(Some)
+                .map_or_else(|| metadata(format!("{name} must be a list of strings")), Ok),
+            Some(_) => metadata(format!("{name} must be a list of at most {max} strings")),
+        }
+    };
+    // Redirect URIs: required for the code flow (§2), each by the rules of configured apps.
+    let uris = list("redirect_uris", MAX_REDIRECT_URIS)?.unwrap_or_default();
+    if uris.is_empty() {
+        return Err(MetadataFault::RedirectUri(
+            "redirect_uris must name at least one redirect URI".into(),
+        ));
+    }
+    let mut redirect_uris = Vec::with_capacity(uris.len());
+    for uri in uris {
+        let checked = RedirectUri::new(uri)
+            .map_err(|e| e.to_string())
+            .and_then(|parsed| {
+                check_redirect_uri(&parsed, config.policy())
+                    .map(|()| parsed)
+                    .map_err(str::to_owned)
+            });
+        match checked {
+            Ok(parsed) => redirect_uris.push(parsed),
+            Err(why) => return Err(MetadataFault::RedirectUri(format!("{uri}: {why}"))),
+        }
+    }
+    let auth_method = match (origin, text("token_endpoint_auth_method")?.as_deref()) {
+        // RFC 7591 §2: a registration's default is client_secret_basic.
+        (Origin::Registration, None | Some("client_secret_basic")) => AuthMethod::ClientSecretBasic,
+        (Origin::Registration, Some("client_secret_post")) => AuthMethod::ClientSecretPost,
+        (_, Some("none")) => AuthMethod::None,
+        (Origin::Registration, Some(other)) => {
+            return metadata(format!(
+                "token_endpoint_auth_method {other} is not supported: none, \
+                 client_secret_basic or client_secret_post"
+            ))
+        }
+        // A document is public: nobody could have handed its client a secret (CIMD §4.1).
+        (Origin::Document, None) => AuthMethod::None,
+        (Origin::Document, Some(other)) => {
+            return metadata(format!(
+                "token_endpoint_auth_method {other} is not supported for a metadata document's \
+                 client: none"
+            ))
+        }
+    };
+    if origin == Origin::Document
+        && (fields.contains_key("client_secret") || fields.contains_key("client_secret_expires_at"))
+    {
+        return metadata("a metadata document holds no client_secret (CIMD §4.1)");
+    }
+    // The grant and response types this server has for such a client; the rest is left out
+    // of the registration (§3.2.1), but the code flow must be among them.
+    let grant_types = list("grant_types", 8)?.unwrap_or(vec!["authorization_code"]);
+    if !grant_types.contains(&"authorization_code") {
+        return metadata("grant_types must include authorization_code");
+    }
+    let response_types = list("response_types", 8)?.unwrap_or(vec!["code"]);
+    if !response_types.contains(&"code") {
+        return metadata("response_types must include code");
+    }
+    let native = match text("application_type")?.as_deref() {
+        None | Some("web") => false,
+        Some("native") => true,
+        Some(_) => return metadata("application_type must be web or native"),
+    };
+    if fields.contains_key("jwks") || fields.contains_key("jwks_uri") {
+        return metadata("jwks and jwks_uri are not supported: a client_secret or none");
+    }
+    // The scopes asked for, among those such a client may be granted (offline_access is any
+    // client's to ask for at authorization).
+    let scopes = match text("scope")? {
+        None => grantable.clone(),
+        Some(asked) => {
+            let Ok(asked) = ScopeSet::parse(&asked) else {
+                return metadata("scope must be space-separated scope tokens (RFC 6749 §3.3)");
+            };
+            let kept = ScopeSet::parse(
+                &asked
+                    .iter()
+                    .filter(|name| *name != OFFLINE_ACCESS && grantable.iter().any(|g| g == *name))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            );
+            match kept {
+                Ok(kept) => kept,
+                Err(_) if asked.iter().all(|name| name == OFFLINE_ACCESS) => grantable.clone(),
+                Err(_) => {
+                    return metadata(format!(
+                        "none of the scopes asked for can be granted here: {}",
+                        grantable
+                    ))
+                }
+            }
+        }
+    };
+    let url = |name: &str| -> Result<Option<String>, MetadataFault> {
+        match text(name)? {
+            Some(value) if !value.starts_with("https://") => {
+                metadata(format!("{name} must be an https URL"))
+            }
+            other => Ok(other),
+        }
+    };
+    let about = AboutClient {
+        client_uri: url("client_uri")?,
+        logo_uri: url("logo_uri")?,
+        tos_uri: url("tos_uri")?,
+        policy_uri: url("policy_uri")?,
+        contacts: list("contacts", MAX_CONTACTS)?
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|c| c.len() <= MAX_TEXT && !c.chars().any(char::is_control))
+            .map(str::to_owned)
+            .collect(),
+        software_id: text("software_id")?,
+        software_version: text("software_version")?,
+    };
+    Ok(Draft {
+        name: text("client_name")?,
+        redirect_uris,
+        scopes,
+        auth_method,
+        refresh_tokens: grant_types.contains(&"refresh_token"),
+        native,
+        about,
+    })
+}

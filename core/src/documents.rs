@@ -1,0 +1,126 @@
+//! Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document-01): a `client_id`
+//! that is an https URL names a JSON document of client metadata at that URL. The core asks the
+//! host to fetch it ([`Step::Fetch`]), checks what came back, and keeps it as the app's record
+//! for as long as its `Cache-Control` says, within the configured bounds — so that a returning
+//! client costs no fetch, and a document that changed or vanished is seen within a day.
+
+use serde_json::Value;
+
+use crate::client_metadata::{draft, MetadataFault, Origin};
+use crate::config::{Config, DocumentPolicy};
+use crate::ids::AppKey;
+use crate::records::{AppRecord, DocumentClient, Provenance};
+use crate::refusal::DocumentFault;
+use crate::step::{Fetch, FetchFailure, Fetched};
+use crate::time::{Seconds, UnixTime};
+
+/// The fetch of `app`'s document, if its host may be fetched from.
+pub(crate) fn fetch(config: &Config, app: &AppKey) -> Result<Fetch, DocumentFault> {
+    let (Some(policy), Some(url), Some(host)) =
+        (config.documents(), app.document_url(), app.document_host())
+    else {
+        return Err(DocumentFault::HostNotAllowed);
+    };
+    if !policy.allows(host) {
+        return Err(DocumentFault::HostNotAllowed);
+    }
+    Ok(Fetch {
+        url: url.to_owned(),
+        max_bytes: policy.max_bytes,
+        timeout_ms: policy.timeout_ms,
+    })
+}
+
+/// Why a fetch that got no answer cannot be used.
+pub(crate) fn failed(failure: FetchFailure) -> DocumentFault {
+    match failure {
+        FetchFailure::Refused => DocumentFault::AddressRefused,
+        FetchFailure::TooLarge => DocumentFault::TooLarge,
+        FetchFailure::Timeout => DocumentFault::Timeout,
+        FetchFailure::Unreachable => DocumentFault::Unreachable,
+    }
+}
+
+/// The record `fetched` makes of `app`'s document at `now`, or why it makes none (§4: only a
+/// `200` with a JSON object naming its own URL as `client_id`, its metadata as a document's
+/// client may hold it). Nothing of a refused document is kept (§4.4).
+pub(crate) fn accept(
+    config: &Config,
+    app: &AppKey,
+    fetched: &Fetched,
+    now: UnixTime,
+) -> Result<AppRecord, DocumentFault> {
+    let (Some(clients), Some(policy)) = (config.unannounced(), config.documents()) else {
+        return Err(DocumentFault::HostNotAllowed);
+    };
+    if fetched.status != 200 {
+        return Err(DocumentFault::Status(fetched.status));
+    }
+    // The host stops reading at the limit; a host that did not is held to it here.
+    if fetched.body.len() > policy.max_bytes as usize {
+        return Err(DocumentFault::TooLarge);
+    }
+    // Read as text: the configuration's reader of JSON text is linked already.
+    let text = std::str::from_utf8(&fetched.body).map_err(|_| DocumentFault::NotJson)?;
+    let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(text) else {
+        return Err(DocumentFault::NotJson);
+    };
+    // §4.1: the very URL, compared as strings.
+    if fields.get("client_id").and_then(Value::as_str) != app.document_url() {
+        return Err(DocumentFault::WrongClientId);
+    }
+    let metadata = draft(config, &clients.scopes, &fields, Origin::Document).map_err(|fault| {
+        DocumentFault::Invalid(match fault {
+            MetadataFault::RedirectUri(why) | MetadataFault::Metadata(why) => why,
+        })
+    })?;
+    Ok(AppRecord {
+        app: metadata.app(app.clone(), None),
+        provenance: Provenance::Document(DocumentClient {
+            fetched_at: now,
+            fresh_until: now.plus(lifetime(fetched.cache_control.as_deref(), policy)),
+            refresh_tokens: metadata.refresh_tokens,
+            native: metadata.native,
+            about: metadata.about,
+        }),
+        used_at: now,
+    })
+}
+
+/// How long a document is kept: its `max-age` (RFC 9111 §5.2.2.1), none at all for `no-store`
+/// or `no-cache`, the shortest when it says nothing — always within the policy's bounds.
+fn lifetime(cache_control: Option<&str>, policy: &DocumentPolicy) -> Seconds {
+    let mut max_age = None;
+    for directive in cache_control.unwrap_or_default().split(',') {
+        let (name, value) = directive.split_once('=').unwrap_or((directive, ""));
+        match name.trim().to_ascii_lowercase().as_str() {
+            "no-store" | "no-cache" => return policy.min_cache,
+            "max-age" => max_age = value.trim().trim_matches('"').parse::<u64>().ok(),
+            _ => {}
+        }
+    }
+    Seconds(
+        max_age
+            .unwrap_or(0)
+            .clamp(policy.min_cache.0, policy.max_cache.0),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_document_is_kept_for_its_max_age_within_the_bounds() {
+        let policy = DocumentPolicy::default(); // 300 ..= 86 400 s
+        let kept = |header: Option<&str>| lifetime(header, &policy).0;
+        assert_eq!(kept(Some("public, max-age=3600")), 3600);
+        assert_eq!(kept(Some("max-age=\"600\"")), 600);
+        assert_eq!(kept(Some("Max-Age=60")), 300);
+        assert_eq!(kept(Some("max-age=31536000, immutable")), 86_400);
+        assert_eq!(kept(Some("max-age=3600, no-cache")), 300);
+        assert_eq!(kept(Some("no-store")), 300);
+        assert_eq!(kept(Some("max-age=soon")), 300);
+        assert_eq!(kept(None), 300);
+    }
+}
