@@ -18,7 +18,7 @@ import { startServer } from "../../examples/node/server.mjs";
 import { startPostgres } from "../../tests/postgres/cluster.mjs";
 import { startWorker } from "../../examples/worker/dev.mjs";
 import { startNative as startNativeHost } from "../../examples/native/start.mjs";
-import { consentForm, loadCorpus, observeHttp, requestParts, runVector, textBytes, unsupportedReason, userNamed } from "./lib.mjs";
+import { consentForm, loadCorpus, observeHttp, requestParts, runVector, textBytes, unsupportedReason, userNamed, webForHost } from "./lib.mjs";
 
 // A hung host fails its vector fast instead of the whole run: each request, and each vector.
 const REQUEST_TIMEOUT_MS = 15_000;
@@ -131,8 +131,8 @@ function httpLayer(url) {
         return observeHttp(answer.status, answer.headers, answer.body);
       };
       return {
-        async step(at, entropy, input) {
-          await control(agent, base, "clock", { now: at, entropy: Buffer.from(entropy).toString("hex") });
+        async step(at, entropy, input, web) {
+          await control(agent, base, "clock", { now: at, entropy: Buffer.from(entropy).toString("hex"), web: webForHost(web) });
           let observation;
           if (input.kind === "http") {
             const { method, path, query, body } = requestParts(input);
@@ -160,7 +160,9 @@ function httpLayer(url) {
           } else {
             throw new Error(`unknown input kind ${input.kind}`);
           }
-          observation.audit = (await control(agent, base, "audit", {})).audit;
+          const { audit, fetched } = await control(agent, base, "audit", {});
+          observation.audit = audit;
+          observation.fetched = fetched;
           return observation;
         },
       };

@@ -102,14 +102,15 @@ const unescapeHtml = (text) => text.replace(/&(amp|lt|gt|quot|#39);/g, (_, e) =>
 
 /**
  * A user-facing page, read from the `data-page` element every page of the flow carries
- * (`data-app`, `data-scopes`, `data-access-type`, `data-code`, `data-error`).
+ * (`data-app`, `data-scopes`, `data-access-type`, `data-code`, `data-error`, `data-client-host`,
+ * `data-unverified`).
  */
 export function pageOf(html) {
   const tag = /<[a-z][a-z0-9]*\s[^>]*\bdata-page="[^"]*"[^>]*>/.exec(html)?.[0];
   if (!tag) return undefined;
   const attributes = Object.fromEntries([...tag.matchAll(/\bdata-([a-z-]+)="([^"]*)"/g)].map(([, name, value]) => [name, unescapeHtml(value)]));
   const page = { kind: attributes.page };
-  for (const [attribute, field] of [["app", "app"], ["access-type", "access_type"], ["code", "code"], ["error", "error"]]) {
+  for (const [attribute, field] of [["app", "app"], ["access-type", "access_type"], ["code", "code"], ["error", "error"], ["client-host", "client_host"], ["unverified", "unverified"]]) {
     if (attributes[attribute] !== undefined) page[field] = attributes[attribute];
   }
   for (const list of ["scopes", "resources"]) if (attributes[list] !== undefined) page[list] = attributes[list].split(" ").filter(Boolean);
@@ -241,8 +242,25 @@ function describe(observation) {
 }
 
 /**
+ * A step's web as the host's fetch answers from it: URL → `{ status, cacheControl, body }` (the
+ * body's bytes) or `{ failed }`.
+ */
+export function webAnswers(web) {
+  const answers = new Map();
+  for (const [url, page] of Object.entries(web ?? {})) {
+    answers.set(url, page.fails ? { failed: page.fails } : { status: page.status, cacheControl: page.cache_control ?? null, body: new Uint8Array(page.body === undefined ? 0 : textBytes(page.body)) });
+  }
+  return answers;
+}
+
+/** A step's web as test mode's /__test__/clock takes it: bodies in hex. */
+export const webForHost = (web) =>
+  Object.fromEntries(Object.entries(web ?? {}).map(([url, page]) => [url, page.fails ? { fails: page.fails } : { status: page.status, ...(page.cache_control !== undefined && { cache_control: page.cache_control }), body: page.body === undefined ? "" : textBytes(page.body).toString("hex") }]));
+
+/**
  * Runs one vector through a layer: `layer.open({config, users})` gives a session whose
- * `step(at, entropy, input)` answers with an observation. Throws at the first mismatch.
+ * `step(at, entropy, input, web)` answers with an observation (and the URLs it fetched from
+ * `web`, as `fetched`). Throws at the first mismatch.
  */
 export async function runVector({ vector, config, users }, layer) {
   const session = await layer.open({ config, users });
@@ -250,8 +268,13 @@ export async function runVector({ vector, config, users }, layer) {
   try {
     for (const [index, raw] of vector.steps.entries()) {
       const step = substitute(raw, captures);
-      const observation = await session.step(step.at, entropyBytes(step.entropy, layer.entropyLength), step.input);
+      const web = step.web ?? {};
+      const observation = await session.step(step.at, entropyBytes(step.entropy, layer.entropyLength), step.input, web);
       const problems = check(step.expect, observation);
+      // A fetch the step's web does not hold is one nobody expected (a cached document fetched again).
+      for (const url of observation.fetched ?? []) {
+        if (!Object.hasOwn(web, url)) problems.push(`fetched ${url}, which this step's web does not hold (a fetch where none was expected)`);
+      }
       if (problems.length > 0) {
         throw new Error(`${vector.id}, step ${index + 1}${step.note ? ` (${step.note})` : ""}:\n  ${problems.join("\n  ")}\nobserved: ${describe(observation)}`);
       }

@@ -5,7 +5,7 @@
 import { after, test } from "node:test";
 import { createAuthServer, entropyLength, migrateApp } from "../../pkg/src/node.js";
 import { memoryStorage } from "../../pkg/src/adapters/memory.js";
-import { consentForm, loadCorpus, observeHttp, requestParts, runVector, unsupportedReason, userNamed } from "./lib.mjs";
+import { consentForm, loadCorpus, observeHttp, requestParts, runVector, unsupportedReason, userNamed, webAnswers } from "./lib.mjs";
 
 const ORIGIN = "https://auth.conformance.test";
 
@@ -13,7 +13,7 @@ const packageLayer = {
   entropyLength: entropyLength(),
   async open({ config, users }) {
     const storage = memoryStorage();
-    const clock = { now: 0, entropy: undefined, audit: [] };
+    const clock = { now: 0, entropy: undefined, audit: [], web: new Map(), fetched: [] };
     const serve = (doc) =>
       createAuthServer({
         config: doc,
@@ -21,6 +21,12 @@ const packageLayer = {
         clock: () => clock.now,
         random: () => clock.entropy,
         onAudit: (event) => clock.audit.push(event),
+        // The step's web, held to the size limit as the package's fetch holds it.
+        fetchDocument: async ({ url, maxBytes }) => {
+          clock.fetched.push(url);
+          const answer = clock.web.get(url) ?? { failed: "unreachable" };
+          return answer.body?.length > maxBytes ? { failed: "too_large" } : answer;
+        },
         hooks: {
           currentUser: async (request) => {
             const name = /(?:^|;\s*)user=([a-z]+)/.exec(request.headers.get("cookie") ?? "")?.[1];
@@ -39,10 +45,12 @@ const packageLayer = {
     };
 
     return {
-      async step(at, entropy, input) {
+      async step(at, entropy, input, web) {
         clock.now = at;
         clock.entropy = entropy;
         clock.audit = [];
+        clock.web = webAnswers(web);
+        clock.fetched = [];
         let observation;
         if (input.kind === "http") {
           const { method, path, query, headers, body } = requestParts(input);
@@ -67,6 +75,7 @@ const packageLayer = {
           observation = { outcome: "migrated", audit: [] };
         }
         observation.audit = clock.audit;
+        observation.fetched = clock.fetched;
         return observation;
       },
     };

@@ -169,6 +169,22 @@ impl AppKey {
     }
 }
 
+/// Whether a path segment is `.` or `..`, a dot written as `%2e` too (RFC 3986 §6.2.2.2: the
+/// same once the URL is normalized).
+fn dot_segment(segment: &str) -> bool {
+    let mut rest = segment.as_bytes();
+    let mut dots = 0;
+    while !rest.is_empty() {
+        rest = match rest {
+            [b'.', tail @ ..] => tail,
+            [b'%', b'2', e, tail @ ..] if e.eq_ignore_ascii_case(&b'e') => tail,
+            _ => return false,
+        };
+        dots += 1;
+    }
+    matches!(dots, 1 | 2)
+}
+
 /// A Client ID Metadata Document URL by the rules of its draft (§3): https, a host, a path,
 /// no dot segments, no credentials, no fragment.
 fn check_document_url(v: &str) -> Result<(), &'static str> {
@@ -188,12 +204,7 @@ fn check_document_url(v: &str) -> Result<(), &'static str> {
     if path.len() <= 1 {
         return Err("a client metadata document URL needs a path");
     }
-    // `%2e` is a dot too, once the URL is normalized (RFC 3986 §6.2.2.2).
-    let dots = |segment: &str| segment.to_ascii_lowercase().replace("%2e", ".");
-    if path
-        .split('/')
-        .any(|segment| matches!(dots(segment).as_str(), "." | ".."))
-    {
+    if path.split('/').any(dot_segment) {
         return Err("a client metadata document URL has no . or .. segments");
     }
     Ok(())

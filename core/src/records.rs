@@ -614,10 +614,23 @@ fn escaped(app: &AppKey) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// The app key [`escaped`] wrote as `text`, if it wrote exactly that.
+/// The app key [`escaped`] wrote as `text`, if it wrote exactly that (only `%3A` and `%25`).
 fn unescaped(text: &str) -> Option<AppKey> {
-    let app = AppKey::new(text.replace("%3A", ":").replace("%25", "%")).ok()?;
-    (escaped(&app) == text).then_some(app)
+    let mut out = String::with_capacity(text.len());
+    let mut parts = text.split('%');
+    out.push_str(parts.next().unwrap_or_default());
+    for part in parts {
+        let (unescaped, rest) = match part.as_bytes() {
+            [b'3', b'A', ..] => (':', &part[2..]),
+            [b'2', b'5', ..] => ('%', &part[2..]),
+            _ => return None,
+        };
+        out.push(unescaped);
+        out.push_str(rest);
+    }
+    // A raw `:` is a separator, never part of the key.
+    (!text.contains(':')).then_some(())?;
+    AppKey::new(out).ok()
 }
 
 /// A storage key that is not one of the forms [`RecordKey`] writes.

@@ -252,19 +252,18 @@ impl DocumentFault {
     pub fn description(&self) -> String {
         let why = match self {
             DocumentFault::HostNotAllowed => "is on a host this server takes no documents from",
-            DocumentFault::AddressRefused => {
-                "is at an address this server does not fetch from (a private, loopback or link-local address, or not https)"
-            }
+            DocumentFault::AddressRefused => "is at an address this server does not fetch from",
             DocumentFault::Unreachable => "could not be fetched",
             DocumentFault::Timeout => "took too long to fetch",
             DocumentFault::TooLarge => "is too large",
-            DocumentFault::Status(status) if (300..400).contains(status) => {
-                return format!(
-                    "the client's metadata document redirected ({status}): redirects are not followed"
-                )
-            }
+            // As u64: its formatting is linked already.
             DocumentFault::Status(status) => {
-                return format!("the client's metadata document was answered {status}, not 200")
+                let status = u64::from(*status);
+                return if (300..400).contains(&status) {
+                    format!("the client's metadata document redirects ({status}): not followed")
+                } else {
+                    format!("the client's metadata document answered {status}, not 200")
+                };
             }
             DocumentFault::NotJson => "is not a JSON object",
             DocumentFault::WrongClientId => "names another client_id than its own URL",

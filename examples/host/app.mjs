@@ -342,12 +342,14 @@ function accounts(config, clock = systemClock) {
  * The authorization server (createAuthServer) with this host's parts: the session cookie names
  * the user, the page templates above, and the account API.
  */
-export function authServer(config, { storage, onAudit, clock, random, sourceOf }) {
+export function authServer(config, { storage, onAudit, clock, random, sourceOf, fetchDocument }) {
   const people = accounts(config, clock);
   return createAuthServer({
     config: { ...config.core, pages: PAGES },
     storage,
     onAudit,
+    // Client metadata documents: the package's guarded fetch of the host's runtime (test mode: its web).
+    fetchDocument,
     clock, // both undefined (the system clock and random source) unless in test mode (test-mode.mjs)
     random,
     hooks: {
@@ -458,8 +460,8 @@ function nodeRoutes(config, auth, clock) {
  * host's own pages (and anything else, on the Fetch API), `serveNode(req, res)` for the core's
  * routes straight from node:http.
  */
-export function createApp(config, { storage, onAudit, title, clock, random, sourceOf }) {
-  const auth = authServer(config, { storage, onAudit, clock, random, sourceOf });
+export function createApp(config, { storage, onAudit, title, clock, random, sourceOf, fetchDocument }) {
+  const auth = authServer(config, { storage, onAudit, clock, random, sourceOf, fetchDocument });
   const pages = signInRoutes(config, { title, clock, attempts: auth.attempts, sourceOf });
   return { fetch: async (request) => (await pages(request)) ?? auth.fetch(request), serveNode: nodeRoutes(config, auth, clock), unlink: auth.unlink };
 }

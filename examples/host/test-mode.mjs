@@ -9,12 +9,14 @@
 //   /__test__/reset  {config, users: [{name, account_id, uid}]}  → {cookies: {<name>: "session=…"}}
 //       the core configuration document (apps, policy, api_endpoints; the host's pages) and these users (no usable
 //       password: sign-in is by the returned session cookies), over empty storage
-//   /__test__/clock  {now, entropy}  → {}
+//   /__test__/clock  {now, entropy, web}  → {}
 //       every core call from then on runs at `now` (Unix seconds) with these bytes (hex, exactly
-//       entropyLength() of them)
+//       entropyLength() of them), and fetches client metadata documents from `web` (URL →
+//       {status, cache_control, body: hex} or {fails}; none: no document is reachable)
 //   /__test__/event  {kind: "unlink", app, account_id, by} → {outcome}   (the server's unlink)
 //                    {kind: "migrate_app", app} → {outcome: "migrated"}   (migrateApp, same storage)
-//   /__test__/audit  {}  → {audit: [...]}  the audit events since the last call (then forgotten)
+//   /__test__/audit  {}  → {audit: [...], fetched: [...]}  the audit events and the URLs fetched
+//       since the last call (then forgotten)
 import { entropyLength, migrateApp, readBody } from "../../pkg/src/index.js";
 import { parseConfig, sessions } from "./app.mjs";
 
@@ -52,7 +54,9 @@ export function withTestMode({ config, storage, emptyStorage, serve, onAudit }) 
   let now;
   let entropy;
   let audit = [];
-  // The server reads the clock and the entropy through these, so /__test__/clock needs no new server.
+  let web = new Map();
+  let fetched = [];
+  // The server reads the clock, the entropy and the web through these, so /__test__/clock needs no new server.
   const serveNow = () =>
     serve(config, {
       storage,
@@ -61,6 +65,15 @@ export function withTestMode({ config, storage, emptyStorage, serve, onAudit }) 
       onAudit: (event) => {
         audit.push(event);
         onAudit?.(event);
+      },
+      fetchDocument: async ({ url, maxBytes }) => {
+        fetched.push(url);
+        const answer = web.get(url);
+        if (!answer) return { failed: "unreachable" };
+        if (answer.fails) return { failed: answer.fails };
+        // Held to the size limit as the package's fetch holds it.
+        if (answer.body.length > maxBytes) return { failed: "too_large" };
+        return answer;
       },
     });
   let server = serveNow();
@@ -83,18 +96,28 @@ export function withTestMode({ config, storage, emptyStorage, serve, onAudit }) 
       now = undefined;
       entropy = undefined;
       audit = [];
+      web = new Map();
+      fetched = [];
       server = serveNow();
       const session = sessions(TEST_SESSION_SECRET);
       // Test users' sessions never end: a vector moves the clock by years.
       const cookie = (u) => session.cookie(u.account_id, { now: 0, expires: TEST_SESSION_END }).split(";")[0];
       return json({ cookies: Object.fromEntries(users.map((u) => [u.name, cookie(u)])) });
     },
-    async clock({ now: at, entropy: hex }) {
+    async clock({ now: at, entropy: hex, web: pages = {} }) {
       const bytes = bytesOfHex(hex);
       if (!Number.isSafeInteger(at)) return refuse(400, "now must be an integer (Unix seconds)");
       if (!bytes || bytes.length !== entropyLength()) return refuse(400, `entropy must be the hex of exactly ${entropyLength()} bytes`);
+      const next = new Map();
+      for (const [url, page] of Object.entries(pages ?? {})) {
+        const body = bytesOfHex(page?.body ?? "");
+        if (typeof page?.fails === "string") next.set(url, { fails: page.fails });
+        else if (Number.isInteger(page?.status) && body) next.set(url, { status: page.status, cacheControl: page.cache_control ?? null, body });
+        else return refuse(400, `web ${url}: {status, cache_control, body: hex} or {fails}`);
+      }
       now = at;
       entropy = bytes;
+      web = next;
       return json({});
     },
     async event(event) {
@@ -117,8 +140,10 @@ export function withTestMode({ config, storage, emptyStorage, serve, onAudit }) 
     },
     async audit() {
       const events = audit;
+      const urls = fetched;
       audit = [];
-      return json({ audit: events });
+      fetched = [];
+      return json({ audit: events, fetched: urls });
     },
   };
 

@@ -11,6 +11,7 @@ import { dirname, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { openPostgresStorage } from "../../pkg/src/adapters/postgres.js";
 import { openSqliteStorage } from "../../pkg/src/adapters/sqlite.js";
+import { fetchDocumentNode } from "../../pkg/src/documents-node.js";
 import { INTERNAL_ERROR, closing, createApp } from "../host/app.mjs";
 import { loadConfigFile, sampleSecretAllowed } from "../host/config-file.mjs";
 import { withTestMode } from "../host/test-mode.mjs";
@@ -129,7 +130,8 @@ export async function startServer(
   // The peer address of each request the host's own pages get as a Fetch Request (a header
   // would be the client's to forge): failed sign-ins are counted against it.
   const peers = new WeakMap();
-  const serve = (doc, options) => createApp(doc, { ...options, title: "Node host", sourceOf: (request) => peers.get(request) ?? null });
+  // Client metadata documents by node:https, every resolved address checked (test mode: its web).
+  const serve = (doc, options) => createApp(doc, { fetchDocument: fetchDocumentNode, ...options, title: "Node host", sourceOf: (request) => peers.get(request) ?? null });
   let testStorage; // the table of the last reset
   const app = testMode
     ? withTestMode({

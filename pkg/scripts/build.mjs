@@ -97,9 +97,14 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * judge (their name, each scope in plain words with defaults for SPEC.md's, where the answer
  * goes, the unverified mark) to 137.28 (+1.9; the descriptions as a BTreeMap of their own type
  * had cost 5 KB more than a list of pairs): 137.5, on purpose. The client module moved by 245
- * bytes raw (shared scope and JSON helpers) and across 75.0 KiB gzipped: 75.5.
+ * bytes raw (shared scope and JSON helpers) and across 75.0 KiB gzipped: 75.5. Client ID
+ * Metadata Documents (the fetch step across the boundary, the document's checks — the metadata
+ * reader now shared with registration —, its cache lifetime, the policy read, written and
+ * checked, the URL form of an app key and its escape in storage keys) to 144.68 (+7.4; 25 KB
+ * raw before wasm-opt, spread thin: no single item over 2.4 KB but the shared metadata reader
+ * and the two endpoints that fetch): 145.0, on purpose, for issue 29 to pay back.
  */
-const BUDGETS = { edgegrant_wasm: 137.5 * 1024, edgegrant_client: 75.5 * 1024 };
+const BUDGETS = { edgegrant_wasm: 145.0 * 1024, edgegrant_client: 75.5 * 1024 };
 
 const modules = [
   { feature: "server", name: "edgegrant_wasm" },

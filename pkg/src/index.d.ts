@@ -141,7 +141,23 @@ export interface AuthServerOptions {
   /** Fresh entropy of `entropyLength()` bytes; default: crypto.getRandomValues. */
   random?: () => Uint8Array;
   onAudit?: (event: AuditEvent) => void;
+  /** Fetches a client's metadata document for the core (`profile.clients.documents`). Default: `fetchDocument` (the URL guard; in Workers, Cloudflare's network keeps subrequests off private addresses); from `edgegrant/node`, `fetchDocumentNode` (every resolved address checked). */
+  fetchDocument?: DocumentFetcher;
 }
+
+/** The core's fetch of a client's metadata document: GET `url`, at most `maxBytes` of body, within `timeoutMs`. */
+export interface DocumentFetch {
+  url: string;
+  maxBytes: number;
+  timeoutMs: number;
+}
+
+/** What a document fetch got: the status (a redirect is not followed), `Cache-Control` and the body of a 200; or why it got nothing. */
+export type DocumentAnswer =
+  | { status: number; cacheControl: string | null; body: Uint8Array }
+  | { failed: "refused" | "too_large" | "timeout" | "unreachable" };
+
+export type DocumentFetcher = (fetch: DocumentFetch) => Promise<DocumentAnswer>;
 
 export interface AuthServer {
   /** The plain-value entry (node:http and the like): a reply to send, or an authorized call to serve. */
@@ -189,7 +205,15 @@ export function createAuthServer(options: AuthServerOptions): AuthServer;
 /** A Fetch Request's body, at most `limit + 1` bytes of it (more than `limit`: refuse it); the rest is read and dropped up to 100 MiB, then cancelled (a host with nothing in front of it to cap bodies reads less itself, and closes the connection after the answer). */
 export function readBody(request: Request, limit: number): Promise<Uint8Array>;
 /** Runs a request of the core to its end against `storage`, and frees it. */
-export function runRequest(request: CoreRequest, storage: Storage, options?: { onAudit?: (event: AuditEvent) => void }): Promise<Result>;
+export function runRequest(request: CoreRequest, storage: Storage, options?: { onAudit?: (event: AuditEvent) => void; fetchDocument?: DocumentFetcher }): Promise<Result>;
+/** Fetches a client's metadata document with `fetch` (a service binding's, say): https only, no special-use IP literal or private name (loopback with `allowLoopback`), no redirect followed, the size and the deadline held. It cannot see the address a name resolves to (see `documentFetchLimits`). */
+export function fetchDocument(fetch: DocumentFetch, options?: { fetch?: typeof globalThis.fetch; allowLoopback?: boolean }): Promise<DocumentAnswer>;
+/** `null` if a document may be fetched from `url`; `"refused"` otherwise. */
+export function checkDocumentUrl(url: string, options?: { allowLoopback?: boolean }): null | "refused";
+/** Whether `ip` is a special-use address (RFC 6890 and its updates). */
+export function isSpecialUseAddress(ip: string): boolean;
+/** What is checked where, in words. */
+export const documentFetchLimits: string;
 /** An HTML page with the headers of the flow's pages (no framing, no caching, no referrer), for the host's own pages. */
 export function page(status: number, title: string, bodyHtml: string): Response;
 export function escapeHtml(text: unknown): string;

@@ -4,6 +4,7 @@
 // re-authorization, contention, every response with its headers and pages; this file carries
 // bytes, records, time and entropy between the core and the host.
 import { createCore, entropyLength, pageHeaders } from "./core.js";
+import { fetchDocument } from "./documents.js";
 
 const NO_BODY = new Uint8Array(0);
 
@@ -96,12 +97,29 @@ function transactionOf(request) {
  * — send it as it is — or `{ kind: "serve", principal, headers }`: the API call is authorized;
  * answer it, with `headers` (pairs) set on the answer. A store that throws makes the reply a 503.
  */
-export async function runRequest(request, storage, { onAudit } = {}) {
-  return drive(request, storage, onAudit, false);
+export async function runRequest(request, storage, { onAudit, fetchDocument: fetcher = fetchDocument } = {}) {
+  return drive(request, storage, onAudit, false, fetcher);
+}
+
+/**
+ * Answers the core's fetch of a client's metadata document (a `f` step: its URL, size limit and
+ * deadline) with what `fetcher` got. A fetcher that throws is a bug of the host's, reported as
+ * an unreachable document (the client gets invalid_client), never a 5xx.
+ */
+async function answerFetch(request, step, fetcher) {
+  let answer;
+  try {
+    answer = await fetcher({ url: step[1], maxBytes: Number(step[2]), timeoutMs: Number(step[3]) });
+  } catch (error) {
+    console.error("edgegrant: the document fetcher threw:", error);
+    answer = { failed: "unreachable" };
+  }
+  if (answer?.failed) request.fetchFailed(answer.failed);
+  else request.fetched(answer.status, answer.cacheControl ?? undefined, answer.body ?? NO_BODY);
 }
 
 /** runRequest's loop; `attempts`: the request is a credential check's, and its reply carries the core's `verdict` and `retryAfter`. */
-async function drive(request, storage, onAudit, attempts) {
+async function drive(request, storage, onAudit, attempts, fetcher = fetchDocument) {
   try {
     // The core's own bound on the reads and writes a request asks for: past it is a bug.
     for (let round = 0, bound = request.maxSteps(); round <= bound; round++) {
@@ -139,6 +157,8 @@ async function drive(request, storage, onAudit, attempts) {
         } else {
           request.advance("conflicted"); // another request won: the core reads again and decides anew
         }
+      } else if (kind === "f") {
+        await answerFetch(request, step, fetcher);
       } else if (kind === "p") {
         if (attempts) {
           const [verdict, wait] = request.verdict().split(" ");
@@ -265,6 +285,10 @@ function withHeaders(response, headers) {
  * @param {object} [options.hooks] `currentUser(request)`, `api[path](principal, request)` and
  *   `sourceOf(request)`, the client's address (for attempt limits; from a header only a trusted
  *   proxy sets)
+ * @param {Function} [options.fetchDocument] fetches a client's metadata document for the core
+ *   (`profile.clients.documents`): `({ url, maxBytes, timeoutMs })` → `{ status, cacheControl,
+ *   body }` or `{ failed }`. Default: `fetchDocument` (fetch, with the URL guard); from
+ *   `edgegrant/node`, `fetchDocumentNode` (node:https, every resolved address checked).
  */
 export function createAuthServer(options) {
   const { storage, clock = systemClock, random = drawEntropy, onAudit } = options;
@@ -286,7 +310,8 @@ export function createAuthServer(options) {
   // trusted proxy sets — on Cloudflare, CF-Connecting-IP.
   const sourceOf = options.hooks?.sourceOf ?? (() => undefined);
   const api = { ...options.hooks?.api };
-  const run = (request) => runRequest(request, storage, { onAudit });
+  const fetcher = options.fetchDocument ?? fetchDocument;
+  const run = (request) => runRequest(request, storage, { onAudit, fetchDocument: fetcher });
   /** Starts a core request with fresh entropy; the pool's copy is wiped once the core holds its own. */
   const withEntropy = (start) => {
     const entropy = random();

@@ -315,6 +315,12 @@ fn page_of(html: &str) -> Option<Value> {
             "access-type" => {
                 page.insert("access_type".into(), json!(value));
             }
+            "client-host" => {
+                page.insert("client_host".into(), json!(value));
+            }
+            "unverified" => {
+                page.insert("unverified".into(), json!(value));
+            }
             _ => {}
         }
     }

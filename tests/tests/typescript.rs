@@ -39,6 +39,8 @@ fn every_field() -> Value {
             "clients": {
                 "scopes": ["account_info.read"], "unused_lifetime": 864000,
                 "registration": { "initial_access_tokens": [digest], "per_source": 5 },
+                "documents": { "hosts": ["*.example.com"], "max_bytes": 4096, "timeout_ms": 3000,
+                               "min_cache": 60, "max_cache": 3600 },
             },
         },
         "server_key": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8",

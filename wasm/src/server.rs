@@ -422,13 +422,12 @@ impl Request {
             Step::Respond(_) => out.push('p'),
             Step::Fetch(fetch) => {
                 out.push('f');
-                for field in [
-                    fetch.url.clone(),
-                    fetch.max_bytes.to_string(),
-                    fetch.timeout_ms.to_string(),
-                ] {
+                out.push('\0');
+                out.push_str(&fetch.url);
+                // As u64: its formatting is linked already.
+                for number in [fetch.max_bytes, fetch.timeout_ms] {
                     out.push('\0');
-                    out.push_str(&field);
+                    out.push_str(&u64::from(number).to_string());
                 }
             }
             Step::Serve(Authorized { principal, headers }) => {

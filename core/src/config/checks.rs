@@ -325,22 +325,27 @@ fn check_documents(
     documents: &DocumentPolicy,
     clients: &UnannouncedClients,
 ) -> Result<(), ConfigError> {
-    let at = "profile.clients.documents";
     if !(256..=65_536).contains(&documents.max_bytes) {
-        return Err(problem(&format!("{at}.max_bytes"), "must be 256 to 65536"));
+        return Err(problem(
+            "profile.clients.documents.max_bytes",
+            "must be 256 to 65536",
+        ));
     }
     if !(100..=30_000).contains(&documents.timeout_ms) {
-        return Err(problem(&format!("{at}.timeout_ms"), "must be 100 to 30000"));
+        return Err(problem(
+            "profile.clients.documents.timeout_ms",
+            "must be 100 to 30000",
+        ));
     }
     if documents.min_cache.0 > documents.max_cache.0 {
         return Err(problem(
-            &format!("{at}.min_cache"),
+            "profile.clients.documents.min_cache",
             "must be at most max_cache",
         ));
     }
     if documents.max_cache.0 == 0 || documents.max_cache.0 >= clients.unused_lifetime.0 {
         return Err(problem(
-            &format!("{at}.max_cache"),
+            "profile.clients.documents.max_cache",
             "must be more than 0 and less than profile.clients.unused_lifetime",
         ));
     }
@@ -353,7 +358,7 @@ fn check_documents(
     for (i, host) in documents.hosts.iter().enumerate() {
         if !host_name(host.strip_prefix("*.").unwrap_or(host)) {
             return Err(problem(
-                &format!("{at}.hosts[{i}]"),
+                &format!("profile.clients.documents.hosts[{i}]"),
                 "must be a host in lower case (with its port, if not 443), or *. and a domain",
             ));
         }
