@@ -5,8 +5,11 @@
 //! An app's web origins are those of its registered `http(s)` redirect URIs (a loopback one with
 //! any port, as for redirects). A response that carries tokens or an API answer is shared with
 //! the origins of the app it is for; a refusal, which carries no secret but tells the page what
-//! to do next (refresh after a 401), with the origins of any registered app. The authorization
-//! endpoint and the pages never answer cross-origin: they are navigated to, not fetched.
+//! to do next (refresh after a 401), with the origins of any registered app — any web origin
+//! where clients may arrive unannounced, whose origins are not known in advance; so is a
+//! registration's answer (RFC 7591: a browser client registers itself, and learns its own
+//! credentials). The authorization endpoint and the pages never answer cross-origin: they are
+//! navigated to, not fetched.
 //! Credentials are bearer tokens and client secrets in the request, never cookies, so no
 //! response allows credentials.
 
@@ -46,10 +49,14 @@ pub(crate) fn app_allows(app: &App, origin_value: &str) -> bool {
     })
 }
 
-/// Whether any registered app has `origin` among its web origins. Walks every redirect URI: it
-/// runs only for preflights and refusals, and a configuration holds a few per app.
+/// Whether a page at `origin` may be some app's: a configured app has it among its web origins,
+/// or clients may arrive unannounced (a registered or document client's origins are known only
+/// once its record is read, and a browser client must be able to register and ask at all).
+/// Walks every redirect URI: it runs only for preflights and refusals, and a configuration holds
+/// a few per app.
 pub(crate) fn any_app_allows(config: &Config, origin_value: &str) -> bool {
-    config.apps().any(|app| app_allows(app, origin_value))
+    config.unannounced().is_some() && origin(origin_value).is_some()
+        || config.apps().any(|app| app_allows(app, origin_value))
 }
 
 /// What a preflight (`OPTIONS` with `Access-Control-Request-Method`) is answered with.

@@ -388,6 +388,8 @@ impl Request {
             Ending::Revoked(Revocation::Grant(app)) => Some(app),
             Ending::Serve(principal) => Some(&principal.app),
             Ending::Refused(..) => return cors::any_app_allows(&self.config, origin),
+            // A browser client registered itself: the answer is its own.
+            Ending::Registered(_) => return true,
             _ => None,
         };
         app.and_then(|key| {

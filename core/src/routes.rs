@@ -183,14 +183,16 @@ impl Endpoint {
 
     /// The methods a page on another origin may use (answered in a preflight), or `None`: the
     /// endpoint is not fetched cross-origin (the authorization endpoint is navigated to; the
-    /// metadata answers its own preflights, to anyone; introspection is server to server).
+    /// metadata answers its own preflights, to anyone; introspection is server to server, and
+    /// so is a registration's management, RFC 7592).
     pub(crate) fn cors(self) -> Option<&'static str> {
         match self {
-            Endpoint::Token | Endpoint::Revoke | Endpoint::Revocation => Some("POST"),
+            Endpoint::Token | Endpoint::Revoke | Endpoint::Revocation | Endpoint::Registration => {
+                Some("POST")
+            }
             Endpoint::Api => Some("GET, POST"),
             Endpoint::Authorize
             | Endpoint::Introspection
-            | Endpoint::Registration
             | Endpoint::ClientConfiguration
             | Endpoint::Metadata(_) => None,
         }
