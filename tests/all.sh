@@ -61,14 +61,20 @@ if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev
   $sudo apt-get install -y postgresql || { $sudo apt-get update && $sudo apt-get install -y postgresql; }
 fi
 
+echo "== openssl for the tests' own certificate authority (HTTPS servers of client metadata documents)"
+if ! command -v openssl >/dev/null; then
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get install -y openssl || { $sudo apt-get update && $sudo apt-get install -y openssl; }
+fi
+
 echo "== Python and the official Dropbox Python SDK for the interop test (tests/e2e/.venv; python3-venv with apt when missing)"
 tests/e2e/python/setup.sh
 
 echo "== npm package, hosts and interop clients: install, build the wasm (fails over its size budget), node --test"
-pkg/scripts/setup.sh examples/worker tests/e2e conformance tests/bench
+pkg/scripts/setup.sh examples/worker examples/mcp tests/e2e conformance tests/bench
 jslog=$(mktemp)
 trap 'rm -f "$log" "$jslog"' EXIT
-node --test pkg/test/*.test.mjs examples/node/test/*.test.mjs examples/worker/test/*.test.mjs tests/e2e/*.test.mjs conformance/runners/*.test.mjs tests/bench/*/*.test.mjs tests/load/*.test.mjs tests/races/*.test.mjs tests/soak/*.test.mjs 2>&1 \
+node --test pkg/test/*.test.mjs examples/node/test/*.test.mjs examples/worker/test/*.test.mjs examples/mcp/test/*.test.mjs tests/e2e/*.test.mjs conformance/runners/*.test.mjs tests/bench/*/*.test.mjs tests/load/*.test.mjs tests/races/*.test.mjs tests/soak/*.test.mjs 2>&1 \
   | tee "$jslog" | grep -E '^(not ok|# (tests|pass|fail|skipped)|# conformance)' || true
 js_passed=$(awk '/^# pass/ {print $3}' "$jslog")
 js_failed=$(awk '/^# fail/ {print $3}' "$jslog")

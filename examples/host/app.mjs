@@ -20,8 +20,8 @@ button.allow{background:#0061fe;color:#fff;border-color:#0061fe}ul{padding-left:
 
 /** The sample configurations' `session_secret`s (Node's, the Worker's): public, so they sign nobody in outside the demo. */
 export const SAMPLE_SESSION_SECRETS = ["change-me-to-32-or-more-random-characters", "change-me-worker-session-secret-32-or-more-characters"];
-/** The sample configurations' `server_key`s (Node's, the Worker's): public, so anyone could open their credentials' routes. */
-export const SAMPLE_SERVER_KEYS = ["bm9kZS1zYW1wbGUtc2VydmVyLWtleS1jaGFuZ2UtbWU", "d29ya2VyLXNhbXBsZS1zZXJ2ZXIta2V5LWNoYW5nZSE"];
+/** The sample configurations' `server_key`s (Node's, the Worker's, the MCP example's): public, so anyone could open their credentials' routes. */
+export const SAMPLE_SERVER_KEYS = ["bm9kZS1zYW1wbGUtc2VydmVyLWtleS1jaGFuZ2UtbWU", "d29ya2VyLXNhbXBsZS1zZXJ2ZXIta2V5LWNoYW5nZSE", "bWNwLWV4YW1wbGUtc2VydmVyLWtleS1jaGFuZ2UtbWU"];
 
 /**
  * Checks a parsed configuration document (format: examples/node/README.md). Returns it with
@@ -57,8 +57,8 @@ export function parseConfig(doc, { allowSampleSecret = false } = {}) {
         "(the local demo runs with it under EDGEGRANT_ALLOW_SAMPLE_SECRET=1)",
     );
   }
-  const core = { apps: doc.apps ?? [], policy: doc.policy, api_endpoints: doc.api_endpoints, profile: doc.profile, server_key: doc.server_key };
-  for (const field of ["policy", "api_endpoints", "profile", "server_key"]) if (core[field] === undefined) delete core[field];
+  const core = { apps: doc.apps ?? [], policy: doc.policy, api_endpoints: doc.api_endpoints, profile: doc.profile, server_key: doc.server_key, scope_descriptions: doc.scope_descriptions };
+  for (const field of ["policy", "api_endpoints", "profile", "server_key", "scope_descriptions"]) if (core[field] === undefined) delete core[field];
   const check = checkConfig(core);
   if (check.tag !== "ok") fail(check.content);
   return { ...doc, core };
@@ -342,7 +342,7 @@ function accounts(config, clock = systemClock) {
  * The authorization server (createAuthServer) with this host's parts: the session cookie names
  * the user, the page templates above, and the account API.
  */
-export function authServer(config, { storage, onAudit, clock, random, sourceOf, fetchDocument }) {
+export function authServer(config, { storage, onAudit, clock, random, sourceOf, fetchDocument, api = {} }) {
   const people = accounts(config, clock);
   return createAuthServer({
     config: { ...config.core, pages: PAGES },
@@ -356,7 +356,8 @@ export function authServer(config, { storage, onAudit, clock, random, sourceOf, 
       currentUser: (request) => people.signedIn(request.headers.get("cookie")),
       // The Worker's: the address Cloudflare's edge names (a client cannot set it).
       sourceOf,
-      api: { [ACCOUNT_API]: (principal) => Response.json(people.account(principal)) },
+      // The account API, and whatever else the host serves behind a bearer token (an MCP server's /mcp).
+      api: { [ACCOUNT_API]: (principal) => Response.json(people.account(principal)), ...api },
     },
   });
 }
@@ -432,7 +433,7 @@ export function closing(req) {
  * The core's routes on node:http without Fetch objects: the request's plain values into the
  * server's `handle`, its reply written out as it is, the account API answered as JSON text.
  */
-function nodeRoutes(config, auth, clock) {
+function nodeRoutes(config, auth, clock, api = {}) {
   const people = accounts(config, clock);
   const limit = auth.core.maxInputBytes();
   return async function serveNode(req, res) {
@@ -447,7 +448,22 @@ function nodeRoutes(config, auth, clock) {
       res.end(result.body);
       return;
     }
-    const found = req.url.split("?")[0] === ACCOUNT_API;
+    const path = req.url.split("?")[0];
+    const handler = Object.hasOwn(api, path) ? api[path] : undefined;
+    if (handler) {
+      // A handler of the Fetch API (an MCP server's): the request as it came, its body read once.
+      const headers = new Headers();
+      for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i], req.rawHeaders[i + 1]);
+      const bodyless = req.method === "GET" || req.method === "HEAD";
+      const request = new Request(new URL(req.url, `http://${req.headers.host ?? "127.0.0.1"}`), { method: req.method, headers, body: bodyless ? undefined : body });
+      const response = await handler(result.principal, request);
+      const merged = new Headers(response.headers);
+      for (const [name, value] of result.headers) merged.set(name, value);
+      res.writeHead(response.status, [...[...merged].flat(), ...closing(req)]);
+      res.end(Buffer.from(await response.arrayBuffer()));
+      return;
+    }
+    const found = path === ACCOUNT_API;
     const answer = found ? people.account(result.principal) : null;
     // The core's headers for the answer: no-store, nosniff, CORS for an allowed origin.
     res.writeHead(found ? 200 : 404, ["Content-Type", "application/json", ...result.headers.flat(), ...closing(req)]);
@@ -460,8 +476,8 @@ function nodeRoutes(config, auth, clock) {
  * host's own pages (and anything else, on the Fetch API), `serveNode(req, res)` for the core's
  * routes straight from node:http.
  */
-export function createApp(config, { storage, onAudit, title, clock, random, sourceOf, fetchDocument }) {
-  const auth = authServer(config, { storage, onAudit, clock, random, sourceOf, fetchDocument });
+export function createApp(config, { storage, onAudit, title, clock, random, sourceOf, fetchDocument, api }) {
+  const auth = authServer(config, { storage, onAudit, clock, random, sourceOf, fetchDocument, api });
   const pages = signInRoutes(config, { title, clock, attempts: auth.attempts, sourceOf });
-  return { fetch: async (request) => (await pages(request)) ?? auth.fetch(request), serveNode: nodeRoutes(config, auth, clock), unlink: auth.unlink };
+  return { fetch: async (request) => (await pages(request)) ?? auth.fetch(request), serveNode: nodeRoutes(config, auth, clock, api), unlink: auth.unlink };
 }

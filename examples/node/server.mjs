@@ -116,11 +116,14 @@ function purgeEvery(storage, seconds) {
  * `session_secret` (the command line allows it under EDGEGRANT_ALLOW_SAMPLE_SECRET=1, which the
  * demo command sets). `testMode: true` adds the /__test__/ control endpoints (../host/test-mode.mjs;
  * each reset starts a new, empty table in the same database); never on otherwise. `onAudit`
- * replaces the default audit log (one JSON line per event on stdout).
+ * replaces the default audit log (one JSON line per event on stdout). `api` adds handlers the
+ * core serves behind a bearer token, by path (`{"/mcp": serveMcp}`; each path must be among the
+ * configuration's `api_endpoints`, with its Required Scope). `fetchDocument` fetches client
+ * metadata documents (default `fetchDocumentNode`: https only, no private address).
  */
 export async function startServer(
   configPath,
-  { port, host, testMode = false, allowSampleSecret = false, onAudit = (event) => console.log(JSON.stringify({ audit: event })) } = {},
+  { port, host, testMode = false, allowSampleSecret = false, onAudit = (event) => console.log(JSON.stringify({ audit: event })), api, fetchDocument = fetchDocumentNode } = {},
 ) {
   const config = loadConfig(configPath, { allowSampleSecret });
   const storage = await openStorage(config.database);
@@ -131,7 +134,7 @@ export async function startServer(
   // would be the client's to forge): failed sign-ins are counted against it.
   const peers = new WeakMap();
   // Client metadata documents by node:https, every resolved address checked (test mode: its web).
-  const serve = (doc, options) => createApp(doc, { fetchDocument: fetchDocumentNode, ...options, title: "Node host", sourceOf: (request) => peers.get(request) ?? null });
+  const serve = (doc, options) => createApp(doc, { fetchDocument, api, ...options, title: "Node host", sourceOf: (request) => peers.get(request) ?? null });
   let testStorage; // the table of the last reset
   const app = testMode
     ? withTestMode({

@@ -59,7 +59,10 @@ function signalGroup(pgid, signal) {
  * once the Worker answers: `{ url, close(), exited, output() }`. `close()` stops wrangler and
  * every workerd it started; `exited` settles when wrangler ends; `output()` is the tail of its
  * output. `echo` copies wrangler's output to this process's. `testMode` sets TEST_MODE="1"
- * (the /__test__/ endpoints of ../host/test-mode.mjs); nothing else ever does.
+ * (the /__test__/ endpoints of ../host/test-mode.mjs); nothing else ever does. `wranglerConfig`:
+ * another Worker built on this one (examples/mcp/wrangler.toml); `loopbackDocuments`: client
+ * metadata documents may be on loopback; `extraCaCerts`: a PEM file of certificates workerd's
+ * fetch trusts besides the public ones.
  */
 export async function startWorker(options = {}) {
   for (let attempt = 1; ; attempt++) {
@@ -73,7 +76,7 @@ export async function startWorker(options = {}) {
   }
 }
 
-async function startWorkerOnce({ configPath = SAMPLE_CONFIG, port, persistTo = join(here, ".wrangler/state"), echo = false, timeoutMs = 60_000, testMode = false, allowSampleSecret = false } = {}) {
+async function startWorkerOnce({ configPath = SAMPLE_CONFIG, port, persistTo = join(here, ".wrangler/state"), echo = false, timeoutMs = 60_000, testMode = false, allowSampleSecret = false, wranglerConfig = join(here, "wrangler.toml"), loopbackDocuments = false, extraCaCerts } = {}) {
   if (!existsSync(WRANGLER)) throw new Error("wrangler is not installed: run npm ci --prefix examples/worker");
   const config = loadConfigFile(configPath, { allowSampleSecret });
   // This run's own copy of the static assets (see stage-demo.mjs), removed by close().
@@ -92,7 +95,7 @@ async function startWorkerOnce({ configPath = SAMPLE_CONFIG, port, persistTo = j
   const { core, ...doc } = config;
   const args = [
     WRANGLER, "dev",
-    "--config", join(here, "wrangler.toml"),
+    "--config", wranglerConfig,
     "--ip", host,
     "--port", String(port),
     "--inspector-port", String(inspectorPort),
@@ -103,6 +106,8 @@ async function startWorkerOnce({ configPath = SAMPLE_CONFIG, port, persistTo = j
     ...(testMode ? ["--var", "TEST_MODE:1"] : []),
     // The sample's placeholder session_secret, allowed for the demo only (the Worker checks too).
     ...(allowSampleSecret ? ["--var", "ALLOW_SAMPLE_SECRET:1"] : []),
+    // Client metadata documents on loopback, for a Worker that runs on loopback itself (CIMD §6.5).
+    ...(loopbackDocuments ? ["--var", "LOOPBACK_DOCUMENTS:1"] : []),
     "--show-interactive-dev-session=false",
   ];
   // Through supervise.mjs, in a process group of its own: wrangler and its workerd processes
@@ -111,7 +116,9 @@ async function startWorkerOnce({ configPath = SAMPLE_CONFIG, port, persistTo = j
     cwd: here,
     detached: true,
     stdio: ["pipe", "pipe", "pipe"],
-    env: { ...process.env, ...OFFLINE },
+    // NODE_EXTRA_CA_CERTS: wrangler hands the certificates to workerd, whose fetch then trusts
+    // a local HTTPS server's (a test's client metadata documents).
+    env: { ...process.env, ...OFFLINE, ...(extraCaCerts && { NODE_EXTRA_CA_CERTS: extraCaCerts }) },
   });
   const pgid = child.pid;
   let output = "";

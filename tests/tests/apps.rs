@@ -430,7 +430,8 @@ fn config_json_is_read_back_as_written_and_errors_name_the_field() {
     assert_eq!(refused("{}"), "apps: is missing");
     assert_eq!(
         refused(r#"{"apps": [{"key": "bad key!", "name": "x"}]}"#),
-        "apps[0].key: invalid app key: only A-Z a-z 0-9 - . _ are allowed"
+        "apps[0].key: invalid app key: only A-Z a-z 0-9 - . _ are allowed, or an https URL \
+         naming a client metadata document"
     );
     assert_eq!(
         refused(r#"{"apps": [{"key": "a", "name": "x"}]}"#),

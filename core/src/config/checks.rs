@@ -28,8 +28,9 @@ pub enum ConfigError {
     /// The input limit is too small to hold a real request.
     #[error("max_input_bytes must be at least 1024")]
     InputLimit,
-    /// An API endpoint path that does not start with `/2/`.
-    #[error("API endpoint \"{0}\" must start with /2/")]
+    /// An API endpoint path that does not start with `/2/` (the reference profile), or — in the
+    /// standards profile — is no absolute path or lies among the core's own endpoints.
+    #[error("API endpoint \"{0}\" must start with /2/ (the standards profile: any absolute path but under /oauth2/ or /.well-known/)")]
     EndpointPath(String),
     /// Only legacy apps can migrate to scopes.
     #[error("app {0} is already scoped")]
@@ -134,10 +135,24 @@ impl Config {
         }
         let pages = Pages::compile(doc.pages)
             .map_err(|TemplateError { page, reason }| ConfigError::Template { page, reason })?;
-        if let Some(path) = doc.api_endpoints.keys().find(|p| !p.starts_with("/2/")) {
+        let standards = doc.profile != Profile::Reference;
+        // SPEC.md's API is under /2/; the standards profile serves others too (an MCP server's
+        // /mcp), never where the core's own endpoints are.
+        let servable = |path: &str| match standards {
+            false => path.starts_with("/2/"),
+            true => {
+                path.starts_with('/')
+                    && path.len() > 1
+                    && !path.starts_with("/oauth2/")
+                    && !path.starts_with("/.well-known/")
+                    && path
+                        .bytes()
+                        .all(|b| b.is_ascii_graphic() && b != b'?' && b != b'#')
+            }
+        };
+        if let Some(path) = doc.api_endpoints.keys().find(|p| !servable(p)) {
             return Err(ConfigError::EndpointPath(path.clone()));
         }
-        let standards = doc.profile != Profile::Reference;
         for (path, scope) in &doc.api_endpoints {
             check_scope_name(scope.as_str(), standards)
                 .map_err(|reason| problem(&format!("api_endpoints[\"{path}\"]"), reason))?;

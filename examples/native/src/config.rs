@@ -89,11 +89,12 @@ pub const SAMPLE_SESSION_SECRETS: [&str; 2] = [
     "change-me-worker-session-secret-32-or-more-characters",
 ];
 
-/// The sample configurations' `server_key`s (the Node host's, the Worker host's): public, so
-/// anyone could open their credentials' routes and tell whose they are.
-pub const SAMPLE_SERVER_KEYS: [&str; 2] = [
+/// The sample configurations' `server_key`s (the Node host's, the Worker host's, the MCP
+/// example's): public, so anyone could open their credentials' routes and tell whose they are.
+pub const SAMPLE_SERVER_KEYS: [&str; 3] = [
     "bm9kZS1zYW1wbGUtc2VydmVyLWtleS1jaGFuZ2UtbWU",
     "d29ya2VyLXNhbXBsZS1zZXJ2ZXIta2V5LWNoYW5nZSE",
+    "bWNwLWV4YW1wbGUtc2VydmVyLWtleS1jaGFuZ2UtbWU",
 ];
 
 /// Reads and checks the configuration file at `path`; the error says what is wrong. The
@@ -271,7 +272,13 @@ pub fn core_config(doc: &Map<String, Value>) -> Result<Config, String> {
         "apps".into(),
         doc.get("apps").cloned().unwrap_or(Value::Array(Vec::new())),
     );
-    for field in ["policy", "api_endpoints", "profile", "server_key"] {
+    for field in [
+        "policy",
+        "api_endpoints",
+        "profile",
+        "server_key",
+        "scope_descriptions",
+    ] {
         if let Some(value) = doc.get(field) {
             core.insert(field.into(), value.clone());
         }

@@ -11,6 +11,7 @@
 import { DurableObject } from "cloudflare:workers";
 import "../../../pkg/src/workers.js"; // loads the WebAssembly core (wrangler imports the .wasm)
 import { durableObjectStorage } from "../../../pkg/src/adapters/durable-object.js";
+import { fetchDocument } from "../../../pkg/src/documents.js";
 import { partitionedStorage } from "../../../pkg/src/adapters/partitioned.js";
 import { authServer, createApp, internalError, parseConfig, signInRoutes } from "../../host/app.mjs";
 import { withTestMode } from "../../host/test-mode.mjs";
@@ -35,6 +36,25 @@ const misconfigured = (error) => {
 const clientAddress = (request) => request.headers.get("CF-Connecting-IP");
 
 const onAudit = (event) => console.log(JSON.stringify({ audit: event }));
+
+/** Handlers the core serves behind a bearer token besides the account API, by path (see `serveApi`). */
+let extraApi = {};
+
+/**
+ * Adds handlers behind a bearer token (`{"/mcp": serveMcp}`), for a Worker built on this one
+ * (examples/mcp/worker.js): each path must be among the configuration's `api_endpoints`. Call it
+ * when the module loads, before the first request.
+ */
+export function serveApi(api) {
+  extraApi = { ...extraApi, ...api };
+}
+
+/**
+ * How client metadata documents are fetched: the package's guarded fetch (https only, no
+ * private or loopback address). LOOPBACK_DOCUMENTS="1", set only by dev.mjs when the Worker
+ * runs on loopback itself, admits documents on loopback (CIMD §6.5's exception).
+ */
+const documentFetcher = (env) => (env.LOOPBACK_DOCUMENTS === "1" ? (fetch) => fetchDocument(fetch, { allowLoopback: true }) : undefined);
 
 const TITLE = "Worker host";
 
@@ -78,7 +98,7 @@ export class AuthServer extends DurableObject {
     if (!this.served) {
       const own = this.records;
       const storage = partitionedStorage((name) => (name === partition ? own : recordsOf(this.env, name)));
-      this.served = authServer(configOf(this.env), { storage, onAudit, sourceOf: clientAddress });
+      this.served = authServer(configOf(this.env), { storage, onAudit, sourceOf: clientAddress, api: extraApi, fetchDocument: documentFetcher(this.env) });
     }
     return this.served;
   }
@@ -95,7 +115,7 @@ export class AuthServer extends DurableObject {
         config: configOf(this.env),
         storage: over(crypto.randomUUID()),
         onAudit,
-        serve: (doc, options) => createApp(doc, { ...options, title: TITLE, sourceOf: clientAddress }),
+        serve: (doc, options) => createApp(doc, { api: extraApi, ...options, title: TITLE, sourceOf: clientAddress }),
         emptyStorage: async () => over(crypto.randomUUID()),
       });
     }
@@ -131,7 +151,7 @@ export class AuthServer extends DurableObject {
 let front;
 function frontOf(env, config) {
   if (front?.config !== config) {
-    const server = authServer(config, { storage: partitionedStorage((name) => recordsOf(env, name)), onAudit, sourceOf: clientAddress });
+    const server = authServer(config, { storage: partitionedStorage((name) => recordsOf(env, name)), onAudit, sourceOf: clientAddress, api: extraApi, fetchDocument: documentFetcher(env) });
     const pages = signInRoutes(config, { title: TITLE, attempts: server.attempts, sourceOf: clientAddress });
     front = { config, server, pages };
   }

@@ -1,0 +1,232 @@
+// The MCP server of this example, end to end, with the official MCP TypeScript SDK's own client,
+// unmodified, on the Node host and on the Worker host (wrangler dev, workerd). Given only the
+// MCP server's URL, the client meets a bare 401, finds the authorization server (RFC 9728, then
+// RFC 8414), identifies itself — in one run by a Client ID Metadata Document served over https
+// from a local server with a certificate of the test's own CA, in the other by registering
+// (RFC 7591) — signs alice in and consents (the browser played over HTTP), calls the tools,
+// refreshes once its access token has really expired (a rotated refresh token), and is refused
+// after the grant is revoked (RFC 7009): the SDK then asks for a new sign-in.
+import { after, before, describe, test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import https from "node:https";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { fetchDocumentNode } from "../../../pkg/src/documents-node.js";
+import { browse } from "../../../tests/e2e/interop.mjs";
+import { startMcpNode, startMcpWorker } from "../start.mjs";
+
+const ALICE = { username: "alice", password: "alice-password", account_id: "dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc" };
+/** Where the client's browser is sent back to: nothing listens, the browser stops there. */
+const CALLBACK = "http://127.0.0.1:33418/callback";
+/** Access tokens live 3 s here, so that one really expires within the test. */
+const ACCESS_TOKEN_TTL = 3;
+const sample = JSON.parse(readFileSync(new URL("../config.sample.json", import.meta.url), "utf8"));
+const dir = mkdtempSync(join(tmpdir(), "edgegrant-mcp-"));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const freePort = () =>
+  new Promise((ok, fail) => {
+    const server = net.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => ok(port));
+    });
+    server.on("error", fail);
+  });
+const sleep = (ms) => new Promise((ok) => setTimeout(ok, ms));
+
+/** A CA of the test's own, and a certificate it signed for 127.0.0.1 (openssl). */
+function certificates() {
+  const file = (name) => join(dir, name);
+  const openssl = (...args) => execFileSync("openssl", args, { stdio: "pipe" });
+  openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", "/CN=edgegrant test CA", "-keyout", file("ca.key"), "-out", file("ca.pem"));
+  openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", file("doc.key"), "-out", file("doc.csr"));
+  writeFileSync(file("ext.cnf"), "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n");
+  openssl("x509", "-req", "-in", file("doc.csr"), "-CA", file("ca.pem"), "-CAkey", file("ca.key"), "-CAcreateserial", "-days", "1", "-extfile", file("ext.cnf"), "-out", file("doc.pem"));
+  return { caPath: file("ca.pem"), ca: readFileSync(file("ca.pem"), "utf8"), key: readFileSync(file("doc.key")), cert: readFileSync(file("doc.pem")) };
+}
+
+/** The client's metadata document, over https; `fetches` counts how often it was read. */
+async function documentServer({ key, cert }) {
+  const port = await freePort();
+  const url = `https://127.0.0.1:${port}/mcp-client.json`;
+  const served = { url, fetches: 0 };
+  const document = JSON.stringify({
+    client_id: url,
+    client_name: "edgegrant e2e MCP client",
+    redirect_uris: [CALLBACK],
+    grant_types: ["authorization_code", "refresh_token"],
+    response_types: ["code"],
+    token_endpoint_auth_method: "none",
+  });
+  const server = https.createServer({ key, cert }, (req, res) => {
+    if (req.url !== "/mcp-client.json") return res.writeHead(404).end();
+    served.fetches++;
+    res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "max-age=3600" }).end(document);
+  });
+  await new Promise((ok) => server.listen(port, "127.0.0.1", ok));
+  served.close = () => new Promise((ok) => server.close(ok));
+  return served;
+}
+
+/** The sample configuration on `port` (its issuer there), short-lived access tokens, a fresh database. */
+function configOn(port, name) {
+  const path = join(dir, `${name}.json`);
+  const issuer = `http://127.0.0.1:${port}`;
+  writeFileSync(
+    path,
+    JSON.stringify({
+      ...sample,
+      listen: { host: "127.0.0.1", port },
+      database: join(dir, `${name}.sqlite`),
+      policy: { access_token_ttl: ACCESS_TOKEN_TTL },
+      profile: { ...sample.profile, issuer, rotation: { clients: "public", retry_window: 1, reuse_detection: 86400 } },
+    }),
+  );
+  return path;
+}
+
+/**
+ * The SDK's OAuthClientProvider, as an application implements it: it keeps what the SDK hands
+ * it, and its "browser" is this test playing alice.
+ */
+class Provider {
+  constructor(clientMetadataUrl) {
+    this.clientMetadataUrl = clientMetadataUrl;
+    this.saved = { client: undefined, tokens: undefined, verifier: undefined };
+    this.authorizationUrl = null;
+  }
+  get redirectUrl() {
+    return CALLBACK;
+  }
+  get clientMetadata() {
+    return { client_name: "edgegrant e2e MCP client", redirect_uris: [CALLBACK], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" };
+  }
+  clientInformation() {
+    return this.saved.client;
+  }
+  saveClientInformation(client) {
+    this.saved.client = client;
+  }
+  tokens() {
+    return this.saved.tokens;
+  }
+  saveTokens(tokens) {
+    this.saved.tokens = tokens;
+  }
+  redirectToAuthorization(url) {
+    this.authorizationUrl = url;
+  }
+  saveCodeVerifier(verifier) {
+    this.saved.verifier = verifier;
+  }
+  codeVerifier() {
+    return this.saved.verifier;
+  }
+  invalidateCredentials(scope) {
+    if (scope === "all" || scope === "tokens") this.saved.tokens = undefined;
+    if (scope === "all" || scope === "client") this.saved.client = undefined;
+    if (scope === "all" || scope === "verifier") this.saved.verifier = undefined;
+  }
+}
+
+/** A client of the MCP server at `url`, connected (or refused: the error). */
+async function connect(url, provider) {
+  const transport = new StreamableHTTPClientTransport(new URL(url), { authProvider: provider });
+  const client = new Client({ name: "edgegrant-e2e", version: "1.0.0" });
+  await client.connect(transport);
+  return { client, transport };
+}
+
+const text = (result) => result.content.map((part) => part.text).join("");
+
+/** The whole run against `host` (`{ url }`), the client identified by `identify`. */
+async function run(t, host, { identify, document }) {
+  const mcp = `${host.url}/mcp`;
+  const provider = new Provider(identify === "document" ? document.url : undefined);
+
+  // A bare 401, and the SDK finds the rest itself: its first connect ends at the sign-in.
+  await assert.rejects(connect(mcp, provider), UnauthorizedError);
+  assert.ok(provider.authorizationUrl, "the SDK asked for a sign-in");
+  const clientId = provider.saved.client.client_id;
+  if (identify === "document") assert.equal(clientId, document.url, "the document's URL is the client_id");
+  else assert.match(clientId, /^dyn\./, "registered: a client_id the server minted");
+  const authorization = new URL(provider.authorizationUrl);
+  assert.equal(authorization.searchParams.get("code_challenge_method"), "S256");
+  assert.equal(authorization.searchParams.get("scope"), "mcp:tools");
+
+  // alice signs in and allows; the SDK exchanges the code.
+  const { redirect } = await browse(provider.authorizationUrl.href, host.url, ALICE);
+  const code = new URL(redirect).searchParams.get("code");
+  assert.ok(code, `a code at the redirect URI: ${redirect}`);
+  const callback = new StreamableHTTPClientTransport(new URL(mcp), { authProvider: provider });
+  await callback.finishAuth(code);
+  const first = provider.saved.tokens;
+  assert.ok(first.refresh_token, "a refresh token, though the SDK never asked for offline access");
+  assert.equal(first.scope, "mcp:tools");
+
+  const { client } = await connect(mcp, provider);
+  const tools = (await client.listTools()).tools.map((tool) => tool.name).sort();
+  assert.deepEqual(tools, ["add", "whoami"]);
+  const me = JSON.parse(text(await client.callTool({ name: "whoami", arguments: {} })));
+  assert.equal(me.account_id, ALICE.account_id);
+  assert.equal(me.app, clientId);
+  assert.equal(text(await client.callTool({ name: "add", arguments: { a: 2, b: 3 } })), "5");
+
+  // The access token really expires; the SDK refreshes on the 401 and calls again.
+  await sleep((ACCESS_TOKEN_TTL + 1) * 1000);
+  assert.equal(text(await client.callTool({ name: "add", arguments: { a: 40, b: 2 } })), "42");
+  const second = provider.saved.tokens;
+  assert.notEqual(second.access_token, first.access_token, "a new access token");
+  assert.notEqual(second.refresh_token, first.refresh_token, "the refresh token rotated (a public client)");
+  if (document) assert.equal(document.fetches, 1, "the document was fetched once: kept for its max-age");
+
+  // The user's grant is revoked (RFC 7009, as the client itself would on sign-out): the next
+  // call is refused, the refresh with it, and the SDK is back at the sign-in.
+  const revoked = await fetch(`${host.url}/oauth2/revoke`, {
+    method: "POST",
+    headers: { "Content-Type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({ token: second.refresh_token, client_id: clientId }),
+  });
+  assert.equal(revoked.status, 200);
+  provider.authorizationUrl = null;
+  await assert.rejects(client.callTool({ name: "whoami", arguments: {} }), UnauthorizedError);
+  assert.ok(provider.authorizationUrl, "after revocation the SDK asks for a new sign-in");
+  await client.close();
+}
+
+const hostKinds = [
+  {
+    name: "Node host",
+    start: (configPath, { ca }, port) => startMcpNode(configPath, { port, allowSampleSecret: true, onAudit: () => {}, fetchDocument: (fetch) => fetchDocumentNode(fetch, { allowLoopback: true, ca }) }),
+  },
+  {
+    name: "Worker host",
+    start: (configPath, { caPath }, port) =>
+      startMcpWorker(configPath, { port, allowSampleSecret: true, persistTo: join(dir, `worker-${port}`), loopbackDocuments: true, extraCaCerts: caPath, timeoutMs: 120_000 }),
+  },
+];
+
+const tls = certificates();
+for (const kind of hostKinds) {
+  describe(`the MCP SDK's client against the ${kind.name}`, { timeout: 240_000 }, () => {
+    let host;
+    let document;
+    before(async () => {
+      document = await documentServer(tls);
+      const port = await freePort();
+      host = await kind.start(configOn(port, kind.name.split(" ")[0].toLowerCase()), tls, port);
+    });
+    after(async () => {
+      await host?.close();
+      await document?.close();
+    });
+    test("identified by its Client ID Metadata Document (served over https): sign-in, tools, refresh after expiry, refused after revocation", (t) => run(t, host, { identify: "document", document }));
+    test("identified by registering (RFC 7591): sign-in, tools, refresh after expiry, refused after revocation", (t) => run(t, host, { identify: "registration" }));
+  });
+}
