@@ -11,6 +11,7 @@ use crate::ids::{AccountId, AppKey, Uid, User};
 use crate::records::{AppRecord, Resources};
 use crate::refusal::Refusal;
 use crate::routes::Endpoint;
+use crate::scope::Scope;
 use crate::scope::ScopeSet;
 use crate::step::{ConsentPrompt, Principal};
 use crate::time::{Seconds, UnixTime};
@@ -25,8 +26,10 @@ pub(crate) enum Via {
     Redirect(ReplyTo),
     /// An RFC 6749 §5.2 JSON error; `basic` when the client tried HTTP Basic.
     Token { basic: bool },
-    /// An RFC 6750 bearer challenge with the reference service's JSON body.
-    Bearer,
+    /// An RFC 6750 bearer challenge with the reference service's JSON body; with the scope the
+    /// endpoint requires, which the standards profile names in a 401's challenge (MCP asks it:
+    /// a client learns what to ask for before it has a token).
+    Bearer(Option<Scope>),
     /// A bare status (unknown path, wrong method, contention).
     Plain,
 }

@@ -12,7 +12,7 @@ use crate::pages::{lookup, page_data};
 use crate::records::{Provenance, TokenAccessType};
 use crate::refusal::Refusal;
 use crate::routes::{Channel, Document, Endpoint, REGISTRATION};
-use crate::scope::OFFLINE_ACCESS;
+use crate::scope::{Scope, OFFLINE_ACCESS};
 use crate::step::{Authorized, Outcome, Reply, Step};
 use crate::wire::html::{Template, Value as Shown};
 use crate::wire::http::HttpResponse;
@@ -310,7 +310,7 @@ fn refusal_response(refusal: &Refusal, via: &Via, config: &Config) -> HttpRespon
                 _ => json_response(400, body, &[]),
             }
         }
-        (Via::Bearer, None) => bearer_refusal(refusal, config),
+        (Via::Bearer(scope), None) => bearer_refusal(refusal, scope.as_ref(), config),
     }
 }
 
@@ -401,8 +401,9 @@ fn metadata_response(metadata: Metadata, config: &Config) -> (Outcome, HttpRespo
 /// `{"error_summary": "<tag>/..", "error": {".tag": "<tag>", …}}`.
 ///
 /// In the standards profile every challenge also names the API's metadata (RFC 9728 §5.1), so
-/// a client that knows only the API finds its authorization server.
-fn bearer_refusal(refusal: &Refusal, config: &Config) -> HttpResponse {
+/// a client that knows only the API finds its authorization server, and a 401's names the scope
+/// the endpoint requires (RFC 6750 §3), so that it knows what to ask for (MCP).
+fn bearer_refusal(refusal: &Refusal, required: Option<&Scope>, config: &Config) -> HttpResponse {
     let (status, challenge, tag) = match refusal {
         Refusal::BearerMissing => (
             401,
@@ -446,12 +447,16 @@ fn bearer_refusal(refusal: &Refusal, config: &Config) -> HttpResponse {
             "invalid_access_token",
         ),
     };
-    let challenge = match config.issuer() {
-        Some(issuer) => format!(
+    let challenge = match (config.issuer(), required) {
+        (Some(issuer), Some(scope)) if status == 401 => format!(
+            "{challenge}, scope=\"{scope}\", resource_metadata=\"{}\"",
+            discovery::resource_metadata_url(issuer)
+        ),
+        (Some(issuer), _) => format!(
             "{challenge}, resource_metadata=\"{}\"",
             discovery::resource_metadata_url(issuer)
         ),
-        None => challenge,
+        (None, _) => challenge,
     };
     let mut error = JsonObject::new().string(".tag", tag);
     if let Refusal::MissingScope(scope) = refusal {

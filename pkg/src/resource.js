@@ -22,7 +22,7 @@ export function protectedResource({ resource, issuer, scopes = [], introspection
 
   /** RFC 6750 §3 challenge naming the metadata (RFC 9728 §5.1). */
   const challenge = (error, extra = "") =>
-    `Bearer realm="api"${error ? `, error="${error}"${extra}` : ""}, resource_metadata="${metadataUrl}"`;
+    `Bearer realm="api"${error ? `, error="${error}"` : ""}${extra}, resource_metadata="${metadataUrl}"`;
   const refuse = (status, error, extra) =>
     new Response(null, { status, headers: { "WWW-Authenticate": challenge(error, extra), "Cache-Control": "no-store" } });
 
@@ -43,7 +43,9 @@ export function protectedResource({ resource, issuer, scopes = [], introspection
     async check(request, requiredScope) {
       const header = request.headers.get("authorization") ?? "";
       const match = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/i.exec(header);
-      if (!match) return { response: refuse(401) };
+      // A 401 names the scope too (RFC 6750 §3), so that a client knows what to ask for (MCP).
+      const scoped = requiredScope ? `, scope="${requiredScope}"` : "";
+      if (!match) return { response: refuse(401, undefined, scoped) };
       const answer = await fetch(introspection.endpoint, {
         method: "POST",
         headers: { authorization: basic, "content-type": "application/x-www-form-urlencoded" },
@@ -56,7 +58,7 @@ export function protectedResource({ resource, issuer, scopes = [], introspection
       // never served), issued by this authorization server, for this resource.
       const access = String(token.token_type).toLowerCase() === "bearer" && Number.isFinite(token.exp) && token.exp * 1000 > Date.now();
       if (token.active !== true || !access || token.iss !== issuer || !audience.some((aud) => typeof aud === "string" && canonicalResource(aud) === audienceName)) {
-        return { response: refuse(401, "invalid_token") };
+        return { response: refuse(401, "invalid_token", scoped) };
       }
       if (requiredScope && !String(token.scope ?? "").split(" ").includes(requiredScope)) {
         return { response: refuse(403, "insufficient_scope", `, scope="${requiredScope}"`) };

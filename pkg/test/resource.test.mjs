@@ -89,10 +89,10 @@ test("an API on another host serves only live tokens issued for it, with the sco
   const metadata = await (await fetch(`${api.url}${rs.metadataPath}`)).json();
   assert.deepEqual(metadata, { authorization_servers: [issuer], bearer_methods_supported: ["header"], resource, scopes_supported: ["account_info.read"] });
 
-  // No token: the challenge names the metadata.
+  // No token: the challenge names the metadata, and the scope this call requires.
   const bare = await call(null);
   assert.equal(bare.status, 401);
-  assert.equal(bare.headers.get("www-authenticate"), `Bearer realm="api", resource_metadata="${api.url}/.well-known/oauth-protected-resource/mcp"`);
+  assert.equal(bare.headers.get("www-authenticate"), `Bearer realm="api", scope="account_info.read", resource_metadata="${api.url}/.well-known/oauth-protected-resource/mcp"`);
 
   // A token issued for this resource: served.
   const mine = await tokenFor([resource]);

@@ -36,8 +36,14 @@ pub(crate) struct Parsed {
     purpose: Purpose,
 }
 
-fn refuse<T>(refusal: Refusal) -> Result<T, Ending> {
-    Err(Ending::Refused(refusal, Via::Bearer))
+impl Purpose {
+    /// Where its refusals go: a challenge naming the scope an API call requires.
+    fn channel(&self) -> Via {
+        match self {
+            Purpose::Call(scope) => Via::Bearer(Some(scope.clone())),
+            Purpose::Revoke => Via::Bearer(None),
+        }
+    }
 }
 
 pub(crate) fn parse(
@@ -45,7 +51,8 @@ pub(crate) fn parse(
     request: &HttpRequest,
     purpose: Purpose,
 ) -> Result<Parsed, Ending> {
-    within_limit(config, request, Via::Bearer)?;
+    let refuse = |refusal| Err(Ending::Refused(refusal, purpose.channel()));
+    within_limit(config, request, purpose.channel())?;
     match bearer_token(request) {
         Ok(token) => Ok(Parsed {
             token: RecordKey::of_access_token(config.server_key(), token),
@@ -114,13 +121,18 @@ fn authenticate<'a>(ctx: &Ctx<'a>, key: Option<&RecordKey>) -> Flow<Result<Beare
 pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     let bearer = match authenticate(ctx, parsed.token.as_ref())? {
         Ok(bearer) => bearer,
-        Err(refusal) => return Ok(Decision::End(Ending::Refused(refusal, Via::Bearer))),
+        Err(refusal) => {
+            return Ok(Decision::End(Ending::Refused(
+                refusal,
+                parsed.purpose.channel(),
+            )))
+        }
     };
     let grant = bearer.grant.record;
     match &parsed.purpose {
         Purpose::Call(required) => Ok(Decision::End(
             match access_token::permits(bearer.token, required) {
-                Err(refusal) => Ending::Refused(refusal, Via::Bearer),
+                Err(refusal) => Ending::Refused(refusal, parsed.purpose.channel()),
                 Ok(()) => Ending::Serve(Principal {
                     app: grant.app.clone(),
                     account_id: grant.account_id.clone(),

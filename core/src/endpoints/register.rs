@@ -105,7 +105,7 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
         if !known {
             return Err(Ending::Refused(
                 Refusal::InitialAccessTokenInvalid,
-                Via::Bearer,
+                Via::Bearer(None),
             ));
         }
     }
@@ -133,7 +133,7 @@ pub(crate) fn parse_management(config: &Config, request: &HttpRequest) -> Result
     let unauthorized = || {
         Err(Ending::Refused(
             Refusal::RegistrationTokenInvalid,
-            Via::Bearer,
+            Via::Bearer(None),
         ))
     };
     let app = client_in_path(&request.path).and_then(|id| AppKey::new(id).ok());
@@ -301,7 +301,7 @@ fn manage(managed: &Managed, ctx: &Ctx<'_>) -> Flow<Decision> {
     let unauthorized = || {
         Ok(Decision::End(Ending::Refused(
             Refusal::RegistrationTokenInvalid,
-            Via::Bearer,
+            Via::Bearer(None),
         )))
     };
     let Some(clients) = ctx.config.unannounced() else {
