@@ -44,6 +44,10 @@ const HELD_OPS = { bearer: "bearer check", refresh: "refresh", exchange: "code e
 const sha = estimate("sha256_token");
 const native = Object.fromEntries(NATIVE.map((op) => [op.id, { ...op, ns: estimate(op.id) }]));
 const held = Object.fromEntries(Object.keys(HELD_OPS).map((op) => [op, HELD.map((n) => estimate(`${op}_held_${n}`))]));
+// The three kinds of app of the standards profile (issue 27): configured, registered (RFC 7591),
+// named by a metadata document — a stored app's record read in the batch of the first records.
+const KINDS = ["configured", "registered", "document"];
+const kinds = Object.fromEntries(Object.keys(HELD_OPS).map((op) => [op, KINDS.map((kind) => estimate(`${kind}_${op}`))]));
 
 // --- size and cold start ------------------------------------------------------------------
 const size = (name) => {
@@ -198,6 +202,12 @@ const table = [
   `| operation | ${HELD.map((n) => `${group(n)} held`).join(" | ")} | ${group(HELD.at(-1))} ÷ 1 |`,
   `|---|${HELD.map(() => "---|").join("")}---|`,
   ...Object.entries(HELD_OPS).map(([op, name]) => `| ${name} | ${held[op].map(time).join(" | ")} | ${fixed(held[op].at(-1) / held[op][0], 2)}× |`),
+  "",
+  "**Kinds of app** (native, median; the standards profile, a store of about 10 000 records, public clients whose refreshes rotate): a registered app's record, or a metadata document kept from its first fetch, is read in the same batch as the request's first records.",
+  "",
+  "| operation | configured | registered (RFC 7591) | metadata document | registered ÷ configured | document ÷ configured |",
+  "|---|---|---|---|---|---|",
+  ...Object.entries(HELD_OPS).map(([op, name]) => `| ${name} | ${kinds[op].map(time).join(" | ")} | ${fixed(kinds[op][1] / kinds[op][0], 2)}× | ${fixed(kinds[op][2] / kinds[op][0], 2)}× |`),
   "",
   `**Node**, side by side in one process — ${node.runtime}, peer ${node.peer} (ops/s, latency p50 / p99 in µs):`,
   "",
