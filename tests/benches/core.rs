@@ -206,6 +206,37 @@ fn bench_refresh(c: &mut Criterion, name: &str, host: &mut Host, snapshot: &Stor
     });
 }
 
+/// A code exchange: the token request `next` makes (untimed: its authorization and consent,
+/// the `i`th of its batch) redeemed, timed; the store put back to `snapshot` every
+/// `RESTORE_EVERY` exchanges (untimed). Each code is redeemed before the next is made, so that
+/// a link counts its grants' places in turn.
+fn bench_exchange(
+    c: &mut Criterion,
+    name: &str,
+    host: &mut Host,
+    snapshot: &Store,
+    mut next: impl FnMut(&mut Host, u64) -> HttpRequest,
+) {
+    c.bench_function(name, |b| {
+        b.iter_custom(|iterations| {
+            let mut timed = Duration::ZERO;
+            let mut done = 0;
+            while done < iterations {
+                let batch = (iterations - done).min(RESTORE_EVERY);
+                for i in 0..batch {
+                    let request = next(host, i);
+                    let start = Instant::now();
+                    black_box(host.redeem(request));
+                    timed += start.elapsed();
+                }
+                done += batch;
+                host.store = snapshot.clone();
+            }
+            timed
+        })
+    });
+}
+
 /// How many grants a user may hold, in the rows that show a request's cost does not grow with
 /// them: one, a hundred, ten thousand (one sign-in after another, as a CLI on many machines or
 /// a client that authorizes again and again).
@@ -253,27 +284,13 @@ fn grants_held(c: &mut Criterion) {
             &refresh,
         );
         // One more sign-in: the exchange writes the link that counts the new grant.
-        c.bench_function(&format!("exchange_held_{held}"), |b| {
-            b.iter_custom(|iterations| {
-                let mut timed = Duration::ZERO;
-                let mut done = 0;
-                while done < iterations {
-                    let batch = (iterations - done).min(RESTORE_EVERY);
-                    let mut timed_batch = Duration::ZERO;
-                    for _ in 0..batch {
-                        // Each code redeemed before the next is made: they count places in turn.
-                        let request = exchange_request(&host.consented_code(&query, alice()));
-                        let start = Instant::now();
-                        black_box(host.redeem(request));
-                        timed_batch += start.elapsed();
-                    }
-                    timed += timed_batch;
-                    done += batch;
-                    host.store = snapshot.clone();
-                }
-                timed
-            })
-        });
+        bench_exchange(
+            c,
+            &format!("exchange_held_{held}"),
+            &mut host,
+            &snapshot,
+            |host, _| exchange_request(&host.consented_code(&query, alice())),
+        );
     }
 }
 
@@ -410,29 +427,17 @@ fn app_kinds(c: &mut Criterion) {
                 timed
             })
         });
-        c.bench_function(&format!("{kind}_exchange"), |b| {
-            b.iter_custom(|iterations| {
-                let mut timed = Duration::ZERO;
-                let mut done = 0;
-                while done < iterations {
-                    let batch = (iterations - done).min(RESTORE_EVERY);
-                    for i in 0..batch {
-                        let who = user(&format!("dbid:AABenchKindCode{i:021}"), &format!("k{i}"));
-                        let request = exchange(
-                            &host.consented_code(&query(client, redirect), who),
-                            client,
-                            redirect,
-                        );
-                        let start = Instant::now();
-                        black_box(host.redeem(request));
-                        timed += start.elapsed();
-                    }
-                    done += batch;
-                    host.store = snapshot.clone();
-                }
-                timed
-            })
-        });
+        bench_exchange(
+            c,
+            &format!("{kind}_exchange"),
+            &mut host,
+            &snapshot,
+            |host, i| {
+                let who = user(&format!("dbid:AABenchKindCode{i:021}"), &format!("k{i}"));
+                let code = host.consented_code(&query(client, redirect), who);
+                exchange(&code, client, redirect)
+            },
+        );
     }
 }
 
