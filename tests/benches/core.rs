@@ -206,6 +206,17 @@ fn bench_refresh(c: &mut Criterion, name: &str, host: &mut Host, snapshot: &Stor
     });
 }
 
+/// How many records a row's store is filled to: `records` when measuring (`cargo bench` passes
+/// --bench); none as a test (`cargo test --bench`, unoptimized: each flow runs once, and filling
+/// the stores would take minutes).
+fn padded(records: usize) -> usize {
+    if std::env::args().any(|a| a == "--bench") {
+        records
+    } else {
+        0
+    }
+}
+
 /// A code exchange: the token request `next` makes (untimed: its authorization and consent,
 /// the `i`th of its batch) redeemed, timed; the store put back to `snapshot` every
 /// `RESTORE_EVERY` exchanges (untimed). Each code is redeemed before the next is made, so that
@@ -255,13 +266,7 @@ fn grants_held(c: &mut Criterion) {
         for _ in 1..held {
             tokens = host.code_exchange(&query, alice());
         }
-        // Padded only when measuring (`cargo bench` passes --bench): as a test (`cargo test
-        // --bench`, unoptimized) each flow runs once, and filling the stores would take minutes.
-        let padded_to = if std::env::args().any(|a| a == "--bench") {
-            55_000
-        } else {
-            0
-        };
+        let padded_to = padded(55_000);
         let mut others = 0u32;
         while host.store.len() < padded_to {
             others += 1;
@@ -372,11 +377,7 @@ fn app_kinds(c: &mut Criterion) {
         ])
     };
     // Other users' flows fill the store, the three kinds in turn.
-    let padded_to = if std::env::args().any(|a| a == "--bench") {
-        10_000
-    } else {
-        0
-    };
+    let padded_to = padded(10_000);
     let mut others = 0u32;
     while host.store.len() < padded_to {
         others += 1;
