@@ -97,10 +97,7 @@ fn benches(c: &mut Criterion) {
     // flow is, below).
     c.bench_function("code_exchange", |b| {
         b.iter_custom(|iterations| {
-            let mut timed = Duration::ZERO;
-            let mut done = 0;
-            while done < iterations {
-                let batch = (iterations - done).min(RESTORE_EVERY);
+            in_batches(iterations, &mut host, &snapshot, |host, batch| {
                 let requests: Vec<HttpRequest> = (0..batch)
                     .map(|i| {
                         let who = user(&format!("dbid:AABenchCode{i:027}"), &format!("c{i}"));
@@ -111,11 +108,8 @@ fn benches(c: &mut Criterion) {
                 for request in requests {
                     black_box(host.redeem(request));
                 }
-                timed += start.elapsed();
-                done += batch;
-                host.store = snapshot.clone();
-            }
-            timed
+                start.elapsed()
+            })
         })
     });
 
@@ -183,10 +177,7 @@ fn bench_refresh(c: &mut Criterion, name: &str, host: &mut Host, snapshot: &Stor
     ]);
     c.bench_function(name, |b| {
         b.iter_custom(|iterations| {
-            let mut timed = Duration::ZERO;
-            let mut done = 0;
-            while done < iterations {
-                let batch = (iterations - done).min(RESTORE_EVERY);
+            in_batches(iterations, host, snapshot, |host, batch| {
                 let start = Instant::now();
                 for _ in 0..batch {
                     black_box(host.expect(
@@ -197,13 +188,30 @@ fn bench_refresh(c: &mut Criterion, name: &str, host: &mut Host, snapshot: &Stor
                         &Outcome::Tokens,
                     ));
                 }
-                timed += start.elapsed();
-                done += batch;
-                host.store = snapshot.clone();
-            }
-            timed
+                start.elapsed()
+            })
         })
     });
+}
+
+/// Runs `iterations` operations in batches of at most [`RESTORE_EVERY`], each batch timed by
+/// `batch` (given the host and the batch's size), the store put back to `snapshot` after each
+/// (untimed): every operation sees the same store. The total of the batches' times.
+fn in_batches(
+    iterations: u64,
+    host: &mut Host,
+    snapshot: &Store,
+    mut batch: impl FnMut(&mut Host, u64) -> Duration,
+) -> Duration {
+    let mut timed = Duration::ZERO;
+    let mut done = 0;
+    while done < iterations {
+        let size = (iterations - done).min(RESTORE_EVERY);
+        timed += batch(host, size);
+        done += size;
+        host.store = snapshot.clone();
+    }
+    timed
 }
 
 /// How many records a row's store is filled to: `records` when measuring (`cargo bench` passes
@@ -230,20 +238,16 @@ fn bench_exchange(
 ) {
     c.bench_function(name, |b| {
         b.iter_custom(|iterations| {
-            let mut timed = Duration::ZERO;
-            let mut done = 0;
-            while done < iterations {
-                let batch = (iterations - done).min(RESTORE_EVERY);
+            in_batches(iterations, host, snapshot, |host, batch| {
+                let mut timed = Duration::ZERO;
                 for i in 0..batch {
                     let request = next(host, i);
                     let start = Instant::now();
                     black_box(host.redeem(request));
                     timed += start.elapsed();
                 }
-                done += batch;
-                host.store = snapshot.clone();
-            }
-            timed
+                timed
+            })
         })
     });
 }
@@ -400,10 +404,8 @@ fn app_kinds(c: &mut Criterion) {
         bench_bearer(c, &format!("{kind}_bearer"), &mut host, &access);
         c.bench_function(&format!("{kind}_refresh"), |b| {
             b.iter_custom(|iterations| {
-                let mut timed = Duration::ZERO;
-                let mut done = 0;
-                while done < iterations {
-                    let batch = (iterations - done).min(RESTORE_EVERY);
+                in_batches(iterations, &mut host, &snapshot, |host, batch| {
+                    let mut timed = Duration::ZERO;
                     let mut refresh = first_refresh.clone();
                     for _ in 0..batch {
                         let request = form_request(&[
@@ -422,10 +424,8 @@ fn app_kinds(c: &mut Criterion) {
                         timed += start.elapsed();
                         refresh = field(&answer, "refresh_token");
                     }
-                    done += batch;
-                    host.store = snapshot.clone();
-                }
-                timed
+                    timed
+                })
             })
         });
         bench_exchange(
