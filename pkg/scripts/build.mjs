@@ -102,9 +102,11 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * reader now shared with registration —, its cache lifetime, the policy read, written and
  * checked, the URL form of an app key and its escape in storage keys) to 144.68 (+7.4; 25 KB
  * raw before wasm-opt, spread thin: no single item over 2.4 KB but the shared metadata reader
- * and the two endpoints that fetch): 145.0, on purpose, for issue 29 to pay back.
+ * and the two endpoints that fetch). CORS for browser clients that arrive unannounced, the scope
+ * in a 401's challenge (MCP) and documents fetched for a signed-in user only took it to 144.95
+ * (+0.3): 145.5, on purpose, for issue 29 to pay back.
  */
-const BUDGETS = { edgegrant_wasm: 145.0 * 1024, edgegrant_client: 75.5 * 1024 };
+const BUDGETS = { edgegrant_wasm: 145.5 * 1024, edgegrant_client: 75.5 * 1024 };
 
 const modules = [
   { feature: "server", name: "edgegrant_wasm" },

@@ -408,6 +408,12 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
             None => return Ok(Decision::End(page_refusal(Refusal::UnknownClient))),
         },
         Validation::Later { app, record, query } => {
+            // A document is fetched and kept for a signed-in user only: a visitor cannot make
+            // the server fetch documents and store them (its sign-in comes first, then the
+            // checks of the client, before anything is asked).
+            if parsed.user.is_none() && app.document_url().is_some() {
+                return Ok(Decision::End(sign_in(query)));
+            }
             // The app's record in one batch with the user's link.
             let keys: Vec<&RecordKey> = [record].into_iter().chain(&parsed.link).collect();
             ctx.need(&keys)?;
