@@ -8,7 +8,7 @@
 //!
 //! | page | variables |
 //! |---|---|
-//! | consent | `page_data`, `app`, `app_name`, `scopes` (list), `permissions` (list: each scope in plain words, from `scope_descriptions` or the defaults, and offline access in words when asked for), `access_type`, `offline` (flag), `resources` (list: the APIs the tokens will be for, standards profile), `user_name` (the person's name, else the account id), `account_id`, `uid`, `redirect_uri`, `redirect_host` (where the answer goes; empty when the code is shown), `unverified` (flag: the app registered itself or is named by a metadata document: its name is its own claim), `client_host` (the host of a metadata document's client: whose app it is; empty otherwise), `query` (the form's hidden field) |
+//! | consent | `page_data`, `app`, `app_name`, `scopes` (list), `permissions` (list: each scope in plain words, from `scope_descriptions` or the defaults, and offline access in words when asked for), `access_type`, `offline` (flag), `resources` (list: the APIs the tokens will be for, standards profile), `user_name` (the person's name, else the account id), `account_id`, `uid`, `redirect_uri`, `redirect_host` (where the answer goes; empty when the code is shown), `unverified` (flag: the app registered itself or is named by a metadata document: its name is its own claim), `client_host` (the host of a metadata document's client: whose app it is; empty otherwise), `loopback` (flag: an unverified app's answer goes to a program on the user's machine, `127.0.0.1` or `localhost`: warn), `query` (the form's hidden field) |
 //! | code | `page_data`, `app`, `app_name`, `code` |
 //! | error | `page_data`, `error`, `description` |
 //! | sign_in | `page_data`, `return_to` |
@@ -61,6 +61,7 @@ const CONSENT_VARIABLES: &[&str] = &[
     "redirect_host",
     "unverified",
     "client_host",
+    "loopback",
     "query",
 ];
 const CODE_VARIABLES: &[&str] = &["page_data", "app", "app_name", "code"];
@@ -74,6 +75,7 @@ pub const DEFAULT_CONSENT: &str = concat!(
     "{{#client_host}}<p>Published by <strong>{{client_host}}</strong>.</p>{{/client_host}}",
     "{{#unverified}}<p><strong>Unverified:</strong> nobody checked this app; its name is its own claim.</p>{{/unverified}}",
     "{{#redirect_host}}<p>You will be sent to <strong>{{redirect_host}}</strong>.</p>{{/redirect_host}}",
+    "{{#loopback}}<p><strong>That is a program on this computer:</strong> allow only if you just started it yourself.</p>{{/loopback}}",
     "<p>Signed in as {{user_name}}. It asks to:</p>",
     "<ul>{{#permissions}}<li>{{.}}</li>{{/permissions}}</ul>",
     "{{#resources}}<p>for {{.}}</p>{{/resources}}",

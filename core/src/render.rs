@@ -640,11 +640,14 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Step {
             let user_name = user.name.as_deref().unwrap_or(user.account_id.as_str());
             // Where the answer goes: the host the user would be sent to (MCP asks that it be
             // shown), or none when the code is displayed.
-            let redirect_host = prompt
+            let redirect = prompt
                 .redirect_uri
                 .as_ref()
-                .and_then(|uri| HttpUri::parse(uri.as_str()).map(|u| u.host.to_owned()))
-                .unwrap_or_default();
+                .and_then(|uri| HttpUri::parse(uri.as_str()));
+            let redirect_host = redirect.as_ref().map_or("", |u| u.host);
+            // A program on the user's own machine that nobody checked may be anyone's: MCP
+            // asks for a warning on such a redirect.
+            let loopback = prompt.unverified && redirect.as_ref().is_some_and(HttpUri::is_loopback);
             let access = match prompt.access_type {
                 TokenAccessType::Online => "online",
                 TokenAccessType::Offline => "offline",
@@ -680,7 +683,8 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Step {
                     ("offline", Shown::Flag(offline)),
                     ("permissions", Shown::List(&permissions)),
                     ("user_name", Shown::Text(user_name)),
-                    ("redirect_host", Shown::Text(&redirect_host)),
+                    ("redirect_host", Shown::Text(redirect_host)),
+                    ("loopback", Shown::Flag(loopback)),
                     ("unverified", Shown::Flag(prompt.unverified)),
                     ("client_host", Shown::Text(client_host)),
                     ("resources", Shown::List(&resources)),

@@ -187,6 +187,8 @@ fn the_consent_page_says_who_is_asked_what_by_whom_and_where_the_answer_goes() {
     for shown in [
         "Unverified:",
         "You will be sent to <strong>127.0.0.1</strong>",
+        // An unverified app's answer to a program on this machine: warned (MCP).
+        "That is a program on this computer:",
         "Signed in as Alice Liddell.",
         "<li>See your account&#39;s name, email address and country</li>",
         "<li>Use the project&#39;s tools</li>",
@@ -199,6 +201,10 @@ fn the_consent_page_says_who_is_asked_what_by_whom_and_where_the_answer_goes() {
     // A configured app is not marked, and a person the host names no one is their account id.
     let configured = http(sim.authorize(&pkce_offline_query("s"), Some(&alice()))).body;
     assert!(!configured.contains("Unverified"), "{configured}");
+    assert!(
+        !configured.contains("program on this computer"),
+        "{configured}"
+    );
     assert!(configured.contains("Signed in as dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc."));
 }
 
