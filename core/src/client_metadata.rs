@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use crate::config::{check_redirect_uri, App, Config, DefaultTokenType, Permissions};
 use crate::credentials::SecretDigest;
 use crate::ids::{AppKey, RedirectUri};
+use crate::jose::{client_keys, ClientKey};
 use crate::records::{AboutClient, AuthMethod};
 use crate::scope::{ScopeSet, OFFLINE_ACCESS};
 
@@ -26,6 +27,8 @@ pub(crate) struct Draft {
     pub redirect_uris: Vec<RedirectUri>,
     pub scopes: ScopeSet,
     pub auth_method: AuthMethod,
+    /// Its public keys, for `private_key_jwt`.
+    pub keys: Vec<ClientKey>,
     pub refresh_tokens: bool,
     pub native: bool,
     pub about: AboutClient,
@@ -134,18 +137,20 @@ pub(crate) fn draft(
         (Origin::Registration, None | Some("client_secret_basic")) => AuthMethod::ClientSecretBasic,
         (Origin::Registration, Some("client_secret_post")) => AuthMethod::ClientSecretPost,
         (_, Some("none")) => AuthMethod::None,
+        (_, Some("private_key_jwt")) => AuthMethod::PrivateKeyJwt,
         (Origin::Registration, Some(other)) => {
             return metadata(format!(
                 "token_endpoint_auth_method {other} is not supported: none, \
-                 client_secret_basic or client_secret_post"
+                 client_secret_basic, client_secret_post or private_key_jwt"
             ))
         }
-        // A document is public: nobody could have handed its client a secret (CIMD §4.1).
+        // A document names no shared secret: nobody could have handed its client one (CIMD
+        // §4.1); it is public, or proves itself with its keys.
         (Origin::Document, None) => AuthMethod::None,
         (Origin::Document, Some(other)) => {
             return metadata(format!(
                 "token_endpoint_auth_method {other} is not supported for a metadata document's \
-                 client: none"
+                 client: none or private_key_jwt"
             ))
         }
     };
@@ -169,9 +174,26 @@ pub(crate) fn draft(
         Some("native") => true,
         Some(_) => return metadata("application_type must be web or native"),
     };
-    if fields.contains_key("jwks") || fields.contains_key("jwks_uri") {
-        return metadata("jwks and jwks_uri are not supported: a client_secret or none");
-    }
+    // RFC 7591 §2: keys by value or by reference, never both; only for private_key_jwt.
+    let keys = match (
+        fields.get("jwks"),
+        fields.contains_key("jwks_uri"),
+        auth_method,
+    ) {
+        (Some(_), true, _) => return metadata("jwks and jwks_uri must not both be present"),
+        (None, true, AuthMethod::PrivateKeyJwt) => {
+            return metadata("jwks_uri is not supported yet: give the keys as jwks")
+        }
+        (Some(set), false, AuthMethod::PrivateKeyJwt) => match client_keys(set) {
+            Ok(keys) => keys,
+            Err(why) => return metadata(why),
+        },
+        (None, false, AuthMethod::PrivateKeyJwt) => {
+            return metadata("private_key_jwt needs the client's public keys (jwks)")
+        }
+        (None, false, _) => Vec::new(),
+        (_, _, _) => return metadata("jwks and jwks_uri are for private_key_jwt only"),
+    };
     // The scopes asked for, among those such a client may be granted (offline_access is any
     // client's to ask for at authorization).
     let scopes = match text("scope")? {
@@ -229,5 +251,6 @@ pub(crate) fn draft(
         refresh_tokens: grant_types.contains(&"refresh_token"),
         native,
         about,
+        keys,
     })
 }

@@ -181,6 +181,24 @@ digest_type!(
     AttempterDigest
 );
 
+digest_type!(
+    /// HMAC of a client assertion's client and `jti` under the server key: the storage key of
+    /// the record that makes the assertion single-use (RFC 7523 §3, item 7).
+    AssertionDigest
+);
+
+impl AssertionDigest {
+    /// The digest of the assertion `jti` of `client`, the two joined by a NUL (which neither
+    /// holds), so no two clients' assertions share one.
+    pub(crate) fn of(key: &ServerKey, client: &str, jti: &str) -> AssertionDigest {
+        AssertionDigest(key.mac(&[b"assertion\0", client.as_bytes(), b"\0", jti.as_bytes()]))
+    }
+
+    pub(crate) fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+}
+
 impl AttempterDigest {
     /// The digest of `value` counted as a `kind`: HMAC-SHA256 under the server key (an
     /// unkeyed hash of an IPv4 address is undone by trying them all), the two joined by a NUL,

@@ -11,10 +11,10 @@ use crate::credentials::Entropy;
 use crate::ending::Ending;
 use crate::ids::AppKey;
 use crate::records::{
-    AccessTokenRecord, AppRecord, AttemptsRecord, CodeRecord, GrantRecord, LinkRecord,
-    MemberRecord, Provenance, Record, RecordKey, RefreshTokenRecord,
+    AccessTokenRecord, AppRecord, AssertionRecord, AttemptsRecord, CodeRecord, GrantRecord,
+    LinkRecord, MemberRecord, Provenance, Record, RecordKey, RefreshTokenRecord,
 };
-use crate::step::{AuditEvent, Expect, Put, Transaction};
+use crate::step::{AuditEvent, Expect, Put, Transaction, Verify};
 use crate::time::{Seconds, UnixTime};
 
 /// What an endpoint needs before it can go on.
@@ -29,6 +29,8 @@ pub(crate) enum Need {
         record: RecordKey,
         version: Option<u64>,
     },
+    /// Whether this signature holds (a client assertion's; one per request).
+    Signature(Box<Verify>),
 }
 
 /// An endpoint's result: a decision, or what it needs first.
@@ -135,6 +137,7 @@ record_kind!(LinkRecord, Link);
 record_kind!(AttemptsRecord, Attempts);
 record_kind!(MemberRecord, Member);
 record_kind!(AppRecord, App);
+record_kind!(AssertionRecord, Assertion);
 
 pub(crate) struct Ctx<'a> {
     pub config: &'a Config,
@@ -144,6 +147,8 @@ pub(crate) struct Ctx<'a> {
     /// The keys of the transactions this request has committed so far (of a [`Decision::Each`]
     /// whose later transaction lost a race).
     pub written: &'a [RecordKey],
+    /// Whether the signature this request had verified holds, once the host said.
+    pub verified: Option<bool>,
 }
 
 impl<'a> Ctx<'a> {
@@ -186,15 +191,27 @@ impl<'a> Ctx<'a> {
         if let Some(app) = config.app(key.as_str()) {
             return Ok(Some(app));
         }
+        Ok(self.stored_app(key)?.map(|record| &record.app))
+    }
+
+    /// Whether the signature `verify` holds: asked of the host once per request.
+    pub fn signature(&self, verify: impl FnOnce() -> Verify) -> Flow<bool> {
+        match self.verified {
+            Some(holds) => Ok(holds),
+            None => Err(Need::Signature(Box::new(verify()))),
+        }
+    }
+
+    /// The record of the stored app `key` (not configured), unless it has expired unused.
+    pub fn stored_app(&self, key: &AppKey) -> Flow<Option<&'a AppRecord>> {
         let Some(record_key) = self.app_record(key) else {
             return Ok(None);
         };
-        let lifetime = config.unannounced().map(|c| c.unused_lifetime);
+        let lifetime = self.config.unannounced().map(|c| c.unused_lifetime);
         Ok(self
             .load::<AppRecord>(&record_key)?
             .map(|loaded| loaded.record)
-            .filter(|record| lifetime.is_some_and(|l| self.now < record.used_at.plus(l)))
-            .map(|record| &record.app))
+            .filter(|record| lifetime.is_some_and(|l| self.now < record.used_at.plus(l))))
     }
 
     /// The app `key` names, as [`app`](Self::app) finds it — but for a client named by a

@@ -82,6 +82,8 @@ pub(crate) fn accept(
             refresh_tokens: metadata.refresh_tokens,
             native: metadata.native,
             about: metadata.about,
+            auth_method: metadata.auth_method,
+            keys: metadata.keys,
         }),
         used_at: now,
     })

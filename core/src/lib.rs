@@ -32,6 +32,10 @@
 //!      [`Reply::outcome`] says what happened, and why if it was refused ([`Refusal`]).
 //!    - [`Step::Serve`]: the API call is authorized; answer it with the endpoint's handler
 //!      for the [`Principal`], and set [`Authorized::headers`] on the handler's response.
+//!    - [`Step::Verify`] (only for a client registered with keys, `private_key_jwt`): verify
+//!      [`Verify::signature`] over [`Verify::message`] with [`Verify::key`] (a JWK) and
+//!      [`Verify::alg`] — WebCrypto's `importKey("jwk", …)` and `verify` — and report
+//!      [`Event::Verified`]. Everything else about the client assertion is the core's.
 //!    - [`Step::Fetch`] (only with [`DocumentPolicy`] on): `GET` the client's metadata document
 //!      at [`Fetch::url`] — https only, never to a private, loopback or link-local address
 //!      (check the address connected to), no redirect followed, at most [`Fetch::max_bytes`],
@@ -156,7 +160,7 @@
 //! it, with no two modules importing each other (`tests/tests/layers.rs` checks both, from the
 //! `crate::` paths of every file). From the bottom:
 //!
-//! 1. `time`, `ids`, `scope`, `wire`, `credentials`, `pages` — values, their wire forms, secrets and digests, page templates
+//! 1. `time`, `ids`, `scope`, `wire`, `jose`, `credentials`, `pages` — values, their wire forms, client assertions and keys, secrets and digests, page templates
 //! 2. `config`, `partition`, `pkce`, `refusal` — the configuration, where records live, PKCE, why a request is refused
 //! 3. `records` — what is stored, under which keys
 //! 4. `machines`, `client_metadata` — the state machines: pure transitions on records and time; client metadata (RFC 7591 §2) read and checked
@@ -261,6 +265,7 @@ mod documents;
 mod ending;
 mod endpoints;
 mod ids;
+mod jose;
 mod machines;
 mod pages;
 mod partition;
@@ -282,12 +287,13 @@ pub use config::{
     DEFAULT_SCOPE_DESCRIPTIONS,
 };
 pub use credentials::{
-    AccessToken, AccessTokenDigest, AttempterDigest, AuthorizationCode, ClientSecret, CodeDigest,
-    Entropy, RefreshToken, RefreshTokenDigest, RegistrationToken, RegistrationTokenDigest,
-    RotationSeed, SecretDigest, ServerKey, ENTROPY_LEN,
+    AccessToken, AccessTokenDigest, AssertionDigest, AttempterDigest, AuthorizationCode,
+    ClientSecret, CodeDigest, Entropy, RefreshToken, RefreshTokenDigest, RegistrationToken,
+    RegistrationTokenDigest, RotationSeed, SecretDigest, ServerKey, ENTROPY_LEN,
 };
 pub use endpoints::discovery::{protected_resource_metadata, protected_resource_metadata_url};
 pub use ids::{AccountId, AppKey, GrantId, InvalidId, RedirectUri, Uid, User};
+pub use jose::{ClientKey, SigningAlg};
 pub use machines::attempts::{Attempter, MAX_ATTEMPTERS};
 pub use pages::{PageTemplates, DEFAULT_CODE, DEFAULT_CONSENT, DEFAULT_ERROR, DEFAULT_SIGN_IN};
 pub use partition::{BadPartition, Partition};
@@ -306,7 +312,7 @@ pub use scope::{LegacyAccess, Scope, ScopeSet, OFFLINE_ACCESS, TEAM_AUDITING_SCO
 pub use step::{
     AttemptStep, AttemptVerdict, AuditEvent, Authorized, ConsentPrompt, Event, Expect, Fetch,
     FetchFailure, Fetched, Input, Misuse, Outcome, Principal, Put, Reply, Step, Transaction,
-    Unlinker,
+    Unlinker, Verify,
 };
 pub use time::{Seconds, UnixTime};
 pub use wire::http::{HttpRequest, HttpResponse};

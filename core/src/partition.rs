@@ -24,7 +24,7 @@ use std::fmt;
 use subtle::ConstantTimeEq as _;
 
 use crate::credentials::{
-    AccessToken, AttempterDigest, AuthorizationCode, RefreshToken, ServerKey,
+    AccessToken, AssertionDigest, AttempterDigest, AuthorizationCode, RefreshToken, ServerKey,
 };
 use crate::ids::{AccountId, AppKey};
 
@@ -65,6 +65,11 @@ impl Partition {
     /// user's requests read it, derived under the server key like an account's.
     pub fn of_app(key: &ServerKey, app: &AppKey) -> Partition {
         Partition::prefix(&key.mac(&[b"edgegrant partition of app\0", app.as_str().as_bytes()]))
+    }
+
+    /// The partition of a used client assertion: its own, from the digest it is stored under.
+    pub(crate) fn of_assertion(digest: &AssertionDigest) -> Partition {
+        Partition::prefix(digest.as_bytes())
     }
 
     /// The partition of one attempter's count: its own, from the digest it is stored under.

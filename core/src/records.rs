@@ -7,10 +7,11 @@ use std::str::FromStr;
 
 use crate::config::App;
 use crate::credentials::{
-    AccessToken, AccessTokenDigest, AttempterDigest, AuthorizationCode, CodeDigest, RefreshToken,
-    RefreshTokenDigest, RegistrationTokenDigest, RotationSeed, ServerKey,
+    AccessToken, AccessTokenDigest, AssertionDigest, AttempterDigest, AuthorizationCode,
+    CodeDigest, RefreshToken, RefreshTokenDigest, RegistrationTokenDigest, RotationSeed, ServerKey,
 };
 use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, Uid};
+use crate::jose::ClientKey;
 use crate::partition::Partition;
 use crate::pkce::CodeChallenge;
 use crate::scope::ScopeSet;
@@ -264,6 +265,18 @@ pub struct AppRecord {
     pub used_at: UnixTime,
 }
 
+impl AppRecord {
+    /// The keys its client assertions must be signed with, when it authenticates by them
+    /// (`private_key_jwt`); `None` for a client with a secret or none.
+    pub fn assertion_keys(&self) -> Option<&[ClientKey]> {
+        let (method, keys) = match &self.provenance {
+            Provenance::Registered(r) => (r.auth_method, &r.keys),
+            Provenance::Document(d) => (d.auth_method, &d.keys),
+        };
+        (method == AuthMethod::PrivateKeyJwt).then_some(keys.as_slice())
+    }
+}
+
 /// How a stored app came to be known.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Provenance {
@@ -292,6 +305,10 @@ pub struct DocumentClient {
     pub native: bool,
     /// The informational URLs and texts it gave: shown as asserted, never followed by the core.
     pub about: AboutClient,
+    /// How it authenticates: `none`, or `private_key_jwt` with [`keys`](Self::keys).
+    pub auth_method: AuthMethod,
+    /// Its public keys (its `jwks`), for `private_key_jwt`.
+    pub keys: Vec<ClientKey>,
 }
 
 /// What a client registered (RFC 7591 §2), as the registration answered it, beside what its
@@ -311,6 +328,8 @@ pub struct Registration {
     pub native: bool,
     /// The informational URLs and texts it gave: shown as asserted, never followed by the core.
     pub about: AboutClient,
+    /// Its public keys, for [`AuthMethod::PrivateKeyJwt`] (its `jwks`).
+    pub keys: Vec<ClientKey>,
 }
 
 /// The `token_endpoint_auth_method` of a registered client (RFC 7591 §2).
@@ -322,6 +341,8 @@ pub enum AuthMethod {
     ClientSecretBasic,
     /// Its secret in the form body.
     ClientSecretPost,
+    /// A JWT it signed with one of its keys (RFC 7523 §2.2), with PKCE.
+    PrivateKeyJwt,
 }
 
 impl AuthMethod {
@@ -331,7 +352,16 @@ impl AuthMethod {
             AuthMethod::None => "none",
             AuthMethod::ClientSecretBasic => "client_secret_basic",
             AuthMethod::ClientSecretPost => "client_secret_post",
+            AuthMethod::PrivateKeyJwt => "private_key_jwt",
         }
+    }
+
+    /// Whether the client holds a secret the server minted.
+    pub fn uses_secret(self) -> bool {
+        matches!(
+            self,
+            AuthMethod::ClientSecretBasic | AuthMethod::ClientSecretPost
+        )
     }
 }
 
@@ -392,6 +422,15 @@ pub enum Record {
     Member(MemberRecord),
     /// Under [`RecordKey::App`].
     App(AppRecord),
+    /// Under [`RecordKey::Assertion`].
+    Assertion(AssertionRecord),
+}
+
+/// A client assertion that was used: kept until it expires, so that it is used once.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AssertionRecord {
+    /// Its `exp`: from then on it is refused anyway, and the record is purged.
+    pub expires_at: UnixTime,
 }
 
 /// The format of stored records: the first byte of every [`Record::encode`].
@@ -468,6 +507,7 @@ impl Record {
                 | (Record::Attempts(_), RecordKey::Attempts(..))
                 | (Record::Member(_), RecordKey::Member(..))
                 | (Record::App(_), RecordKey::App(..))
+                | (Record::Assertion(_), RecordKey::Assertion(..))
         )
     }
 }
@@ -519,6 +559,8 @@ pub enum RecordKey {
     /// A stored app (a client that registered itself), in a partition of its own (see
     /// [`RecordKey::app`]).
     App(Partition, AppKey),
+    /// A client assertion used (`private_key_jwt`), by digest: a partition of its own.
+    Assertion(AssertionDigest),
 }
 
 impl RecordKey {
@@ -579,6 +621,7 @@ impl RecordKey {
             | RecordKey::Member(p, ..)
             | RecordKey::App(p, _) => *p,
             RecordKey::Attempts(digest) => Partition::of_attempter(digest),
+            RecordKey::Assertion(digest) => Partition::of_assertion(digest),
         }
     }
 }
@@ -599,6 +642,7 @@ impl fmt::Display for RecordKey {
                 write!(f, "{p}/member:{place}:{}:{account}", escaped(app))
             }
             RecordKey::App(_, app) => write!(f, "{p}/app:{}", escaped(app)),
+            RecordKey::Assertion(d) => write!(f, "{p}/assertion:{}", d.to_base64()),
         }
     }
 }
@@ -652,6 +696,7 @@ impl FromStr for RecordKey {
                 RefreshTokenDigest::from_base64(rest).map(|d| RecordKey::RefreshToken(p, d))
             }
             "attempts" => AttempterDigest::from_base64(rest).map(RecordKey::Attempts),
+            "assertion" => AssertionDigest::from_base64(rest).map(RecordKey::Assertion),
             "grant" => GrantId::parse(rest).map(|id| RecordKey::Grant(p, id)),
             "app" => unescaped(rest).map(|app| RecordKey::App(p, app)),
             "link" => rest.split_once(':').and_then(|(app, account)| {

@@ -8,6 +8,7 @@ use crate::config::{Config, Issuer};
 use crate::cors;
 use crate::ending::{ConsentPage, Ending, Introspected, Registered, Revocation, TokenBody, Via};
 use crate::endpoints::discovery::{self, Metadata};
+use crate::jose::ClientKey;
 use crate::pages::{lookup, page_data};
 use crate::records::{Provenance, TokenAccessType};
 use crate::refusal::Refusal;
@@ -507,8 +508,11 @@ fn client_information(registered: &Registered, config: &Config) -> String {
     if !about.contacts.is_empty() {
         json = json.strings("contacts", about.contacts.iter().map(String::as_str));
     }
-    json.strings("grant_types", grant_types)
-        .optional_string("logo_uri", about.logo_uri.as_deref())
+    json = json.strings("grant_types", grant_types);
+    if !registration.keys.is_empty() {
+        json = json.json("jwks", &jwks(&registration.keys));
+    }
+    json.optional_string("logo_uri", about.logo_uri.as_deref())
         .optional_string("policy_uri", about.policy_uri.as_deref())
         .strings(
             "redirect_uris",
@@ -533,6 +537,12 @@ fn client_information(registered: &Registered, config: &Config) -> String {
         )
         .optional_string("tos_uri", about.tos_uri.as_deref())
         .finish()
+}
+
+/// A client's keys as the JWK set it registered (RFC 7517 §5), each as it is kept.
+fn jwks(keys: &[ClientKey]) -> String {
+    let keys: Vec<&str> = keys.iter().map(|key| key.jwk.as_str()).collect();
+    format!("{{\"keys\":[{}]}}", keys.join(","))
 }
 
 /// RFC 6749 §5.1, with the reference service's extra fields after an exchange (keys in

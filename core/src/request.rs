@@ -31,6 +31,8 @@ enum State {
     Writing(Box<Writes>),
     /// Waiting for a client's metadata document ([`Step::Fetch`]).
     Fetching(Box<Fetching>),
+    /// Waiting for a signature's verification ([`Step::Verify`]).
+    Verifying,
     /// Answered ([`Step::Respond`] or [`Step::Serve`]).
     Over,
 }
@@ -82,6 +84,8 @@ pub struct Request {
     steps: u32,
     /// The sweep pages written so far (an unlink's).
     pages: u32,
+    /// Whether the client assertion's signature holds, once the host said (one per request).
+    verified: Option<bool>,
 }
 
 impl Request {
@@ -111,6 +115,7 @@ impl Request {
             conflicts: 0,
             steps: 0,
             pages: 0,
+            verified: None,
         };
         let step = request.decide();
         (request, step)
@@ -185,6 +190,11 @@ impl Request {
             (State::Reading(_) | State::Writing(_), Event::Unavailable) => {
                 Ok(self.refuse(Refusal::StorageUnavailable))
             }
+            (State::Verifying, Event::Verified(holds)) => {
+                // The records loaded stay: the decision goes on where it stopped.
+                self.verified = Some(holds);
+                Ok(self.decide())
+            }
             (State::Fetching(_), Event::Fetched(fetched)) => Ok(self.fetched(Ok(fetched))),
             (State::Fetching(_), Event::FetchFailed(failure)) => Ok(self.fetched(Err(failure))),
             (_, event) => Err(Misuse::OutOfTurn(match event {
@@ -194,6 +204,7 @@ impl Request {
                 Event::Unavailable => "unavailable",
                 Event::Fetched(_) => "fetched",
                 Event::FetchFailed(_) => "fetch failed",
+                Event::Verified(_) => "verified",
             })),
         }
     }
@@ -274,6 +285,7 @@ impl Request {
             entropy: &self.entropy,
             loads: &self.loads,
             written: &self.written,
+            verified: self.verified,
         };
         match self.route.decide(&ctx) {
             Err(Need::Records(keys)) => {
@@ -282,6 +294,14 @@ impl Request {
                 }
                 self.state = State::Reading(keys.clone());
                 Step::Read(keys)
+            }
+            Err(Need::Signature(verify)) => {
+                if self.verified.is_some() || !self.take_step() {
+                    // One signature per request: asked twice would be a bug, never a loop.
+                    return self.refuse(Refusal::Contention);
+                }
+                self.state = State::Verifying;
+                Step::Verify(*verify)
             }
             Err(Need::Document {
                 app,

@@ -8,6 +8,7 @@ use crate::config::ScopesJson;
 
 use crate::credentials::AuthorizationCode;
 use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, Uid, User};
+use crate::jose::SigningAlg;
 use crate::machines::attempts::Attempter;
 use crate::partition::Partition;
 use crate::pkce::ChallengeMethod;
@@ -301,10 +302,29 @@ pub enum Step {
     /// The API call is authorized: answer it with the endpoint's handler, for this principal,
     /// putting these headers on the handler's response. The request is over.
     Serve(Authorized),
+    /// Verify this signature of a client assertion (`private_key_jwt`) with the client's
+    /// public key — WebCrypto's `importKey("jwk", …)` and `verify` do it — and report
+    /// [`Event::Verified`]. Only for clients registered with keys.
+    Verify(Verify),
     /// Fetch this client's metadata document — guarded against SSRF, no redirect followed,
     /// within its size and time — and report [`Event::Fetched`] or [`Event::FetchFailed`]. Only
     /// where [`profile.clients.documents`](crate::DocumentPolicy) is on.
     Fetch(Fetch),
+}
+
+/// A signature to verify (RFC 7515 §5.2): `signature` over the bytes of `message` under `key`,
+/// with `alg` (ES256: ECDSA P-256 and SHA-256, the signature `r ‖ s`; RS256: RSASSA-PKCS1-v1_5
+/// and SHA-256).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verify {
+    /// The algorithm.
+    pub alg: SigningAlg,
+    /// The public key, as JWK JSON.
+    pub key: String,
+    /// What was signed: the assertion's `<header>.<payload>`.
+    pub message: String,
+    /// The signature.
+    pub signature: Vec<u8>,
 }
 
 /// A client's metadata document to fetch (draft-ietf-oauth-client-id-metadata-document §4): a
@@ -393,6 +413,8 @@ pub enum Event {
     Fetched(Fetched),
     /// The last [`Step::Fetch`] got no answer.
     FetchFailed(FetchFailure),
+    /// Whether the signature of the last [`Step::Verify`] holds.
+    Verified(bool),
 }
 
 /// Audit events: what changed, for the host's log. They never carry a secret.

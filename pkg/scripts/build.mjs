@@ -104,9 +104,13 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * raw before wasm-opt, spread thin: no single item over 2.4 KB but the shared metadata reader
  * and the two endpoints that fetch). CORS for browser clients that arrive unannounced, the scope
  * in a 401's challenge (MCP) and documents fetched for a signed-in user only took it to 144.95
- * (+0.3): 145.5, on purpose, for issue 29 to pay back.
+ * (+0.3): 145.5. private_key_jwt (RFC 7523: the assertion read and checked, JWK sets read
+ * and kept, a used assertion's record, the verification step across the boundary, the metadata
+ * and registration fields; the signature itself is WebCrypto's, which kept 27 KiB of crates out)
+ * to 150.77 (+5.8; 17.8 KB raw, client_auth::authenticate with the assertion's JSON the largest
+ * at 3.1): 151.0, on purpose, for issue 29 to pay back.
  */
-const BUDGETS = { edgegrant_wasm: 145.5 * 1024, edgegrant_client: 75.5 * 1024 };
+const BUDGETS = { edgegrant_wasm: 151.0 * 1024, edgegrant_client: 75.5 * 1024 };
 
 const modules = [
   { feature: "server", name: "edgegrant_wasm" },

@@ -118,6 +118,32 @@ async function answerFetch(request, step, fetcher) {
   else request.fetched(answer.status, answer.cacheControl ?? undefined, answer.body ?? NO_BODY);
 }
 
+/** WebCrypto's parameters for each algorithm of a client assertion: to import the key, to verify. */
+const SIGNATURES = {
+  ES256: [{ name: "ECDSA", namedCurve: "P-256" }, { name: "ECDSA", hash: "SHA-256" }],
+  RS256: [{ name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" }, { name: "RSASSA-PKCS1-v1_5" }],
+};
+const encoder = new TextEncoder();
+
+/**
+ * Answers the core's `v` step: whether a client assertion's signature holds under the client's
+ * key (a JWK), verified by the platform's WebCrypto (Node and workerd alike). A key or a
+ * signature WebCrypto cannot take does not hold.
+ */
+async function answerVerify(request, step) {
+  const [imported, verify] = SIGNATURES[step[1]] ?? [];
+  let holds = false;
+  if (imported) {
+    try {
+      const key = await crypto.subtle.importKey("jwk", JSON.parse(step[2]), imported, false, ["verify"]);
+      holds = await crypto.subtle.verify(verify, key, request.signature(), encoder.encode(step[3]));
+    } catch {
+      holds = false;
+    }
+  }
+  request.verified(holds);
+}
+
 /** runRequest's loop; `attempts`: the request is a credential check's, and its reply carries the core's `verdict` and `retryAfter`. */
 async function drive(request, storage, onAudit, attempts, fetcher = fetchDocument) {
   try {
@@ -159,6 +185,8 @@ async function drive(request, storage, onAudit, attempts, fetcher = fetchDocumen
         }
       } else if (kind === "f") {
         await answerFetch(request, step, fetcher);
+      } else if (kind === "v") {
+        await answerVerify(request, step);
       } else if (kind === "p") {
         if (attempts) {
           const [verdict, wait] = request.verdict().split(" ");

@@ -82,6 +82,10 @@ impl Host {
                     println!("  core: Fetch {} (the store's web answers)", fetch.url);
                     self.store.fetch(&fetch)
                 }
+                Step::Verify(verify) => {
+                    println!("  core: Verify a {} signature", verify.alg.name());
+                    Event::Verified(edgegrant_tests::verify_signature(&verify))
+                }
                 Step::Respond(reply) => {
                     show(&reply);
                     return Ended::Reply(reply);

@@ -66,6 +66,7 @@ impl Host {
                     Err(_) => Event::Conflicted,
                 },
                 Step::Fetch(ref fetch) => self.store.fetch(fetch),
+                Step::Verify(ref verify) => Event::Verified(crate::verify_signature(verify)),
                 Step::Respond(_) | Step::Serve(_) => return step,
             };
             step = request

@@ -251,7 +251,11 @@ pub fn check_store(server_key: &ServerKey, store: &Store) {
             Record::RefreshToken(r) => Some(&r.account_id),
             Record::Grant(r) => Some(&r.account_id),
             Record::Code(r) => Some(&r.account_id),
-            Record::Link(_) | Record::Attempts(_) | Record::Member(_) | Record::App(_) => None,
+            Record::Link(_)
+            | Record::Attempts(_)
+            | Record::Member(_)
+            | Record::App(_)
+            | Record::Assertion(_) => None,
         };
         if let Some(account) = account {
             assert_eq!(
@@ -334,7 +338,8 @@ pub fn check_store(server_key: &ServerKey, store: &Store) {
                 grant(&member.grant);
             }
             // A count may be back at zero: a successful check takes its reservation back.
-            Record::Attempts(_) => {}
+            // A used client assertion holds only its expiry.
+            Record::Attempts(_) | Record::Assertion(_) => {}
             // A stored app lies in its own partition, under its own key.
             Record::App(stored) => {
                 assert_eq!(

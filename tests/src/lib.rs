@@ -346,6 +346,11 @@ impl Request {
                 self.advance(store.fetch(fetch))?;
                 Ok(Progress::Fetched(url))
             }
+            // A signature is the host's to verify, with real cryptography (RustCrypto here).
+            Step::Verify(verify) => {
+                self.advance(Event::Verified(verify_signature(verify)))?;
+                Ok(Progress::Loaded(Vec::new()))
+            }
             Step::Respond(reply) => Ok(done(Answer::Reply(reply.clone()), &self.committed)),
             Step::Serve(principal) => Ok(done(Answer::Serve(principal.clone()), &self.committed)),
         }
@@ -422,7 +427,10 @@ fn checked(partition: Option<Partition>, transaction: &Transaction) -> &Transact
 /// A record a request touches lies in its partition (failure counts and stored apps in their
 /// own).
 fn check_partition(partition: Option<Partition>, key: &RecordKey) {
-    if !matches!(key, RecordKey::Attempts(_) | RecordKey::App(..)) {
+    if !matches!(
+        key,
+        RecordKey::Attempts(_) | RecordKey::App(..) | RecordKey::Assertion(_)
+    ) {
         assert_eq!(
             Some(key.partition()),
             partition,
@@ -438,6 +446,15 @@ fn done(answer: Answer, committed: &Option<Vec<AuditEvent>>) -> Progress {
         audit: committed.clone().unwrap_or_default(),
     }
 }
+
+/// Whether `verify`'s signature holds, as a host answers [`Step::Verify`]: the native host's
+/// own code (RustCrypto), the one source of both.
+pub fn verify_signature(verify: &Verify) -> bool {
+    signatures::holds(verify)
+}
+
+#[path = "../../examples/native/src/signatures.rs"]
+mod signatures;
 
 /// Deterministic entropy: SHA-256 in counter mode over a seed.
 pub fn entropy(seed: u64) -> Entropy {

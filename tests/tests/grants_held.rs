@@ -48,6 +48,7 @@ fn touched(sim: &Sim, input: Input) -> (Touched, Store) {
                 Event::Committed
             }
             Step::Fetch(fetch) => store.fetch(&fetch),
+            Step::Verify(verify) => Event::Verified(verify_signature(&verify)),
             Step::Respond(_) | Step::Serve(_) => return (seen, store),
         };
         step = request.advance(event).unwrap();

@@ -52,6 +52,7 @@ fn keys_touched(sim: &Sim, input: Input) -> Vec<RecordKey> {
                 Event::Committed
             }
             Step::Fetch(fetch) => store.fetch(&fetch),
+            Step::Verify(verify) => Event::Verified(verify_signature(&verify)),
             Step::Respond(_) | Step::Serve(_) => return keys,
         };
         step = request.advance(event).unwrap();

@@ -384,3 +384,145 @@ fn a_document_clients_key_is_escaped_in_storage_keys_and_read_back_whole() {
         assert_ne!(raw.parse::<RecordKey>().ok(), Some(record), "{raw}");
     }
 }
+
+// ---- private_key_jwt (RFC 7523) -----------------------------------------------------------------
+
+const JWT_BEARER: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+
+/// A client's signing key (P-256), fixed: `seed` picks which.
+fn signing_key(seed: u8) -> p256::ecdsa::SigningKey {
+    p256::ecdsa::SigningKey::from_slice(&[seed; 32]).unwrap()
+}
+
+/// Its public key as a JWK with `kid`.
+fn public_jwk(key: &p256::ecdsa::SigningKey, kid: &str) -> Value {
+    let point = key.verifying_key().to_encoded_point(false);
+    let b64 = |bytes: &[u8]| {
+        base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, bytes)
+    };
+    json!({ "kty": "EC", "crv": "P-256", "kid": kid, "use": "sig",
+            "x": b64(point.x().unwrap()), "y": b64(point.y().unwrap()) })
+}
+
+/// A client assertion (ES256, `kid` k1) of `client` for `aud`, expiring at `exp`, with `jti`.
+fn assertion(
+    key: &p256::ecdsa::SigningKey,
+    client: &str,
+    aud: &str,
+    exp: u64,
+    jti: &str,
+) -> String {
+    use p256::ecdsa::signature::Signer as _;
+    let b64 = |bytes: &[u8]| {
+        base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, bytes)
+    };
+    let header = b64(json!({ "alg": "ES256", "kid": "k1", "typ": "JWT" })
+        .to_string()
+        .as_bytes());
+    let claims = json!({ "iss": client, "sub": client, "aud": aud, "exp": exp, "jti": jti });
+    let input = format!("{header}.{}", b64(claims.to_string().as_bytes()));
+    let signature: p256::ecdsa::Signature = key.sign(input.as_bytes());
+    format!("{input}.{}", b64(&signature.to_bytes()))
+}
+
+#[test]
+fn a_client_proves_itself_by_its_keys_once_per_assertion() {
+    let mut sim = sim();
+    let key = signing_key(7);
+    let mut request = HttpRequest::new("POST", "/oauth2/register", "");
+    request
+        .headers
+        .push(("Content-Type".into(), "application/json".into()));
+    request.body = json!({
+        "client_name": "Keyed",
+        "redirect_uris": [CALLBACK],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "token_endpoint_auth_method": "private_key_jwt",
+        "jwks": { "keys": [public_jwk(&key, "k1")] },
+    })
+    .to_string()
+    .into_bytes();
+    let registered = http(sim.http(request, None));
+    assert_eq!(registered.status, 201, "{}", registered.body);
+    let info = json(&registered);
+    let client = info["client_id"].as_str().unwrap().to_owned();
+    assert_eq!(info["token_endpoint_auth_method"], "private_key_jwt");
+    assert!(info.get("client_secret").is_none(), "no secret: {info}");
+    assert_eq!(info["jwks"]["keys"][0]["kid"], "k1");
+
+    let issuer = "https://auth.example";
+    let code = sim.code_for(&query(&client), &alice());
+    let signed = |sim: &Sim, aud: &str, ahead: u64, jti: &str| {
+        assertion(&key, &client, aud, sim.now.0 + ahead, jti)
+    };
+    let exchange = |sim: &mut Sim, assertion: &str| {
+        sim.token(
+            &[
+                ("grant_type", "authorization_code"),
+                ("code", &code),
+                ("redirect_uri", CALLBACK),
+                ("code_verifier", VERIFIER),
+                ("client_assertion_type", JWT_BEARER),
+                ("client_assertion", assertion),
+            ],
+            None,
+        )
+    };
+    // Expired at its exp, to the second; for another audience; by another key: refused.
+    for (refused, why) in [
+        (signed(&sim, issuer, 0, "j0"), "expired"),
+        (
+            signed(&sim, "https://other.example", 60, "j0"),
+            "another audience",
+        ),
+        (
+            assertion(&signing_key(8), &client, issuer, sim.now.0 + 60, "j0"),
+            "another key",
+        ),
+        (signed(&sim, issuer, 3601, "j0"), "lives too long"),
+    ] {
+        let answer = exchange(&mut sim, &refused);
+        assert_eq!(
+            oauth_error(&answer),
+            "invalid_client",
+            "{why}: {}",
+            answer.body
+        );
+    }
+    // A second before exp, for the issuer: tokens, with a refresh token it did not ask for.
+    let first = signed(&sim, issuer, 1, "j1");
+    let tokens = exchange(&mut sim, &first);
+    assert_eq!(tokens.status, 200, "{}", tokens.body);
+    let refresh = json(&tokens)["refresh_token"].as_str().unwrap().to_owned();
+    let refresh_with = |sim: &mut Sim, assertion: Option<&str>| {
+        let mut form = vec![
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh.as_str()),
+            ("client_id", client.as_str()),
+        ];
+        if let Some(assertion) = assertion {
+            form.extend([
+                ("client_assertion_type", JWT_BEARER),
+                ("client_assertion", assertion),
+            ]);
+        }
+        sim.token(&form, None)
+    };
+    // The same assertion again: used. No assertion at all: a keyed client must prove itself.
+    assert_eq!(
+        oauth_error(&refresh_with(&mut sim, Some(&first))),
+        "invalid_client"
+    );
+    assert_eq!(oauth_error(&refresh_with(&mut sim, None)), "invalid_client");
+    // A fresh one, for the token endpoint's URL, an hour ahead (the most): served, and the
+    // refresh token is not rotated (the client authenticated).
+    let token_endpoint = format!("{issuer}/oauth2/token");
+    let fresh = signed(&sim, &token_endpoint, 3600, "j2");
+    let refreshed = refresh_with(&mut sim, Some(&fresh));
+    assert_eq!(refreshed.status, 200, "{}", refreshed.body);
+    assert!(
+        json(&refreshed).get("refresh_token").is_none(),
+        "{}",
+        refreshed.body
+    );
+}

@@ -405,7 +405,8 @@ impl Request {
     /// `advance("found")`); `w` (a write: the `put*` getters and `audit`, then
     /// `advance("committed")` or `advance("conflicted")`); `f`, a client's metadata document to
     /// fetch: its URL, the most bytes and the milliseconds it may take (then `fetched` or
-    /// `fetchFailed`); `p` (a reply: `status`, `headers`, `body`, `outcome`, `refusal`); or `s` and the authorized
+    /// `fetchFailed`); `v`, a signature to verify: the algorithm (`ES256`, `RS256`), the public
+    /// key as JWK JSON and the signed text (the signature from `signature`; then `verified`); `p` (a reply: `status`, `headers`, `body`, `outcome`, `refusal`); or `s` and the authorized
     /// call's principal: app, account id, uid, space-separated scopes and expiry (empty for
     /// none), then the headers to set on the API's answer, names and values alternately.
     pub fn step(&self) -> String {
@@ -420,6 +421,13 @@ impl Request {
             }
             Step::Write(_) => out.push('w'),
             Step::Respond(_) => out.push('p'),
+            Step::Verify(verify) => {
+                out.push('v');
+                for field in [verify.alg.name(), &verify.key, &verify.message] {
+                    out.push('\0');
+                    out.push_str(field);
+                }
+            }
             Step::Fetch(fetch) => {
                 out.push('f');
                 out.push('\0');
@@ -526,6 +534,20 @@ impl Request {
             body,
         });
         self.step = self.inner.advance(event).map_err(misuse)?;
+        Ok(())
+    }
+
+    /// The signature a `v` step asks about (empty for any other step).
+    pub fn signature(&self) -> Vec<u8> {
+        match &self.step {
+            Step::Verify(verify) => verify.signature.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether the signature of a `v` step holds.
+    pub fn verified(&mut self, holds: bool) -> Result<(), JsError> {
+        self.step = self.inner.advance(Event::Verified(holds)).map_err(misuse)?;
         Ok(())
     }
 

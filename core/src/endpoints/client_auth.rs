@@ -3,15 +3,19 @@
 //! checked in constant time, and a failure counted against its source.
 
 use crate::config::{App, Config};
-use crate::credentials::{ClientSecret, SecretDigest};
-use crate::ctx::{app_record, Ctx, Decision, Flow};
+use crate::credentials::{AssertionDigest, ClientSecret, SecretDigest};
+use crate::ctx::{app_record, create, Ctx, Decision, Flow};
 use crate::ending::{Ending, Via};
 use crate::endpoints::attempts::{self, Guard};
 use crate::endpoints::within_limit;
 use crate::ids::AppKey;
+use crate::jose::{Assertion, ClientKey};
 use crate::machines::attempts::Attempter;
-use crate::records::RecordKey;
+use crate::records::{AssertionRecord, Record, RecordKey};
 use crate::refusal::Refusal;
+use crate::routes::TOKEN;
+use crate::step::{Transaction, Verify};
+use crate::time::{Seconds, UnixTime};
 use crate::wire::client_auth::{self, CredentialError};
 use crate::wire::form::{is_form_content_type, Params};
 use crate::wire::http::HttpRequest;
@@ -28,13 +32,19 @@ pub(crate) struct Client {
     stored: Option<Box<StoredCheck>>,
 }
 
-/// The check of a stored app's client authentication: the digest of the secret presented, if
-/// any, and the failure to count should it not hold.
+/// The check of a stored app's client authentication: the digest of the secret presented, or
+/// the client assertion and where its use is recorded, if any; and the failure to count should
+/// it not hold.
 #[derive(Clone, Debug)]
 struct StoredCheck {
     secret: Option<SecretDigest>,
+    assertion: Option<(Box<Assertion>, RecordKey)>,
     failed: FailedClient,
 }
+
+/// How far ahead a client assertion may expire: a longer-lived one is refused (it could be
+/// replayed for that long were its record lost; RFC 7523 §3 leaves the bound to the server).
+const MAX_ASSERTION_LIFETIME: Seconds = Seconds(3600);
 
 impl Client {
     pub fn refuse(&self, refusal: Refusal) -> Ending {
@@ -108,18 +118,21 @@ pub(crate) fn authenticate(
     request: &HttpRequest,
     params: &Params,
 ) -> Result<Result<Client, FailedClient>, Ending> {
-    let presented = client_auth::presented(request, params).map_err(|e| {
-        let (refusal, basic) = match e {
-            CredentialError::Missing => (Refusal::ClientAuthenticationMissing, false),
-            CredentialError::MalformedBasic => (Refusal::MalformedBasic, true),
-            CredentialError::MultipleMethods => (Refusal::MultipleClientAuthentications, false),
-            CredentialError::ConflictingClientId => (Refusal::ConflictingClientId, false),
-            CredentialError::SecretWithoutId => (Refusal::SecretWithoutClientId, false),
-            CredentialError::UnsupportedScheme => (Refusal::UnsupportedAuthenticationScheme, false),
-            CredentialError::Repeated(name) => (Refusal::Repeated(name), false),
-        };
-        Ending::Refused(refusal, Via::Token { basic })
-    })?;
+    let presented = client_auth::presented(request, params, config.unannounced().is_some())
+        .map_err(|e| {
+            let (refusal, basic) = match e {
+                CredentialError::Missing => (Refusal::ClientAuthenticationMissing, false),
+                CredentialError::MalformedBasic => (Refusal::MalformedBasic, true),
+                CredentialError::MultipleMethods => (Refusal::MultipleClientAuthentications, false),
+                CredentialError::ConflictingClientId => (Refusal::ConflictingClientId, false),
+                CredentialError::SecretWithoutId => (Refusal::SecretWithoutClientId, false),
+                CredentialError::UnsupportedScheme => {
+                    (Refusal::UnsupportedAuthenticationScheme, false)
+                }
+                CredentialError::Repeated(name) => (Refusal::Repeated(name), false),
+            };
+            Ending::Refused(refusal, Via::Token { basic })
+        })?;
     // A failure is counted against its source: at the limit, failures are answered 429. Never
     // against the app, whose key is public: anyone could make its own requests wait. And no
     // count holds back a correct secret — secrets are high-entropy, so counting guesses buys
@@ -138,19 +151,37 @@ pub(crate) fn authenticate(
     let Some(app) = config.app(&presented.client_id) else {
         // Not configured: a stored app, if clients may arrive unannounced, checked once read.
         let key = AppKey::new(presented.client_id.as_str()).ok();
+        let assertion = match presented.assertion {
+            None => None,
+            Some(Ok(assertion)) => {
+                let used = AssertionDigest::of(
+                    config.server_key(),
+                    &presented.client_id,
+                    &assertion.claims.jti,
+                );
+                Some((assertion, RecordKey::Assertion(used)))
+            }
+            // Not a client assertion at all: no client proves itself so.
+            Some(Err(())) => return Ok(Err(failure())),
+        };
         return Ok(match key.filter(|key| app_record(config, key).is_some()) {
             Some(app) => Ok(Client {
                 app,
-                has_secret: presented.secret.is_some(),
+                has_secret: presented.secret.is_some() || assertion.is_some(),
                 via_basic: presented.via_basic,
                 stored: Some(Box::new(StoredCheck {
                     secret: presented.secret.as_ref().map(ClientSecret::digest),
+                    assertion,
                     failed: failure(),
                 })),
             }),
             None => Err(failure()),
         });
     };
+    // A configured app has a secret or none: no keys.
+    if presented.assertion.is_some() {
+        return Ok(Err(failure()));
+    }
     match (&presented.secret, &app.secret_digest) {
         (None, _) => {}
         (Some(secret), Some(digest)) if digest.matches(secret) => {}
@@ -179,13 +210,106 @@ pub(crate) fn verify<'a>(
             guards: Vec::new(),
         }));
     };
-    ctx.need_with_app(beside, &client.app)?;
-    let app = ctx
-        .app(&client.app)?
-        .filter(|app| match (&check.secret, &app.secret_digest) {
-            (None, _) => true,
-            (Some(presented), Some(digest)) => digest.is(presented),
-            (Some(_), None) => false,
-        });
-    Ok(app.ok_or_else(|| check.failed.clone()))
+    let mut batch = beside.to_vec();
+    if let Some((_, used)) = &check.assertion {
+        batch.push(used);
+    }
+    ctx.need_with_app(&batch, &client.app)?;
+    let failed = || Ok(Err(check.failed.clone()));
+    let Some(record) = ctx.stored_app(&client.app)? else {
+        return failed();
+    };
+    let holds = match (&check.secret, &check.assertion, record.assertion_keys()) {
+        // Its keys prove it, and nothing else does (CIMD §6.2: the registered type, always).
+        (None, Some((assertion, used)), Some(keys)) => {
+            if !assertion_holds(ctx, &client.app, assertion, keys)? {
+                return failed();
+            }
+            // Once: a used assertion's record, not written by this very request, refuses it.
+            ctx.load::<AssertionRecord>(used)?.is_none() || ctx.written.contains(used)
+        }
+        (_, _, Some(_)) | (_, Some(_), None) => false,
+        (None, None, None) => true,
+        (Some(presented), None, None) => record
+            .app
+            .secret_digest
+            .as_ref()
+            .is_some_and(|digest| digest.is(presented)),
+    };
+    if holds {
+        Ok(Ok(&record.app))
+    } else {
+        failed()
+    }
+}
+
+/// Whether a client assertion of `client` holds (RFC 7523 §3): issued by the client about
+/// itself, for this server, not expired nor too long-lived nor early, signed by one of its
+/// `keys` (the signature is the host's to verify).
+fn assertion_holds(
+    ctx: &Ctx<'_>,
+    client: &AppKey,
+    assertion: &Assertion,
+    keys: &[ClientKey],
+) -> Flow<bool> {
+    let claims = &assertion.claims;
+    let Some(issuer) = ctx.config.issuer() else {
+        return Ok(false);
+    };
+    // The audience: this server, by its issuer identifier (RFC 7523bis) or its token
+    // endpoint's URL (RFC 7523 §3, as most clients still send).
+    let token_endpoint = format!("{}{TOKEN}", issuer.origin());
+    let for_us = claims
+        .aud
+        .iter()
+        .any(|aud| aud == issuer.as_str() || *aud == token_endpoint);
+    let now = ctx.now.0;
+    let timely = now < claims.exp
+        && claims.exp <= now.saturating_add(MAX_ASSERTION_LIFETIME.0)
+        && claims.nbf.is_none_or(|nbf| nbf <= now);
+    if claims.iss != client.as_str() || claims.sub != client.as_str() || !for_us || !timely {
+        return Ok(false);
+    }
+    // The key its header names, or the only one of its algorithm.
+    let mut candidates = keys.iter().filter(|key| {
+        key.alg == assertion.alg
+            && (assertion.kid.is_none() || key.kid.as_deref() == assertion.kid.as_deref())
+    });
+    let (Some(key), None) = (candidates.next(), candidates.next()) else {
+        return Ok(false);
+    };
+    ctx.signature(|| Verify {
+        alg: assertion.alg,
+        key: key.jwk.clone(),
+        message: assertion.signing_input.clone(),
+        signature: assertion.signature.clone(),
+    })
+}
+
+/// `decision`, with the client assertion it was authenticated by recorded as used first: its
+/// own transaction (its own partition), created only where none is, so that a racing request
+/// with the same assertion loses and is refused when it decides again.
+pub(crate) fn consume_assertion(client: &Client, decision: Decision) -> Decision {
+    let Some((assertion, used)) = client
+        .stored
+        .as_ref()
+        .and_then(|check| check.assertion.as_ref())
+    else {
+        return decision;
+    };
+    let expires_at = UnixTime(assertion.claims.exp);
+    let record = Record::Assertion(AssertionRecord { expires_at });
+    let first = Transaction {
+        puts: vec![create(used.clone(), &record, Some(expires_at))],
+        audit: Vec::new(),
+    };
+    match decision {
+        Decision::End(ending) => Decision::Each(vec![first], ending),
+        Decision::Commit(transaction, ending) => Decision::Each(vec![first, transaction], ending),
+        Decision::Each(mut transactions, ending) => {
+            transactions.insert(0, first);
+            Decision::Each(transactions, ending)
+        }
+        continuing @ Decision::Continue(..) => continuing,
+    }
 }

@@ -4,6 +4,7 @@
 //! to anyone, from any origin. They read no record and name no secret.
 
 use crate::config::{Config, Issuer};
+use crate::jose::SigningAlg;
 use crate::routes::{
     Document, AUTHORIZE, INTROSPECTION, PROTECTED_RESOURCE_METADATA, REGISTRATION, REVOCATION,
     TOKEN,
@@ -14,6 +15,7 @@ use crate::wire::json::JsonObject;
 /// Secrets in the Authorization header or the body; public clients with PKCE (or, to revoke,
 /// their client_id) alone.
 const CLIENT_AUTH: [&str; 3] = ["client_secret_basic", "client_secret_post", "none"];
+const PRIVATE_KEY_JWT: &str = "private_key_jwt";
 
 /// What a request to a metadata path gets (the route table refuses other methods).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,6 +117,13 @@ pub(crate) fn document(config: &Config, issuer: &Issuer) -> String {
             .copied()
             .chain(implicit.then_some(implicit_too))
     };
+    // Clients that arrive unannounced may prove themselves with their keys (RFC 7523).
+    let keys = config.unannounced().is_some();
+    let methods = || {
+        CLIENT_AUTH
+            .into_iter()
+            .chain(keys.then_some(PRIVATE_KEY_JWT))
+    };
     let json = JsonObject::new()
         .string("authorization_endpoint", &format!("{origin}{AUTHORIZE}"))
         .boolean("authorization_response_iss_parameter_supported", true);
@@ -123,7 +132,7 @@ pub(crate) fn document(config: &Config, issuer: &Issuer) -> String {
         Some(_) => json.boolean("client_id_metadata_document_supported", true),
         None => json,
     };
-    json
+    let json = json
         // The profile with metadata takes S256 alone (OAuth 2.1).
         .strings("code_challenge_methods_supported", ["S256"])
         .strings(
@@ -134,11 +143,14 @@ pub(crate) fn document(config: &Config, issuer: &Issuer) -> String {
             "introspection_endpoint",
             &format!("{origin}{INTROSPECTION}"),
         )
-        // Only a confidential client, with its secret, may introspect.
+        // Only a confidential client, with its secret (or its keys), may introspect.
         .strings(
             "introspection_endpoint_auth_methods_supported",
-            ["client_secret_basic", "client_secret_post"],
-        )
+            ["client_secret_basic", "client_secret_post"]
+                .into_iter()
+                .chain(keys.then_some(PRIVATE_KEY_JWT)),
+        );
+    let json = signing_algs(json, "introspection", keys)
         .string("issuer", issuer.as_str())
         .strings(
             "response_modes_supported",
@@ -156,9 +168,23 @@ pub(crate) fn document(config: &Config, issuer: &Issuer) -> String {
                 .as_deref(),
         )
         .string("revocation_endpoint", &format!("{origin}{REVOCATION}"))
-        .strings("revocation_endpoint_auth_methods_supported", CLIENT_AUTH)
+        .strings("revocation_endpoint_auth_methods_supported", methods());
+    let json = signing_algs(json, "revocation", keys)
         .strings("scopes_supported", scopes.iter())
         .string("token_endpoint", &format!("{origin}{TOKEN}"))
-        .strings("token_endpoint_auth_methods_supported", CLIENT_AUTH)
-        .finish()
+        .strings("token_endpoint_auth_methods_supported", methods());
+    signing_algs(json, "token", keys).finish()
+}
+
+/// RFC 8414 §2: the algorithms client assertions may be signed with, beside every list of
+/// methods that names `private_key_jwt` (it MUST be there then).
+fn signing_algs(json: JsonObject, endpoint: &str, keys: bool) -> JsonObject {
+    if keys {
+        json.strings(
+            &format!("{endpoint}_endpoint_auth_signing_alg_values_supported"),
+            [SigningAlg::Es256.name(), SigningAlg::Rs256.name()],
+        )
+    } else {
+        json
+    }
 }

@@ -16,7 +16,7 @@ use crate::ending::{Ending, Registered, Via};
 use crate::endpoints::attempts::{self, Guard};
 use crate::endpoints::within_limit;
 use crate::ids::AppKey;
-use crate::records::{AppRecord, AuthMethod, Provenance, Record, RecordKey, Registration};
+use crate::records::{AppRecord, Provenance, Record, RecordKey, Registration};
 use crate::refusal::Refusal;
 use crate::routes::{client_in_path, Method};
 use crate::step::{AuditEvent, Transaction};
@@ -234,7 +234,9 @@ fn register(draft: &Draft, guards: &[Guard], ctx: &Ctx<'_>) -> Flow<Decision> {
             Via::Token { basic: false },
         )));
     };
-    let secret = (draft.auth_method != AuthMethod::None)
+    let secret = draft
+        .auth_method
+        .uses_secret()
         .then(|| ClientSecret::minted(base64url(&ctx.entropy.primary())));
     let token = RegistrationToken::minted(base64url(&ctx.entropy.secondary()));
     let record = registered(
@@ -288,6 +290,7 @@ fn registered(
             refresh_tokens: draft.refresh_tokens,
             native: draft.native,
             about: draft.about.clone(),
+            keys: draft.keys.clone(),
         }),
         used_at,
     }
@@ -340,10 +343,10 @@ fn manage(managed: &Managed, ctx: &Ctx<'_>) -> Flow<Decision> {
                     Via::Token { basic: false },
                 )));
             }
-            if (draft.auth_method == AuthMethod::None) != secret.is_none() {
+            if draft.auth_method.uses_secret() != secret.is_some() {
                 return Ok(Decision::End(Ending::Refused(
                     Refusal::InvalidClientMetadata(
-                        "token_endpoint_auth_method cannot change between none and a secret: \
+                        "token_endpoint_auth_method cannot change to or from a secret: \
                          register a new client"
                             .into(),
                     ),

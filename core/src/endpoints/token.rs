@@ -10,7 +10,8 @@ use crate::ctx::{create, replace, Ctx, Decision, Flow, Loaded};
 use crate::ending::{Ending, TokenBody};
 use crate::endpoints::authorize;
 use crate::endpoints::client_auth::{
-    authenticate, decide_failed, form_parameters, refuse, verify, Client, FailedClient,
+    authenticate, consume_assertion, decide_failed, form_parameters, refuse, verify, Client,
+    FailedClient,
 };
 use crate::endpoints::issue::{issue_grant, revoke_grant};
 use crate::ids::{AppKey, User};
@@ -152,7 +153,9 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     // (Verified, it stands: the fresh copy is the same app or a refusal.)
     ctx.current_app(&client.app)?;
     // A stored app is renewed by its use (see `UnannouncedClients::unused_lifetime`).
-    Ok(ctx.with_renewal(&client.app, decide_grant(parsed, ctx)?))
+    // A client assertion is used once, whatever came of the request.
+    let decision = ctx.with_renewal(&client.app, decide_grant(parsed, ctx)?);
+    Ok(consume_assertion(client, decision))
 }
 
 fn decide_grant(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {

@@ -8,7 +8,7 @@ use crate::config::{App, Config};
 use crate::ctx::{Ctx, Decision, Flow, Loaded};
 use crate::ending::{Ending, Introspected, Revocation};
 use crate::endpoints::client_auth::{
-    authenticate, decide_failed, form_parameters, verify, Client, FailedClient,
+    authenticate, consume_assertion, decide_failed, form_parameters, verify, Client, FailedClient,
 };
 use crate::endpoints::issue::revoke_grant;
 use crate::ids::{AccountId, AppKey, GrantId};
@@ -127,13 +127,15 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         Some(key) => held(ctx, key)?,
         None => None,
     };
-    match operation {
-        Operation::Revoke => revoke(ctx, client, held),
-        Operation::Introspect => Ok(Decision::End(Ending::Introspection(
+    let decision = match operation {
+        Operation::Revoke => revoke(ctx, client, held)?,
+        Operation::Introspect => Decision::End(Ending::Introspection(
             held.and_then(|held| introspected(ctx, client, held))
                 .map(Box::new),
-        ))),
-    }
+        )),
+    };
+    // A client assertion is used once, whatever it was used for.
+    Ok(consume_assertion(client, decision))
 }
 
 /// A token found, with its grant and where that grant stands.

@@ -5,6 +5,7 @@ use base64ct::{Base64UrlUnpadded, Encoding as _};
 use super::form::{decode_component, Params, Repeated};
 use super::http::HttpRequest;
 use crate::credentials::ClientSecret;
+use crate::jose::{self, Assertion};
 
 /// Basic credentials are standard base64; some clients drop the padding, which we tolerate: any
 /// number of `=` up to the canonical padding, none past it (and canonical trailing bits, as
@@ -29,7 +30,13 @@ pub(crate) struct Presented {
     pub secret: Option<ClientSecret>,
     /// Whether HTTP Basic was used (failures then carry `WWW-Authenticate: Basic`).
     pub via_basic: bool,
+    /// A client assertion (RFC 7523 §2.2: `client_assertion` with the JWT bearer type), read;
+    /// `Err(())` for one that is not a client assertion at all.
+    pub assertion: Option<Result<Box<Assertion>, ()>>,
 }
+
+/// `client_assertion_type` of a JWT client assertion (RFC 7523 §2.2).
+const JWT_BEARER: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 
 /// Why the presented credentials cannot even be read.
 pub(crate) enum CredentialError {
@@ -59,9 +66,40 @@ impl From<Repeated> for CredentialError {
 pub(crate) fn presented(
     request: &HttpRequest,
     params: &Params,
+    assertions: bool,
 ) -> Result<Presented, CredentialError> {
     let body_id = params.one("client_id")?;
     let body_secret = params.one("client_secret")?;
+    // Where no client can hold keys (no client arrives unannounced), the assertion parameters
+    // are unknown parameters, ignored as any other (RFC 6749 §3.2).
+    let assertion = if assertions {
+        params.one("client_assertion")?
+    } else {
+        None
+    };
+    if let Some(text) = assertion {
+        let assertion_type = params.one("client_assertion_type")?;
+        // A third way to authenticate, never beside another (RFC 6749 §2.3).
+        if body_secret.is_some() || request.header_values("authorization").next().is_some() {
+            return Err(CredentialError::MultipleMethods);
+        }
+        let assertion = (assertion_type == Some(JWT_BEARER))
+            .then(|| jose::assertion(text))
+            .flatten()
+            .map(Box::new);
+        // The client is named by `client_id`, or else by the assertion's subject (§3, item 2).
+        let client_id = match (body_id, &assertion) {
+            (Some(id), _) => id.to_owned(),
+            (None, Some(assertion)) => assertion.claims.sub.clone(),
+            (None, None) => return Err(CredentialError::Missing),
+        };
+        return Ok(Presented {
+            client_id,
+            secret: None,
+            via_basic: false,
+            assertion: Some(assertion.ok_or(())),
+        });
+    }
     let mut authorizations = request.header_values("authorization");
     let authorization = authorizations.next();
     if authorizations.next().is_some() {
@@ -81,6 +119,7 @@ pub(crate) fn presented(
             client_id: id,
             secret: (!secret.is_empty()).then(|| ClientSecret::presented(secret)),
             via_basic: true,
+            assertion: None,
         });
     }
     match (body_id, body_secret) {
@@ -88,6 +127,7 @@ pub(crate) fn presented(
             client_id: id.to_owned(),
             secret: secret.map(ClientSecret::presented),
             via_basic: false,
+            assertion: None,
         }),
         (None, Some(_)) => Err(CredentialError::SecretWithoutId),
         (None, None) => Err(CredentialError::Missing),

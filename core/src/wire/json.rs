@@ -74,6 +74,13 @@ impl JsonObject {
         self
     }
 
+    /// Adds `"key": <value>`, `value` being JSON text this server wrote.
+    pub fn json(mut self, key: &str, value: &str) -> Self {
+        self.key(key);
+        self.text.extend_from_slice(value.as_bytes());
+        self
+    }
+
     /// Adds `"key": {…}`.
     pub fn object(mut self, key: &str, value: JsonObject) -> Self {
         self.key(key);

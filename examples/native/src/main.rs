@@ -18,6 +18,7 @@ mod config;
 mod host;
 mod http;
 mod session;
+mod signatures;
 mod store;
 mod test_mode;
 
