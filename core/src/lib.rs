@@ -217,6 +217,7 @@
 //!         Step::Respond(reply) => break reply,
 //!         Step::Serve(_) => unreachable!("not an API call"),
 //!         Step::Fetch(_) => unreachable!("no client metadata documents configured"),
+//!         Step::Verify(_) => unreachable!("no client registered with keys"),
 //!     };
 //!     step = request.advance(event)?;
 //! };

@@ -5,7 +5,8 @@
 //! consent, exchange, refresh, bearer check, revocation or unlink touches. The count of failed
 //! attempts of one attempter is a partition of its own, since it is shared by every account an
 //! attacker tries; the token endpoint reads such a count beside the code it exchanges (reads may
-//! cross partitions), but writes it alone.
+//! cross partitions), but writes it alone. So is a stored app's record, and the record of a used
+//! client assertion, each read beside the request's first records and written alone.
 //!
 //! Partitions are derived under the [`ServerKey`], so no one without it can compute a user's
 //! partition from an account id, or confirm a guessed account id from a partition.

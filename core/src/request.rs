@@ -210,9 +210,10 @@ impl Request {
     }
 
     /// The partition every record this request reads or writes lies in, but for a count of
-    /// failed attempts read beside a token request's credential and a stored app's record read
-    /// beside the request's first records (see [`Partition`]); `None` when it needs none. Equal to [`partition_of`](crate::partition_of) of its input
-    /// whenever it is `Some`.
+    /// failed attempts read beside a token request's credential, a stored app's record read
+    /// beside the request's first records and a client assertion's use, each in a partition of
+    /// its own (see [`Partition`]); `None` when it needs none. Equal to
+    /// [`partition_of`](crate::partition_of) of its input whenever it is `Some`.
     pub fn partition(&self) -> Option<Partition> {
         self.route.partition()
     }
