@@ -773,9 +773,7 @@ fn capture(observation: &Observation, path: &str) -> Result<String, String> {
 
 /// A step's `web`: what the host's fetch gets for each URL — `{status, cache_control, body}`
 /// or `{fails: "timeout"}` (a [`FetchFailure`] name).
-fn web(
-    raw: Option<&Value>,
-) -> Result<std::collections::HashMap<String, Result<Fetched, FetchFailure>>, String> {
+fn web(raw: Option<&Value>) -> Result<crate::web::Web, String> {
     let mut web = std::collections::HashMap::new();
     for (url, answer) in raw.and_then(Value::as_object).into_iter().flatten() {
         let answer = match answer.get("fails").and_then(Value::as_str) {

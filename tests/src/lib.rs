@@ -36,21 +36,14 @@ pub struct Store {
     purge_after: HashMap<RecordKey, UnixTime>,
     /// The web, as the host's guarded fetch sees it: what a [`Step::Fetch`] of each URL gets
     /// (a URL not here is unreachable). Not records, but the other world outside the core.
-    pub web: HashMap<String, Result<Fetched, FetchFailure>>,
+    pub web: web::Web,
 }
 
 impl Store {
     /// What the host's fetch reports for `fetch`: the web's answer, held to the fetch's size
     /// limit as the package's fetch is.
     pub fn fetch(&self, fetch: &Fetch) -> Event {
-        match self.web.get(&fetch.url) {
-            Some(Ok(fetched)) if fetched.body.len() > fetch.max_bytes as usize => {
-                Event::FetchFailed(FetchFailure::TooLarge)
-            }
-            Some(Ok(fetched)) => Event::Fetched(fetched.clone()),
-            Some(Err(failure)) => Event::FetchFailed(*failure),
-            None => Event::FetchFailed(FetchFailure::Unreachable),
-        }
+        web::answer(&self.web, fetch)
     }
 
     /// What is stored under `key`.
@@ -455,6 +448,10 @@ pub fn verify_signature(verify: &Verify) -> bool {
 
 #[path = "../../examples/native/src/signatures.rs"]
 mod signatures;
+
+/// The web of client metadata documents as a table: the native host's test mode's own code.
+#[path = "../../examples/native/src/web.rs"]
+pub mod web;
 
 /// Deterministic entropy: SHA-256 in counter mode over a seed.
 pub fn entropy(seed: u64) -> Entropy {

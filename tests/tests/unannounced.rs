@@ -35,23 +35,32 @@ fn sim() -> Sim {
     Sim::new(Config::new(document_with(clients)).unwrap())
 }
 
-/// Registers a public client with the refresh_token grant; its client_id.
-fn register(sim: &mut Sim) -> String {
+/// Registers a client with the refresh_token grant, authenticating by `auth_method` (and
+/// `extra` metadata); the registration's answer, checked to be 201.
+fn register_with(sim: &mut Sim, auth_method: &str, extra: Value) -> Value {
+    let mut metadata = json!({
+        "client_name": "Unannounced",
+        "redirect_uris": [CALLBACK],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "token_endpoint_auth_method": auth_method,
+    });
+    if let (Value::Object(metadata), Value::Object(extra)) = (&mut metadata, extra) {
+        metadata.extend(extra);
+    }
     let mut request = HttpRequest::new("POST", "/oauth2/register", "");
     request
         .headers
         .push(("Content-Type".into(), "application/json".into()));
-    request.body = json!({
-        "client_name": "Unannounced",
-        "redirect_uris": [CALLBACK],
-        "grant_types": ["authorization_code", "refresh_token"],
-        "token_endpoint_auth_method": "none",
-    })
-    .to_string()
-    .into_bytes();
+    request.body = metadata.to_string().into_bytes();
     let response = http(sim.http(request, None));
     assert_eq!(response.status, 201, "{}", response.body);
-    json(&response)["client_id"].as_str().unwrap().to_owned()
+    json(&response)
+}
+
+/// Registers a public client with the refresh_token grant; its client_id.
+fn register(sim: &mut Sim) -> String {
+    let info = register_with(sim, "none", Value::Null);
+    info["client_id"].as_str().unwrap().to_owned()
 }
 
 fn query(client: &str) -> String {
@@ -429,22 +438,11 @@ fn assertion(
 fn a_client_proves_itself_by_its_keys_once_per_assertion() {
     let mut sim = sim();
     let key = signing_key(7);
-    let mut request = HttpRequest::new("POST", "/oauth2/register", "");
-    request
-        .headers
-        .push(("Content-Type".into(), "application/json".into()));
-    request.body = json!({
-        "client_name": "Keyed",
-        "redirect_uris": [CALLBACK],
-        "grant_types": ["authorization_code", "refresh_token"],
-        "token_endpoint_auth_method": "private_key_jwt",
-        "jwks": { "keys": [public_jwk(&key, "k1")] },
-    })
-    .to_string()
-    .into_bytes();
-    let registered = http(sim.http(request, None));
-    assert_eq!(registered.status, 201, "{}", registered.body);
-    let info = json(&registered);
+    let info = register_with(
+        &mut sim,
+        "private_key_jwt",
+        json!({ "jwks": { "keys": [public_jwk(&key, "k1")] } }),
+    );
     let client = info["client_id"].as_str().unwrap().to_owned();
     assert_eq!(info["token_endpoint_auth_method"], "private_key_jwt");
     assert!(info.get("client_secret").is_none(), "no secret: {info}");

@@ -1,13 +1,12 @@
 //! The host's state and the calling contract of the core: one [`edgegrant::Request`] per
 //! request, driven against the SQLite store until it answers.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use edgegrant::{
-    AuditEvent, Authorized, Config, Entropy, Event, Fetch, FetchFailure, Fetched, Misuse, Reply,
-    Step, UnixTime, ENTROPY_LEN,
+    AuditEvent, Authorized, Config, Entropy, Event, Fetch, FetchFailure, Misuse, Reply, Step,
+    UnixTime, ENTROPY_LEN,
 };
 
 use crate::config::Accounts;
@@ -41,7 +40,7 @@ pub struct TestState {
     pub table: Option<Store>,
     /// The web its fetches of client metadata documents see, once `/__test__/clock` set it: by
     /// URL, what a fetch gets.
-    pub web: HashMap<String, Result<Fetched, FetchFailure>>,
+    pub web: crate::web::Web,
     /// The URLs fetched since the last `/__test__/audit`.
     pub fetched: Vec<String>,
 }
@@ -179,14 +178,7 @@ impl App {
             return Event::FetchFailed(FetchFailure::Refused);
         };
         state.fetched.push(fetch.url.clone());
-        match state.web.get(&fetch.url) {
-            Some(Ok(fetched)) if fetched.body.len() > fetch.max_bytes as usize => {
-                Event::FetchFailed(FetchFailure::TooLarge)
-            }
-            Some(Ok(fetched)) => Event::Fetched(fetched.clone()),
-            Some(Err(failure)) => Event::FetchFailed(*failure),
-            None => Event::FetchFailed(FetchFailure::Unreachable),
-        }
+        crate::web::answer(&state.web, fetch)
     }
 
     /// Runs `request` from its first `step` against `store` to its end, on one pooled

@@ -21,6 +21,7 @@ mod session;
 mod signatures;
 mod store;
 mod test_mode;
+mod web;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

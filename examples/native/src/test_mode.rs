@@ -239,7 +239,7 @@ fn clock(app: &App, body: &Map<String, Value>) -> Response {
 
 /// The web of `/__test__/clock`: URL → `{status, cache_control, body}` (the body in hex) or
 /// `{fails}` (a fetch failure's name).
-fn web(value: &Value) -> Result<HashMap<String, Result<Fetched, FetchFailure>>, String> {
+fn web(value: &Value) -> Result<crate::web::Web, String> {
     let mut web = HashMap::new();
     for (url, answer) in value.as_object().ok_or("web must be an object")? {
         let bad = || format!("web {url}: {{status, cache_control, body: hex}} or {{fails}}");
