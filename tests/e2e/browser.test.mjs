@@ -11,6 +11,12 @@ import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { chromium } from "playwright-core";
 
+/**
+ * How long a page may take to be ready after a navigation (it compiles the PKCE client's wasm):
+ * the test command runs many suites at once on two cores, where playwright's 30 s default was
+ * once not enough after the consent page's Deny.
+ */
+const LOADED = { timeout: 90_000 };
 const root = fileURLToPath(new URL("../../", import.meta.url));
 const ARTIFACTS = join(root, "tests/e2e/artifacts");
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
@@ -96,7 +102,7 @@ async function openDemo(context, from = base) {
   const problems = [];
   page.on("pageerror", (error) => problems.push(error.message));
   await page.goto(`${from}/demo/`);
-  await page.waitForSelector("body[data-ready=true]");
+  await page.waitForSelector("body[data-ready=true]", LOADED);
   return { page, problems };
 }
 
@@ -115,7 +121,7 @@ test("the demo walks through sign-in, Allow, the API, a refresh, revoke and the 
   await page.screenshot({ path: join(ARTIFACTS, "02-consent.png"), fullPage: true });
   await page.click("button[value=allow]");
 
-  await page.waitForSelector("body[data-ready=true]");
+  await page.waitForSelector("body[data-ready=true]", LOADED);
   await page.waitForFunction(() => [...document.querySelectorAll(".card h2")].some((h) => h.textContent === "Authorized"));
   assert.deepEqual(await cards(page), ["Authorization URL", "Redirect back", "Code exchange", "Authorized"]);
   assert.ok(!page.url().includes("code="), "the code is gone from the address bar");
@@ -164,7 +170,7 @@ test("denying at the consent page comes back as access_denied", async () => {
   await page.fill("input[name=password]", "bob-password");
   await page.click("button:has-text('Sign in')");
   await page.click("button[value=deny]");
-  await page.waitForSelector("body[data-ready=true]");
+  await page.waitForSelector("body[data-ready=true]", LOADED);
   await page.waitForFunction(() => document.querySelector(".card:last-child h2")?.textContent === "Refused");
   assert.match((await lastCard(page)).text, /access_denied/);
   assert.equal(await page.isDisabled("#call"), true);
@@ -189,7 +195,7 @@ test("the demo served from another origin completes the whole flow through CORS:
   await page.fill("input[name=password]", "bob-password");
   await page.click("button:has-text('Sign in')");
   await page.click("button[value=allow]");
-  await page.waitForSelector("body[data-ready=true]");
+  await page.waitForSelector("body[data-ready=true]", LOADED);
   assert.ok(page.url().startsWith(`${spa.origin}/demo/`), "back on the app's own origin");
   await page.waitForFunction(() => [...document.querySelectorAll(".card h2")].some((h) => h.textContent === "Authorized"));
   assert.match(await page.locator(".card", { hasText: "Code exchange" }).textContent(), /HTTP\/1\.1 200/);
