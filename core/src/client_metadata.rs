@@ -9,10 +9,11 @@ use serde_json::{Map, Value};
 
 use crate::config::{check_redirect_uri, App, Config, DefaultTokenType, Permissions};
 use crate::credentials::SecretDigest;
-use crate::ids::{AppKey, RedirectUri};
-use crate::jose::{client_keys, ClientKey};
-use crate::records::{AboutClient, AuthMethod};
+use crate::ids::{https_host, AppKey, RedirectUri};
+use crate::jose::client_keys;
+use crate::records::{AboutClient, AuthMethod, ClientKeys, RemoteKeys};
 use crate::scope::{ScopeSet, OFFLINE_ACCESS};
+use crate::time::UnixTime;
 
 /// The most redirect URIs, contacts or characters of one text a client's metadata may carry.
 const MAX_REDIRECT_URIS: usize = 16;
@@ -27,8 +28,8 @@ pub(crate) struct Draft {
     pub redirect_uris: Vec<RedirectUri>,
     pub scopes: ScopeSet,
     pub auth_method: AuthMethod,
-    /// Its public keys, for `private_key_jwt`.
-    pub keys: Vec<ClientKey>,
+    /// Its public keys, for `private_key_jwt`: by value, or its `jwks_uri` (not fetched yet).
+    pub keys: ClientKeys,
     pub refresh_tokens: bool,
     pub native: bool,
     pub about: AboutClient,
@@ -75,6 +76,26 @@ impl Draft {
             },
             implicit_allowed: false,
         }
+    }
+}
+
+/// A `jwks_uri`, if this server can fetch it: an https URL by the rules of a metadata document's
+/// (no credentials, no fragment, a path), on a host the document policy allows — which must be
+/// on, as it is the policy every fetch is made under.
+fn key_set_url(config: &Config, url: String) -> Result<String, MetadataFault> {
+    if https_host(&url).is_none() {
+        return metadata(
+            "jwks_uri must be an https URL with a host and a path, without credentials or a \
+             fragment",
+        );
+    }
+    match config.fetch_policy(&url) {
+        Some(_) => Ok(url),
+        None if config.documents().is_none() => metadata(
+            "this server fetches no documents (profile.clients.documents is off): give the keys \
+             as jwks",
+        ),
+        None => metadata("jwks_uri is on a host this server does not fetch from"),
     }
 }
 
@@ -175,23 +196,22 @@ pub(crate) fn draft(
         Some(_) => return metadata("application_type must be web or native"),
     };
     // RFC 7591 §2: keys by value or by reference, never both; only for private_key_jwt.
-    let keys = match (
-        fields.get("jwks"),
-        fields.contains_key("jwks_uri"),
-        auth_method,
-    ) {
-        (Some(_), true, _) => return metadata("jwks and jwks_uri must not both be present"),
-        (None, true, AuthMethod::PrivateKeyJwt) => {
-            return metadata("jwks_uri is not supported yet: give the keys as jwks")
-        }
-        (Some(set), false, AuthMethod::PrivateKeyJwt) => match client_keys(set) {
-            Ok(keys) => keys,
+    let keys = match (fields.get("jwks"), text("jwks_uri")?, auth_method) {
+        (Some(_), Some(_), _) => return metadata("jwks and jwks_uri must not both be present"),
+        (None, Some(url), AuthMethod::PrivateKeyJwt) => ClientKeys::Remote(RemoteKeys {
+            url: key_set_url(config, url)?,
+            keys: Vec::new(),
+            fetched_at: None,
+            fresh_until: UnixTime(0),
+        }),
+        (Some(set), None, AuthMethod::PrivateKeyJwt) => match client_keys(set) {
+            Ok(keys) => ClientKeys::Inline(keys),
             Err(why) => return metadata(why),
         },
-        (None, false, AuthMethod::PrivateKeyJwt) => {
-            return metadata("private_key_jwt needs the client's public keys (jwks)")
+        (None, None, AuthMethod::PrivateKeyJwt) => {
+            return metadata("private_key_jwt needs the client's public keys (jwks or jwks_uri)")
         }
-        (None, false, _) => Vec::new(),
+        (None, None, _) => ClientKeys::none(),
         (_, _, _) => return metadata("jwks and jwks_uri are for private_key_jwt only"),
     };
     // The scopes asked for, among those such a client may be granted (offline_access is any

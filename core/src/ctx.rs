@@ -8,11 +8,13 @@
 use crate::config::App;
 use crate::config::Config;
 use crate::credentials::Entropy;
+use crate::documents::KEYS_REFETCH_AFTER;
 use crate::ending::Ending;
 use crate::ids::AppKey;
+use crate::jose::ClientKey;
 use crate::records::{
-    AccessTokenRecord, AppRecord, AssertionRecord, AttemptsRecord, CodeRecord, GrantRecord,
-    LinkRecord, MemberRecord, Provenance, Record, RecordKey, RefreshTokenRecord,
+    AccessTokenRecord, AppRecord, AssertionRecord, AttemptsRecord, ClientKeys, CodeRecord,
+    GrantRecord, LinkRecord, MemberRecord, Provenance, Record, RecordKey, RefreshTokenRecord,
 };
 use crate::step::{AuditEvent, Expect, Put, Transaction, Verify};
 use crate::time::{Seconds, UnixTime};
@@ -28,6 +30,13 @@ pub(crate) enum Need {
         app: AppKey,
         record: RecordKey,
         version: Option<u64>,
+    },
+    /// The JWK set at `url`, the `jwks_uri` of the client stored under `record` (read at
+    /// `version`), fetched and kept in its record before the request decides again.
+    Keys {
+        record: RecordKey,
+        version: u64,
+        url: String,
     },
     /// Whether this signature holds (a client assertion's; one per request).
     Signature(Box<Verify>),
@@ -95,8 +104,13 @@ impl Loads {
 
     /// The stored app loaded under `key`, if any.
     pub fn app(&self, key: &RecordKey) -> Option<&App> {
+        self.app_record(key).map(|record| &record.app)
+    }
+
+    /// The stored app's record loaded under `key`, if any.
+    pub fn app_record(&self, key: &RecordKey) -> Option<&AppRecord> {
         match self.get(key)? {
-            Some((_, Record::App(record))) => Some(&record.app),
+            Some((_, Record::App(record))) => Some(record),
             _ => None,
         }
     }
@@ -149,6 +163,8 @@ pub(crate) struct Ctx<'a> {
     pub written: &'a [RecordKey],
     /// Whether the signature this request had verified holds, once the host said.
     pub verified: Option<bool>,
+    /// Whether this request fetched a client's key set already (once per request).
+    pub keys_fetched: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -200,6 +216,44 @@ impl<'a> Ctx<'a> {
             Some(holds) => Ok(holds),
             None => Err(Need::Signature(Box::new(verify()))),
         }
+    }
+
+    /// The keys an assertion of the stored app `key` may be signed with, `None` when it has none
+    /// (it does not authenticate so): its registered ones, or those of its `jwks_uri` — fetched
+    /// first ([`Need::Keys`]) when they never were or are past their cache lifetime, or when
+    /// none is `wanted` (a key the assertion names) and they were fetched at least
+    /// [`KEYS_REFETCH_AFTER`] ago. At most one fetch per request.
+    pub fn assertion_keys(
+        &self,
+        key: &AppKey,
+        wanted: impl Fn(&ClientKey) -> bool,
+    ) -> Flow<Option<&'a [ClientKey]>> {
+        let Some(record_key) = self.app_record(key) else {
+            return Ok(None);
+        };
+        let Some(loaded) = self.load::<AppRecord>(&record_key)? else {
+            return Ok(None);
+        };
+        let remote = match loaded.record.assertion_keys() {
+            None => return Ok(None),
+            Some(ClientKeys::Inline(keys)) => return Ok(Some(keys)),
+            Some(ClientKeys::Remote(remote)) => remote,
+        };
+        let stale = match remote.fetched_at {
+            None => true,
+            Some(at) => {
+                self.now >= remote.fresh_until
+                    || (!remote.keys.iter().any(wanted) && self.now >= at.plus(KEYS_REFETCH_AFTER))
+            }
+        };
+        if stale && !self.keys_fetched {
+            return Err(Need::Keys {
+                record: record_key,
+                version: loaded.version,
+                url: remote.url.clone(),
+            });
+        }
+        Ok(Some(&remote.keys))
     }
 
     /// The record of the stored app `key` (not configured), unless it has expired unused.

@@ -164,9 +164,16 @@ impl AppKey {
 
     /// The host (and port) of a document client's URL: what the consent page shows.
     pub fn document_host(&self) -> Option<&str> {
-        let rest = self.document_url()?.strip_prefix("https://")?;
-        rest.split('/').next()
+        https_host(self.document_url()?)
     }
+}
+
+/// The host (and port) of an `https://` URL that names a document — a client's metadata
+/// document or JWK set — if it is one by the draft's rules (§3; see [`AppKey`]).
+pub(crate) fn https_host(url: &str) -> Option<&str> {
+    check_document_url(url).ok()?;
+    // Checked: the authority holds no `?`, and ends at the path's `/`.
+    url["https://".len()..].split('/').next()
 }
 
 /// Whether a path segment is `.` or `..`, a dot written as `%2e` too (RFC 3986 §6.2.2.2: the
@@ -188,6 +195,9 @@ fn dot_segment(segment: &str) -> bool {
 /// A Client ID Metadata Document URL by the rules of its draft (§3): https, a host, a path,
 /// no dot segments, no credentials, no fragment.
 fn check_document_url(v: &str) -> Result<(), &'static str> {
+    if !v.starts_with("https://") {
+        return Err("a client metadata document URL is an https URL");
+    }
     bounded(v, 512)?;
     visible_ascii(v)?;
     let rest = &v["https://".len()..];

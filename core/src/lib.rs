@@ -37,10 +37,10 @@
 //!      [`Verify::alg`] — WebCrypto's `importKey("jwk", …)` and `verify` — and report
 //!      [`Event::Verified`]. Everything else about the client assertion is the core's.
 //!    - [`Step::Fetch`] (only with [`DocumentPolicy`] on): `GET` the client's metadata document
-//!      at [`Fetch::url`] — https only, never to a private, loopback or link-local address
+//!      or the JWK set its `jwks_uri` names at [`Fetch::url`] — https only, never to a private, loopback or link-local address
 //!      (check the address connected to), no redirect followed, at most [`Fetch::max_bytes`],
 //!      within [`Fetch::timeout_ms`] — and report [`Event::Fetched`] (status, `Cache-Control`,
-//!      body) or [`Event::FetchFailed`]. The core checks the document and keeps it as the app's
+//!      body) or [`Event::FetchFailed`]. The core checks what came and keeps it in the app's
 //!      record (a [`Step::Write`] follows); a returning client within its cache lifetime costs
 //!      no fetch.
 //!
@@ -166,7 +166,7 @@
 //! 4. `machines`, `client_metadata` — the state machines: pure transitions on records and time; client metadata (RFC 7591 §2) read and checked
 //! 5. `step` — the calling contract's vocabulary: inputs, steps, transactions, audit events
 //! 6. `routes`, `cors`, `endpoints::discovery` — the route table, and what is answered from it alone
-//! 7. `ending`, `ctx`, `documents` — how a request ends; one request's loaded records and its decisions; client metadata documents fetched and kept
+//! 7. `ending`, `ctx`, `documents` — how a request ends; one request's loaded records and its decisions; client metadata documents and key sets fetched and kept
 //! 8. `endpoints`, `render` — parse and decide per endpoint family; the one map of endings to HTTP
 //! 9. `request`, `client` — the two ways in: a server request, the PKCE client
 //!
@@ -292,6 +292,7 @@ pub use credentials::{
     ClientSecret, CodeDigest, Entropy, RefreshToken, RefreshTokenDigest, RegistrationToken,
     RegistrationTokenDigest, RotationSeed, SecretDigest, ServerKey, ENTROPY_LEN,
 };
+pub use documents::{KEYS_REFETCH_AFTER, KEY_SET_MAX_BYTES};
 pub use endpoints::discovery::{protected_resource_metadata, protected_resource_metadata_url};
 pub use ids::{AccountId, AppKey, GrantId, InvalidId, RedirectUri, Uid, User};
 pub use jose::{ClientKey, SigningAlg};
@@ -301,9 +302,9 @@ pub use partition::{BadPartition, Partition};
 pub use pkce::{ChallengeMethod, CodeChallenge, CodeVerifier};
 pub use records::{
     AboutClient, AccessTokenRecord, AppRecord, AttemptsRecord, AuthMethod, BadRecord, BadRecordKey,
-    CodeRecord, CodeState, DocumentClient, GrantRecord, LastRotation, LinkRecord, MemberRecord,
-    Provenance, Record, RecordKey, RefreshTokenRecord, Registration, Resources, Stored,
-    TokenAccessType, FORMAT as RECORD_FORMAT,
+    ClientKeys, CodeRecord, CodeState, DocumentClient, GrantRecord, LastRotation, LinkRecord,
+    MemberRecord, Provenance, Record, RecordKey, RefreshTokenRecord, Registration, RemoteKeys,
+    Resources, Stored, TokenAccessType, FORMAT as RECORD_FORMAT,
 };
 pub use refusal::{DocumentFault, Refusal};
 pub use render::PAGE_HEADERS;

@@ -268,13 +268,76 @@ pub struct AppRecord {
 impl AppRecord {
     /// The keys its client assertions must be signed with, when it authenticates by them
     /// (`private_key_jwt`); `None` for a client with a secret or none.
-    pub fn assertion_keys(&self) -> Option<&[ClientKey]> {
+    pub fn assertion_keys(&self) -> Option<&ClientKeys> {
         let (method, keys) = match &self.provenance {
             Provenance::Registered(r) => (r.auth_method, &r.keys),
             Provenance::Document(d) => (d.auth_method, &d.keys),
         };
-        (method == AuthMethod::PrivateKeyJwt).then_some(keys.as_slice())
+        (method == AuthMethod::PrivateKeyJwt).then_some(keys)
     }
+
+    /// The same app with its key set replaced (a fetched `jwks_uri`'s).
+    pub fn with_keys(&self, keys: ClientKeys) -> AppRecord {
+        let mut record = self.clone();
+        match &mut record.provenance {
+            Provenance::Registered(r) => r.keys = keys,
+            Provenance::Document(d) => d.keys = keys,
+        }
+        record
+    }
+}
+
+/// The public keys of a client that authenticates by `private_key_jwt`: given by value (its
+/// `jwks`) or by reference (its `jwks_uri`, fetched through [`Step::Fetch`](crate::Step) when
+/// first needed, kept for its `Cache-Control` lifetime within
+/// [`DocumentPolicy`](crate::DocumentPolicy)'s bounds, and fetched again early — at most once
+/// in [`KEYS_REFETCH_AFTER`](crate::KEYS_REFETCH_AFTER) — when an assertion names a key it lacks,
+/// as a client that rotated its keys does). Empty by value for a client without keys.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClientKeys {
+    /// Its `jwks`, as registered.
+    Inline(Vec<ClientKey>),
+    /// Its `jwks_uri`, and what was fetched from it.
+    Remote(RemoteKeys),
+}
+
+impl ClientKeys {
+    /// No keys (a client with a secret, or public).
+    pub fn none() -> ClientKeys {
+        ClientKeys::Inline(Vec::new())
+    }
+
+    /// The keys at hand: registered, or fetched last (none before the first fetch).
+    pub fn keys(&self) -> &[ClientKey] {
+        match self {
+            ClientKeys::Inline(keys) => keys,
+            ClientKeys::Remote(remote) => &remote.keys,
+        }
+    }
+
+    /// These keys, but for a `jwks_uri` that `earlier` named too: what was fetched from it
+    /// then (a document fetched again, a registration updated, keep a key set still fresh).
+    pub fn carried_from(self, earlier: Option<&ClientKeys>) -> ClientKeys {
+        match (self, earlier) {
+            (ClientKeys::Remote(now), Some(ClientKeys::Remote(then))) if now.url == then.url => {
+                ClientKeys::Remote(then.clone())
+            }
+            (keys, _) => keys,
+        }
+    }
+}
+
+/// A client's `jwks_uri` and the key set last fetched from it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RemoteKeys {
+    /// The https URL of its JWK set.
+    pub url: String,
+    /// Its usable keys, as last fetched.
+    pub keys: Vec<ClientKey>,
+    /// When they were fetched; `None`: never yet.
+    pub fetched_at: Option<UnixTime>,
+    /// Until when they may be used without fetching again.
+    pub fresh_until: UnixTime,
 }
 
 /// How a stored app came to be known.
@@ -307,8 +370,8 @@ pub struct DocumentClient {
     pub about: AboutClient,
     /// How it authenticates: `none`, or `private_key_jwt` with [`keys`](Self::keys).
     pub auth_method: AuthMethod,
-    /// Its public keys (its `jwks`), for `private_key_jwt`.
-    pub keys: Vec<ClientKey>,
+    /// Its public keys (its `jwks` or `jwks_uri`), for `private_key_jwt`.
+    pub keys: ClientKeys,
 }
 
 /// What a client registered (RFC 7591 §2), as the registration answered it, beside what its
@@ -328,8 +391,8 @@ pub struct Registration {
     pub native: bool,
     /// The informational URLs and texts it gave: shown as asserted, never followed by the core.
     pub about: AboutClient,
-    /// Its public keys, for [`AuthMethod::PrivateKeyJwt`] (its `jwks`).
-    pub keys: Vec<ClientKey>,
+    /// Its public keys, for [`AuthMethod::PrivateKeyJwt`] (its `jwks` or `jwks_uri`).
+    pub keys: ClientKeys,
 }
 
 /// The `token_endpoint_auth_method` of a registered client (RFC 7591 §2).

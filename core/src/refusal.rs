@@ -220,6 +220,8 @@ pub enum Refusal {
     /// The `client_id` names a metadata document that could not be used (`invalid_client`; at
     /// the authorization endpoint an error page, never a redirect): why.
     ClientDocument(DocumentFault),
+    /// The JWK set the client's `jwks_uri` names could not be used (`invalid_client`): why.
+    ClientKeys(DocumentFault),
 }
 
 /// Why a client's metadata document could not be used. Nothing of a failed fetch is kept: the
@@ -248,8 +250,13 @@ pub enum DocumentFault {
 }
 
 impl DocumentFault {
-    /// The sentence sent as `error_description`.
+    /// The sentence sent as `error_description`, for a metadata document.
     pub fn description(&self) -> String {
+        self.describe("the client's metadata document")
+    }
+
+    /// The sentence sent as `error_description`, for what was fetched.
+    fn describe(&self, what: &str) -> String {
         let why = match self {
             DocumentFault::HostNotAllowed => "is on a host this server takes no documents from",
             DocumentFault::AddressRefused => "is at an address this server does not fetch from",
@@ -260,18 +267,21 @@ impl DocumentFault {
             DocumentFault::Status(status) => {
                 let status = u64::from(*status);
                 return if (300..400).contains(&status) {
-                    format!("the client's metadata document redirects ({status}): not followed")
+                    format!("{what} redirects ({status}): not followed")
                 } else {
-                    format!("the client's metadata document answered {status}, not 200")
+                    format!("{what} answered {status}, not 200")
                 };
             }
             DocumentFault::NotJson => "is not a JSON object",
             DocumentFault::WrongClientId => "names another client_id than its own URL",
-            DocumentFault::Invalid(why) => {
-                return format!("the client's metadata document cannot be used: {why}")
-            }
+            DocumentFault::Invalid(why) => return format!("{what} cannot be used: {why}"),
         };
-        format!("the client's metadata document {why}")
+        format!("{what} {why}")
+    }
+
+    /// The sentence sent as `error_description`, for a client's key set.
+    pub fn key_set_description(&self) -> String {
+        self.describe("the client's key set (its jwks_uri)")
     }
 }
 
@@ -387,4 +397,5 @@ names! {
     InvalidTarget => "invalid_target",
     TokenForAnotherResource => "token_for_another_resource",
     ClientDocument => "client_document",
+    ClientKeys => "client_keys",
 }

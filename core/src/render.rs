@@ -10,7 +10,7 @@ use crate::ending::{ConsentPage, Ending, Introspected, Registered, Revocation, T
 use crate::endpoints::discovery::{self, Metadata};
 use crate::jose::ClientKey;
 use crate::pages::{lookup, page_data};
-use crate::records::{Provenance, TokenAccessType};
+use crate::records::{ClientKeys, Provenance, TokenAccessType};
 use crate::refusal::Refusal;
 use crate::routes::{Channel, Document, Endpoint, REGISTRATION};
 use crate::scope::{Scope, OFFLINE_ACCESS};
@@ -36,7 +36,8 @@ impl Refusal {
             | ProofMissing
             | SecretRequired
             | ConfidentialClientRequired
-            | ClientDocument(_) => "invalid_client",
+            | ClientDocument(_)
+            | ClientKeys(_) => "invalid_client",
             UnknownCode
             | CodeOfAnotherApp
             | RedirectUriMismatch
@@ -79,6 +80,7 @@ impl Refusal {
             Repeated(name) => return Cow::Owned(format!("{name} is repeated")),
             InvalidRedirectUri(why) | InvalidClientMetadata(why) => return Cow::Owned(why.clone()),
             ClientDocument(fault) => return Cow::Owned(fault.description()),
+            ClientKeys(fault) => return Cow::Owned(fault.key_set_description()),
             InitialAccessTokenInvalid => "registration takes an initial access token",
             RegistrationTokenInvalid => "not this client's registration access token",
             MissingScope(scope) => {
@@ -509,9 +511,11 @@ fn client_information(registered: &Registered, config: &Config) -> String {
         json = json.strings("contacts", about.contacts.iter().map(String::as_str));
     }
     json = json.strings("grant_types", grant_types);
-    if !registration.keys.is_empty() {
-        json = json.json("jwks", &jwks(&registration.keys));
-    }
+    json = match &registration.keys {
+        ClientKeys::Inline(keys) if keys.is_empty() => json,
+        ClientKeys::Inline(keys) => json.json("jwks", &jwks(keys)),
+        ClientKeys::Remote(remote) => json.string("jwks_uri", &remote.url),
+    };
     json.optional_string("logo_uri", about.logo_uri.as_deref())
         .optional_string("policy_uri", about.policy_uri.as_deref())
         .strings(

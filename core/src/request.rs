@@ -14,11 +14,11 @@ use crate::endpoints::Route;
 use crate::ids::AppKey;
 use crate::machines::attempts::MAX_ATTEMPTERS;
 use crate::partition::Partition;
-use crate::records::{Record, RecordKey};
+use crate::records::{ClientKeys, Record, RecordKey};
 use crate::refusal::Refusal;
 use crate::render::render;
 use crate::step::{
-    Authorized, Event, FetchFailure, Fetched, Input, Misuse, Reply, Step, Transaction,
+    Authorized, Event, Fetch, FetchFailure, Fetched, Input, Misuse, Reply, Step, Transaction,
 };
 use crate::time::UnixTime;
 use crate::wire::http::HttpResponse;
@@ -48,12 +48,21 @@ struct Writes {
     ending: Option<Ending>,
 }
 
-/// A document being fetched: whose, and where its record is kept (read at `version`).
+/// What is being fetched, and the app record it is kept in (read at `version`).
 #[derive(Clone, Debug)]
 struct Fetching {
-    app: AppKey,
+    sought: Sought,
     record: RecordKey,
     version: Option<u64>,
+}
+
+/// What a fetch is for.
+#[derive(Clone, Debug)]
+enum Sought {
+    /// The metadata document of this client.
+    Document(AppKey),
+    /// The JWK set of the client whose record it is kept in, at this URL.
+    Keys(String),
 }
 
 /// How many pages of an unlink's sweep one request writes; the rest is left for the pair's next
@@ -86,6 +95,8 @@ pub struct Request {
     pages: u32,
     /// Whether the client assertion's signature holds, once the host said (one per request).
     verified: Option<bool>,
+    /// Whether a client's key set was fetched (one per request).
+    keys_fetched: bool,
 }
 
 impl Request {
@@ -116,6 +127,7 @@ impl Request {
             steps: 0,
             pages: 0,
             verified: None,
+            keys_fetched: false,
         };
         let step = request.decide();
         (request, step)
@@ -249,7 +261,7 @@ impl Request {
         }
     }
 
-    /// A client's metadata document came (or did not): kept as its app's record — a
+    /// A client's metadata document or key set came (or did not): kept in its app's record — a
     /// transaction of its own, conditional on the version read, after which the request decides
     /// again from what the store then holds — or the request refused with why not.
     fn fetched(&mut self, answer: Result<Fetched, FetchFailure>) -> Step {
@@ -257,16 +269,35 @@ impl Request {
             return self.refuse(Refusal::Contention);
         };
         let Fetching {
-            app,
+            sought,
             record,
             version,
         } = *fetching;
-        let kept = answer
-            .map_err(documents::failed)
-            .and_then(|fetched| documents::accept(&self.config, &app, &fetched, self.now));
-        match (kept, self.config.unannounced()) {
-            (Ok(kept), Some(clients)) => {
-                let purge = Some(self.now.plus(clients.unused_lifetime));
+        let Some(clients) = self.config.unannounced() else {
+            return self.refuse(Refusal::UnknownClient);
+        };
+        let (config, now, earlier) = (&self.config, self.now, self.loads.app_record(&record));
+        let fetched = answer.map_err(documents::failed);
+        let kept = match sought {
+            Sought::Document(app) => fetched
+                .and_then(|fetched| documents::accept(config, &app, &fetched, earlier, now))
+                // Fetched anew: its unused lifetime starts again.
+                .map(|kept| (kept, now))
+                .map_err(Refusal::ClientDocument),
+            Sought::Keys(url) => {
+                self.keys_fetched = true;
+                match earlier {
+                    Some(earlier) => fetched
+                        .and_then(|fetched| documents::accept_keys(config, &url, &fetched, now))
+                        .map(|keys| (earlier.with_keys(ClientKeys::Remote(keys)), earlier.used_at))
+                        .map_err(Refusal::ClientKeys),
+                    None => Err(Refusal::UnknownClient),
+                }
+            }
+        };
+        match kept {
+            Ok((kept, used_at)) => {
+                let purge = Some(used_at.plus(clients.unused_lifetime));
                 let put = replace(record, version, &Record::App(kept), purge);
                 let transaction = Transaction {
                     puts: vec![put],
@@ -274,8 +305,7 @@ impl Request {
                 };
                 self.hand_over(transaction, Vec::new().into_iter(), None)
             }
-            (Ok(_), None) => self.refuse(Refusal::UnknownClient),
-            (Err(fault), _) => self.refuse(Refusal::ClientDocument(fault)),
+            Err(refusal) => self.refuse(refusal),
         }
     }
 
@@ -287,6 +317,7 @@ impl Request {
             loads: &self.loads,
             written: &self.written,
             verified: self.verified,
+            keys_fetched: self.keys_fetched,
         };
         match self.route.decide(&ctx) {
             Err(Need::Records(keys)) => {
@@ -309,19 +340,16 @@ impl Request {
                 record,
                 version,
             }) => {
-                let fetch = match documents::fetch(&self.config, &app) {
-                    Ok(fetch) => fetch,
-                    Err(fault) => return self.refuse(Refusal::ClientDocument(fault)),
-                };
-                if !self.take_step() {
-                    return self.refuse(Refusal::Contention);
-                }
-                self.state = State::Fetching(Box::new(Fetching {
-                    app,
-                    record,
-                    version,
-                }));
-                Step::Fetch(fetch)
+                let fetch = documents::fetch(&self.config, &app).map_err(Refusal::ClientDocument);
+                self.fetch(fetch, Sought::Document(app), record, version)
+            }
+            Err(Need::Keys {
+                record,
+                version,
+                url,
+            }) => {
+                let fetch = documents::fetch_keys(&self.config, &url).map_err(Refusal::ClientKeys);
+                self.fetch(fetch, Sought::Keys(url), record, Some(version))
             }
             Ok(Decision::End(ending)) => self.finish(ending),
             Ok(Decision::Commit(transaction, ending)) => {
@@ -339,6 +367,30 @@ impl Request {
                 self.hand_over(transaction, Vec::new().into_iter(), None)
             }
         }
+    }
+
+    /// Asks the host for `fetch` (or refuses why it cannot be made), to keep what it answers
+    /// under `record`.
+    fn fetch(
+        &mut self,
+        fetch: Result<Fetch, Refusal>,
+        sought: Sought,
+        record: RecordKey,
+        version: Option<u64>,
+    ) -> Step {
+        let fetch = match fetch {
+            Ok(fetch) => fetch,
+            Err(refusal) => return self.refuse(refusal),
+        };
+        if !self.take_step() {
+            return self.refuse(Refusal::Contention);
+        }
+        self.state = State::Fetching(Box::new(Fetching {
+            sought,
+            record,
+            version,
+        }));
+        Step::Fetch(fetch)
     }
 
     /// Hands over the first of `transactions`, to end as `ending` once all are applied.

@@ -108,9 +108,15 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * and kept, a used assertion's record, the verification step across the boundary, the metadata
  * and registration fields; the signature itself is WebCrypto's, which kept 27 KiB of crates out)
  * to 150.77 (+5.8; 17.8 KB raw, client_auth::authenticate with the assertion's JSON the largest
- * at 3.1): 151.0, on purpose, for issue 29 to pay back.
+ * at 3.1): 151.0, on purpose, for issue 29 to pay back. Keys by `jwks_uri` (a second kind of
+ * fetch, the key set kept in the app record with its lifetime, fetched again for an unknown
+ * key) to 153.20 (+2.4; 5.8 KB raw after wasm-opt, `twiggy diff` of `wasm-opt -g` builds: the
+ * JWK set reader and the cache lifetime no longer inlined into their one caller +1.5 KB, the
+ * key set's record codec +1.0 KB, the fetch's second kind in the request +1.1 KB, the URL and
+ * policy checks +0.6 KB; a `[char]` pattern splitting the URL had linked a searcher, 0.2 KB
+ * more): 153.5, on purpose, for issue 29 to pay back.
  */
-const BUDGETS = { edgegrant_wasm: 151.0 * 1024, edgegrant_client: 75.5 * 1024 };
+const BUDGETS = { edgegrant_wasm: 153.5 * 1024, edgegrant_client: 75.5 * 1024 };
 
 const modules = [
   { feature: "server", name: "edgegrant_wasm" },

@@ -69,7 +69,7 @@ export interface UnannouncedClients {
   unused_lifetime?: number;
   /** RFC 7591 registration at /oauth2/register; absent: off. No initial access tokens: open registration. */
   registration?: { initial_access_tokens?: string[]; per_source?: number };
-  /** Client ID Metadata Documents: a client_id that is an https URL names a document the host fetches (with the package's guarded fetch); absent: off. */
+  /** Client ID Metadata Documents: a client_id that is an https URL names a document the host fetches (with the package's guarded fetch); absent: off. The JWK sets clients name by jwks_uri are fetched under this policy too (at most 32 KiB each); absent, no jwks_uri is taken. */
   documents?: {
     /** Hosts documents may come from: "app.example" exactly, "*.example.com" any host under it; empty or absent: any. */
     hosts?: string[];

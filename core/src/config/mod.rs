@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 use crate::credentials::{SecretDigest, ServerKey};
-use crate::ids::{AppKey, RedirectUri};
+use crate::ids::{https_host, AppKey, RedirectUri};
 use crate::pages::{PageTemplates, Pages};
 use crate::scope::{LegacyAccess, Scope, ScopeSet, OFFLINE_ACCESS};
 use crate::time::{Seconds, UnixTime};
@@ -263,6 +263,10 @@ impl UnannouncedClients {
 }
 
 /// Which Client ID Metadata Documents are fetched, and how (see [`Step::Fetch`](crate::Step::Fetch)).
+///
+/// The JWK sets clients name by `jwks_uri` are fetched under the same policy — its hosts, its
+/// deadline, its cache bounds — but with a size limit of their own,
+/// [`KEY_SET_MAX_BYTES`](crate::KEY_SET_MAX_BYTES); without it no `jwks_uri` is taken.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DocumentPolicy {
     /// The hosts documents may be fetched from: a host (`app.example`, matched exactly, with
@@ -725,6 +729,14 @@ impl Config {
     /// Which Client ID Metadata Documents are fetched, if any are.
     pub fn documents(&self) -> Option<&DocumentPolicy> {
         self.unannounced()?.documents.as_ref()
+    }
+
+    /// The policy a document at `url` (a metadata document, a key set) is fetched under: if
+    /// documents are fetched here, `url` names one (see [`AppKey`]'s rules) and its host is
+    /// allowed.
+    pub fn fetch_policy(&self, url: &str) -> Option<&DocumentPolicy> {
+        self.documents()
+            .filter(|policy| https_host(url).is_some_and(|host| policy.allows(host)))
     }
 
     /// The server's own secret key.

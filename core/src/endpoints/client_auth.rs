@@ -221,8 +221,8 @@ pub(crate) fn verify<'a>(
     };
     let holds = match (&check.secret, &check.assertion, record.assertion_keys()) {
         // Its keys prove it, and nothing else does (CIMD §6.2: the registered type, always).
-        (None, Some((assertion, used)), Some(keys)) => {
-            if !assertion_holds(ctx, &client.app, assertion, keys)? {
+        (None, Some((assertion, used)), Some(_)) => {
+            if !assertion_holds(ctx, &client.app, assertion)? {
                 return failed();
             }
             // Once: a used assertion's record, not written by this very request, refuses it.
@@ -244,14 +244,9 @@ pub(crate) fn verify<'a>(
 }
 
 /// Whether a client assertion of `client` holds (RFC 7523 §3): issued by the client about
-/// itself, for this server, not expired nor too long-lived nor early, signed by one of its
-/// `keys` (the signature is the host's to verify).
-fn assertion_holds(
-    ctx: &Ctx<'_>,
-    client: &AppKey,
-    assertion: &Assertion,
-    keys: &[ClientKey],
-) -> Flow<bool> {
+/// itself, for this server, not expired nor too long-lived nor early, signed by one of its keys
+/// (the signature is the host's to verify).
+fn assertion_holds(ctx: &Ctx<'_>, client: &AppKey, assertion: &Assertion) -> Flow<bool> {
     let claims = &assertion.claims;
     let Some(issuer) = ctx.config.issuer() else {
         return Ok(false);
@@ -270,11 +265,13 @@ fn assertion_holds(
     if claims.iss != client.as_str() || claims.sub != client.as_str() || !for_us || !timely {
         return Ok(false);
     }
-    // The key its header names, or the only one of its algorithm.
-    let mut candidates = keys.iter().filter(|key| {
-        key.alg == assertion.alg
-            && (assertion.kid.is_none() || key.kid.as_deref() == assertion.kid.as_deref())
-    });
+    // The key its header names, or the only one of its algorithm (its keys fetched first if
+    // they are by reference: only for an assertion that holds but for its signature).
+    let keys = ctx.assertion_keys(client, |key| signs(key, assertion))?;
+    let mut candidates = keys
+        .unwrap_or_default()
+        .iter()
+        .filter(|key| signs(key, assertion));
     let (Some(key), None) = (candidates.next(), candidates.next()) else {
         return Ok(false);
     };
@@ -284,6 +281,13 @@ fn assertion_holds(
         message: assertion.signing_input.clone(),
         signature: assertion.signature.clone(),
     })
+}
+
+/// Whether `key` may have signed `assertion`: of its algorithm, and the key its header names
+/// if it names one.
+fn signs(key: &ClientKey, assertion: &Assertion) -> bool {
+    key.alg == assertion.alg
+        && (assertion.kid.is_none() || key.kid.as_deref() == assertion.kid.as_deref())
 }
 
 /// `decision`, with the client assertion it was authenticated by recorded as used first: its

@@ -353,7 +353,7 @@ fn manage(managed: &Managed, ctx: &Ctx<'_>) -> Flow<Decision> {
                     Via::Token { basic: false },
                 )));
             }
-            let record = registered(
+            let mut record = registered(
                 draft,
                 managed.app.clone(),
                 secret,
@@ -361,6 +361,10 @@ fn manage(managed: &Managed, ctx: &Ctx<'_>) -> Flow<Decision> {
                 registration.issued_at,
                 current.used_at,
             );
+            // The key set of a jwks_uri it keeps is kept too (fetched again when due).
+            if let Provenance::Registered(updated) = &mut record.provenance {
+                updated.keys = updated.keys.clone().carried_from(Some(&registration.keys));
+            }
             let audit = AuditEvent::ClientUpdated {
                 app: managed.app.clone(),
             };
