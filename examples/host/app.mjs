@@ -12,6 +12,7 @@
 import { Buffer } from "node:buffer";
 import { createHmac, scryptSync, timingSafeEqual } from "node:crypto";
 import { checkConfig, createAuthServer, escapeHtml, isCrossSite, page, pageData, readBody } from "../../pkg/src/index.js";
+import { closing, readNodeBody } from "../../pkg/src/node-http.js";
 import PAGES from "./pages.json" with { type: "json" };
 
 const STYLE = `<style>body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#1e1919}
@@ -369,67 +370,6 @@ function rawHeader(rawHeaders, name) {
 }
 
 /**
- * The body of a node:http request, read up to `limit + 1` bytes (enough for the core to refuse
- * more). The rest is left unread: the answer then closes the connection (`closing`).
- */
-function nodeBody(req, limit) {
-  // A GET's or HEAD's body means nothing to the core (the Fetch driver drops it too).
-  if (req.method === "GET" || req.method === "HEAD") return Promise.resolve(Buffer.alloc(0));
-  return new Promise((resolve) => {
-    const chunks = [];
-    let kept = 0;
-    const done = () => {
-      req.off("data", take).off("end", done).off("error", done).off("close", done);
-      req.pause();
-      const body = Buffer.concat(chunks);
-      resolve(body.subarray(0, Math.min(body.length, limit + 1)));
-    };
-    const take = (chunk) => {
-      chunks.push(chunk);
-      kept += chunk.length;
-      if (kept > limit) done();
-    };
-    req.on("data", take).once("end", done).once("error", done).once("close", done);
-  });
-}
-
-/**
- * How long, and how much, the host still reads and drops after answering over an unread body:
- * nginx lingers up to 5 s between reads. A busy client (or a busy machine) may send tens of
- * MiB before it reads the answer; dropping them costs time, not memory.
- */
-const LINGER_MS = 5000;
-const LINGER_BYTES = 32 * 1024 * 1024;
-
-/**
- * For the answer to a request whose body was not all read (past a limit): `Connection: close`
- * and a staged close (RFC 9112 §9.6; nginx's lingering close). Left to itself node:http would
- * read the rest before the next request, however long it goes on — or, told to close, close at
- * once over the bytes the client is still sending: the kernel then resets the connection, and
- * the client, failing to write, drops the answer it has not read (most of the time, on
- * loopback). So: half-close after the answer, read and drop what still comes until the client
- * closes too, LINGER_BYTES or LINGER_MS, then close.
- */
-export function closing(req) {
-  if (req.complete) return [];
-  const { socket } = req;
-  // node:http ends a Connection: close answer with socket.destroySoon(), a FIN and then at once
-  // the socket's end; this one reads on between the two.
-  socket.destroySoon = () => {
-    socket.end();
-    let dropped = 0;
-    const timer = setTimeout(() => socket.destroy(), LINGER_MS).unref();
-    socket.once("close", () => clearTimeout(timer));
-    req.on("data", (chunk) => {
-      dropped += chunk.length;
-      if (dropped > LINGER_BYTES) socket.destroy();
-    });
-    req.resume();
-  };
-  return ["Connection", "close"];
-}
-
-/**
  * The core's routes on node:http without Fetch objects: the request's plain values into the
  * server's `handle`, its reply written out as it is, the account API answered as JSON text.
  */
@@ -437,7 +377,7 @@ function nodeRoutes(config, auth, clock, api = {}) {
   const people = accounts(config, clock);
   const limit = auth.core.maxInputBytes();
   return async function serveNode(req, res) {
-    const body = await nodeBody(req, limit);
+    const body = await readNodeBody(req, limit);
     const user = people.signedIn(rawHeader(req.rawHeaders, "cookie"));
     // The socket's peer: failed client authentications are counted against it.
     // The scheme the socket speaks: a consent form from this host on the other one is refused.

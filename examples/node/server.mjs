@@ -12,7 +12,8 @@ import { pathToFileURL } from "node:url";
 import { openPostgresStorage } from "../../pkg/src/adapters/postgres.js";
 import { openSqliteStorage } from "../../pkg/src/adapters/sqlite.js";
 import { fetchDocumentNode } from "../../pkg/src/documents-node.js";
-import { INTERNAL_ERROR, closing, createApp } from "../host/app.mjs";
+import { bodyStream, closing } from "../../pkg/src/node-http.js";
+import { INTERNAL_ERROR, createApp } from "../host/app.mjs";
 import { loadConfigFile, sampleSecretAllowed } from "../host/config-file.mjs";
 import { withTestMode } from "../host/test-mode.mjs";
 
@@ -25,53 +26,6 @@ const PURGE_EVERY_SECONDS = 3600;
 /** The most of a body the host's own pages read: a sign-in form is 4 KiB at most, a test mode control request 1 MiB. */
 const PAGE_BODY_BYTES = 64 * 1024;
 const TEST_BODY_BYTES = 2 * 1024 * 1024;
-
-/**
- * The body of a node:http request as a web stream, for the host's own pages. It breaks off
- * after `limit` bytes, more than its reader takes, so no body is read on and on; the rest is
- * left unread and the connection closes after the answer (`closing`). Cancelling it stops
- * reading the same way (Readable.toWeb's cancel would destroy the socket before the answer).
- */
-function bodyStream(req, limit) {
-  let open = true;
-  const settle = (end) => {
-    if (open) {
-      open = false;
-      end();
-    }
-  };
-  let take;
-  let read = 0;
-  return new ReadableStream(
-    {
-      start(controller) {
-        take = (chunk) => {
-          read += chunk.length;
-          if (read > limit) {
-            req.off("data", take);
-            req.pause();
-            return settle(() => controller.error(new Error("the body is longer than the host reads")));
-          }
-          controller.enqueue(new Uint8Array(chunk));
-          if (controller.desiredSize <= 0) req.pause();
-        };
-        req.on("data", take);
-        req.once("end", () => settle(() => controller.close()));
-        req.once("error", (error) => settle(() => controller.error(error)));
-        req.once("close", () => settle(() => controller.error(new Error("the client went away"))));
-      },
-      pull() {
-        req.resume();
-      },
-      cancel() {
-        open = false;
-        req.off("data", take);
-        req.pause();
-      },
-    },
-    { highWaterMark: 64 * 1024, size: (chunk) => chunk.byteLength },
-  );
-}
 
 /** Reads and checks the configuration file; throws an Error that says what is wrong. */
 export function loadConfig(path, options) {

@@ -114,9 +114,12 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * JWK set reader and the cache lifetime no longer inlined into their one caller +1.5 KB, the
  * key set's record codec +1.0 KB, the fetch's second kind in the request +1.1 KB, the URL and
  * policy checks +0.6 KB; a `[char]` pattern splitting the URL had linked a searcher, 0.2 KB
- * more): 153.5, on purpose, for issue 29 to pay back.
+ * more): 153.5, on purpose, for issue 29 to pay back. Issue 28: the configuration refuses a
+ * setting it does not know, naming its path and the settings the object takes, where it ignored
+ * it before (every object of the document: the lists of known names and the message) to 154.15
+ * (+0.9): 154.5, on purpose, for issue 29 to pay back.
  */
-const BUDGETS = { edgegrant_wasm: 153.5 * 1024, edgegrant_client: 75.5 * 1024 };
+const BUDGETS = { edgegrant_wasm: 154.5 * 1024, edgegrant_client: 75.5 * 1024 };
 
 const modules = [
   { feature: "server", name: "edgegrant_wasm" },

@@ -34,6 +34,13 @@ function clientReady() {
   if (!clientInitialized) throw new Error("edgegrant: call initializeClient(clientWasmModule) first (or import edgegrant/node or edgegrant/browser)");
 }
 
+/** Throws a TypeError naming the function and what it takes, unless `holds`. */
+export function expect(holds, what) {
+  if (!holds) throw new TypeError(`edgegrant: ${what}`);
+}
+
+const isObject = (value) => typeof value === "object" && value !== null && !Array.isArray(value);
+
 const U64_LIMIT = 2n ** 64n;
 const NO_BODY = new Uint8Array(0);
 
@@ -66,6 +73,7 @@ function joinedHeaders(headers) {
  * ./server.js, the one loop over them).
  */
 export function createCore(config) {
+  expect(isObject(config), "createCore(config): config must be a configuration document (an object)");
   ready();
   const core = new bindings.Core(JSON.stringify(config));
   return {
@@ -115,18 +123,22 @@ export function createCore(config) {
 
 /** `{ tag: "ok" }` or `{ tag: "invalid", content: reason }`. */
 export function checkConfig(config) {
+  expect(isObject(config), "checkConfig(config): config must be a configuration document (an object)");
   ready();
   return JSON.parse(bindings.checkConfig(JSON.stringify(config)));
 }
 
 /** The configuration with the legacy app `app` migrated to scopes (see the crate docs). Throws an Error if it cannot be. */
 export function migrateApp(config, app) {
+  expect(isObject(config), "migrateApp(config, app): config must be a configuration document (an object)");
+  expect(typeof app === "string", "migrateApp(config, app): app must be an app's key (a string)");
   ready();
   return JSON.parse(bindings.migrateApp(JSON.stringify(config), app));
 }
 
-/** The digest to register for an app secret. */
+/** The digest to register for an app secret (a non-empty string). */
 export function secretDigest(secret) {
+  expect(typeof secret === "string" && secret.length > 0, `secretDigest(secret): the secret must be a non-empty string, not ${describe(secret)}`);
   ready();
   return bindings.secretDigest(secret);
 }
@@ -139,12 +151,23 @@ export function secretDigest(secret) {
  * request was sent to (a Fetch Request's URL host).
  */
 export function isCrossSite(headers, host, scheme) {
+  expect(typeof host === "string", "isCrossSite(headers, host, scheme): host must be the authority the request was sent to (a string)");
+  expect(scheme === undefined || scheme === null || scheme === "http" || scheme === "https", 'isCrossSite(headers, host, scheme): scheme must be "http", "https" or absent');
+  expect(headers !== null && typeof headers === "object" && typeof headers[Symbol.iterator] === "function", "isCrossSite(headers, host, scheme): headers must be rawHeaders, [name, value] pairs or a Headers object");
   ready();
   const flat = ["host", host];
   for (const [name, value] of Array.isArray(headers) && !Array.isArray(headers[0]) ? pairsOf(headers) : headers) {
     if (name.toLowerCase() !== "host") flat.push(name, value);
   }
   return bindings.isCrossSite(flat.join("\0"), scheme ?? undefined);
+}
+
+/** A value as an error message names it: `undefined`, `an empty string`, `a number`, … */
+export function describe(value) {
+  if (value === null || value === undefined) return String(value);
+  if (value === "") return "an empty string";
+  if (Array.isArray(value)) return "a list";
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
 }
 
 function* pairsOf(raw) {
@@ -159,6 +182,7 @@ export function canonicalResource(text) {
 
 /** A protected resource's metadata (RFC 9728), from the core: `{ url, document }`. Throws if `resource` or `issuer` is not an identifier. */
 export function resourceMetadata(resource, issuer, scopes) {
+  expect(Array.isArray(scopes), "resourceMetadata(resource, issuer, scopes): scopes must be a list of scope names");
   ready();
   const joined = bindings.resourceMetadata(String(resource), String(issuer), scopes.map(String).join("\0"));
   if (joined === undefined) throw new Error("edgegrant: resource and issuer must be http(s) URLs without query or fragment");
@@ -186,6 +210,7 @@ export function entropyLength() {
 
 /** The PKCE client machine for `config`. Throws an Error if the configuration cannot work. */
 export function createPkceMachine(config) {
+  expect(isObject(config), "createPkceMachine(config): config must be the client's configuration (an object)");
   clientReady();
   const machine = new clientBindings.PkceClient(JSON.stringify(config));
   return {

@@ -121,8 +121,9 @@ export interface Hooks {
   api?: Record<string, (principal: Principal, request: Request) => Promise<Response> | Response>;
 }
 
+/** createAuthServer's options: an unknown one is refused by name (so is an unknown setting in the configuration). */
 export interface AuthServerOptions {
-  /** The whole configuration document; or its parts below. */
+  /** The whole configuration document; or its parts below (not both). */
   config?: ConfigDocument;
   /** The server's own secret (required, here or as the document's `server_key`): 32 random bytes, base64url, e.g. `crypto.randomBytes(32).toString("base64url")` once, kept as a secret. */
   serverKey?: string;
@@ -134,6 +135,8 @@ export interface AuthServerOptions {
   pages?: PageTemplates;
   /** The dialect: the reference service's (default) or the standards profile. */
   profile?: ConfigDocument["profile"];
+  /** Each scope in plain words, for the consent page (defaults for the reference service's scopes). */
+  scopeDescriptions?: ConfigDocument["scope_descriptions"];
   storage: Storage;
   hooks?: Hooks;
   /** Seconds since the epoch; default: the system clock. */
@@ -162,8 +165,8 @@ export type DocumentFetcher = (fetch: DocumentFetch) => Promise<DocumentAnswer>;
 export interface AuthServer {
   /** The plain-value entry (node:http and the like): a reply to send, or an authorized call to serve. */
   handle(request: PlainRequest): Promise<Result>;
-  /** The Fetch entry: the core's endpoints, the API handlers of `hooks.api`, 404 elsewhere. */
-  fetch(request: Request): Promise<Response>;
+  /** The Fetch entry: the core's endpoints, the API handlers of `hooks.api`, 404 elsewhere. `context.source`: the client's address as the host knows it (a socket's peer), used unless a `sourceOf` hook names another. */
+  fetch(request: Request, context?: { source?: string }): Promise<Response>;
   unlink(app: string, accountId: string, by?: "user" | "team_admin"): Promise<Result>;
   /** Where a Fetch request runs when records are spread over partitions: the core's answer (null: anywhere) and the request to forward, its body already read. */
   route(request: Request): Promise<{ partition: string | null; request: Request }>;

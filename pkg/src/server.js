@@ -295,6 +295,51 @@ function withHeaders(response, headers) {
   }
 }
 
+/** The configuration document's parts, as createAuthServer takes them instead of `config`. */
+const CONFIG_PARTS = ["serverKey", "apps", "policy", "apiEndpoints", "pages", "profile", "scopeDescriptions"];
+const OPTIONS = ["config", ...CONFIG_PARTS, "storage", "hooks", "clock", "random", "onAudit", "fetchDocument"];
+const HOOKS = ["currentUser", "api", "sourceOf"];
+/** What a misspelled option most likely meant. */
+const MEANT = { server_key: "serverKey", api_endpoints: "apiEndpoints", apiEndpoint: "apiEndpoints", scope_descriptions: "scopeDescriptions", app: "apps", store: "storage", fetchDocuments: "fetchDocument" };
+
+/**
+ * Refuses options createAuthServer would otherwise ignore or trip over later: an unknown or
+ * misspelled name, the document given whole and in parts, a hook or callback that is not a
+ * function, a storage without its two verbs. The configuration document itself is the core's to
+ * check (an unknown setting in it is refused by name too).
+ */
+function checkOptions(options) {
+  const fail = (why) => {
+    throw new TypeError(`edgegrant: createAuthServer: ${why}`);
+  };
+  const names = (list) => list.join(", ");
+  if (typeof options !== "object" || options === null || Array.isArray(options)) fail("options must be an object");
+  for (const name of Object.keys(options)) {
+    if (!OPTIONS.includes(name)) fail(`unknown option ${name}${MEANT[name] ? ` (did you mean ${MEANT[name]}?)` : ""}; the options are ${names(OPTIONS)}`);
+  }
+  const parts = CONFIG_PARTS.filter((name) => options[name] !== undefined);
+  if (options.config !== undefined && parts.length > 0) fail(`give the configuration as config or as its parts, not both (config and ${names(parts)})`);
+  const { storage, hooks } = options;
+  if (!storage || typeof storage.read !== "function" || typeof storage.apply !== "function") fail("options.storage must have read(keys) and apply(transaction)");
+  for (const name of ["clock", "random", "onAudit", "fetchDocument"]) {
+    if (options[name] !== undefined && typeof options[name] !== "function") fail(`options.${name} must be a function`);
+  }
+  if (hooks === undefined) return;
+  if (typeof hooks !== "object" || hooks === null || Array.isArray(hooks)) fail("options.hooks must be an object");
+  for (const name of Object.keys(hooks)) {
+    if (!HOOKS.includes(name)) fail(`unknown hook ${name}; the hooks are ${names(HOOKS)}`);
+  }
+  for (const name of ["currentUser", "sourceOf"]) {
+    if (hooks[name] !== undefined && typeof hooks[name] !== "function") fail(`hooks.${name} must be a function`);
+  }
+  if (hooks.api === undefined) return;
+  if (typeof hooks.api !== "object" || hooks.api === null || Array.isArray(hooks.api)) fail("hooks.api must be an object of handlers by path");
+  for (const [path, handler] of Object.entries(hooks.api)) {
+    if (!path.startsWith("/")) fail(`hooks.api["${path}"]: a path starts with /`);
+    if (typeof handler !== "function") fail(`hooks.api["${path}"] must be a function (principal, request) => Response`);
+  }
+}
+
 /**
  * Creates an authorization server.
  *
@@ -309,6 +354,8 @@ function withHeaders(response, headers) {
  * @param {object} [options.pages] page templates (consent, code, error, sign_in),
  * @param {object} [options.profile] the dialect (`{ kind: "reference" }`, the default, or
  *   `{ kind: "standards", issuer }`)
+ * @param {Record<string,string>} [options.scopeDescriptions] each scope in plain words, for the
+ *   consent page
  * @param {object} options.storage a storage adapter: `read(keys)` and `apply(transaction)`
  * @param {object} [options.hooks] `currentUser(request)`, `api[path](principal, request)` and
  *   `sourceOf(request)`, the client's address (for attempt limits; from a header only a trusted
@@ -319,10 +366,8 @@ function withHeaders(response, headers) {
  *   `edgegrant/node`, `fetchDocumentNode` (node:https, every resolved address checked).
  */
 export function createAuthServer(options) {
+  checkOptions(options);
   const { storage, clock = systemClock, random = drawEntropy, onAudit } = options;
-  if (!storage || typeof storage.read !== "function" || typeof storage.apply !== "function") {
-    throw new Error("edgegrant: options.storage must have read(keys) and apply(transaction)");
-  }
   const config = options.config ?? {
     server_key: options.serverKey,
     apps: options.apps ?? [],
@@ -330,6 +375,7 @@ export function createAuthServer(options) {
     ...(options.apiEndpoints && { api_endpoints: options.apiEndpoints }),
     ...(options.pages && { pages: options.pages }),
     ...(options.profile && { profile: options.profile }),
+    ...(options.scopeDescriptions && { scope_descriptions: options.scopeDescriptions }),
   };
   const core = createCore(config);
   const limit = core.maxInputBytes();
@@ -391,10 +437,11 @@ export function createAuthServer(options) {
     return { url, plain: { method: request.method, path: url.pathname, query: url.search.slice(1), headers, body, user: user ?? null, scheme } };
   }
 
-  async function serve(request) {
+  async function serve(request, context) {
     const { url, plain } = await plainOf(request);
     const body = plain.body;
-    const source = sourceOf(request) ?? undefined;
+    // The hook knows which header a trusted proxy sets; else the host's own word (a socket's peer).
+    const source = (options.hooks?.sourceOf ? sourceOf(request) : context?.source) ?? undefined;
     const result = await handle({ ...plain, source });
     if (result.kind === "serve") {
       const handler = api[url.pathname];
@@ -411,10 +458,14 @@ export function createAuthServer(options) {
   return {
     core,
     handle,
-    /** Serves `/oauth2/authorize`, `/oauth2/token`, `/2/auth/token/revoke` and the declared `/2/` routes; 404 elsewhere. */
-    async fetch(request) {
+    /**
+     * Serves the core's endpoints and the declared API routes; 404 elsewhere. `context.source`:
+     * the client's address as the host knows it (a socket's peer), used unless a `sourceOf` hook
+     * names another.
+     */
+    async fetch(request, context) {
       try {
-        return await serve(request);
+        return await serve(request, context);
       } finally {
         // A body nobody read (a GET with a body, say) is read to its end before the answer.
         if (request.body && !request.bodyUsed && !request.body.locked) await drain(request.body.getReader());

@@ -2,7 +2,7 @@
 // error response, never an exception escaping to the host.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { createAuthServer } from "../src/node.js";
+import { createAuthServer, createCore, isCrossSite, migrateApp, secretDigest } from "../src/node.js";
 import { memoryStorage } from "../src/adapters/memory.js";
 import { partitionedStorage } from "../src/adapters/partitioned.js";
 import { ALICE, CONF_APP, CONF_SECRET, GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, SERVER_KEY, VERIFIER, config, pkceQuery, testServer as server } from "./fixtures.mjs";
@@ -126,6 +126,35 @@ test("a bad configuration is refused when the server is created", () => {
   assert.ok(createAuthServer({ apps: [], serverKey: SERVER_KEY, storage: memoryStorage() }));
 });
 
+test("a misspelled option or setting is refused by name, never ignored; so is a wrong argument", () => {
+  const base = { apps: config().apps, serverKey: SERVER_KEY, storage: memoryStorage() };
+  const refused = (options, message) => assert.throws(() => createAuthServer(options), message);
+  // The options of createAuthServer.
+  refused({ ...base, apiEndpoint: { [GET_ACCOUNT]: "account_info.read" } }, /createAuthServer: unknown option apiEndpoint \(did you mean apiEndpoints\?\)/);
+  refused({ ...base, api_endpoints: {} }, /unknown option api_endpoints \(did you mean apiEndpoints\?\)/);
+  refused({ ...base, config: config() }, /as config or as its parts, not both \(config and serverKey, apps\)/);
+  refused({ ...base, hooks: { currentuser: () => null } }, /unknown hook currentuser; the hooks are currentUser, api, sourceOf/);
+  refused({ ...base, hooks: { api: { "2/users/get_current_account": () => null } } }, /a path starts with \//);
+  refused({ ...base, hooks: { api: { [GET_ACCOUNT]: "handler" } } }, /hooks.api\["\/2\/users\/get_current_account"\] must be a function/);
+  refused({ ...base, clock: 1_700_000_000 }, /options.clock must be a function/);
+  refused(null, /options must be an object/);
+  // The configuration document's settings, by the core: the path to the one that is wrong.
+  refused({ ...base, pages: { signin: "<p>" } }, /pages.signin: is not a setting here \(expected consent, code, error, sign_in\)/);
+  refused({ ...base, apps: [{ ...config().apps[0], redirect_uri: ["https://x.example/cb"] }] }, /apps\[0\].redirect_uri: is not a setting here/);
+  refused({ ...base, policy: { access_token_tll: 600 } }, /policy.access_token_tll: is not a setting here/);
+  refused({ ...base, policy: { attempts: { windows: 60 } } }, /policy.attempts.windows: is not a setting here \(expected window, per_source, per_account\)/);
+  refused({ ...base, profile: { kind: "standards", issuer: "https://auth.example", rotation: { client: "all" } } }, /profile.rotation.client: is not a setting here/);
+  refused({ ...base, policy: { code_ttl: "600" } }, /policy.code_ttl: expected/);
+  assert.throws(() => createCore({ ...config(), apiEndpoints: {} }), /apiEndpoints: is not a setting here/);
+  // The functions' own arguments.
+  assert.throws(() => secretDigest(undefined), { name: "TypeError", message: /secretDigest\(secret\): the secret must be a non-empty string, not undefined/ });
+  assert.throws(() => secretDigest(""), { name: "TypeError", message: /not an empty string/ });
+  assert.throws(() => secretDigest(42), /not a number/);
+  assert.throws(() => createCore("{}"), { name: "TypeError", message: /createCore\(config\)/ });
+  assert.throws(() => migrateApp(config(), undefined), { name: "TypeError", message: /app must be an app's key/ });
+  assert.throws(() => isCrossSite([], undefined), { name: "TypeError", message: /host must be/ });
+});
+
 test("every page of the flow forbids framing and leaks nothing through Referer or caches", async () => {
   const { srv } = server();
   const pages = {
@@ -234,7 +263,7 @@ test("a stateless front routes a genuine credential to its partition and answers
     `sl.${route}.${"s".repeat(43)}`, // a genuine route on a chosen secret
     `sl.${"A".repeat(32)}.${secret}`, // a route of the right shape, never minted
   ];
-  const front = createAuthServer({ ...config(), serverKey: SERVER_KEY, apiEndpoints: config().api_endpoints, storage: partitionedStorage(storeOf) });
+  const front = createAuthServer({ apps: config().apps, serverKey: SERVER_KEY, apiEndpoints: config().api_endpoints, storage: partitionedStorage(storeOf) });
   addressed.length = 0;
   for (const forged of forgeries) {
     const routed = await front.route(bearer(GET_ACCOUNT, forged));
@@ -248,7 +277,7 @@ test("a stateless front routes a genuine credential to its partition and answers
   }
   assert.deepEqual(addressed, [], "no partition's store was reached");
   // Under another deployment's key even a genuine credential is no credential.
-  const other = createAuthServer({ ...config(), serverKey: "YW5vdGhlci1zZXJ2ZXIta2V5LW9mLTMyLWJ5dGVzISE", apiEndpoints: config().api_endpoints, storage: partitionedStorage(storeOf) });
+  const other = createAuthServer({ apps: config().apps, serverKey: "YW5vdGhlci1zZXJ2ZXIta2V5LW9mLTMyLWJ5dGVzISE", apiEndpoints: config().api_endpoints, storage: partitionedStorage(storeOf) });
   assert.equal((await other.route(bearer(GET_ACCOUNT, tokens.access_token))).partition, null);
   assert.deepEqual(addressed, []);
 });

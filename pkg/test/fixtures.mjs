@@ -77,8 +77,8 @@ export const form = (pairs) => ({
 export function testServer({ signedIn = true, audit = [], storage = memoryStorage(), onAudit = (event) => audit.push(event), api = {} } = {}) {
   let now = 1_700_000_000;
   const srv = createAuthServer({
-    ...config(),
     serverKey: SERVER_KEY,
+    apps: config().apps,
     apiEndpoints: config().api_endpoints,
     storage,
     clock: () => now,

@@ -113,7 +113,13 @@ impl PageTemplates {
                 "code" => &mut pages.code,
                 "error" => &mut pages.error,
                 "sign_in" => &mut pages.sign_in,
-                _ => continue,
+                _ => {
+                    return Err(unknown(
+                        "pages",
+                        name,
+                        &["consent", "code", "error", "sign_in"],
+                    ))
+                }
             };
             *slot = match value {
                 Value::Null => None,
@@ -127,7 +133,8 @@ impl PageTemplates {
 // The JSON form of the document, read and written explicitly: one small conversion instead of
 // serde derives, whose monomorphized deserializers were most of the wasm module. Absent fields
 // take their defaults; `null` stands for "none" only where a field is optional
-// (`secret_digest`, page templates); unknown fields are ignored.
+// (`secret_digest`, page templates); an unknown field is refused by name (a misspelled setting
+// would otherwise be silently left at its default).
 
 impl ConfigDocument {
     /// Parses the JSON text of a configuration document (not yet validated: see [`Config::new`]).
@@ -143,6 +150,19 @@ impl ConfigDocument {
     /// names the field that is wrong.
     pub fn from_json_value(value: &Value) -> Result<Self, ConfigError> {
         let doc = object(value, "the configuration")?;
+        only(
+            doc,
+            "",
+            &[
+                "apps",
+                "policy",
+                "api_endpoints",
+                "pages",
+                "profile",
+                "server_key",
+                "scope_descriptions",
+            ],
+        )?;
         let apps = match doc.get("apps") {
             None => return Err(problem("apps", "is missing")),
             Some(apps) => array(apps, "apps")?
@@ -369,8 +389,23 @@ fn profile_from_json(value: &Value) -> Result<Profile, ConfigError> {
         .get("kind")
         .ok_or_else(|| problem("profile.kind", "is missing"))?;
     match string(kind, "profile.kind")? {
-        "reference" => Ok(Profile::Reference),
+        "reference" => {
+            only(profile, "profile", &["kind"])?;
+            Ok(Profile::Reference)
+        }
         "standards" => {
+            only(
+                profile,
+                "profile",
+                &[
+                    "kind",
+                    "issuer",
+                    "resources",
+                    "resource_servers",
+                    "rotation",
+                    "clients",
+                ],
+            )?;
             let issuer = profile
                 .get("issuer")
                 .ok_or_else(|| problem("profile.issuer", "is missing"))?;
@@ -385,6 +420,7 @@ fn profile_from_json(value: &Value) -> Result<Profile, ConfigError> {
                 for (i, server) in array(list, "profile.resource_servers")?.iter().enumerate() {
                     let at = format!("profile.resource_servers[{i}]");
                     let fields = object(server, &at)?;
+                    only(fields, &at, &["app", "resources"])?;
                     let app_at = format!("{at}.app");
                     let app = fields
                         .get("app")
@@ -517,13 +553,25 @@ fn clients_from_json(value: &Value) -> Result<UnannouncedClients, ConfigError> {
                             policy.per_source = u32::try_from(whole(value, &at)?)
                                 .map_err(|_| problem(&at, "is too large"))?;
                         }
-                        _ => return Err(problem(&at, "is not a registration setting")),
+                        _ => {
+                            return Err(unknown(
+                                "profile.clients.registration",
+                                name,
+                                &["initial_access_tokens", "per_source"],
+                            ))
+                        }
                     }
                 }
                 clients.registration = Some(policy);
             }
             "documents" => clients.documents = Some(documents_from_json(value, &at)?),
-            _ => return Err(problem(&at, "is not a setting of profile.clients")),
+            _ => {
+                return Err(unknown(
+                    "profile.clients",
+                    name,
+                    &["scopes", "unused_lifetime", "registration", "documents"],
+                ))
+            }
         }
     }
     Ok(clients)
@@ -549,9 +597,10 @@ fn documents_from_json(value: &Value, at: &str) -> Result<DocumentPolicy, Config
             "min_cache" => policy.min_cache = Seconds(whole(value, &at)?),
             "max_cache" => policy.max_cache = Seconds(whole(value, &at)?),
             _ => {
-                return Err(problem(
-                    &at,
-                    "is not a setting of client metadata documents",
+                return Err(unknown(
+                    "profile.clients.documents",
+                    name,
+                    &["hosts", "max_bytes", "timeout_ms", "min_cache", "max_cache"],
                 ))
             }
         }
@@ -599,6 +648,11 @@ impl Serialize for RotationJson<'_> {
 
 fn rotation_from_json(value: &Value) -> Result<Rotation, ConfigError> {
     let fields = object(value, "profile.rotation")?;
+    only(
+        fields,
+        "profile.rotation",
+        &["clients", "retry_window", "reuse_detection"],
+    )?;
     let mut rotation = Rotation::default();
     if let Some(clients) = fields.get("clients") {
         rotation.clients = match string(clients, "profile.rotation.clients")? {
@@ -649,6 +703,19 @@ impl<'de> Deserialize<'de> for Config {
 
 fn app_from_json(value: &Value, at: &str) -> Result<App, ConfigError> {
     let app = object(value, at)?;
+    only(
+        app,
+        at,
+        &[
+            "key",
+            "name",
+            "secret_digest",
+            "redirect_uris",
+            "permissions",
+            "default_token_type",
+            "implicit_allowed",
+        ],
+    )?;
     let field = |name: &str| format!("{at}.{name}");
     let required = |name: &str| {
         app.get(name)
@@ -683,6 +750,7 @@ fn app_from_json(value: &Value, at: &str) -> Result<App, ConfigError> {
         };
         match string(member("kind")?, &format!("{at}.kind"))? {
             "scoped" => {
+                only(permissions, &at, &["kind", "scopes"])?;
                 let at = format!("{at}.scopes");
                 let mut scopes = Vec::new();
                 for (i, scope) in array(member("scopes")?, &at)?.iter().enumerate() {
@@ -694,6 +762,7 @@ fn app_from_json(value: &Value, at: &str) -> Result<App, ConfigError> {
                 }
             }
             "legacy" => {
+                only(permissions, &at, &["kind", "access"])?;
                 let at = format!("{at}.access");
                 let access =
                     match string(member("access")?, &at)? {
@@ -768,7 +837,25 @@ fn policy_from_json(value: &Value) -> Result<Policy, ConfigError> {
                 policy.max_attempts =
                     u32::try_from(whole(value, &at)?).map_err(|_| problem(&at, "is too large"))?;
             }
-            _ => {}
+            _ => {
+                return Err(unknown(
+                    "policy",
+                    name,
+                    &[
+                        "code_ttl",
+                        "access_token_ttl",
+                        "require_s256",
+                        "long_lived_cutoff",
+                        "max_input_bytes",
+                        "token_parameters_in_query",
+                        "allow_http_redirect_uris",
+                        "attempts",
+                        "live_grants_per_link",
+                        "refresh_idle_lifetime",
+                        "max_attempts",
+                    ],
+                ))
+            }
         }
     }
     Ok(policy)
@@ -780,16 +867,16 @@ fn attempts_from_json(value: &Value, at: &str) -> Result<AttemptLimits, ConfigEr
         u32::try_from(whole(value, at)?).map_err(|_| problem(at, "is too large"))
     };
     for (name, value) in object(value, at)? {
-        let at = format!("{at}.{name}");
+        let field = format!("{at}.{name}");
         match name.as_str() {
-            "window" => limits.window = Seconds(whole(value, &at)?),
+            "window" => limits.window = Seconds(whole(value, &field)?),
             // No longer a limit (see AttemptLimits): still accepted, for older documents.
             "per_client" => {
-                count(value, &at)?;
+                count(value, &field)?;
             }
-            "per_source" => limits.per_source = count(value, &at)?,
-            "per_account" => limits.per_account = count(value, &at)?,
-            _ => {}
+            "per_source" => limits.per_source = count(value, &field)?,
+            "per_account" => limits.per_account = count(value, &field)?,
+            _ => return Err(unknown(at, name, &["window", "per_source", "per_account"])),
         }
     }
     Ok(limits)
@@ -800,6 +887,28 @@ fn invalid(field: &str, error: crate::ids::InvalidId) -> ConfigError {
         field: field.to_owned(),
         problem: error.to_string(),
     }
+}
+
+/// Refuses the first member of `fields` (the object at `at`, `""` for the document) that is
+/// none of `known`.
+fn only(fields: &Map<String, Value>, at: &str, known: &[&str]) -> Result<(), ConfigError> {
+    match fields.keys().find(|name| !known.contains(&name.as_str())) {
+        Some(name) => Err(unknown(at, name, known)),
+        None => Ok(()),
+    }
+}
+
+/// The error for the member `name` of the object at `at`, which takes only `known`.
+fn unknown(at: &str, name: &str, known: &[&str]) -> ConfigError {
+    let field = if at.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{at}.{name}")
+    };
+    problem(
+        &field,
+        &format!("is not a setting here (expected {})", known.join(", ")),
+    )
 }
 
 fn object<'v>(value: &'v Value, at: &str) -> Result<&'v Map<String, Value>, ConfigError> {

@@ -1,0 +1,158 @@
+// The package README's quick-starts, as a newcomer meets them: the package packed into a tarball
+// (`npm pack`, which also copies in the licences and the changelog), installed into an empty
+// directory, each program of the README written out exactly as it stands there (a ```js block
+// whose first line names its file: `// server.mjs`) and run; then an app's whole life against
+// it — authorization with sign-in and consent, the code exchanged, the API called, a refresh, a
+// revocation. A README that stops working fails here.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync, spawn } from "node:child_process";
+import { createHash, randomBytes } from "node:crypto";
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSync, readdirSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const pkg = join(dirname(fileURLToPath(import.meta.url)), "..");
+const readme = readFileSync(join(pkg, "README.md"), "utf8");
+
+/** The README's programs: `{ name: text }` for every ```js block that starts `// <name>`. */
+function programs(text) {
+  const found = {};
+  for (const [, body] of text.matchAll(/```js\n([\s\S]*?)```/g)) {
+    const name = /^\/\/ ([\w.-]+\.m?js)\n/.exec(body)?.[1];
+    if (name) found[name] = body;
+  }
+  return found;
+}
+
+/** The package as npm would install it: packed, then installed into `dir`, an empty project. */
+function installPacked(dir) {
+  const tarballs = mkdtempSync(join(tmpdir(), "edgegrant-pack-"));
+  try {
+    execFileSync("npm", ["pack", "--silent", "--pack-destination", tarballs], { cwd: pkg, stdio: ["ignore", "ignore", "inherit"] });
+    const [tarball] = readdirSync(tarballs).filter((f) => f.endsWith(".tgz"));
+    writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "readme-app", private: true, type: "module" }));
+    execFileSync("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", join(tarballs, tarball)], { cwd: dir, stdio: ["ignore", "ignore", "inherit"] });
+  } finally {
+    rmSync(tarballs, { recursive: true, force: true });
+  }
+  // The README's `npm i better-sqlite3`: the package's own install compiled it already (its
+  // prebuilt binaries come from GitHub, which this machine cannot reach); linked, not rebuilt.
+  mkdirSync(join(dir, "node_modules"), { recursive: true });
+  symlinkSync(join(pkg, "node_modules", "better-sqlite3"), join(dir, "node_modules", "better-sqlite3"), "dir");
+}
+
+const freePort = () =>
+  new Promise((resolve) => {
+    const probe = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+
+/** Starts `node <file>` in `dir` and resolves once it printed its first line (listening). */
+function start(t, dir, file, env) {
+  const child = spawn(process.execPath, [file], { cwd: dir, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  t.after(() => child.kill());
+  let output = "";
+  return new Promise((resolve, reject) => {
+    child.stdout.on("data", (chunk) => {
+      output += chunk;
+      if (output.includes("\n")) resolve(output);
+    });
+    child.stderr.on("data", (chunk) => (output += chunk));
+    child.once("exit", (code) => reject(new Error(`${file} exited (${code}): ${output}`)));
+  });
+}
+
+const base64url = (bytes) => Buffer.from(bytes).toString("base64url");
+const unescapeHtml = (text) => text.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
+
+test("the Node quick-start runs as written, from the packed package: sign-in, consent, token, API, refresh, revocation", { timeout: 180_000 }, async (t) => {
+  assert.ok(existsSync(join(pkg, "dist", "edgegrant_wasm_bg.wasm")), "build the package first (pkg/scripts/setup.sh)");
+  const dir = mkdtempSync(join(tmpdir(), "edgegrant-readme-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  installPacked(dir);
+  const installed = join(dir, "node_modules", "edgegrant");
+  for (const file of ["README.md", "CHANGELOG.md", "LICENSE-MIT", "LICENSE-APACHE", "src/index.d.ts", "dist/edgegrant_wasm_bg.wasm"]) {
+    assert.ok(existsSync(join(installed, file)), `the tarball ships ${file}`);
+  }
+  for (const file of ["LICENSE-MIT", "LICENSE-APACHE", "CHANGELOG.md"]) {
+    assert.equal(readFileSync(join(installed, file), "utf8"), readFileSync(join(pkg, "..", file), "utf8"), `${file} is the repository's`);
+  }
+
+  const { "server.mjs": server } = programs(readme);
+  assert.ok(server, "the README has the Node quick-start's server.mjs");
+  writeFileSync(join(dir, "server.mjs"), server);
+  const port = await freePort();
+  const secret = base64url(randomBytes(32));
+  await start(t, dir, "server.mjs", { EDGEGRANT_SERVER_KEY: base64url(randomBytes(32)), MY_APP_SECRET: secret, PORT: String(port) });
+  const origin = `http://127.0.0.1:${port}`;
+  const basic = `Basic ${Buffer.from(`my-app:${secret}`).toString("base64")}`;
+  const form = (fields, headers = {}) => ({ method: "POST", redirect: "manual", headers: { "Content-Type": "application/x-www-form-urlencoded", ...headers }, body: new URLSearchParams(fields).toString() });
+
+  // 1. The authorization request: sign-in first, then the consent page, then allow.
+  const verifier = base64url(randomBytes(32));
+  const authorize = `/oauth2/authorize?${new URLSearchParams({
+    client_id: "my-app",
+    response_type: "code",
+    redirect_uri: "https://my-app.example/callback",
+    token_access_type: "offline",
+    code_challenge: base64url(createHash("sha256").update(verifier).digest()),
+    code_challenge_method: "S256",
+    state: "s1",
+  })}`;
+  const signInPage = await (await fetch(origin + authorize)).text();
+  assert.match(signInPage, /data-page="sign_in"/);
+  const returnTo = unescapeHtml(/name="return_to" value="([^"]*)"/.exec(signInPage)[1]);
+  assert.equal(returnTo, authorize);
+  const signedIn = await fetch(`${origin}/signin`, form({ return_to: returnTo }));
+  assert.equal(signedIn.status, 303);
+  const cookie = signedIn.headers.get("set-cookie").split(";")[0];
+  const consent = await fetch(origin + signedIn.headers.get("location"), { headers: { cookie } });
+  const consentPage = await consent.text();
+  assert.equal(consent.status, 200);
+  assert.match(consentPage, /My App wants access/);
+  assert.match(consentPage, /Signed in as Demo User/);
+  const query = unescapeHtml(/name="query" value="([^"]*)"/.exec(consentPage)[1]);
+  const allowed = await fetch(`${origin}/oauth2/authorize`, form({ query, decision: "allow" }, { cookie, origin }));
+  assert.equal(allowed.status, 302);
+  const callback = new URL(allowed.headers.get("location"));
+  assert.equal(`${callback.origin}${callback.pathname}`, "https://my-app.example/callback");
+  assert.equal(callback.searchParams.get("state"), "s1");
+
+  // 2. The code exchanged, with the app's secret and the PKCE verifier.
+  const exchanged = await fetch(`${origin}/oauth2/token`, form({ grant_type: "authorization_code", code: callback.searchParams.get("code"), redirect_uri: "https://my-app.example/callback", code_verifier: verifier }, { authorization: basic }));
+  const tokens = await exchanged.json();
+  assert.equal(exchanged.status, 200, JSON.stringify(tokens));
+  assert.equal(tokens.token_type, "bearer");
+  assert.equal(tokens.expires_in, 14_400);
+  assert.ok(tokens.refresh_token, "offline access: a refresh token");
+
+  // 3. The API, with the access token.
+  const call = (token) => fetch(`${origin}/2/users/get_current_account`, { method: "POST", headers: { authorization: `Bearer ${token}` } });
+  const account = await call(tokens.access_token);
+  assert.equal(account.status, 200);
+  assert.deepEqual(await account.json(), { account_id: "dbid:demo-user", name: "Demo User" });
+
+  // 4. A refresh: a new access token, the refresh token unchanged.
+  const refreshed = await fetch(`${origin}/oauth2/token`, form({ grant_type: "refresh_token", refresh_token: tokens.refresh_token }, { authorization: basic }));
+  const fresh = await refreshed.json();
+  assert.equal(refreshed.status, 200, JSON.stringify(fresh));
+  assert.notEqual(fresh.access_token, tokens.access_token);
+  assert.equal((await call(fresh.access_token)).status, 200);
+
+  // 5. Revocation ends the grant: every token of it.
+  const revoked = await fetch(`${origin}/2/auth/token/revoke`, { method: "POST", headers: { authorization: `Bearer ${fresh.access_token}` } });
+  assert.equal(revoked.status, 200);
+  assert.equal((await call(fresh.access_token)).status, 401);
+  assert.equal((await call(tokens.access_token)).status, 401);
+  const afterRevocation = await fetch(`${origin}/oauth2/token`, form({ grant_type: "refresh_token", refresh_token: tokens.refresh_token }, { authorization: basic }));
+  assert.equal(afterRevocation.status, 400);
+  assert.equal((await afterRevocation.json()).error, "invalid_grant");
+
+  // The program's own guard: a sign-in form too long is refused.
+  assert.equal((await fetch(`${origin}/signin`, form({ return_to: "x".repeat(5000) }))).status, 413);
+});
