@@ -13,6 +13,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { startPostgres } from "../../tests/postgres/cluster.mjs";
 
 const pkg = join(dirname(fileURLToPath(import.meta.url)), "..");
 const readme = readFileSync(join(pkg, "README.md"), "utf8");
@@ -38,10 +39,11 @@ function installPacked(dir) {
   } finally {
     rmSync(tarballs, { recursive: true, force: true });
   }
-  // The README's `npm i better-sqlite3`: the package's own install compiled it already (its
-  // prebuilt binaries come from GitHub, which this machine cannot reach); linked, not rebuilt.
+  // The README's `npm i better-sqlite3` or `pg`: the package's own install has both (and compiled
+  // better-sqlite3, whose prebuilt binaries come from GitHub, which this machine cannot reach);
+  // linked, not installed again.
   mkdirSync(join(dir, "node_modules"), { recursive: true });
-  symlinkSync(join(pkg, "node_modules", "better-sqlite3"), join(dir, "node_modules", "better-sqlite3"), "dir");
+  for (const driver of ["better-sqlite3", "pg"]) symlinkSync(join(pkg, "node_modules", driver), join(dir, "node_modules", driver), "dir");
 }
 
 const freePort = () =>
@@ -70,7 +72,7 @@ function start(t, dir, file, env) {
 const base64url = (bytes) => Buffer.from(bytes).toString("base64url");
 const unescapeHtml = (text) => text.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
 
-test("the Node quick-start runs as written, from the packed package: sign-in, consent, token, API, refresh, revocation", { timeout: 180_000 }, async (t) => {
+test("the Node quick-start runs as written, from the packed package, on SQLite and on PostgreSQL: sign-in, consent, token, API, refresh, revocation", { timeout: 300_000 }, async (t) => {
   assert.ok(existsSync(join(pkg, "dist", "edgegrant_wasm_bg.wasm")), "build the package first (pkg/scripts/setup.sh)");
   const dir = mkdtempSync(join(tmpdir(), "edgegrant-readme-"));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -82,13 +84,23 @@ test("the Node quick-start runs as written, from the packed package: sign-in, co
   for (const file of ["LICENSE-MIT", "LICENSE-APACHE", "CHANGELOG.md"]) {
     assert.equal(readFileSync(join(installed, file), "utf8"), readFileSync(join(pkg, "..", file), "utf8"), `${file} is the repository's`);
   }
-
   const { "server.mjs": server } = programs(readme);
   assert.ok(server, "the README has the Node quick-start's server.mjs");
   writeFileSync(join(dir, "server.mjs"), server);
+
+  await t.test("SQLite", (t) => lifeOfAnApp(t, dir, {}));
+  await t.test("PostgreSQL", async (t) => {
+    const postgres = await startPostgres();
+    t.after(() => postgres.stop());
+    await lifeOfAnApp(t, dir, { DATABASE_URL: postgres.url });
+  });
+});
+
+/** Runs the quick-start's server.mjs in `dir` with `env` and goes through an app's whole life against it. */
+async function lifeOfAnApp(t, dir, env) {
   const port = await freePort();
   const secret = base64url(randomBytes(32));
-  await start(t, dir, "server.mjs", { EDGEGRANT_SERVER_KEY: base64url(randomBytes(32)), MY_APP_SECRET: secret, PORT: String(port) });
+  await start(t, dir, "server.mjs", { ...env, EDGEGRANT_SERVER_KEY: base64url(randomBytes(32)), MY_APP_SECRET: secret, PORT: String(port) });
   const origin = `http://127.0.0.1:${port}`;
   const basic = `Basic ${Buffer.from(`my-app:${secret}`).toString("base64")}`;
   const form = (fields, headers = {}) => ({ method: "POST", redirect: "manual", headers: { "Content-Type": "application/x-www-form-urlencoded", ...headers }, body: new URLSearchParams(fields).toString() });
@@ -155,4 +167,4 @@ test("the Node quick-start runs as written, from the packed package: sign-in, co
 
   // The program's own guard: a sign-in form too long is refused.
   assert.equal((await fetch(`${origin}/signin`, form({ return_to: "x".repeat(5000) }))).status, 413);
-});
+}
