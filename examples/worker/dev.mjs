@@ -110,15 +110,25 @@ async function startWorkerOnce({ configPath = SAMPLE_CONFIG, port, persistTo = j
     ...(loopbackDocuments ? ["--var", "LOOPBACK_DOCUMENTS:1"] : []),
     "--show-interactive-dev-session=false",
   ];
+  // NODE_EXTRA_CA_CERTS: wrangler hands the certificates to workerd, whose fetch then trusts a
+  // local HTTPS server's (a test's client metadata documents).
+  const env = extraCaCerts ? { NODE_EXTRA_CA_CERTS: extraCaCerts } : {};
+  return runWrangler({ args, cwd: here, url, env, echo, timeoutMs, onClose: () => rmSync(assets, { recursive: true, force: true }) });
+}
+
+/**
+ * Runs `node <args>` (wrangler's bin and its arguments) in `cwd`, through supervise.mjs in a
+ * process group of its own, and resolves once `url` answers `ready(response)` (default: a 200
+ * for GET /): `{ url, close(), exited, output() }`. `onClose` runs once everything stopped.
+ */
+export async function runWrangler({ args, cwd, url, env = {}, echo = false, timeoutMs = 60_000, ready = (response) => response.status === 200, onClose = () => {} }) {
   // Through supervise.mjs, in a process group of its own: wrangler and its workerd processes
   // stop when the stdin pipe closes — on close(), or when this process dies, however it dies.
   const child = spawn(process.execPath, [SUPERVISE, process.execPath, ...args], {
-    cwd: here,
+    cwd,
     detached: true,
     stdio: ["pipe", "pipe", "pipe"],
-    // NODE_EXTRA_CA_CERTS: wrangler hands the certificates to workerd, whose fetch then trusts
-    // a local HTTPS server's (a test's client metadata documents).
-    env: { ...process.env, ...OFFLINE, ...(extraCaCerts && { NODE_EXTRA_CA_CERTS: extraCaCerts }) },
+    env: { ...process.env, ...OFFLINE, ...env },
   });
   const pgid = child.pid;
   let output = "";
@@ -141,12 +151,13 @@ async function startWorkerOnce({ configPath = SAMPLE_CONFIG, port, persistTo = j
       await exited;
       // Killed processes vanish once reaped; a bounded wait, as a zombie would count as alive.
       for (let waited = 0; groupAlive(pgid) && waited < 2000; waited += 20) await sleep(20);
-      rmSync(assets, { recursive: true, force: true });
+      onClose();
     })();
     return closing;
   }
 
-  // Ready when the Worker itself answers GET / (wrangler's proxy may listen a little earlier).
+  // Ready when the Worker itself answers GET / as it should (wrangler's proxy may listen a
+  // little earlier).
   let exitCode = null;
   exited.then((code) => (exitCode = code ?? "signal"));
   const deadline = Date.now() + timeoutMs;
@@ -162,7 +173,7 @@ async function startWorkerOnce({ configPath = SAMPLE_CONFIG, port, persistTo = j
     try {
       const response = await fetch(`${url}/`, { signal: AbortSignal.timeout(2000) });
       await response.arrayBuffer();
-      if (response.status === 200) break;
+      if (ready(response)) break;
     } catch {
       // not listening yet
     }

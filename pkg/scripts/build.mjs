@@ -138,6 +138,11 @@ for (const { feature, name } of modules) {
     "--out-name", name,
     join(root, "target/wasm32-unknown-unknown/wasm/edgegrant_wasm.wasm"),
   ]);
+  // The bindings' classes declare `[Symbol.dispose]`, which TypeScript knows from the
+  // esnext.disposable library (or @types/node): named here, so that a project without either
+  // (a Worker's, a browser's) type-checks the package under `skipLibCheck: false`.
+  const declarations = join(dist, `${name}.d.ts`);
+  writeFileSync(declarations, `/// <reference lib="esnext.disposable" />\n${readFileSync(declarations, "utf8")}`);
   const wasm = join(dist, `${name}_bg.wasm`);
   // -Oz twice: the second pass still finds code to fold (half a KiB gzipped on the server).
   run(wasmOpt, ["-Oz", "-Oz", "--enable-bulk-memory", "--enable-nontrapping-float-to-int", "--enable-sign-ext", "--enable-mutable-globals", "--enable-reference-types", "--enable-multivalue", wasm, "-o", wasm]);

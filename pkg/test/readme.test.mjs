@@ -6,7 +6,7 @@
 // revocation. A README that stops working fails here.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, existsSync, readdirSync } from "node:fs";
 import { createServer } from "node:net";
@@ -14,15 +14,16 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startPostgres } from "../../tests/postgres/cluster.mjs";
+import { runWrangler } from "../../examples/worker/dev.mjs";
 
 const pkg = join(dirname(fileURLToPath(import.meta.url)), "..");
 const readme = readFileSync(join(pkg, "README.md"), "utf8");
 
-/** The README's programs: `{ name: text }` for every ```js block that starts `// <name>`. */
+/** The README's files: `{ path: text }` for every fenced block whose first line names its file alone (`// src/worker.js`, `# wrangler.toml`). */
 function programs(text) {
   const found = {};
-  for (const [, body] of text.matchAll(/```js\n([\s\S]*?)```/g)) {
-    const name = /^\/\/ ([\w.-]+\.m?js)\n/.exec(body)?.[1];
+  for (const [, body] of text.matchAll(/```\w+\n([\s\S]*?)```/g)) {
+    const name = /^(?:\/\/|#) ([\w./-]+\.(?:m?js|ts|toml|json))\n/.exec(body)?.[1];
     if (name) found[name] = body;
   }
   return found;
@@ -44,6 +45,8 @@ function installPacked(dir) {
   // linked, not installed again.
   mkdirSync(join(dir, "node_modules"), { recursive: true });
   for (const driver of ["better-sqlite3", "pg"]) symlinkSync(join(pkg, "node_modules", driver), join(dir, "node_modules", driver), "dir");
+  // And `npm i -D wrangler` (with workerd): the Worker example's, linked likewise.
+  symlinkSync(join(pkg, "..", "examples", "worker", "node_modules", "wrangler"), join(dir, "node_modules", "wrangler"), "dir");
 }
 
 const freePort = () =>
@@ -72,7 +75,7 @@ function start(t, dir, file, env) {
 const base64url = (bytes) => Buffer.from(bytes).toString("base64url");
 const unescapeHtml = (text) => text.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
 
-test("the Node quick-start runs as written, from the packed package, on SQLite and on PostgreSQL: sign-in, consent, token, API, refresh, revocation", { timeout: 300_000 }, async (t) => {
+test("the README's quick-starts run as written from the packed package — Node on SQLite and on PostgreSQL, a Worker under wrangler dev — through sign-in, consent, token, API call, refresh and revocation, and type-check", { timeout: 300_000 }, async (t) => {
   assert.ok(existsSync(join(pkg, "dist", "edgegrant_wasm_bg.wasm")), "build the package first (pkg/scripts/setup.sh)");
   const dir = mkdtempSync(join(tmpdir(), "edgegrant-readme-"));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -88,20 +91,73 @@ test("the Node quick-start runs as written, from the packed package, on SQLite a
   assert.ok(server, "the README has the Node quick-start's server.mjs");
   writeFileSync(join(dir, "server.mjs"), server);
 
-  await t.test("SQLite", (t) => lifeOfAnApp(t, dir, {}));
-  await t.test("PostgreSQL", async (t) => {
+  const node = async (t, env) => {
+    const port = await freePort();
+    const secret = base64url(randomBytes(32));
+    await start(t, dir, "server.mjs", { ...env, EDGEGRANT_SERVER_KEY: base64url(randomBytes(32)), MY_APP_SECRET: secret, PORT: String(port) });
+    return { origin: `http://127.0.0.1:${port}`, secret };
+  };
+  await t.test("Node, SQLite", async (t) => lifeOfAnApp(await node(t, {})));
+  await t.test("Node, PostgreSQL", async (t) => {
     const postgres = await startPostgres();
     t.after(() => postgres.stop());
-    await lifeOfAnApp(t, dir, { DATABASE_URL: postgres.url });
+    await lifeOfAnApp(await node(t, { DATABASE_URL: postgres.url }));
+  });
+
+  await t.test("TypeScript: the program type-checks, strict, with skipLibCheck false, under node16, nodenext, bundler and node10 resolution", () => {
+    // The README's `npm i -D typescript @types/node`, linked from the package's own.
+    mkdirSync(join(dir, "node_modules", "@types"), { recursive: true });
+    symlinkSync(join(pkg, "node_modules", "typescript"), join(dir, "node_modules", "typescript"), "dir");
+    symlinkSync(join(pkg, "node_modules", "@types", "node"), join(dir, "node_modules", "@types", "node"), "dir");
+    // A module of a project without Node's types (a Worker's, a browser's) using ".".
+    writeFileSync(join(dir, "web.ts"), [
+      'import { createAuthServer, type AuthServer, type Storage } from "edgegrant";',
+      'export const make = (storage: Storage): AuthServer => createAuthServer({ serverKey: "k", apps: [], storage });',
+      "",
+    ].join("\n"));
+    const tsc = join(dir, "node_modules", "typescript", "bin", "tsc");
+    // node10 (`"moduleResolution": "node"`) reads no exports map: the package's types and
+    // typesVersions name each subpath's declarations for it.
+    for (const resolution of ["node16", "nodenext", "bundler", "node10"]) {
+      const module = ["bundler", "node10"].includes(resolution) ? "esnext" : resolution;
+      const check = (name, files, options) => {
+        // A node10 project imports node:http's CommonJS default through esModuleInterop, as such projects do.
+        const interop = resolution === "node10" ? { esModuleInterop: true } : {};
+        writeFileSync(join(dir, "tsconfig.json"), JSON.stringify({ compilerOptions: { noEmit: true, strict: true, skipLibCheck: false, target: "es2022", module, moduleResolution: resolution, ...interop, ...options }, files }));
+        const run = spawnSync(process.execPath, [tsc, "-p", dir], { encoding: "utf8" });
+        assert.equal(run.status, 0, `${name} under ${resolution}:\n${run.stdout}${run.stderr}`);
+      };
+      check("server.mjs", ["server.mjs"], { allowJs: true, checkJs: true, types: ["node"] });
+      check("web.ts (no @types/node)", ["web.ts"], { lib: ["es2022", "dom"], types: [] });
+    }
+  });
+
+  await t.test("Worker, wrangler dev", async (t) => {
+    const files = programs(readme);
+    assert.ok(files["wrangler.toml"] && files["src/worker.js"], "the README has the Worker quick-start's wrangler.toml and src/worker.js");
+    const worker = join(dir, "worker");
+    mkdirSync(join(worker, "src"), { recursive: true });
+    for (const file of ["wrangler.toml", "src/worker.js"]) writeFileSync(join(worker, file), files[file]);
+    symlinkSync(join(dir, "node_modules"), join(worker, "node_modules"), "dir");
+    const secret = base64url(randomBytes(32));
+    writeFileSync(join(worker, ".dev.vars"), `SERVER_KEY=${base64url(randomBytes(32))}\nMY_APP_SECRET=${secret}\n`);
+    const [port, inspector] = [await freePort(), await freePort()];
+    const origin = `http://127.0.0.1:${port}`;
+    const running = await runWrangler({
+      args: [join(worker, "node_modules", "wrangler", "bin", "wrangler.js"), "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector), "--show-interactive-dev-session=false"],
+      cwd: worker,
+      url: origin,
+      timeoutMs: 120_000,
+      // The Worker answers 404 at / (no route of the core's): it is up.
+      ready: (response) => response.status === 404,
+    });
+    t.after(() => running.close());
+    await lifeOfAnApp({ origin, secret });
   });
 });
 
-/** Runs the quick-start's server.mjs in `dir` with `env` and goes through an app's whole life against it. */
-async function lifeOfAnApp(t, dir, env) {
-  const port = await freePort();
-  const secret = base64url(randomBytes(32));
-  await start(t, dir, "server.mjs", { ...env, EDGEGRANT_SERVER_KEY: base64url(randomBytes(32)), MY_APP_SECRET: secret, PORT: String(port) });
-  const origin = `http://127.0.0.1:${port}`;
+/** An app's whole life against the quick-start's server at `origin`, whose app secret is `secret`. */
+async function lifeOfAnApp({ origin, secret }) {
   const basic = `Basic ${Buffer.from(`my-app:${secret}`).toString("base64")}`;
   const form = (fields, headers = {}) => ({ method: "POST", redirect: "manual", headers: { "Content-Type": "application/x-www-form-urlencoded", ...headers }, body: new URLSearchParams(fields).toString() });
 
