@@ -214,6 +214,31 @@ function endlessBody(total = 1024 * 1024 * 1024) {
   return { body, read };
 }
 
+test("nodeHandler serves the server on node:http: the flow's pages, a body over the limit refused and the connection closed, the socket's peer as the source", async (t) => {
+  const { srv } = server();
+  const http = await import("node:http");
+  const { nodeHandler } = await import("../src/node.js");
+  const listener = http.createServer(nodeHandler(srv));
+  await new Promise((ok) => listener.listen(0, "127.0.0.1", ok));
+  t.after(() => new Promise((ok) => { listener.closeAllConnections(); listener.close(ok); }));
+  const origin = `http://127.0.0.1:${listener.address().port}`;
+  const consent = await fetch(`${origin}/oauth2/authorize?${pkceQuery()}`);
+  assert.equal(consent.status, 200);
+  assert.match(await consent.text(), /data-page="consent"/);
+  // Past the limit: refused as too large (invalid_request), the rest left unread and the
+  // connection closed after the answer.
+  const huge = await fetch(`${origin}/oauth2/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "a=".padEnd(srv.core.maxInputBytes() + 1024 * 1024, "b") });
+  assert.equal(huge.status, 400);
+  assert.match((await huge.json()).error_description, /too large/);
+  assert.equal(huge.headers.get("connection"), "close");
+  // A wrong secret is counted against the socket's peer: past the limit, 429 for that source.
+  const wrong = () => fetch(`${origin}/oauth2/token`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", authorization: `Basic ${Buffer.from(`${CONF_APP}:wrong`).toString("base64")}` }, body: "grant_type=refresh_token&refresh_token=x" });
+  const statuses = [];
+  for (let i = 0; i < 51; i++) statuses.push((await wrong()).status); // per_source: 50 in the window
+  assert.deepEqual([...new Set(statuses)], [401, 429], "a source at its limit is answered 429");
+  assert.equal(statuses.indexOf(429), 50);
+});
+
 test("an endless body is read only a little past the limit, by fetch and by route: refused as too large at once, not after reading it all", async () => {
   const { srv } = server();
   const endless = () => {
