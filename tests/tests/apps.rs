@@ -489,6 +489,46 @@ fn config_json_is_read_back_as_written_and_errors_name_the_field() {
         refused(r#"{"apps": [], "policy": null}"#),
         "policy: expected an object"
     );
+    // A setting the document does not know is refused by its path, with what its object
+    // takes: a misspelling is never left silently at its default.
+    assert_eq!(
+        refused(r#"{"apps": [], "api_endpoint": {}}"#),
+        "api_endpoint: is not a setting here (expected apps, policy, api_endpoints, pages, \
+         profile, server_key, scope_descriptions)"
+    );
+    assert_eq!(
+        refused(r#"{"apps": [], "pages": {"signin": "<p>"}}"#),
+        "pages.signin: is not a setting here (expected consent, code, error, sign_in)"
+    );
+    assert_eq!(
+        refused(
+            r#"{"apps": [{"key": "a", "name": "x", "redirect_uri": ["https://a.example/"],
+                "permissions": {"kind": "scoped", "scopes": ["a.b"]}}]}"#
+        ),
+        "apps[0].redirect_uri: is not a setting here (expected key, name, secret_digest, \
+         redirect_uris, permissions, default_token_type, implicit_allowed)"
+    );
+    assert_eq!(
+        refused(
+            r#"{"apps": [{"key": "a", "name": "x", "permissions": {"kind": "scoped", "scopes": ["a.b"], "access": "app_folder"}}]}"#
+        ),
+        "apps[0].permissions.access: is not a setting here (expected kind, scopes)"
+    );
+    assert_eq!(
+        refused(r#"{"apps": [], "policy": {"attempts": {"per_ip": 3}}}"#),
+        "policy.attempts.per_ip: is not a setting here (expected window, per_source, per_account)"
+    );
+    assert_eq!(
+        refused(r#"{"apps": [], "profile": {"kind": "reference", "issuer": "https://a.example"}}"#),
+        "profile.issuer: is not a setting here (expected kind)"
+    );
+    assert_eq!(
+        refused(
+            r#"{"apps": [], "profile": {"kind": "standards", "issuer": "https://a.example", "rotation": {"window": 5}}}"#
+        ),
+        "profile.rotation.window: is not a setting here (expected clients, retry_window, \
+         reuse_detection)"
+    );
 }
 
 #[test]
