@@ -129,7 +129,7 @@ export interface AuthServerOptions {
   serverKey?: string;
   apps?: App[];
   policy?: Policy;
-  /** Required Scope of each `/2/` endpoint, by path. */
+  /** The Required Scope of each API endpoint, by path (`/2/…` in the reference profile; any path outside `/oauth2/` and `/.well-known/` in the standards profile). */
   apiEndpoints?: Record<string, string>;
   /** Page templates (consent, code, error, sign_in). */
   pages?: PageTemplates;
@@ -165,7 +165,7 @@ export type DocumentFetcher = (fetch: DocumentFetch) => Promise<DocumentAnswer>;
 export interface AuthServer {
   /** The plain-value entry (node:http and the like): a reply to send, or an authorized call to serve. */
   handle(request: PlainRequest): Promise<Result>;
-  /** The Fetch entry: the core's endpoints, the API handlers of `hooks.api`, 404 elsewhere. `context.source`: the client's address as the host knows it (a socket's peer), used unless a `sourceOf` hook names another. */
+  /** The Fetch entry: the core's endpoints, the API handlers of `hooks.api`, 404 elsewhere. `context.source`: the client's address as the host knows it (a socket's peer), used where no `sourceOf` hook names one. */
   fetch(request: Request, context?: { source?: string }): Promise<Response>;
   unlink(app: string, accountId: string, by?: "user" | "team_admin"): Promise<Result>;
   /** Where a Fetch request runs when records are spread over partitions: the core's answer (null: anywhere) and the request to forward, its body already read. */

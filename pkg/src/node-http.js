@@ -140,14 +140,14 @@ const INTERNAL_ERROR = JSON.stringify({ error: "server_error", error_description
 /**
  * An auth server (createAuthServer's) as a node:http request listener:
  * `http.createServer(nodeHandler(server)).listen(3000)`. Every request goes to `server.fetch`,
- * its body read with the core's bound (a longer one is refused with 413 and the connection
- * closed after the answer), the socket's peer address as the source that failed client
- * authentications are counted against (unless a `sourceOf` hook names another), the socket's
- * scheme as the request's. A request node:http hands over that the Fetch API cannot represent
+ * its body read with the core's bound (a longer one is refused as too large, `400
+ * invalid_request`, and the connection closed after the answer), the socket's peer address as
+ * the source that failed client authentications are counted against (where no `sourceOf` hook
+ * names one), the socket's scheme as the request's. A request node:http hands over that the Fetch API cannot represent
  * is answered 400; a fault of the host 500, logged.
  */
 export function nodeHandler(server) {
-  // Past the core's limit, so that the driver reads one byte more and answers 413 itself.
+  // Past the core's limit, so that the driver reads one byte more and refuses it itself.
   const limit = server.core.maxInputBytes() + 64 * 1024;
   return async function listener(req, res) {
     const fail = (status, body) => {

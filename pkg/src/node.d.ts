@@ -11,7 +11,7 @@ export type DnsLookup = (hostname: string, options: { all: true; family?: number
 /** The Node fetch of a client's metadata document: as `fetchDocument`, and every address the name resolves to checked, the connection made to the checked one (no DNS rebinding). `ca`: an extra trusted certificate (PEM); `lookup`: the resolver (default `dns.lookup`). */
 export function fetchDocumentNode(fetch: DocumentFetch, options?: { allowLoopback?: boolean; ca?: string | Uint8Array; lookup?: DnsLookup }): Promise<DocumentAnswer>;
 
-/** An auth server as a node:http request listener: `http.createServer(nodeHandler(server))`. Every request goes to `server.fetch` with its body read under the core's bound (longer: 413, the connection closed after the answer), the socket's peer as the source failed client authentications are counted against (unless a `sourceOf` hook names another) and the socket's scheme. */
+/** An auth server as a node:http request listener: `http.createServer(nodeHandler(server))`. Every request goes to `server.fetch` with its body read under the core's bound (longer: refused as too large, `400 invalid_request`, the connection closed after the answer), the socket's peer as the source failed client authentications are counted against (where no `sourceOf` hook names one) and the socket's scheme. */
 export function nodeHandler(server: AuthServer): (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 /** A node:http request as a Fetch Request, its body a stream that breaks off after `limit` bytes. */
 export function requestOf(req: IncomingMessage, limit: number): Request;

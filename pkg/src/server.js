@@ -440,8 +440,9 @@ export function createAuthServer(options) {
   async function serve(request, context) {
     const { url, plain } = await plainOf(request);
     const body = plain.body;
-    // The hook knows which header a trusted proxy sets; else the host's own word (a socket's peer).
-    const source = (options.hooks?.sourceOf ? sourceOf(request) : context?.source) ?? undefined;
+    // The hook knows which header a trusted proxy sets; where it names none, the host's own word
+    // (a socket's peer).
+    const source = sourceOf(request) ?? context?.source ?? undefined;
     const result = await handle({ ...plain, source });
     if (result.kind === "serve") {
       const handler = api[url.pathname];
@@ -460,8 +461,8 @@ export function createAuthServer(options) {
     handle,
     /**
      * Serves the core's endpoints and the declared API routes; 404 elsewhere. `context.source`:
-     * the client's address as the host knows it (a socket's peer), used unless a `sourceOf` hook
-     * names another.
+     * the client's address as the host knows it (a socket's peer), used where no `sourceOf` hook
+     * names one.
      */
     async fetch(request, context) {
       try {
