@@ -12,7 +12,7 @@ import { pathToFileURL } from "node:url";
 import { openPostgresStorage } from "../../pkg/src/adapters/postgres.js";
 import { openSqliteStorage } from "../../pkg/src/adapters/sqlite.js";
 import { fetchDocumentNode } from "../../pkg/src/documents-node.js";
-import { bodyStream, closing } from "../../pkg/src/node-http.js";
+import { closing, requestOf } from "../../pkg/src/node-http.js";
 import { INTERNAL_ERROR, createApp } from "../host/app.mjs";
 import { loadConfigFile, sampleSecretAllowed } from "../host/config-file.mjs";
 import { withTestMode } from "../host/test-mode.mjs";
@@ -125,15 +125,7 @@ export async function startServer(
       }
       let request;
       try {
-        const headers = new Headers();
-        for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i], req.rawHeaders[i + 1]);
-        const hasBody = req.method !== "GET" && req.method !== "HEAD";
-        request = new Request(new URL(req.url, `http://${req.headers.host ?? "127.0.0.1"}`), {
-          method: req.method,
-          headers,
-          body: hasBody ? bodyStream(req, req.url.startsWith("/__test__/") ? TEST_BODY_BYTES : PAGE_BODY_BYTES) : undefined,
-          duplex: "half",
-        });
+        request = requestOf(req, req.url.startsWith("/__test__/") ? TEST_BODY_BYTES : PAGE_BODY_BYTES);
         peers.set(request, req.socket.remoteAddress);
       } catch {
         fail(400, { error: "invalid_request", error_description: "the request could not be read" });
