@@ -12,12 +12,16 @@ use crate::documents::KEYS_REFETCH_AFTER;
 use crate::ending::Ending;
 use crate::ids::AppKey;
 use crate::jose::ClientKey;
+use crate::records::view::{self, AccessTokenView, GrantView, LinkView};
 use crate::records::{
     AccessTokenRecord, AppRecord, AssertionRecord, AttemptsRecord, ClientKeys, CodeRecord,
     GrantRecord, LinkRecord, MemberRecord, Provenance, Record, RecordKey, RefreshTokenRecord,
+    Stored, ACCESS_TOKEN_TAG, GRANT_TAG, LINK_TAG,
 };
 use crate::step::{AuditEvent, Expect, Put, Transaction, Verify};
 use crate::time::{Seconds, UnixTime};
+use std::borrow::Cow;
+use std::cell::OnceCell;
 
 /// What an endpoint needs before it can go on.
 #[derive(Debug)]
@@ -40,6 +44,8 @@ pub(crate) enum Need {
     },
     /// Whether this signature holds (a client assertion's; one per request).
     Signature(Box<Verify>),
+    /// Nothing: the record under this key is not one the core can read (a storage fault).
+    Fault(RecordKey),
 }
 
 /// An endpoint's result: a decision, or what it needs first.
@@ -85,7 +91,26 @@ impl Decision {
 /// The records a request has loaded: `None` for a key looked up and absent.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Loads {
-    entries: Vec<(RecordKey, Option<(u64, Record)>)>,
+    entries: Vec<(RecordKey, Option<Entry>)>,
+}
+
+/// One record as loaded: its bytes in the current format, read in place by views
+/// ([`Ctx::view`]), and decoded whole the first time a decision asks for it ([`Ctx::load`]).
+/// The records views read are decoded only when a decision writes them; every other record
+/// is decoded when it is loaded.
+#[derive(Clone, Debug)]
+struct Entry {
+    version: u64,
+    bytes: Vec<u8>,
+    decoded: OnceCell<Option<Record>>,
+}
+
+impl Entry {
+    fn record(&self) -> Option<&Record> {
+        self.decoded
+            .get_or_init(|| Record::decode(&self.bytes).ok())
+            .as_ref()
+    }
 }
 
 impl Loads {
@@ -93,9 +118,38 @@ impl Loads {
         self.entries.iter().any(|(k, _)| k == key)
     }
 
-    pub fn insert(&mut self, key: RecordKey, value: Option<(u64, Record)>) {
+    /// Takes what the store holds under `key` (`None`: nothing), or gives the key back when
+    /// those are not bytes of a record of the type the key names (a storage fault). A record
+    /// that views read is checked as it is read; every other one is decoded now.
+    pub fn insert(&mut self, key: RecordKey, stored: Option<Stored>) -> Result<(), RecordKey> {
+        let entry = match stored {
+            None => None,
+            Some(Stored { version, bytes }) => {
+                let bytes = match Record::upgraded(&bytes) {
+                    None => return Err(key),
+                    Some(Cow::Borrowed(_)) => bytes,
+                    Some(Cow::Owned(upgraded)) => upgraded,
+                };
+                let entry = Entry {
+                    version,
+                    bytes,
+                    decoded: OnceCell::new(),
+                };
+                let readable = match key {
+                    RecordKey::AccessToken(..) => view::has_tag(&entry.bytes, ACCESS_TOKEN_TAG),
+                    RecordKey::Grant(..) => view::has_tag(&entry.bytes, GRANT_TAG),
+                    RecordKey::Link(..) => view::has_tag(&entry.bytes, LINK_TAG),
+                    _ => entry.record().is_some_and(|record| record.fits(&key)),
+                };
+                if !readable {
+                    return Err(key);
+                }
+                Some(entry)
+            }
+        };
         self.entries.retain(|(k, _)| k != &key);
-        self.entries.push((key, value));
+        self.entries.push((key, entry));
+        Ok(())
     }
 
     pub fn clear(&mut self) {
@@ -109,14 +163,38 @@ impl Loads {
 
     /// The stored app's record loaded under `key`, if any.
     pub fn app_record(&self, key: &RecordKey) -> Option<&AppRecord> {
-        match self.get(key)? {
-            Some((_, Record::App(record))) => Some(record),
+        match self.get(key)?.as_ref()?.record()? {
+            Record::App(record) => Some(record),
             _ => None,
         }
     }
 
-    fn get(&self, key: &RecordKey) -> Option<&Option<(u64, Record)>> {
+    fn get(&self, key: &RecordKey) -> Option<&Option<Entry>> {
         self.entries.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+}
+
+/// Records that can be read in place.
+pub(crate) trait RecordView<'a>: Sized {
+    /// The view of `bytes`, if they are a record of this kind.
+    fn read(bytes: &'a [u8]) -> Option<Self>;
+}
+
+impl<'a> RecordView<'a> for AccessTokenView<'a> {
+    fn read(bytes: &'a [u8]) -> Option<Self> {
+        AccessTokenView::read(bytes)
+    }
+}
+
+impl<'a> RecordView<'a> for GrantView<'a> {
+    fn read(bytes: &'a [u8]) -> Option<Self> {
+        GrantView::read(bytes)
+    }
+}
+
+impl<'a> RecordView<'a> for LinkView {
+    fn read(bytes: &'a [u8]) -> Option<Self> {
+        LinkView::read(bytes)
     }
 }
 
@@ -336,14 +414,29 @@ impl<'a> Ctx<'a> {
         let loads: &'a Loads = self.loads;
         match loads.get(key) {
             None => Err(Need::Records(vec![key.clone()])),
-            // `Request::advance` admits only records of the type their key names, so a record
-            // of another type cannot be here; were it, it would count as absent.
-            Some(value) => Ok(value.as_ref().and_then(|(version, record)| {
-                R::from_record(record).map(|record| Loaded {
-                    version: *version,
+            Some(None) => Ok(None),
+            // `Loads::insert` admits only records of the type their key names.
+            Some(Some(entry)) => match entry.record().and_then(R::from_record) {
+                Some(record) => Ok(Some(Loaded {
+                    version: entry.version,
                     record,
-                })
-            })),
+                })),
+                None => Err(Need::Fault(key.clone())),
+            },
+        }
+    }
+
+    /// The record under `key` read in place (loading it first if needed), with its version,
+    /// or `None` if the store has none.
+    pub fn view<V: RecordView<'a>>(&self, key: &RecordKey) -> Flow<Option<(u64, V)>> {
+        let loads: &'a Loads = self.loads;
+        match loads.get(key) {
+            None => Err(Need::Records(vec![key.clone()])),
+            Some(None) => Ok(None),
+            Some(Some(entry)) => match V::read(&entry.bytes) {
+                Some(view) => Ok(Some((entry.version, view))),
+                None => Err(Need::Fault(key.clone())),
+            },
         }
     }
 }

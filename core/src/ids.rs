@@ -17,6 +17,19 @@ pub struct InvalidId {
     pub reason: &'static str,
 }
 
+/// Ids a stored record holds, read from its text by the id's own rules (a record read in place
+/// checks each id it uses when it uses it).
+pub(crate) trait StoredId: Sized {
+    /// The id `text` is, if it is one.
+    fn from_stored(text: &str) -> Option<Self>;
+}
+
+impl StoredId for GrantId {
+    fn from_stored(text: &str) -> Option<Self> {
+        GrantId::parse(text)
+    }
+}
+
 macro_rules! validated_string {
     ($(#[$doc:meta])* $name:ident, $kind:literal, $check:expr) => {
         $(#[$doc])*
@@ -54,6 +67,14 @@ macro_rules! validated_string {
             /// The identifier as text.
             pub fn as_str(&self) -> &str {
                 &self.0
+            }
+        }
+
+        impl StoredId for $name {
+            fn from_stored(text: &str) -> Option<Self> {
+                let check: fn(&str) -> Result<(), &'static str> = $check;
+                check(text).ok()?;
+                Some(Self(Arc::from(text)))
             }
         }
 
@@ -308,11 +329,15 @@ impl<'de> Deserialize<'de> for GrantId {
 impl GrantId {
     /// A grant id of the shape the core mints: 1–64 URL-safe base64 characters.
     pub(crate) fn parse(text: &str) -> Option<GrantId> {
-        let minted = (1..=64).contains(&text.len())
+        GrantId::is_minted(text).then(|| GrantId(Arc::from(text)))
+    }
+
+    /// Whether `text` has the shape of a grant id the core mints.
+    fn is_minted(text: &str) -> bool {
+        (1..=64).contains(&text.len())
             && text
                 .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-        minted.then(|| GrantId(Arc::from(text)))
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
     }
 
     /// The id as text.

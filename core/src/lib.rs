@@ -48,7 +48,9 @@
 //!    read or a write is pending, report [`Event::Unavailable`]: the core answers `503` with
 //!    `Retry-After`, on the endpoint's channel. A record the store returns that the core cannot
 //!    read is a storage fault, answered the same way ([`Refusal::StorageFault`] names its key
-//!    for the host's log).
+//!    for the host's log): found so when it arrives (not a record of its key's type), or when
+//!    the request reads the damaged part (the records a bearer check reads are read in place,
+//!    each field checked as it is used).
 //! 3. A request asks for at most [`Request::max_steps`]`(config)` reads and writes before it
 //!    answers, whatever the store holds and however the races go; a host needs no bound of its
 //!    own. (An unlink sweeps what it ended a page at a time, at most

@@ -31,7 +31,8 @@ pub enum Refusal {
     /// 503, try again.
     StorageUnavailable,
     /// A stored record could not be read: the bytes under this key are not a record this core
-    /// wrote for it (a corrupted or foreign store). 503 like an outage; the key is for the
+    /// wrote for it (a corrupted or foreign store), as found when they arrived or when the
+    /// request read the damaged part. 503 like an outage; the key is for the
     /// host's log, never sent.
     StorageFault(String),
     /// Too many failed credential checks by this client, source or account in the current

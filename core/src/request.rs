@@ -155,7 +155,7 @@ impl Request {
     /// Takes what came of the last step and gives the next one.
     ///
     /// A record the store holds but the core cannot read ends the request in a storage fault
-    /// (`503`, [`Refusal::StorageFault`]). `Err` only when the host broke the contract (an
+    /// (`503`, [`Refusal::StorageFault`]), now or when the request reads its damaged part. `Err` only when the host broke the contract (an
     /// event that does not answer the last step, a key it did not name or one missing); the
     /// request is then left as it was.
     pub fn advance(&mut self, event: Event) -> Result<Step, Misuse> {
@@ -173,17 +173,10 @@ impl Request {
                     return Err(Misuse::MissingRecord(missing.to_string()));
                 }
                 for (key, stored) in found {
-                    let value = match stored {
-                        None => None,
-                        Some(stored) => match Record::decode(&stored.bytes) {
-                            Ok(record) if record.fits(&key) => Some((stored.version, record)),
-                            _ => {
-                                let fault = Refusal::StorageFault(key.to_string());
-                                return Ok(self.refuse(fault));
-                            }
-                        },
-                    };
-                    self.loads.insert(key, value);
+                    if let Err(key) = self.loads.insert(key, stored) {
+                        let fault = Refusal::StorageFault(key.to_string());
+                        return Ok(self.refuse(fault));
+                    }
                 }
                 Ok(self.decide())
             }
@@ -327,6 +320,7 @@ impl Request {
                 self.state = State::Reading(keys.clone());
                 Step::Read(keys)
             }
+            Err(Need::Fault(key)) => self.refuse(Refusal::StorageFault(key.to_string())),
             Err(Need::Signature(verify)) => {
                 if self.verified.is_some() || !self.take_step() {
                     // One signature per request: asked twice would be a bug, never a loop.

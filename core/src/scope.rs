@@ -48,7 +48,7 @@ impl Scope {
         Ok(Scope(value.into()))
     }
 
-    fn check(value: &str) -> Result<(), InvalidId> {
+    pub(crate) fn check(value: &str) -> Result<(), InvalidId> {
         let invalid = |reason| InvalidId {
             kind: "scope",
             reason,
@@ -144,28 +144,53 @@ impl<'de> Deserialize<'de> for ScopeSet {
                 f.write_str("a list of scopes")
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<ScopeSet, A::Error> {
-                // Stored sets are canonical already: join them as they come, and sort only
-                // when they were not.
-                // Room for typical names up front: growing the text costs more than decoding.
-                let mut text = String::with_capacity(seq.size_hint().unwrap_or(1).min(64) * 24);
-                let (mut canonical, mut last) = (true, 0);
+                let mut set = Joined::with_room(seq.size_hint().unwrap_or(1));
                 while let Some(Name(name)) = seq.next_element()? {
                     Scope::check(&name).map_err(serde::de::Error::custom)?;
-                    if !text.is_empty() {
-                        canonical &= text[last..] < *name;
-                        text.push(' ');
-                    }
-                    last = text.len();
-                    text.push_str(&name);
+                    set.push(&name);
                 }
-                Ok(if canonical {
-                    ScopeSet(text.into())
-                } else {
-                    ScopeSet::from_names(text.split(' '))
-                })
+                Ok(set.finish())
             }
         }
         d.deserialize_seq(Names)
+    }
+}
+
+/// A stored set's names joined as they come: stored sets are canonical already, so they are
+/// sorted only when they were not.
+pub(crate) struct Joined {
+    text: String,
+    canonical: bool,
+    last: usize,
+}
+
+impl Joined {
+    /// Room for `names` typical names up front: growing the text costs more than decoding.
+    pub fn with_room(names: usize) -> Joined {
+        Joined {
+            text: String::with_capacity(names.min(64) * 24),
+            canonical: true,
+            last: 0,
+        }
+    }
+
+    /// Adds one name (checked already).
+    pub fn push(&mut self, name: &str) {
+        if !self.text.is_empty() {
+            self.canonical &= self.text[self.last..] < *name;
+            self.text.push(' ');
+        }
+        self.last = self.text.len();
+        self.text.push_str(name);
+    }
+
+    /// The set of the names pushed.
+    pub fn finish(self) -> ScopeSet {
+        if self.canonical {
+            ScopeSet(self.text.into())
+        } else {
+            ScopeSet::from_names(self.text.split(' '))
+        }
     }
 }
 

@@ -106,10 +106,22 @@ fn a_stored_record_the_core_cannot_read_is_a_storage_fault() {
         request: bearer_request(GET_ACCOUNT, &token),
         user: None,
     };
-    // A record of the wrong type under the token's key, and bytes that are no record at all.
+    // A record of the wrong type under the token's key, and bytes that are no record at all;
+    // then the token's own record damaged past its header, which the check reads in place:
+    // cut short, and with a `:` in its app key (no app key holds one), so that only the check
+    // of the field it uses can tell.
     let link = Record::Link(LinkRecord::default()).encode();
     let garbage = b"{\"type\":\"access_token\"".to_vec();
-    for bytes in [link, garbage] {
+    let own = sim.store.get(&access_key).unwrap().bytes.clone();
+    let cut = own[..own.len() - 1].to_vec();
+    let app_at = own
+        .windows(PKCE_APP.len())
+        .position(|w| w == PKCE_APP.as_bytes())
+        .unwrap();
+    let mut bad_app = own.clone();
+    bad_app[app_at] = b':';
+    assert!(Record::decode(&bad_app).is_err());
+    for bytes in [link, garbage, cut, bad_app] {
         let (mut request, step) = start(&sim.config, input.clone(), 1);
         assert_eq!(read_keys(&step), std::slice::from_ref(&access_key));
         let stored = Stored { version: 1, bytes };

@@ -238,7 +238,7 @@ fn exchange_code(
     let link_key = RecordKey::Link(partition, record.app.clone(), record.account_id.clone());
     let link = ctx.load::<LinkRecord>(&link_key)?;
     let link_record = link.as_ref().map(|l| l.record);
-    if !link::stands(link_record, record.link_epoch) {
+    if !link::stands(link_record.map(|l| l.epoch), record.link_epoch) {
         return end(Refusal::CodeUnlinked);
     }
     let here = ctx.config.issuer().map(|issuer| issuer.resource());
@@ -411,7 +411,11 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
         return end(refusal);
     }
     let link = ctx.load::<LinkRecord>(&link_key)?;
-    match grant::standing(grant.record, link.map(|l| l.record)) {
+    match grant::standing(
+        grant.record.revoked_at.is_some(),
+        grant.record.link_epoch,
+        link.map(|l| l.record.epoch),
+    ) {
         Standing::Live => {}
         Standing::Revoked => return end(Refusal::RefreshTokenRevoked),
         Standing::Unlinked => return end(Refusal::RefreshTokenUnlinked),

@@ -183,7 +183,11 @@ fn held<'a>(ctx: &Ctx<'a>, key: &RecordKey) -> Flow<Option<Held<'a>>> {
     // Removing an app (from the configuration, or a stored app expiring) ends its tokens.
     let app_stands = ctx.app(app)?.is_some();
     let link = ctx.load::<LinkRecord>(&link_key)?;
-    let grant_live = grant::standing(grant.record, link.map(|l| l.record)) == Standing::Live;
+    let grant_live = grant::standing(
+        grant.record.revoked_at.is_some(),
+        grant.record.link_epoch,
+        link.map(|l| l.record.epoch),
+    ) == Standing::Live;
     // A refresh token a rotation superseded is no longer live, even inside its retry window.
     let superseded = match (key, &grant.record.refresh_token) {
         (RecordKey::RefreshToken(_, presented), Some(current)) => presented != current,
@@ -254,7 +258,7 @@ fn introspected(ctx: &Ctx<'_>, client: &Client, held: Held<'_>) -> Option<Intros
             if !own && !served() {
                 return None;
             }
-            access_token::check(token, ctx.now).ok()?;
+            access_token::check(token.expires_at, ctx.now).ok()?;
             Some(Introspected {
                 app: held.app.clone(),
                 account_id: held.account_id.clone(),

@@ -2,6 +2,7 @@
 
 use crate::config::Policy;
 use crate::ids::GrantId;
+use crate::records::view::ScopeNames;
 use crate::records::Resources;
 use crate::records::{AccessTokenRecord, GrantRecord, TokenAccessType};
 use crate::refusal::Refusal;
@@ -44,17 +45,17 @@ pub(crate) fn mint(
     }
 }
 
-/// An unexpired token (valid while `now < expires_at`).
-pub(crate) fn check(token: &AccessTokenRecord, now: UnixTime) -> Result<(), Refusal> {
-    match token.expires_at {
+/// An unexpired token (valid while `now < expires_at`; `None`: long-lived).
+pub(crate) fn check(expires_at: Option<UnixTime>, now: UnixTime) -> Result<(), Refusal> {
+    match expires_at {
         Some(at) if is_expired(at, now) => Err(Refusal::AccessTokenExpired),
         _ => Ok(()),
     }
 }
 
-/// The token carries the endpoint's Required Scope.
-pub(crate) fn permits(token: &AccessTokenRecord, required: &Scope) -> Result<(), Refusal> {
-    if token.scopes.contains(required) {
+/// The token (carrying `scopes`) carries the endpoint's Required Scope.
+pub(crate) fn permits(scopes: ScopeNames<'_>, required: &Scope) -> Result<(), Refusal> {
+    if scopes.contains(required) {
         Ok(())
     } else {
         Err(Refusal::MissingScope(required.clone()))

@@ -3,7 +3,7 @@
 
 use crate::config::Policy;
 use crate::ids::{AppKey, User};
-use crate::records::{GrantRecord, LinkRecord, Resources};
+use crate::records::{GrantRecord, Resources};
 use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
 use crate::time::UnixTime;
@@ -47,11 +47,12 @@ pub(crate) enum Standing {
     Unlinked,
 }
 
-/// Where the grant stands, given its link.
-pub(crate) fn standing(grant: &GrantRecord, link: Option<&LinkRecord>) -> Standing {
-    if grant.revoked_at.is_some() {
+/// Where a grant made in link epoch `epoch` stands, revoked or not, given its link's epoch
+/// (`None`: the link is gone).
+pub(crate) fn standing(revoked: bool, epoch: u64, link_epoch: Option<u64>) -> Standing {
+    if revoked {
         Standing::Revoked
-    } else if super::link::stands(link, grant.link_epoch) {
+    } else if super::link::stands(link_epoch, epoch) {
         Standing::Live
     } else {
         Standing::Unlinked

@@ -14,9 +14,10 @@ use crate::ids::GrantId;
 use crate::records::{LinkRecord, Resources, TokenAccessType};
 use crate::scope::ScopeSet;
 
-/// Whether something issued in `epoch` still stands: the link is there, at that epoch.
-pub(crate) fn stands(link: Option<&LinkRecord>, epoch: u64) -> bool {
-    link.is_some_and(|l| l.epoch == epoch)
+/// Whether something issued in `epoch` still stands: the link is there (at `link_epoch`),
+/// at that epoch.
+pub(crate) fn stands(link_epoch: Option<u64>, epoch: u64) -> bool {
+    link_epoch == Some(epoch)
 }
 
 /// Whether the user already consented to every scope of `scopes`, to offline access if

@@ -2,6 +2,7 @@
 //! they live under. Records hold digests and facts, never a secret in plain text.
 
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 
@@ -16,6 +17,8 @@ use crate::partition::Partition;
 use crate::pkce::CodeChallenge;
 use crate::scope::ScopeSet;
 use crate::time::UnixTime;
+
+pub(crate) mod view;
 
 /// The access the authorization request asked for, fixed in the code.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -503,9 +506,9 @@ pub const FORMAT: u8 = 7;
 /// since a format: each an empty list, an empty string or `None`, all one zero byte, so zero
 /// bytes appended read an older record as the new.
 const CODE_TAG: u8 = 0;
-const ACCESS_TOKEN_TAG: u8 = 1;
-const GRANT_TAG: u8 = 3;
-const LINK_TAG: u8 = 4;
+pub(crate) const ACCESS_TOKEN_TAG: u8 = 1;
+pub(crate) const GRANT_TAG: u8 = 3;
+pub(crate) const LINK_TAG: u8 = 4;
 
 /// How many trailing fields a record of `format` with this tag lacks.
 fn missing_trailing_fields(format: u8, tag: u8) -> usize {
@@ -536,25 +539,30 @@ impl Record {
 
     /// Reads a record from its stored form.
     pub fn decode(bytes: &[u8]) -> Result<Record, BadRecord> {
-        match bytes.split_first() {
-            Some((&FORMAT, rest)) => match postcard::take_from_bytes(rest) {
-                Ok((record, [])) => Ok(record),
-                _ => Err(BadRecord),
-            },
-            // Formats 2 to 6 lacked trailing fields on some records (see
-            // `missing_trailing_fields`): each empty one is one zero byte.
-            Some((&format @ 2..=6, rest)) => {
+        let current = Record::upgraded(bytes).ok_or(BadRecord)?;
+        match postcard::take_from_bytes(current.get(1..).unwrap_or_default()) {
+            Ok((record, [])) => Ok(record),
+            _ => Err(BadRecord),
+        }
+    }
+
+    /// A record's stored form in the current [`FORMAT`]: as it is, or — for formats 2 to 6,
+    /// which lacked trailing fields on some records (see `missing_trailing_fields`) — with
+    /// each missing one appended (one zero byte each). `None` for any other format.
+    pub(crate) fn upgraded(bytes: &[u8]) -> Option<Cow<'_, [u8]>> {
+        match bytes.split_first()? {
+            (&FORMAT, _) => Some(Cow::Borrowed(bytes)),
+            (&format @ 2..=6, rest) => {
                 let missing = rest
                     .first()
                     .map_or(0, |&tag| missing_trailing_fields(format, tag));
-                let mut upgraded = rest.to_vec();
-                upgraded.resize(rest.len() + missing, 0);
-                match postcard::take_from_bytes(&upgraded) {
-                    Ok((record, [])) => Ok(record),
-                    _ => Err(BadRecord),
-                }
+                let mut upgraded = Vec::with_capacity(bytes.len() + missing);
+                upgraded.push(FORMAT);
+                upgraded.extend_from_slice(rest);
+                upgraded.resize(bytes.len() + missing, 0);
+                Some(Cow::Owned(upgraded))
             }
-            _ => Err(BadRecord),
+            _ => None,
         }
     }
 

@@ -1,0 +1,548 @@
+//! Records read in place: views on a record's stored bytes, for the records a bearer check
+//! reads (access token, grant, link). A view borrows its strings and scope sets from the bytes
+//! and allocates nothing; a decision reads the few fields it needs, and builds owned ids only
+//! for the keys it asks for and the principal it answers.
+//!
+//! A view checks the record's structure as postcard reads it (the format, the variant, every
+//! varint, boolean, option and length, nothing left over), and each field when it is used as
+//! what it is: [`Text::parse`] checks an id by its rules, [`ScopeNames::to_set`] each scope.
+//! Checking every field on every read was what decoding a record cost, not its allocations
+//! (callgrind: a view that checked every field cost what the serde decode did). A record that
+//! fails either is a storage fault, as one that does not decode is. Every record that decodes
+//! reads as a view with the same fields (the property test `views_match_decoding` pins it on
+//! arbitrary and damaged records).
+
+use crate::ids::StoredId;
+use crate::records::{ACCESS_TOKEN_TAG, FORMAT, GRANT_TAG, LINK_TAG};
+use crate::scope::{Joined, Scope, ScopeSet};
+use crate::time::UnixTime;
+
+/// Reads postcard's encoding from the front of some bytes; every read is `None` on bytes that
+/// are not what postcard would accept there.
+struct Reader<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Reader<'a> {
+    fn byte(&mut self) -> Option<u8> {
+        let (&first, rest) = self.rest.split_first()?;
+        self.rest = rest;
+        Some(first)
+    }
+
+    /// A varint of an integer of `bits` bits, as postcard reads it: at most as many bytes as
+    /// the type needs, the last of them holding no bit beyond the type's.
+    fn varint(&mut self, bits: u32) -> Option<u64> {
+        let most = bits.div_ceil(7);
+        let mut out = 0u64;
+        for i in 0..most {
+            let byte = self.byte()?;
+            out |= u64::from(byte & 0x7F) << (7 * i);
+            if byte & 0x80 == 0 {
+                let last_bits = bits - 7 * (most - 1);
+                return (i < most - 1 || u32::from(byte) < (1 << last_bits)).then_some(out);
+            }
+        }
+        None
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        self.varint(u64::BITS)
+    }
+
+    /// A length (postcard writes it as a `usize`, whose width is the platform's).
+    fn len(&mut self) -> Option<usize> {
+        usize::try_from(self.varint(usize::BITS)?).ok()
+    }
+
+    fn bool(&mut self) -> Option<bool> {
+        match self.byte()? {
+            0 => Some(false),
+            1 => Some(true),
+            _ => None,
+        }
+    }
+
+    /// An `Option` of what `read` reads.
+    fn option<T>(&mut self, read: impl FnOnce(&mut Self) -> Option<T>) -> Option<Option<T>> {
+        match self.byte()? {
+            0 => Some(None),
+            1 => read(self).map(Some),
+            _ => None,
+        }
+    }
+
+    fn bytes(&mut self) -> Option<&'a [u8]> {
+        let len = self.len()?;
+        let (taken, rest) = self.rest.split_at_checked(len)?;
+        self.rest = rest;
+        Some(taken)
+    }
+
+    /// A string, located (checked when used: [`Text`]).
+    fn text(&mut self) -> Option<Text<'a>> {
+        self.bytes().map(Text)
+    }
+
+    fn time(&mut self) -> Option<UnixTime> {
+        self.u64().map(UnixTime)
+    }
+
+    /// A list of strings (a set of scopes, a link's grants), located.
+    fn names(&mut self) -> Option<ScopeNames<'a>> {
+        let start = self.rest;
+        for _ in 0..self.len()? {
+            self.bytes()?;
+        }
+        let encoded = start.get(..start.len() - self.rest.len())?;
+        Some(ScopeNames { encoded })
+    }
+
+    /// The record's header: the current [`FORMAT`], then the variant's tag.
+    fn header(bytes: &'a [u8], tag: u8) -> Option<Reader<'a>> {
+        let (&FORMAT, rest) = bytes.split_first()? else {
+            return None;
+        };
+        let mut reader = Reader { rest };
+        (reader.varint(u32::BITS)? == u64::from(tag)).then_some(reader)
+    }
+
+    /// `value`, if nothing is left after it.
+    fn end<T>(self, value: T) -> Option<T> {
+        self.rest.is_empty().then_some(value)
+    }
+}
+
+/// Whether `bytes` begin as a record with this tag would: the current format, then the tag
+/// (what a key's record must be; the rest is read when it is used).
+pub(crate) fn has_tag(bytes: &[u8], tag: u8) -> bool {
+    Reader::header(bytes, tag).is_some()
+}
+
+/// A string of a record read in place: its bytes, checked when used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Text<'a>(&'a [u8]);
+
+impl<'a> Text<'a> {
+    /// The text, if it is UTF-8.
+    pub fn as_str(self) -> Option<&'a str> {
+        std::str::from_utf8(self.0).ok()
+    }
+
+    /// The id it holds, if it is one of `T` by `T`'s rules.
+    pub fn parse<T: StoredId>(self) -> Option<T> {
+        T::from_stored(self.as_str()?)
+    }
+
+    /// Whether it is empty.
+    pub fn is_empty(self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// A stored set of scopes, read in place: its names, checked when the set is built.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ScopeNames<'a> {
+    /// The list as postcard wrote it: its length, then each name.
+    encoded: &'a [u8],
+}
+
+impl<'a> ScopeNames<'a> {
+    /// Each name, in stored order.
+    fn iter(self) -> impl Iterator<Item = Text<'a>> {
+        let mut reader = Reader { rest: self.encoded };
+        let count = reader.len().unwrap_or(0);
+        (0..count).map_while(move |_| reader.text())
+    }
+
+    /// Whether `scope` is one of them (compared as bytes: a damaged name matches no scope).
+    pub fn contains(self, scope: &Scope) -> bool {
+        self.iter().any(|name| name.0 == scope.as_str().as_bytes())
+    }
+
+    /// The set, as decoding it gives it: `None` if a name is not a scope.
+    pub fn to_set(self) -> Option<ScopeSet> {
+        let mut set = Joined::with_room(self.iter().count());
+        for name in self.iter() {
+            let name = name.as_str()?;
+            Scope::check(name).ok()?;
+            set.push(name);
+        }
+        Some(set.finish())
+    }
+}
+
+/// An access token's record ([`AccessTokenRecord`](super::AccessTokenRecord)), read in place.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AccessTokenView<'a> {
+    pub grant: Text<'a>,
+    pub app: Text<'a>,
+    pub account_id: Text<'a>,
+    pub scopes: ScopeNames<'a>,
+    pub expires_at: Option<UnixTime>,
+    pub audience: Text<'a>,
+}
+
+impl<'a> AccessTokenView<'a> {
+    /// The view of `bytes`, if they are an access token's record.
+    pub fn read(bytes: &'a [u8]) -> Option<AccessTokenView<'a>> {
+        let mut r = Reader::header(bytes, ACCESS_TOKEN_TAG)?;
+        let view = AccessTokenView {
+            grant: r.text()?,
+            app: r.text()?,
+            account_id: r.text()?,
+            scopes: r.names()?,
+            expires_at: r.option(Reader::time)?,
+            audience: r.text()?,
+        };
+        r.end(view)
+    }
+
+    /// Whether `resource` is one of the resources the token is bound to (RFC 8707).
+    pub fn is_for(&self, resource: &str) -> bool {
+        self.audience
+            .0
+            .split(|&b| b == b' ')
+            .any(|r| r == resource.as_bytes())
+    }
+}
+
+/// A grant's record ([`GrantRecord`](super::GrantRecord)), read in place: the fields a bearer
+/// check decides on and answers with.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct GrantView<'a> {
+    pub app: Text<'a>,
+    pub account_id: Text<'a>,
+    pub uid: Text<'a>,
+    pub link_epoch: u64,
+    pub revoked_at: Option<UnixTime>,
+}
+
+impl<'a> GrantView<'a> {
+    /// The view of `bytes`, if they are a grant's record.
+    pub fn read(bytes: &'a [u8]) -> Option<GrantView<'a>> {
+        let mut r = Reader::header(bytes, GRANT_TAG)?;
+        let app = r.text()?;
+        let account_id = r.text()?;
+        let uid = r.text()?;
+        let _scopes = r.names()?;
+        let link_epoch = r.u64()?;
+        let _pkce = r.bool()?;
+        let revoked_at = r.option(Reader::time)?;
+        let _refresh_token = r.option(Reader::text)?;
+        let _long_lived_token = r.option(Reader::text)?;
+        let _resources = r.text()?;
+        // Its last rotation: the superseded token's digest, when, and the seed.
+        r.option(|r| {
+            r.text()?;
+            r.time()?;
+            r.bytes()
+        })?;
+        let _member = r.option(Reader::u64)?;
+        let _idle_until = r.option(Reader::time)?;
+        r.end(GrantView {
+            app,
+            account_id,
+            uid,
+            link_epoch,
+            revoked_at,
+        })
+    }
+}
+
+/// A link's record ([`LinkRecord`](super::LinkRecord)), read in place: its epoch.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LinkView {
+    pub epoch: u64,
+}
+
+impl LinkView {
+    /// The view of `bytes`, if they are a link's record.
+    pub fn read(bytes: &[u8]) -> Option<LinkView> {
+        let mut r = Reader::header(bytes, LINK_TAG)?;
+        let epoch = r.u64()?;
+        let _granted = r.names()?;
+        let _offline = r.bool()?;
+        let _grants = r.names()?;
+        let _resources = r.text()?;
+        let _places = (r.u64()?, r.u64()?, r.u64()?);
+        r.end(LinkView { epoch })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::credentials::{Entropy, RefreshTokenDigest, RotationSeed, ENTROPY_LEN};
+    use crate::ids::{AccountId, AppKey, GrantId, Uid};
+    use crate::records::{
+        AccessTokenRecord, GrantRecord, LastRotation, LinkRecord, Record, Resources,
+    };
+    use base64ct::{Base64UrlUnpadded, Encoding as _};
+    use proptest::prelude::*;
+
+    fn id() -> impl Strategy<Value = String> {
+        "[A-Za-z0-9_-]{1,24}"
+    }
+
+    fn scopes() -> impl Strategy<Value = ScopeSet> {
+        prop::collection::vec("[a-z_.:]{1,12}", 0..5)
+            .prop_map(|names| ScopeSet::parse(&names.join(" ")).unwrap_or_default())
+    }
+
+    fn resources() -> impl Strategy<Value = Resources> {
+        prop::collection::vec("https://[a-z]{1,8}\\.example(/[a-z]{0,4})?", 0..3)
+            .prop_map(|names| Resources::from_names(names.iter().map(String::as_str)))
+    }
+
+    fn time() -> impl Strategy<Value = UnixTime> {
+        any::<u64>().prop_map(UnixTime)
+    }
+
+    fn digest() -> impl Strategy<Value = RefreshTokenDigest> {
+        any::<[u8; 32]>().prop_map(|bytes| {
+            RefreshTokenDigest::from_base64(&Base64UrlUnpadded::encode_string(&bytes))
+                .unwrap_or_else(|| unreachable!("32 bytes in base64url are a digest"))
+        })
+    }
+
+    fn access_token() -> impl Strategy<Value = AccessTokenRecord> {
+        (
+            id(),
+            id(),
+            id(),
+            scopes(),
+            prop::option::of(time()),
+            resources(),
+        )
+            .prop_map(|(grant, app, account, scopes, expires_at, audience)| {
+                AccessTokenRecord {
+                    grant: GrantId::parse(&grant).unwrap_or_else(|| unreachable!()),
+                    app: AppKey::new(app).unwrap_or_else(|_| unreachable!()),
+                    account_id: AccountId::new(account).unwrap_or_else(|_| unreachable!()),
+                    scopes,
+                    expires_at,
+                    audience,
+                }
+            })
+    }
+
+    fn grant() -> impl Strategy<Value = GrantRecord> {
+        let rotation = (digest(), time(), any::<u8>()).prop_map(|(superseded, at, seed)| {
+            let entropy = Entropy::new([seed; ENTROPY_LEN]);
+            Box::new(LastRotation {
+                superseded,
+                at,
+                seed: RotationSeed::draw(&entropy),
+            })
+        });
+        (
+            (id(), id(), id(), scopes(), any::<u64>(), any::<bool>()),
+            (
+                prop::option::of(time()),
+                prop::option::of(digest()),
+                resources(),
+                prop::option::of(rotation),
+                prop::option::of(any::<u64>()),
+                prop::option::of(time()),
+            ),
+        )
+            .prop_map(
+                |(
+                    (app, account, uid, scopes, link_epoch, pkce),
+                    (revoked_at, refresh_token, resources, rotation, member, idle_until),
+                )| GrantRecord {
+                    app: AppKey::new(app).unwrap_or_else(|_| unreachable!()),
+                    account_id: AccountId::new(account).unwrap_or_else(|_| unreachable!()),
+                    uid: Uid::new(uid).unwrap_or_else(|_| unreachable!()),
+                    scopes,
+                    link_epoch,
+                    pkce,
+                    revoked_at,
+                    refresh_token,
+                    long_lived_token: None,
+                    resources,
+                    rotation,
+                    member,
+                    idle_until,
+                },
+            )
+    }
+
+    fn link() -> impl Strategy<Value = LinkRecord> {
+        (
+            any::<u64>(),
+            scopes(),
+            any::<bool>(),
+            prop::collection::vec(id(), 0..3),
+            resources(),
+            (any::<u64>(), any::<u64>(), any::<u64>()),
+        )
+            .prop_map(
+                |(epoch, granted, offline, grants, resources, (members, swept, sweep_to))| {
+                    LinkRecord {
+                        epoch,
+                        granted,
+                        offline,
+                        grants: grants.iter().filter_map(|g| GrantId::parse(g)).collect(),
+                        resources,
+                        members,
+                        swept,
+                        sweep_to,
+                    }
+                },
+            )
+    }
+
+    fn record() -> impl Strategy<Value = Record> {
+        prop_oneof![
+            access_token().prop_map(Record::AccessToken),
+            grant().prop_map(Record::Grant),
+            link().prop_map(Record::Link),
+        ]
+    }
+
+    /// Bytes as postcard reads them (a length, then that many bytes).
+    mod serde_bytes_like {
+        pub struct Bytes(pub Vec<u8>);
+        impl<'de> serde::Deserialize<'de> for Bytes {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                struct Visitor;
+                impl serde::de::Visitor<'_> for Visitor {
+                    type Value = Bytes;
+                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                        f.write_str("bytes")
+                    }
+                    fn visit_bytes<E>(self, v: &[u8]) -> Result<Bytes, E> {
+                        Ok(Bytes(v.to_vec()))
+                    }
+                }
+                d.deserialize_bytes(Visitor)
+            }
+        }
+    }
+
+    /// Damage: a byte changed, the bytes cut short, or a byte put in.
+    fn damaged(bytes: Vec<u8>, at: usize, value: u8, how: u8) -> Vec<u8> {
+        let mut bytes = bytes;
+        let at = at % bytes.len().max(1);
+        match how % 3 {
+            0 => {
+                if let Some(byte) = bytes.get_mut(at) {
+                    *byte = value;
+                }
+            }
+            1 => bytes.truncate(at),
+            _ => bytes.insert(at, value),
+        }
+        bytes
+    }
+
+    /// The view of `bytes` reads what decoding them gives, field for field, whenever they
+    /// decode (and reads as a record of no other kind).
+    fn agrees(bytes: &[u8], decoded: &Record) -> Result<(), TestCaseError> {
+        let token = AccessTokenView::read(bytes);
+        let grant = GrantView::read(bytes);
+        let link = LinkView::read(bytes);
+        match decoded {
+            Record::AccessToken(r) => {
+                let v = token.ok_or_else(|| TestCaseError::fail("no token view"))?;
+                prop_assert_eq!(v.grant.parse::<GrantId>(), Some(r.grant.clone()));
+                prop_assert_eq!(v.app.parse::<AppKey>(), Some(r.app.clone()));
+                prop_assert_eq!(
+                    v.account_id.parse::<AccountId>(),
+                    Some(r.account_id.clone())
+                );
+                prop_assert_eq!(v.scopes.to_set(), Some(r.scopes.clone()));
+                prop_assert_eq!(v.expires_at, r.expires_at);
+                prop_assert_eq!(v.audience.is_empty(), r.audience.is_empty());
+                for resource in r.audience.iter() {
+                    prop_assert!(v.is_for(resource));
+                }
+                for scope in r.scopes.iter() {
+                    prop_assert!(v
+                        .scopes
+                        .contains(&Scope::new(scope).unwrap_or_else(|_| unreachable!())));
+                }
+                prop_assert!(grant.is_none() && link.is_none());
+            }
+            Record::Grant(r) => {
+                let v = grant.ok_or_else(|| TestCaseError::fail("no grant view"))?;
+                prop_assert_eq!(v.app.parse::<AppKey>(), Some(r.app.clone()));
+                prop_assert_eq!(
+                    v.account_id.parse::<AccountId>(),
+                    Some(r.account_id.clone())
+                );
+                prop_assert_eq!(v.uid.parse::<Uid>(), Some(r.uid.clone()));
+                prop_assert_eq!(v.link_epoch, r.link_epoch);
+                prop_assert_eq!(v.revoked_at, r.revoked_at);
+                prop_assert!(token.is_none() && link.is_none());
+            }
+            Record::Link(r) => {
+                let v = link.ok_or_else(|| TestCaseError::fail("no link view"))?;
+                prop_assert_eq!(v.epoch, r.epoch);
+                prop_assert!(token.is_none() && grant.is_none());
+            }
+            _ => prop_assert!(token.is_none() && grant.is_none() && link.is_none()),
+        }
+        Ok(())
+    }
+
+    /// What postcard reads from the front of `bytes` as a `T`, and how many bytes it took.
+    fn postcard_reads<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Option<(T, usize)> {
+        postcard::take_from_bytes::<T>(bytes)
+            .ok()
+            .map(|(value, rest)| (value, bytes.len() - rest.len()))
+    }
+
+    /// What `read` reads from the front of `bytes`, and how many bytes it took.
+    fn reads<'a, T>(
+        bytes: &'a [u8],
+        read: impl FnOnce(&mut Reader<'a>) -> Option<T>,
+    ) -> Option<(T, usize)> {
+        let mut reader = Reader { rest: bytes };
+        read(&mut reader).map(|value| (value, bytes.len() - reader.rest.len()))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Each of the reader's primitives accepts what postcard does, and nothing else, and
+        /// takes as many bytes: varints of every width (over-long and overflowing ones too),
+        /// booleans, options, lengths and strings.
+        #[test]
+        fn the_reader_reads_as_postcard(bytes in prop::collection::vec(
+            prop_oneof![Just(0u8), Just(1), Just(0x80), Just(0xFF), Just(0x0F), Just(0x10), any::<u8>()],
+            0..12,
+        )) {
+            prop_assert_eq!(reads(&bytes, Reader::u64), postcard_reads::<u64>(&bytes));
+            prop_assert_eq!(
+                reads(&bytes, |r| r.varint(u32::BITS)),
+                postcard_reads::<u32>(&bytes).map(|(v, n)| (u64::from(v), n))
+            );
+            prop_assert_eq!(
+                reads(&bytes, Reader::len),
+                postcard_reads::<usize>(&bytes)
+            );
+            prop_assert_eq!(reads(&bytes, Reader::bool), postcard_reads::<bool>(&bytes));
+            prop_assert_eq!(
+                reads(&bytes, |r| r.option(Reader::bool)),
+                postcard_reads::<Option<bool>>(&bytes)
+            );
+            prop_assert_eq!(
+                reads(&bytes, |r| r.bytes().map(<[u8]>::to_vec)),
+                postcard_reads::<serde_bytes_like::Bytes>(&bytes).map(|(v, n)| (v.0, n))
+            );
+        }
+
+        #[test]
+        fn views_match_decoding(record in record(), at in any::<usize>(), value in any::<u8>(), how in any::<u8>()) {
+            let bytes = record.encode();
+            agrees(&bytes, &record)?;
+            let damaged = damaged(bytes, at, value, how);
+            if let Ok(decoded) = Record::decode(&damaged) {
+                agrees(&damaged, &decoded)?;
+            }
+        }
+    }
+}
