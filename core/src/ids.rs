@@ -47,8 +47,7 @@ macro_rules! validated_string {
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let text = crate::ids::text(d)?;
-                let check: fn(&str) -> Result<(), &'static str> = $check;
-                check(&text).map_err(|reason| {
+                Self::check(&text).map_err(|reason| {
                     serde::de::Error::custom(InvalidId { kind: $kind, reason })
                 })?;
                 Ok(Self(Arc::from(text.as_ref())))
@@ -59,9 +58,15 @@ macro_rules! validated_string {
             /// Validates `value` and wraps it.
             pub fn new(value: impl Into<String>) -> Result<Self, InvalidId> {
                 let value = value.into();
-                let check: fn(&str) -> Result<(), &'static str> = $check;
-                check(&value).map_err(|reason| InvalidId { kind: $kind, reason })?;
+                Self::check(&value).map_err(|reason| InvalidId { kind: $kind, reason })?;
                 Ok(Self(value.into()))
+            }
+
+            /// Why `value` is not one, if it is not (one function, however many callers).
+            #[inline(never)]
+            fn check(value: &str) -> Result<(), &'static str> {
+                let check: fn(&str) -> Result<(), &'static str> = $check;
+                check(value)
             }
 
             /// The identifier as text.
@@ -72,8 +77,7 @@ macro_rules! validated_string {
 
         impl StoredId for $name {
             fn from_stored(text: &str) -> Option<Self> {
-                let check: fn(&str) -> Result<(), &'static str> = $check;
-                check(text).ok()?;
+                Self::check(text).ok()?;
                 Some(Self(Arc::from(text)))
             }
         }

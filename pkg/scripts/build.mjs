@@ -117,9 +117,16 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * more): 153.5, on purpose, for issue 29 to pay back. Issue 28: the configuration refuses a
  * setting it does not know, naming its path and the settings the object takes, where it ignored
  * it before (every object of the document: the lists of known names and the message) to 154.15
- * (+0.9): 154.5, on purpose, for issue 29 to pay back.
+ * (+0.9): 154.5, on purpose, for issue 29 to pay back. Issue 29, first levers: the server key's
+ * HMAC keyed once (hmac's block-level Hmac beside SimpleHmac) +0.2; the bearer check's records
+ * read in place (a postcard reader, one layout interpreter for the three views, a record's
+ * whole decode moved behind its first use, a storage fault found when a damaged field is read)
+ * +2.8 KB gzipped, of which an id's rules no longer expanded at each of its three callers gave
+ * back 0.35 — to 156.71 (`twiggy diff` of `wasm-opt -g` builds: the bearer decision with its
+ * views +4.0 KB raw, the layout reader 0.8, the old-format upgrade 0.4): 157.0. Still to pay
+ * back with the rest of issue 29.
  */
-const BUDGETS = { edgegrant_wasm: 154.5 * 1024, edgegrant_client: 75.5 * 1024 };
+const BUDGETS = { edgegrant_wasm: 157.0 * 1024, edgegrant_client: 75.5 * 1024 };
 
 const modules = [
   { feature: "server", name: "edgegrant_wasm" },

@@ -84,10 +84,6 @@ impl<'a> Reader<'a> {
         self.bytes().map(Text)
     }
 
-    fn time(&mut self) -> Option<UnixTime> {
-        self.u64().map(UnixTime)
-    }
-
     /// A list of strings (a set of scopes, a link's grants), located.
     fn names(&mut self) -> Option<ScopeNames<'a>> {
         let start = self.rest;
@@ -172,6 +168,123 @@ impl<'a> ScopeNames<'a> {
     }
 }
 
+/// What a record's field is, as its view locates it.
+#[derive(Clone, Copy)]
+enum Field {
+    /// A whole number (a time, an epoch).
+    Int,
+    Flag,
+    Str,
+    /// A list of strings (a set of scopes, a link's grants).
+    List,
+    MaybeInt,
+    MaybeStr,
+    /// A grant's last rotation: a digest's text, a time, the seed's bytes.
+    MaybeRotation,
+}
+
+/// A field located by [`locate`].
+#[derive(Clone, Copy)]
+enum Value<'a> {
+    Absent,
+    /// A whole number, or a flag as 0 or 1.
+    U64(u64),
+    Text(Text<'a>),
+    Names(ScopeNames<'a>),
+}
+
+impl<'a> Value<'a> {
+    fn u64(self) -> Option<u64> {
+        match self {
+            Value::U64(n) => Some(n),
+            _ => None,
+        }
+    }
+
+    fn time(self) -> Option<Option<UnixTime>> {
+        match self {
+            Value::Absent => Some(None),
+            Value::U64(n) => Some(Some(UnixTime(n))),
+            _ => None,
+        }
+    }
+
+    fn text(self) -> Option<Text<'a>> {
+        match self {
+            Value::Text(text) => Some(text),
+            _ => None,
+        }
+    }
+
+    fn names(self) -> Option<ScopeNames<'a>> {
+        match self {
+            Value::Names(names) => Some(names),
+            _ => None,
+        }
+    }
+}
+
+/// The fields of the record with `tag` laid out as `layout`, located in `bytes` (which they
+/// must fill exactly) into `values`: one reader for every kind of view, so that each costs a
+/// table, not code.
+#[inline(never)]
+fn locate<'a>(bytes: &'a [u8], tag: u8, layout: &[Field], values: &mut [Value<'a>]) -> Option<()> {
+    let mut r = Reader::header(bytes, tag)?;
+    for (value, field) in values.iter_mut().zip(layout) {
+        *value = match field {
+            Int => Value::U64(r.u64()?),
+            Flag => Value::U64(u64::from(r.bool()?)),
+            Str => Value::Text(r.text()?),
+            List => Value::Names(r.names()?),
+            MaybeInt => r.option(Reader::u64)?.map_or(Value::Absent, Value::U64),
+            MaybeStr => r.option(Reader::text)?.map_or(Value::Absent, Value::Text),
+            MaybeRotation => {
+                r.option(|r| {
+                    r.text()?;
+                    r.u64()?;
+                    r.bytes()
+                })?;
+                Value::Absent
+            }
+        };
+    }
+    r.end(())
+}
+
+/// [`locate`] into an array as long as `layout`.
+fn fields<'a, const N: usize>(
+    bytes: &'a [u8],
+    tag: u8,
+    layout: &[Field; N],
+) -> Option<[Value<'a>; N]> {
+    let mut values = [Value::Absent; N];
+    locate(bytes, tag, layout, &mut values)?;
+    Some(values)
+}
+
+use Field::*;
+
+/// [`AccessTokenRecord`](super::AccessTokenRecord)'s fields, in order.
+const ACCESS_TOKEN: [Field; 6] = [Str, Str, Str, List, MaybeInt, Str];
+/// [`GrantRecord`](super::GrantRecord)'s fields, in order.
+const GRANT: [Field; 13] = [
+    Str,
+    Str,
+    Str,
+    List,
+    Int,
+    Flag,
+    MaybeInt,
+    MaybeStr,
+    MaybeStr,
+    Str,
+    MaybeRotation,
+    MaybeInt,
+    MaybeInt,
+];
+/// [`LinkRecord`](super::LinkRecord)'s fields, in order.
+const LINK: [Field; 8] = [Int, List, Flag, List, Str, Int, Int, Int];
+
 /// An access token's record ([`AccessTokenRecord`](super::AccessTokenRecord)), read in place.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct AccessTokenView<'a> {
@@ -186,16 +299,16 @@ pub(crate) struct AccessTokenView<'a> {
 impl<'a> AccessTokenView<'a> {
     /// The view of `bytes`, if they are an access token's record.
     pub fn read(bytes: &'a [u8]) -> Option<AccessTokenView<'a>> {
-        let mut r = Reader::header(bytes, ACCESS_TOKEN_TAG)?;
-        let view = AccessTokenView {
-            grant: r.text()?,
-            app: r.text()?,
-            account_id: r.text()?,
-            scopes: r.names()?,
-            expires_at: r.option(Reader::time)?,
-            audience: r.text()?,
-        };
-        r.end(view)
+        let [grant, app, account_id, scopes, expires_at, audience] =
+            fields(bytes, ACCESS_TOKEN_TAG, &ACCESS_TOKEN)?;
+        Some(AccessTokenView {
+            grant: grant.text()?,
+            app: app.text()?,
+            account_id: account_id.text()?,
+            scopes: scopes.names()?,
+            expires_at: expires_at.time()?,
+            audience: audience.text()?,
+        })
     }
 
     /// Whether `resource` is one of the resources the token is bound to (RFC 8707).
@@ -221,31 +334,14 @@ pub(crate) struct GrantView<'a> {
 impl<'a> GrantView<'a> {
     /// The view of `bytes`, if they are a grant's record.
     pub fn read(bytes: &'a [u8]) -> Option<GrantView<'a>> {
-        let mut r = Reader::header(bytes, GRANT_TAG)?;
-        let app = r.text()?;
-        let account_id = r.text()?;
-        let uid = r.text()?;
-        let _scopes = r.names()?;
-        let link_epoch = r.u64()?;
-        let _pkce = r.bool()?;
-        let revoked_at = r.option(Reader::time)?;
-        let _refresh_token = r.option(Reader::text)?;
-        let _long_lived_token = r.option(Reader::text)?;
-        let _resources = r.text()?;
-        // Its last rotation: the superseded token's digest, when, and the seed.
-        r.option(|r| {
-            r.text()?;
-            r.time()?;
-            r.bytes()
-        })?;
-        let _member = r.option(Reader::u64)?;
-        let _idle_until = r.option(Reader::time)?;
-        r.end(GrantView {
-            app,
-            account_id,
-            uid,
-            link_epoch,
-            revoked_at,
+        let [app, account_id, uid, _, link_epoch, _, revoked_at, ..] =
+            fields(bytes, GRANT_TAG, &GRANT)?;
+        Some(GrantView {
+            app: app.text()?,
+            account_id: account_id.text()?,
+            uid: uid.text()?,
+            link_epoch: link_epoch.u64()?,
+            revoked_at: revoked_at.time()?,
         })
     }
 }
@@ -259,14 +355,10 @@ pub(crate) struct LinkView {
 impl LinkView {
     /// The view of `bytes`, if they are a link's record.
     pub fn read(bytes: &[u8]) -> Option<LinkView> {
-        let mut r = Reader::header(bytes, LINK_TAG)?;
-        let epoch = r.u64()?;
-        let _granted = r.names()?;
-        let _offline = r.bool()?;
-        let _grants = r.names()?;
-        let _resources = r.text()?;
-        let _places = (r.u64()?, r.u64()?, r.u64()?);
-        r.end(LinkView { epoch })
+        let [epoch, ..] = fields(bytes, LINK_TAG, &LINK)?;
+        Some(LinkView {
+            epoch: epoch.u64()?,
+        })
     }
 }
 
