@@ -286,8 +286,7 @@ impl AccessToken {
 pub struct ServerKey {
     bytes: [u8; 32],
     /// HMAC-SHA256 keyed with `bytes`, its inner and outer pads already hashed: every MAC
-    /// starts from a copy, two SHA-256 blocks fewer than keying it afresh (of the six to
-    /// eleven a request hashes, in software where the module runs in wasm).
+    /// starts from a copy, two SHA-256 blocks fewer than keying it afresh.
     keyed: Hmac<Sha256>,
 }
 

@@ -12,7 +12,7 @@ use crate::documents::KEYS_REFETCH_AFTER;
 use crate::ending::Ending;
 use crate::ids::AppKey;
 use crate::jose::ClientKey;
-use crate::records::view::{self, AccessTokenView, GrantView, LinkView};
+use crate::records::view::{self, RecordView};
 use crate::records::{
     AccessTokenRecord, AppRecord, AssertionRecord, AttemptsRecord, ClientKeys, CodeRecord,
     GrantRecord, LinkRecord, MemberRecord, Provenance, Record, RecordKey, RefreshTokenRecord,
@@ -171,30 +171,6 @@ impl Loads {
 
     fn get(&self, key: &RecordKey) -> Option<&Option<Entry>> {
         self.entries.iter().find(|(k, _)| k == key).map(|(_, v)| v)
-    }
-}
-
-/// Records that can be read in place.
-pub(crate) trait RecordView<'a>: Sized {
-    /// The view of `bytes`, if they are a record of this kind.
-    fn read(bytes: &'a [u8]) -> Option<Self>;
-}
-
-impl<'a> RecordView<'a> for AccessTokenView<'a> {
-    fn read(bytes: &'a [u8]) -> Option<Self> {
-        AccessTokenView::read(bytes)
-    }
-}
-
-impl<'a> RecordView<'a> for GrantView<'a> {
-    fn read(bytes: &'a [u8]) -> Option<Self> {
-        GrantView::read(bytes)
-    }
-}
-
-impl<'a> RecordView<'a> for LinkView {
-    fn read(bytes: &'a [u8]) -> Option<Self> {
-        LinkView::read(bytes)
     }
 }
 

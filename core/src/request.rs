@@ -155,9 +155,9 @@ impl Request {
     /// Takes what came of the last step and gives the next one.
     ///
     /// A record the store holds but the core cannot read ends the request in a storage fault
-    /// (`503`, [`Refusal::StorageFault`]), now or when the request reads its damaged part. `Err` only when the host broke the contract (an
-    /// event that does not answer the last step, a key it did not name or one missing); the
-    /// request is then left as it was.
+    /// (`503`, [`Refusal::StorageFault`]), now or when the request reads its damaged part.
+    /// `Err` only when the host broke the contract (an event that does not answer the last
+    /// step, a key it did not name or one missing); the request is then left as it was.
     pub fn advance(&mut self, event: Event) -> Result<Step, Misuse> {
         match (&self.state, event) {
             (State::Reading(keys), Event::Read(found)) => {

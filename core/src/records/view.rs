@@ -285,6 +285,12 @@ const GRANT: [Field; 13] = [
 /// [`LinkRecord`](super::LinkRecord)'s fields, in order.
 const LINK: [Field; 8] = [Int, List, Flag, List, Str, Int, Int, Int];
 
+/// Records that can be read in place.
+pub(crate) trait RecordView<'a>: Sized {
+    /// The view of `bytes`, if they are a record of this kind.
+    fn read(bytes: &'a [u8]) -> Option<Self>;
+}
+
 /// An access token's record ([`AccessTokenRecord`](super::AccessTokenRecord)), read in place.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct AccessTokenView<'a> {
@@ -296,9 +302,8 @@ pub(crate) struct AccessTokenView<'a> {
     pub audience: Text<'a>,
 }
 
-impl<'a> AccessTokenView<'a> {
-    /// The view of `bytes`, if they are an access token's record.
-    pub fn read(bytes: &'a [u8]) -> Option<AccessTokenView<'a>> {
+impl<'a> RecordView<'a> for AccessTokenView<'a> {
+    fn read(bytes: &'a [u8]) -> Option<AccessTokenView<'a>> {
         let [grant, app, account_id, scopes, expires_at, audience] =
             fields(bytes, ACCESS_TOKEN_TAG, &ACCESS_TOKEN)?;
         Some(AccessTokenView {
@@ -310,7 +315,9 @@ impl<'a> AccessTokenView<'a> {
             audience: audience.text()?,
         })
     }
+}
 
+impl AccessTokenView<'_> {
     /// Whether `resource` is one of the resources the token is bound to (RFC 8707).
     pub fn is_for(&self, resource: &str) -> bool {
         self.audience
@@ -331,9 +338,8 @@ pub(crate) struct GrantView<'a> {
     pub revoked_at: Option<UnixTime>,
 }
 
-impl<'a> GrantView<'a> {
-    /// The view of `bytes`, if they are a grant's record.
-    pub fn read(bytes: &'a [u8]) -> Option<GrantView<'a>> {
+impl<'a> RecordView<'a> for GrantView<'a> {
+    fn read(bytes: &'a [u8]) -> Option<GrantView<'a>> {
         let [app, account_id, uid, _, link_epoch, _, revoked_at, ..] =
             fields(bytes, GRANT_TAG, &GRANT)?;
         Some(GrantView {
@@ -352,9 +358,8 @@ pub(crate) struct LinkView {
     pub epoch: u64,
 }
 
-impl LinkView {
-    /// The view of `bytes`, if they are a link's record.
-    pub fn read(bytes: &[u8]) -> Option<LinkView> {
+impl RecordView<'_> for LinkView {
+    fn read(bytes: &[u8]) -> Option<LinkView> {
         let [epoch, ..] = fields(bytes, LINK_TAG, &LINK)?;
         Some(LinkView {
             epoch: epoch.u64()?,
