@@ -172,6 +172,16 @@ impl Loads {
     fn get(&self, key: &RecordKey) -> Option<&Option<Entry>> {
         self.entries.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
+
+    /// The key the stored app `app`'s record was loaded under, if this request loaded it: the
+    /// one the core asked for ([`Request::advance`](crate::Request::advance) takes no other),
+    /// so its partition is not derived again (a MAC; a decision runs again after each read).
+    pub fn app_key(&self, app: &AppKey) -> Option<&RecordKey> {
+        self.entries
+            .iter()
+            .map(|(key, _)| key)
+            .find(|key| matches!(key, RecordKey::App(_, loaded) if loaded == app))
+    }
 }
 
 /// A record as loaded, with the version a conditional write must expect.
@@ -239,7 +249,10 @@ impl<'a> Ctx<'a> {
     /// Where the app `key` is stored, if it is not configured and clients may arrive
     /// unannounced: a key to read in the same batch as the request's other records.
     pub fn app_record(&self, key: &AppKey) -> Option<RecordKey> {
-        app_record(self.config, key)
+        match self.loads.app_key(key) {
+            Some(loaded) => Some(loaded.clone()),
+            None => app_record(self.config, key),
+        }
     }
 
     /// Makes sure every key is loaded, and the app `app`'s record where it is stored: one batch.
@@ -417,15 +430,20 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// Where the app `key` is stored, if it is not configured and clients may arrive unannounced.
-pub(crate) fn app_record(config: &Config, key: &AppKey) -> Option<RecordKey> {
+/// Whether the app `key` would be stored: it is not configured, and clients may arrive
+/// unannounced.
+pub(crate) fn is_stored(config: &Config, key: &AppKey) -> bool {
     // A document client's key is never minted here: it is stored only where documents are.
     let kept = match key.document_url() {
         Some(_) => config.documents().is_some(),
         None => config.unannounced().is_some(),
     };
-    (kept && config.app(key.as_str()).is_none())
-        .then(|| RecordKey::app(config.server_key(), key.clone()))
+    kept && config.app(key.as_str()).is_none()
+}
+
+/// Where the app `key` is stored, if it [`is_stored`].
+pub(crate) fn app_record(config: &Config, key: &AppKey) -> Option<RecordKey> {
+    is_stored(config, key).then(|| RecordKey::app(config.server_key(), key.clone()))
 }
 
 /// Stores a new record under a key that must be empty (a fresh credential: a collision means

@@ -462,10 +462,9 @@ impl Request {
         app.and_then(|key| {
             // A stored app's record was read on the way (client authentication, the bearer
             // check); a configured app is at hand.
-            self.config.app(key.as_str()).or_else(|| {
-                let stored = RecordKey::app(self.config.server_key(), key.clone());
-                self.loads.app(&stored)
-            })
+            self.config
+                .app(key.as_str())
+                .or_else(|| self.loads.app(self.loads.app_key(key)?))
         })
         .is_some_and(|app| cors::app_allows(app, origin))
     }

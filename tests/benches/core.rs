@@ -17,14 +17,13 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use edgegrant::{
-    Config, DocumentPolicy, Fetched, HttpRequest, Input, Issuer, Outcome, Profile, RecordKey,
-    RegistrationPolicy, ScopeSet, Standards, Step, UnannouncedClients,
+use edgegrant::{HttpRequest, Input, Outcome, RecordKey, Step};
+use edgegrant_tests::bench_host::{
+    exchange_request, field, AppKinds, Host, Populated, RESTORE_EVERY,
 };
-use edgegrant_tests::bench_host::{exchange_request, field, Host, Populated, RESTORE_EVERY};
 use edgegrant_tests::{
-    alice, bearer_request, fixture_config, fixture_document, form_request, pkce_offline_query,
-    user, Store, CHALLENGE, GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, REVOKE, VERIFIER,
+    alice, bearer_request, fixture_config, form_request, pkce_offline_query, user, Store,
+    GET_ACCOUNT, PKCE_APP, REVOKE,
 };
 use sha2::{Digest, Sha256};
 
@@ -303,116 +302,25 @@ fn grants_held(c: &mut Criterion) {
     }
 }
 
-/// A client metadata document's URL, for the document row.
-const DOCUMENT: &str = "https://app.example/oauth/client.json";
-/// The registered and document clients' redirect URI.
-const CALLBACK: &str = "http://127.0.0.1:33418/callback";
-
 /// The exchange, the refresh and the bearer check of the three kinds of app a standards-profile
-/// server knows (issue 27): configured, registered by itself (RFC 7591), named by a metadata
-/// document — a stored app's record read in the same batch as the request's first records, a
-/// document fetched once and kept. One store of about 10 000 records for all; each a public
-/// client, so every refresh rotates (each call presents the token the last one returned).
+/// server knows (issue 27; [`AppKinds`]): configured, registered by itself (RFC 7591), named by
+/// a metadata document. One store of about 10 000 records for all; each a public client, so
+/// every refresh rotates (each call presents the token the last one returned).
 fn app_kinds(c: &mut Criterion) {
-    let mut document = fixture_document();
-    let mut clients = UnannouncedClients::new(ScopeSet::parse("account_info.read").expect("scope"));
-    clients.registration = Some(RegistrationPolicy::default());
-    clients.documents = Some(DocumentPolicy::default());
-    document.profile = Profile::Standards(Standards {
-        clients: Some(clients),
-        ..Standards::new(Issuer::new("https://auth.example").expect("issuer"))
-    });
-    let config = std::sync::Arc::new(Config::new(document).expect("configuration"));
-    let mut host = Host::new(&config);
-
-    // A client registers itself; another publishes its document (the host's web serves it).
-    let mut register = HttpRequest::new("POST", "/oauth2/register", "");
-    register
-        .headers
-        .push(("Content-Type".into(), "application/json".into()));
-    let metadata = serde_json::json!({
-        "client_name": "Bench",
-        "redirect_uris": [CALLBACK],
-        "grant_types": ["authorization_code", "refresh_token"],
-        "token_endpoint_auth_method": "none",
-    });
-    register.body = metadata.to_string().into_bytes();
-    let registered = field(
-        &host.serve(Input::Http {
-            request: register,
-            user: None,
-        }),
-        "client_id",
-    );
-    let mut published = metadata.clone();
-    published["client_id"] = DOCUMENT.into();
-    host.store.web.insert(
-        DOCUMENT.into(),
-        Ok(Fetched {
-            status: 200,
-            cache_control: Some("max-age=86400".into()),
-            body: published.to_string().into_bytes(),
-        }),
-    );
-
-    let kinds = [
-        ("configured", PKCE_APP, PKCE_REDIRECT),
-        ("registered", registered.as_str(), CALLBACK),
-        ("document", DOCUMENT, CALLBACK),
-    ];
-    let query = |client: &str, redirect: &str| {
-        edgegrant_tests::query(&[
-            ("client_id", client),
-            ("response_type", "code"),
-            ("redirect_uri", redirect),
-            ("scope", "account_info.read"),
-            ("token_access_type", "offline"),
-            ("code_challenge", CHALLENGE),
-            ("code_challenge_method", "S256"),
-        ])
-    };
-    let exchange = |code: &str, client: &str, redirect: &str| {
-        form_request(&[
-            ("grant_type", "authorization_code"),
-            ("code", code),
-            ("client_id", client),
-            ("redirect_uri", redirect),
-            ("code_verifier", VERIFIER),
-        ])
-    };
-    // Other users' flows fill the store, the three kinds in turn.
-    let padded_to = padded(10_000);
-    let mut others = 0u32;
-    while host.store.len() < padded_to {
-        others += 1;
-        let (_, client, redirect) = kinds[others as usize % kinds.len()];
-        let other = user(
-            &format!("dbid:AABenchKind{others:025}"),
-            &others.to_string(),
-        );
-        let code = host.consented_code(&query(client, redirect), other);
-        host.redeem(exchange(&code, client, redirect));
-    }
-    host.store.reserve(RESTORE_EVERY as usize * 8);
-
-    for (kind, client, redirect) in kinds {
-        let code = host.consented_code(&query(client, redirect), alice());
-        let tokens = host.redeem(exchange(&code, client, redirect));
-        let access = field(&tokens, "access_token");
-        let first_refresh = field(&tokens, "refresh_token");
+    let mut world = AppKinds::new(padded(10_000));
+    for index in 0..world.kinds.len() {
+        let (access, first_refresh) = world.tokens(index);
+        let AppKinds { host, kinds } = &mut world;
+        let kind = &kinds[index];
         let snapshot = host.store.clone();
-        bench_bearer(c, &format!("{kind}_bearer"), &mut host, &access);
-        c.bench_function(&format!("{kind}_refresh"), |b| {
+        bench_bearer(c, &format!("{}_bearer", kind.name), host, &access);
+        c.bench_function(&format!("{}_refresh", kind.name), |b| {
             b.iter_custom(|iterations| {
-                in_batches(iterations, &mut host, &snapshot, |host, batch| {
+                in_batches(iterations, host, &snapshot, |host, batch| {
                     let mut timed = Duration::ZERO;
                     let mut refresh = first_refresh.clone();
                     for _ in 0..batch {
-                        let request = form_request(&[
-                            ("grant_type", "refresh_token"),
-                            ("refresh_token", &refresh),
-                            ("client_id", client),
-                        ]);
+                        let request = kind.refresh(&refresh);
                         let start = Instant::now();
                         let answer = host.expect(
                             Input::Http {
@@ -430,13 +338,13 @@ fn app_kinds(c: &mut Criterion) {
         });
         bench_exchange(
             c,
-            &format!("{kind}_exchange"),
-            &mut host,
+            &format!("{}_exchange", kind.name),
+            host,
             &snapshot,
             |host, i| {
                 let who = user(&format!("dbid:AABenchKindCode{i:021}"), &format!("k{i}"));
-                let code = host.consented_code(&query(client, redirect), who);
-                exchange(&code, client, redirect)
+                let code = host.consented_code(&kind.query(), who);
+                kind.exchange(&code)
             },
         );
     }

@@ -11,7 +11,9 @@
 //! ```
 //!
 //! Operations: `bearer` (bearer validation), `refresh` (the reusable refresh token), `exchange`
-//! (the token request redeeming a fresh code; codes are made beforehand, outside `run`). The
+//! (the token request redeeming a fresh code; codes are made beforehand, outside `run`), and
+//! `registered-bearer`, `document-bearer`: the bearer check of an app that registered itself
+//! and of a metadata-document client, whose records are stored ([`AppKinds`]). The
 //! writing operations put the store back as it was every
 //! [`RESTORE_EVERY`](edgegrant_tests::bench_host::RESTORE_EVERY) operations, as the benchmarks do.
 //! Under valgrind SHA-256 runs in software (about 3 600 instructions per block), where the
@@ -20,7 +22,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use edgegrant::{HttpRequest, Input, Outcome, Step};
-use edgegrant_tests::bench_host::{exchange_request, Host, Populated, RESTORE_EVERY};
+use edgegrant_tests::bench_host::{exchange_request, AppKinds, Host, Populated, RESTORE_EVERY};
 use edgegrant_tests::{bearer_request, form_request, user, GET_ACCOUNT, PKCE_APP};
 
 fn main() {
@@ -31,19 +33,30 @@ fn main() {
         .nth(2)
         .and_then(|n| n.parse().ok())
         .unwrap_or(100_000);
+    // A stored app's bearer check runs in the world of the three kinds of app.
+    let stored = ["registered-bearer", "document-bearer"]
+        .iter()
+        .position(|op| *op == operation);
     let Populated {
         mut host,
-        access,
+        mut access,
         refresh,
         query,
     } = Populated::new();
+    if let Some(index) = stored {
+        let mut kinds = AppKinds::new(10_000);
+        access = kinds.tokens(index + 1).0;
+        host = kinds.host;
+    }
     let snapshot = host.store.clone();
     let mut timed = Duration::ZERO;
     let mut done = 0;
     while done < count {
         let batch = (count - done).min(RESTORE_EVERY);
         let requests: Vec<HttpRequest> = match operation.as_str() {
-            "bearer" => vec![bearer_request(GET_ACCOUNT, &access)],
+            "bearer" | "registered-bearer" | "document-bearer" => {
+                vec![bearer_request(GET_ACCOUNT, &access)]
+            }
             "refresh" => vec![form_request(&[
                 ("grant_type", "refresh_token"),
                 ("refresh_token", &refresh),
@@ -55,7 +68,10 @@ fn main() {
                     exchange_request(&host.consented_code(&query, who))
                 })
                 .collect(),
-            other => panic!("unknown operation {other}: bearer, refresh or exchange"),
+            other => panic!(
+                "unknown operation {other}: bearer, refresh, exchange, registered-bearer or \
+                 document-bearer"
+            ),
         };
         let start = Instant::now();
         run(&mut host, &requests, batch);

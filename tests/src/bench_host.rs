@@ -5,13 +5,14 @@
 use std::sync::Arc;
 
 use edgegrant::{
-    Config, Entropy, Event, HttpRequest, Input, Outcome, RecordKey, Request, Step, User,
+    Config, DocumentPolicy, Entropy, Event, Fetched, HttpRequest, Input, Issuer, Outcome, Profile,
+    RecordKey, RegistrationPolicy, Request, ScopeSet, Standards, Step, UnannouncedClients, User,
     ENTROPY_LEN,
 };
 
 use crate::{
-    alice, consent_form, fixture_config, form_request, pkce_exchange, pkce_offline_query, user,
-    Decision, Store, T0, VERIFIER,
+    alice, consent_form, fixture_config, fixture_document, form_request, pkce_exchange,
+    pkce_offline_query, user, Decision, Store, CHALLENGE, PKCE_APP, PKCE_REDIRECT, T0, VERIFIER,
 };
 
 /// How many writing operations run between two restorations of the bench store.
@@ -205,5 +206,148 @@ impl Populated {
 impl Default for Populated {
     fn default() -> Self {
         Populated::new()
+    }
+}
+
+/// A client metadata document's URL, for the document client of [`AppKinds`].
+pub const DOCUMENT: &str = "https://app.example/oauth/client.json";
+/// The registered and document clients' redirect URI.
+pub const CALLBACK: &str = "http://127.0.0.1:33418/callback";
+
+/// One kind of app of [`AppKinds`]: its name in the benchmarks, its `client_id` and redirect URI.
+pub struct AppKind {
+    /// `configured`, `registered` or `document`.
+    pub name: &'static str,
+    /// Its `client_id`.
+    pub client: String,
+    /// Its redirect URI.
+    pub redirect: &'static str,
+}
+
+impl AppKind {
+    /// The authorization query of its flows (PKCE, offline access).
+    pub fn query(&self) -> String {
+        crate::query(&[
+            ("client_id", &self.client),
+            ("response_type", "code"),
+            ("redirect_uri", self.redirect),
+            ("scope", "account_info.read"),
+            ("token_access_type", "offline"),
+            ("code_challenge", CHALLENGE),
+            ("code_challenge_method", "S256"),
+        ])
+    }
+
+    /// The token request redeeming `code`.
+    pub fn exchange(&self, code: &str) -> HttpRequest {
+        form_request(&[
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("client_id", &self.client),
+            ("redirect_uri", self.redirect),
+            ("code_verifier", VERIFIER),
+        ])
+    }
+
+    /// The refresh of `token` (a public client: no secret).
+    pub fn refresh(&self, token: &str) -> HttpRequest {
+        form_request(&[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", token),
+            ("client_id", &self.client),
+        ])
+    }
+}
+
+/// The three kinds of app a standards-profile server knows (issue 27) in one host: configured,
+/// registered by itself (RFC 7591), named by a metadata document (fetched once from the
+/// host's web and kept) — each a public client, so every refresh rotates. A stored app's
+/// record is read in the same batch as a request's first records.
+pub struct AppKinds {
+    /// The host, its store holding the flows of other users of the three kinds in turn.
+    pub host: Host,
+    /// Configured, registered, document.
+    pub kinds: [AppKind; 3],
+}
+
+impl AppKinds {
+    /// Builds it, the store filled to about `records` records.
+    pub fn new(records: usize) -> AppKinds {
+        let mut document = fixture_document();
+        let mut clients =
+            UnannouncedClients::new(ScopeSet::parse("account_info.read").expect("scope"));
+        clients.registration = Some(RegistrationPolicy::default());
+        clients.documents = Some(DocumentPolicy::default());
+        document.profile = Profile::Standards(Standards {
+            clients: Some(clients),
+            ..Standards::new(Issuer::new("https://auth.example").expect("issuer"))
+        });
+        let config = Arc::new(Config::new(document).expect("configuration"));
+        let mut host = Host::new(&config);
+
+        // A client registers itself; another publishes its document (the host's web serves it).
+        let mut register = HttpRequest::new("POST", "/oauth2/register", "");
+        register
+            .headers
+            .push(("Content-Type".into(), "application/json".into()));
+        let metadata = serde_json::json!({
+            "client_name": "Bench",
+            "redirect_uris": [CALLBACK],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "token_endpoint_auth_method": "none",
+        });
+        register.body = metadata.to_string().into_bytes();
+        let registered = field(
+            &host.serve(Input::Http {
+                request: register,
+                user: None,
+            }),
+            "client_id",
+        );
+        let mut published = metadata.clone();
+        published["client_id"] = DOCUMENT.into();
+        host.store.web.insert(
+            DOCUMENT.into(),
+            Ok(Fetched {
+                status: 200,
+                cache_control: Some("max-age=86400".into()),
+                body: published.to_string().into_bytes(),
+            }),
+        );
+        let kind = |name, client: &str, redirect| AppKind {
+            name,
+            client: client.to_owned(),
+            redirect,
+        };
+        let kinds = [
+            kind("configured", PKCE_APP, PKCE_REDIRECT),
+            kind("registered", &registered, CALLBACK),
+            kind("document", DOCUMENT, CALLBACK),
+        ];
+        // Other users' flows fill the store, the three kinds in turn.
+        let mut others = 0u32;
+        while host.store.len() < records {
+            others += 1;
+            let kind = &kinds[others as usize % kinds.len()];
+            let other = user(
+                &format!("dbid:AABenchKind{others:025}"),
+                &others.to_string(),
+            );
+            let code = host.consented_code(&kind.query(), other);
+            host.redeem(kind.exchange(&code));
+        }
+        host.store.reserve(RESTORE_EVERY as usize * 8);
+        AppKinds { host, kinds }
+    }
+
+    /// alice's access and refresh tokens from a flow of `kind`.
+    pub fn tokens(&mut self, kind: usize) -> (String, String) {
+        let kind = &self.kinds[kind];
+        let code = self.host.consented_code(&kind.query(), alice());
+        let tokens = self.host.redeem(kind.exchange(&code));
+        (
+            field(&tokens, "access_token"),
+            field(&tokens, "refresh_token"),
+        )
     }
 }

@@ -4,7 +4,7 @@
 
 use crate::config::{App, Config};
 use crate::credentials::{AssertionDigest, ClientSecret, SecretDigest};
-use crate::ctx::{app_record, create, Ctx, Decision, Flow};
+use crate::ctx::{create, is_stored, Ctx, Decision, Flow};
 use crate::ending::{Ending, Via};
 use crate::endpoints::attempts::{self, Guard};
 use crate::endpoints::within_limit;
@@ -164,7 +164,7 @@ pub(crate) fn authenticate(
             // Not a client assertion at all: no client proves itself so.
             Some(Err(())) => return Ok(Err(failure())),
         };
-        return Ok(match key.filter(|key| app_record(config, key).is_some()) {
+        return Ok(match key.filter(|key| is_stored(config, key)) {
             Some(app) => Ok(Client {
                 app,
                 has_secret: presented.secret.is_some() || assertion.is_some(),

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use crate::client_metadata::{draft, Draft, MetadataFault, Origin};
 use crate::config::Config;
 use crate::credentials::{ClientSecret, RegistrationToken, RegistrationTokenDigest, SecretDigest};
-use crate::ctx::{app_record, create, replace, Ctx, Decision, Flow};
+use crate::ctx::{app_record, create, is_stored, replace, Ctx, Decision, Flow};
 use crate::ending::{Ending, Registered, Via};
 use crate::endpoints::attempts::{self, Guard};
 use crate::endpoints::within_limit;
@@ -227,7 +227,7 @@ fn register(draft: &Draft, guards: &[Guard], ctx: &Ctx<'_>) -> Flow<Decision> {
     // The key: `dyn.` and 128 bits, never a configured app's (RFC 7591 §3.2.1: unique).
     let key = AppKey::new(format!("dyn.{}", ctx.entropy.grant_id()))
         .ok()
-        .filter(|key| app_record(ctx.config, key).is_some());
+        .filter(|key| is_stored(ctx.config, key));
     let Some(key) = key else {
         return Ok(Decision::End(Ending::Refused(
             Refusal::Contention,
