@@ -322,6 +322,35 @@ pub enum LegacyAccess {
 }
 
 impl LegacyAccess {
+    const NAMES: [(LegacyAccess, &'static str); 4] = [
+        (LegacyAccess::AppFolder, "app_folder"),
+        (LegacyAccess::FullDropbox, "full_dropbox"),
+        (LegacyAccess::TeamInformation, "team_information"),
+        (LegacyAccess::TeamAuditing, "team_auditing"),
+    ];
+
+    /// Its name in the configuration document.
+    ///
+    /// ```
+    /// # use edgegrant::LegacyAccess;
+    /// assert_eq!(LegacyAccess::from_name("app_folder"), Some(LegacyAccess::AppFolder));
+    /// assert_eq!(LegacyAccess::TeamAuditing.name(), "team_auditing");
+    /// ```
+    pub fn name(self) -> &'static str {
+        Self::NAMES
+            .iter()
+            .find(|(access, _)| *access == self)
+            .map_or("", |(_, name)| name)
+    }
+
+    /// The access type named `name` in the configuration document, if one is.
+    pub fn from_name(name: &str) -> Option<LegacyAccess> {
+        Self::NAMES
+            .iter()
+            .find(|(_, n)| *n == name)
+            .map(|(access, _)| *access)
+    }
+
     /// The scopes this access type stands for: what a legacy app's tokens carry, and what a
     /// migration pre-selects (SPEC.md, "App kinds").
     pub fn scopes(self) -> ScopeSet {

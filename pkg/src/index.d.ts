@@ -198,7 +198,7 @@ export function initialize(module: WebAssembly.Module | BufferSource): void;
 export function initializeClient(module: WebAssembly.Module | BufferSource): void;
 export function createCore(config: ConfigDocument): Core;
 export function checkConfig(config: ConfigDocument): ConfigCheck;
-/** The configuration with the legacy app `app` migrated to scopes (scopes pre-selected from its legacy access type); tokens already issued keep theirs. Throws if the app is unknown or already scoped. */
+/** The configuration with the legacy app `app` migrated to scopes: the document as given, that app's `permissions` now `{ kind: "scoped", scopes }` pre-selected from its legacy access type; tokens already issued keep theirs. Throws if the document is invalid, the app unknown or already scoped. */
 export function migrateApp(config: ConfigDocument, app: string): ConfigDocument;
 export function secretDigest(secret: string): string;
 /** Whether a form post may come from another site: the consent form's CSRF rule, for a host's own forms (sign-in, sign-out). `host`: the authority the request was sent to. */

@@ -155,6 +155,20 @@ test("a misspelled option or setting is refused by name, never ignored; so is a 
   assert.throws(() => isCrossSite([], undefined), { name: "TypeError", message: /host must be/ });
 });
 
+test("migrateApp rewrites only the legacy app's permissions, with the scopes its access type stands for", () => {
+  const legacy = { key: "legacy-app", name: "Legacy", redirect_uris: [PKCE_REDIRECT], permissions: { kind: "legacy", access: "team_information" } };
+  const document = { ...config(), apps: [...config().apps, legacy], policy: { code_ttl: 300 } };
+  const before = structuredClone(document);
+  const migrated = migrateApp(document, "legacy-app");
+  assert.deepEqual(document, before, "the document given is not changed");
+  assert.deepEqual(migrated, { ...before, apps: [...config().apps, { ...legacy, permissions: { kind: "scoped", scopes: ["team_info.read"] } }] });
+  const full = migrateApp({ ...document, apps: [{ ...legacy, permissions: { kind: "legacy", access: "full_dropbox" } }] }, "legacy-app");
+  assert.ok(full.apps[0].permissions.scopes.includes("files.content.write"), "a full-Dropbox app keeps what it could do");
+  assert.throws(() => migrateApp(document, "nobody"), { name: "Error", message: 'no app is registered as "nobody"' });
+  assert.throws(() => migrateApp(document, PKCE_APP), { name: "Error", message: `app ${PKCE_APP} is already scoped` });
+  assert.throws(() => migrateApp({ ...document, policy: { code_ttl: 0 } }, "legacy-app"), { name: "Error", message: /^invalid configuration: / });
+});
+
 test("every page of the flow forbids framing and leaks nothing through Referer or caches", async () => {
   const { srv } = server();
   const pages = {

@@ -295,14 +295,8 @@ impl Serialize for PermissionsJson<'_> {
                 out.serialize_entry("scopes", &ScopesJson(scopes))?;
             }
             Permissions::Legacy { access } => {
-                let access = match access {
-                    LegacyAccess::AppFolder => "app_folder",
-                    LegacyAccess::FullDropbox => "full_dropbox",
-                    LegacyAccess::TeamInformation => "team_information",
-                    LegacyAccess::TeamAuditing => "team_auditing",
-                };
                 out.serialize_entry("kind", "legacy")?;
-                out.serialize_entry("access", access)?;
+                out.serialize_entry("access", access.name())?;
             }
         }
         out.end()
@@ -765,16 +759,12 @@ fn app_from_json(value: &Value, at: &str) -> Result<App, ConfigError> {
                 only(permissions, &at, &["kind", "access"])?;
                 let at = format!("{at}.access");
                 let access =
-                    match string(member("access")?, &at)? {
-                        "app_folder" => LegacyAccess::AppFolder,
-                        "full_dropbox" => LegacyAccess::FullDropbox,
-                        "team_information" => LegacyAccess::TeamInformation,
-                        "team_auditing" => LegacyAccess::TeamAuditing,
-                        _ => return Err(problem(
+                    LegacyAccess::from_name(string(member("access")?, &at)?).ok_or_else(|| {
+                        problem(
                             &at,
                             "expected app_folder, full_dropbox, team_information or team_auditing",
-                        )),
-                    };
+                        )
+                    })?;
                 Permissions::Legacy { access }
             }
             _ => return Err(problem(&format!("{at}.kind"), "expected scoped or legacy")),
