@@ -8,10 +8,15 @@
 //   node tests/bench/ab.mjs --snapshot /tmp/pkg-before   # keep the package as built now
 //   ... change, then `node pkg/scripts/build.mjs` ...
 //   node tests/bench/ab.mjs --snapshot /tmp/pkg-after
-//   node tests/bench/ab.mjs /tmp/pkg-before /tmp/pkg-after [--rounds 12]
+//   node tests/bench/ab.mjs /tmp/pkg-before /tmp/pkg-after [--rounds 12] [--storage sqlite]
+//
+// `--storage sqlite` puts each build on its own SQLite database (better-sqlite3, the Node host's
+// embedded store, in a temporary directory) instead of memory: what a lever that changes how
+// many records or round trips a request takes is measured on.
 //
 // Prints each flow's median time per operation for both, and after ÷ before.
-import { cpSync, mkdirSync, rmSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { edgegrantPlainSubject } from "./lib/edgegrant-subject.mjs";
@@ -33,14 +38,22 @@ const [before, after] = args.filter((a) => !a.startsWith("--"));
 if (!before || !after) throw new Error("usage: node tests/bench/ab.mjs BEFORE AFTER [--rounds N] (or --snapshot DIR)");
 const roundsAt = args.indexOf("--rounds");
 const rounds = roundsAt >= 0 ? Number(args[roundsAt + 1]) : 12;
+const storageAt = args.indexOf("--storage");
+const storageKind = storageAt >= 0 ? args[storageAt + 1] : "memory";
+if (!["memory", "sqlite"].includes(storageKind)) throw new Error("--storage is memory or sqlite");
+const databases = storageKind === "sqlite" ? mkdtempSync(join(tmpdir(), "edgegrant-ab-")) : null;
+process.on("exit", () => databases && rmSync(databases, { recursive: true, force: true }));
 const WARM_UP = 2;
 const OPERATIONS = { bearer: 4000, refresh: 2000, exchange: 300 };
 
 async function subject(dir, name) {
   const at = (file) => pathToFileURL(join(resolve(dir), file)).href;
   const entry = await import(at("src/node.js"));
-  const { memoryStorage } = await import(at("src/adapters/memory.js"));
-  return edgegrantPlainSubject(entry, memoryStorage(), { name });
+  const storage = databases
+    ? // This checkout's adapter for both: it resolves better-sqlite3, a snapshot has no node_modules.
+      await (await import(pathToFileURL(join(pkg, "src/adapters/sqlite.js")).href)).openSqliteStorage(join(databases, `${name}.db`))
+    : (await import(at("src/adapters/memory.js"))).memoryStorage();
+  return edgegrantPlainSubject(entry, storage, { name });
 }
 
 const subjects = { before: await subject(before, "before"), after: await subject(after, "after") };
