@@ -243,7 +243,7 @@ fn validate(config: &Config, app: &App, query: &str) -> Result<Authorization, En
     let reply = redirect_uri.map(|uri| ReplyTo {
         uri,
         mode,
-        state: state.clone().ok().flatten().map(str::to_owned),
+        state: state.as_ref().ok().and_then(|s| s.map(str::to_owned)),
         iss: config.issuer().map(|issuer| issuer.as_str().to_owned()),
     });
     let fail = |refusal| match &reply {
