@@ -322,11 +322,11 @@ pub enum LegacyAccess {
 }
 
 impl LegacyAccess {
-    const NAMES: [(LegacyAccess, &'static str); 4] = [
-        (LegacyAccess::AppFolder, "app_folder"),
-        (LegacyAccess::FullDropbox, "full_dropbox"),
-        (LegacyAccess::TeamInformation, "team_information"),
-        (LegacyAccess::TeamAuditing, "team_auditing"),
+    const ALL: [LegacyAccess; 4] = [
+        LegacyAccess::AppFolder,
+        LegacyAccess::FullDropbox,
+        LegacyAccess::TeamInformation,
+        LegacyAccess::TeamAuditing,
     ];
 
     /// Its name in the configuration document.
@@ -337,18 +337,17 @@ impl LegacyAccess {
     /// assert_eq!(LegacyAccess::TeamAuditing.name(), "team_auditing");
     /// ```
     pub fn name(self) -> &'static str {
-        Self::NAMES
-            .iter()
-            .find(|(access, _)| *access == self)
-            .map_or("", |(_, name)| name)
+        match self {
+            LegacyAccess::AppFolder => "app_folder",
+            LegacyAccess::FullDropbox => "full_dropbox",
+            LegacyAccess::TeamInformation => "team_information",
+            LegacyAccess::TeamAuditing => "team_auditing",
+        }
     }
 
     /// The access type named `name` in the configuration document, if one is.
     pub fn from_name(name: &str) -> Option<LegacyAccess> {
-        Self::NAMES
-            .iter()
-            .find(|(_, n)| *n == name)
-            .map(|(access, _)| *access)
+        Self::ALL.into_iter().find(|access| access.name() == name)
     }
 
     /// The scopes this access type stands for: what a legacy app's tokens carry, and what a

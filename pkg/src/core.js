@@ -146,6 +146,7 @@ export function migrateApp(config, app) {
   // server module 5.3 KiB gzipped, for an operation an app console runs now and then.
   const apps = valid(config).apps ?? [];
   const legacy = apps.find((each) => each.key === app);
+  // The core's own messages (ConfigError): asking the core for them cost 0.6 KiB more.
   if (legacy === undefined) throw new Error(`no app is registered as "${app}"`);
   if (legacy.permissions.kind !== "legacy") throw new Error(`app ${app} is already scoped`);
   const scopes = bindings.legacyScopes(legacy.permissions.access).split(" ");
