@@ -22,8 +22,8 @@ pub const ENTROPY_LEN: usize = 112;
 ///
 /// Layout: bytes 0–31 the code or access token, 32–63 the refresh token (or the seed of a
 /// rotation, from which its tokens are derived), 64–79 the grant id, 80–87 a new link's first
-/// epoch; the rest is reserved. Each credential carries 256 bits (and its sealed partition:
-/// see [`Partition`](crate::Partition)).
+/// epoch, 88–95 a new ledger's first generation; the rest is reserved. Each credential
+/// carries 256 bits (and its sealed partition: see [`Partition`](crate::Partition)).
 #[derive(Clone)]
 pub struct Entropy([u8; ENTROPY_LEN]);
 
@@ -65,6 +65,12 @@ impl Entropy {
     /// purged never takes up that one's epoch, so nothing issued under it can come back.
     pub(crate) fn link_epoch(&self) -> u64 {
         u64::from_le_bytes(self.span(80))
+    }
+
+    /// 64 bits for the first generation of a new ledger: a ledger made again after an earlier
+    /// one was purged never vouches for that one's tokens.
+    pub(crate) fn ledger_generation(&self) -> u64 {
+        u64::from_le_bytes(self.span(88))
     }
 }
 

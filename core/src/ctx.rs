@@ -15,8 +15,8 @@ use crate::jose::ClientKey;
 use crate::records::view::{self, RecordView};
 use crate::records::{
     AccessTokenRecord, AppRecord, AssertionRecord, AttemptsRecord, ClientKeys, CodeRecord,
-    GrantRecord, LinkRecord, MemberRecord, Provenance, Record, RecordKey, RefreshTokenRecord,
-    Stored, ACCESS_TOKEN_TAG, GRANT_TAG, LINK_TAG,
+    GrantRecord, LedgerRecord, LinkRecord, MemberRecord, Provenance, Record, RecordKey,
+    RefreshTokenRecord, Stored, ACCESS_TOKEN_TAG, GRANT_TAG, LINK_TAG,
 };
 use crate::step::{AuditEvent, Expect, Put, Transaction, Verify};
 use crate::time::{Seconds, UnixTime};
@@ -216,6 +216,7 @@ record_kind!(AttemptsRecord, Attempts);
 record_kind!(MemberRecord, Member);
 record_kind!(AppRecord, App);
 record_kind!(AssertionRecord, Assertion);
+record_kind!(LedgerRecord, Ledger);
 
 pub(crate) struct Ctx<'a> {
     pub config: &'a Config,

@@ -153,8 +153,11 @@
 //!
 //! Every secret is stored only as its SHA-256 digest, under a key derived from it. Tokens point at
 //! their *grant* (what one consent produced); grants record the *link epoch* of their user and app.
-//! Revoking ends the grant in one write; unlinking bumps the epoch in one write. A bearer check
-//! reads the token, then its grant and link: three records however many tokens exist.
+//! Revoking ends the grant in one write; unlinking bumps the epoch in one write. Either also
+//! moves the account's *ledger* on, a generation every short-lived access token records when
+//! minted. A bearer check reads the token with the ledger: while the two match, nothing of the
+//! account has ended since, and the token alone decides; otherwise it reads the grant and link
+//! as well. A handful of records, however many tokens exist.
 //!
 //! ## Layers
 //!

@@ -29,16 +29,24 @@ const header = (request, name) => {
 test("read, write and respond cross as plain values", () => {
   const core = createCore(config());
   const request = core.request(consentForm(), NOW, entropy());
-  assert.match(request.step(), new RegExp(`^r\0[A-Za-z0-9_-]{16}/link:pkce-app:${ALICE.account_id}$`), "the kind and the keys, NUL-joined, in one crossing");
+  assert.match(
+    request.step(),
+    new RegExp(`^r\0([A-Za-z0-9_-]{16})/link:pkce-app:${ALICE.account_id}\0\\1/ledger:$`),
+    "the kind and the keys (the user's link and ledger, in their partition), NUL-joined, in one crossing",
+  );
   request.supply(0, undefined, undefined);
+  request.supply(1, undefined, undefined);
   request.advance("found");
   assert.equal(request.step(), "w");
-  assert.equal(request.putCount(), 2);
+  assert.equal(request.putCount(), 3);
   assert.match(request.putKey(0), /^[A-Za-z0-9_-]{16}\/code:[A-Za-z0-9_-]{43}$/);
   assert.equal(request.putExpect(0), undefined, "a new code's key must be absent");
   assert.ok(request.putBytes(0) instanceof Uint8Array && request.putBytes(0).length > 0);
   assert.equal(request.putPurgeAfter(0), NOW + 600 + 600, "a code is kept one lifetime past its expiry");
   assert.equal(request.putPurgeAfter(1), undefined, "a consenting link is kept (only an unlink ends it)");
+  assert.match(request.putKey(2), /^[A-Za-z0-9_-]{16}\/ledger:$/, "a new link moves the account's ledger on");
+  assert.equal(request.putExpect(2), undefined);
+  assert.equal(request.putPurgeAfter(2), NOW + 2 * 14_400, "a ledger is kept two access-token lifetimes past an end");
   assert.equal(JSON.parse(request.audit())[0].event, "code_issued");
   request.advance("committed");
   assert.equal(request.step(), "p");
@@ -134,6 +142,7 @@ test("times and versions are safe integers: exact, or refused — never rounded"
   const stored = createLinkBytes(core);
   assert.throws(() => request.supply(0, 2 ** 60, stored), /safe integer/);
   request.supply(0, Number.MAX_SAFE_INTEGER, stored);
+  request.supply(1, undefined, undefined);
   request.advance("found");
   assert.equal(request.step(), "w");
   const link = [...Array(request.putCount()).keys()].find((i) => request.putKey(i).includes("/link:"));
@@ -146,6 +155,7 @@ function createLinkBytes(core) {
   const request = core.request(consentForm(), NOW, entropy());
   request.step();
   request.supply(0, undefined, undefined);
+  request.supply(1, undefined, undefined);
   request.advance("found");
   request.step();
   const link = [...Array(request.putCount()).keys()].find((i) => request.putKey(i).includes("/link:"));
@@ -189,6 +199,7 @@ test("a stored record the core cannot read is a storage fault, not host misuse",
   const request = core.request(consentForm(), NOW, entropy());
   request.step();
   request.supply(0, 1, new Uint8Array([9, 9, 9]));
+  request.supply(1, undefined, undefined);
   request.advance("found");
   assert.equal(request.step(), "p");
   assert.deepEqual([request.status(), request.refusal(), header(request, "retry-after")], [503, "storage_fault", "1"]);

@@ -6,8 +6,8 @@
 //!
 //! Floors, measured in the same run: one SHA-256 of a token-sized input (every operation hashes
 //! at least once; the reference column), and the bearer check's own floor, `bearer_floor`: one
-//! SHA-256 of the real access token plus the three reads a bearer check makes (its access-token
-//! record, grant and link), looked up by their real keys in the same [`Store`] the bench host
+//! SHA-256 of the real access token plus the reads a bearer check makes (its access-token record
+//! and its account's ledger, which vouches for it: nothing of the account ended since), looked up by their real keys in the same [`Store`] the bench host
 //! runs on, which also holds about 10 000 other records (real ones, from the flows of other
 //! users).
 //!
@@ -45,8 +45,8 @@ fn benches(c: &mut Criterion) {
         query,
     } = world;
 
-    // The keys a bearer check reads, as the core asks for them: the access-token record, then
-    // its grant and link.
+    // The keys a bearer check reads, as the core asks for them: the access-token record and its
+    // account's ledger, in one batch.
     let mut reads: Vec<RecordKey> = Vec::new();
     let probe = host.serve_seeing(
         Input::Http {
@@ -59,17 +59,13 @@ fn benches(c: &mut Criterion) {
     assert!(
         matches!(
             reads.as_slice(),
-            [
-                RecordKey::AccessToken(..),
-                RecordKey::Grant(..),
-                RecordKey::Link(..)
-            ]
+            [RecordKey::AccessToken(..), RecordKey::Ledger(..)]
         ),
-        "a bearer check reads its token, grant and link: {reads:?}"
+        "a bearer check reads its token and its account's ledger: {reads:?}"
     );
     assert!(reads.iter().all(|key| host.store.get(key).is_some()));
 
-    // The bearer check's floor: one SHA-256 of the token, then those three reads, in the same
+    // The bearer check's floor: one SHA-256 of the token, then those two reads, in the same
     // store with the same lookup the host loop makes.
     c.bench_function("bearer_floor", |b| {
         b.iter(|| {
@@ -148,7 +144,7 @@ fn benches(c: &mut Criterion) {
     });
 }
 
-/// Bearer validation of `access` on `host`: token record, then grant and link, then the
+/// Bearer validation of `access` on `host`: token record and ledger, then the
 /// Required Scope. The request arrives as a host receives it (its bytes already read): the
 /// client's work of building it is not timed, copying it in is.
 fn bench_bearer(c: &mut Criterion, name: &str, host: &mut Host, access: &str) {

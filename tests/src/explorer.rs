@@ -128,7 +128,17 @@ pub fn explore(
     let mut schedules = 0;
     walk(config, inputs, now, crashes > 0, state, &mut |schedule| {
         schedules += 1;
-        check_store(config.server_key(), &schedule.store);
+        // An inconsistent store is shown with the schedule that left it.
+        let checked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            check_store(config.server_key(), &schedule.store)
+        }));
+        if let Err(panic) = checked {
+            eprintln!("schedule: {:?}", schedule.trace);
+            for (key, stored) in schedule.store.iter() {
+                eprintln!("{key} v{}: {:?}", stored.version, stored.record());
+            }
+            std::panic::resume_unwind(panic);
+        }
         check(schedule);
     });
     schedules
@@ -238,7 +248,9 @@ fn walk(
 /// Every stored record is reachable and consistent: tokens point at an existing grant of the
 /// same app and user (an access token with no more scopes than its grant), every grant at its
 /// current refresh token, if it names one, and at the
-/// link of its app and user at an epoch not ahead of it, every redeemed code at its grant; and
+/// link of its app and user at an epoch not ahead of it, every redeemed code at its grant; a
+/// token its account's ledger vouches for belongs to a live grant whose link is at its epoch;
+/// and
 /// every record of an account lies in that account's partition, every stored app in its own.
 pub fn check_store(server_key: &ServerKey, store: &Store) {
     for (key, stored) in store.iter() {
@@ -255,7 +267,8 @@ pub fn check_store(server_key: &ServerKey, store: &Store) {
             | Record::Attempts(_)
             | Record::Member(_)
             | Record::App(_)
-            | Record::Assertion(_) => None,
+            | Record::Assertion(_)
+            | Record::Ledger(_) => None,
         };
         if let Some(account) = account {
             assert_eq!(
@@ -278,6 +291,24 @@ pub fn check_store(server_key: &ServerKey, store: &Store) {
                     "{key}"
                 );
                 assert!(token.scopes.is_subset(&owner.scopes), "{key}: scopes");
+                // A token its account's ledger vouches for is checked by itself alone: its grant
+                // must stand, and its link be at the grant's epoch.
+                let ledger = store.record(&RecordKey::Ledger(key.partition()));
+                let vouched = matches!(&ledger, Some(Record::Ledger(l))
+                    if token.generation == Some(l.generation));
+                if vouched {
+                    assert!(
+                        owner.revoked_at.is_none(),
+                        "{key}: vouched for by {ledger:?}, its grant revoked"
+                    );
+                    let link_key =
+                        RecordKey::link(server_key, owner.app.clone(), owner.account_id.clone());
+                    assert!(
+                        matches!(store.record(&link_key), Some(Record::Link(link))
+                            if link.epoch == owner.link_epoch),
+                        "{key}: vouched for by {ledger:?}, its link unlinked"
+                    );
+                }
             }
             Record::RefreshToken(token) => {
                 let owner = grant(&token.grant);
@@ -339,7 +370,8 @@ pub fn check_store(server_key: &ServerKey, store: &Store) {
             }
             // A count may be back at zero: a successful check takes its reservation back.
             // A used client assertion holds only its expiry.
-            Record::Attempts(_) | Record::Assertion(_) => {}
+            // A ledger is a generation (what it vouches for is checked with each token).
+            Record::Attempts(_) | Record::Assertion(_) | Record::Ledger(_) => {}
             // A stored app lies in its own partition, under its own key.
             Record::App(stored) => {
                 assert_eq!(

@@ -387,9 +387,9 @@ fn unlink_by_a_team_admin_ends_a_team_apps_tokens() {
     )));
 }
 
-/// Keys a bearer check reads, for a token of a user who has `grants` grants with `refreshes`
-/// refreshed tokens each, after an unlink.
-fn keys_read_after_unlink(grants: usize, refreshes: usize) -> (usize, usize) {
+/// A user with `grants` grants of `refreshes` refreshed tokens each: the simulation and the
+/// access tokens, the last minted last.
+fn holding(grants: usize, refreshes: usize) -> (Sim, Vec<String>) {
     let mut sim = Sim::new(fixture_config());
     let mut tokens = Vec::new();
     for _ in 0..grants {
@@ -400,10 +400,13 @@ fn keys_read_after_unlink(grants: usize, refreshes: usize) -> (usize, usize) {
             tokens.push(access_of(&json(&sim.refresh(&refresh, PKCE_APP, None))));
         }
     }
-    sim.unlink(PKCE_APP, &alice(), Unlinker::User);
-    let last = tokens.last().unwrap().clone();
+    (sim, tokens)
+}
+
+/// The keys and the batches a bearer check of `token` reads, and its answer.
+fn keys_read(sim: &mut Sim, token: &str) -> ((usize, usize), Answer) {
     let input = Input::Http {
-        request: bearer_request(GET_ACCOUNT, &last),
+        request: bearer_request(GET_ACCOUNT, token),
         user: None,
     };
     let mut request = edgegrant_tests::Request::new(&sim.config, input, sim.now, entropy(9));
@@ -411,25 +414,61 @@ fn keys_read_after_unlink(grants: usize, refreshes: usize) -> (usize, usize) {
     loop {
         match request.step(&mut sim.store).unwrap() {
             Progress::Loaded(k) => keys += k.len(),
-            Progress::Done { answer, .. } => {
-                assert_eq!(answer.refusal(), Some(&Refusal::AccessTokenUnlinked));
-                assert_eq!(http(answer).status, 401);
-                break;
-            }
+            Progress::Done { answer, .. } => return ((keys, request.reads), answer),
             Progress::Conflicted(_) | Progress::Committed { .. } | Progress::Fetched(_) => {
                 unreachable!()
             }
         }
     }
-    (keys, request.reads)
+}
+
+/// Keys a bearer check reads, for a token of a user who has `grants` grants with `refreshes`
+/// refreshed tokens each, after an unlink.
+fn keys_read_after_unlink(grants: usize, refreshes: usize) -> (usize, usize) {
+    let (mut sim, tokens) = holding(grants, refreshes);
+    sim.unlink(PKCE_APP, &alice(), Unlinker::User);
+    let (read, answer) = keys_read(&mut sim, tokens.last().unwrap());
+    assert_eq!(answer.refusal(), Some(&Refusal::AccessTokenUnlinked));
+    assert_eq!(http(answer).status, 401);
+    read
 }
 
 #[test]
 fn unlink_and_revocation_checks_read_a_constant_number_of_records() {
     let small = keys_read_after_unlink(1, 0);
     let large = keys_read_after_unlink(8, 12);
-    assert_eq!(small, (3, 2), "token, then grant + link in one batch");
+    assert_eq!(
+        small,
+        (4, 2),
+        "token + ledger, then grant + link in one batch"
+    );
     assert_eq!(large, small, "the same reads with 104 tokens as with one");
+}
+
+/// The ledger: a token minted since the account's last end is checked by one batch of two
+/// records (the token, the ledger); once anything of the account ends (here: another grant
+/// revoked), the tokens minted before it are checked against their grant and link again, and
+/// those minted after it by one batch again.
+#[test]
+fn a_token_nothing_ended_since_is_checked_in_one_read() {
+    let (mut sim, tokens) = holding(3, 2);
+    for token in &tokens {
+        let (read, answer) = keys_read(&mut sim, token);
+        assert!(matches!(answer, Answer::Serve(_)), "{answer:?}");
+        assert_eq!(read, (2, 1), "token + ledger");
+    }
+    // The second grant's first token revoked: its grant ends, the ledger moves on.
+    assert_eq!(sim.revoke(&tokens[3]).status, 200);
+    let (read, answer) = keys_read(&mut sim, &tokens[3]);
+    assert_eq!(answer.refusal(), Some(&Refusal::AccessTokenRevoked));
+    assert_eq!(read, (4, 2));
+    let (read, answer) = keys_read(&mut sim, &tokens[0]);
+    assert!(matches!(answer, Answer::Serve(_)), "{answer:?}");
+    assert_eq!(read, (4, 2), "minted before the end: grant and link read");
+    let fresh = sim.pkce_offline_tokens(&alice());
+    let (read, answer) = keys_read(&mut sim, &access_of(&fresh));
+    assert!(matches!(answer, Answer::Serve(_)), "{answer:?}");
+    assert_eq!(read, (2, 1), "minted after the end");
 }
 
 #[test]

@@ -478,6 +478,13 @@ fn a_link_made_again_never_revives_what_an_earlier_one_issued() {
         oauth_error(&sim.refresh(refresh, PKCE_APP, None)),
         "invalid_grant"
     );
+    // The limit of a lost record: the access token, vouched for by its account's ledger (which
+    // nothing moved on), is checked without its link until it expires or until a new consent
+    // makes a new link, which moves the ledger on.
+    assert!(matches!(
+        sim.api(GET_ACCOUNT, tokens["access_token"].as_str().unwrap()),
+        Answer::Serve(_)
+    ));
     let fresh = sim.pkce_offline_tokens(&alice());
     assert!(sim.store.record(&link_key).is_some());
     assert_eq!(

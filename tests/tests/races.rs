@@ -121,12 +121,19 @@ fn a_stored_record_the_core_cannot_read_is_a_storage_fault() {
     let mut bad_app = own.clone();
     bad_app[app_at] = b':';
     assert!(Record::decode(&bad_app).is_err());
+    // (The token is read with its account's ledger, as the store holds it.)
+    let ledger_key = RecordKey::Ledger(access_key.partition());
+    let ledger = sim.store.get(&ledger_key).cloned();
+    assert!(ledger.is_some());
     for bytes in [link, garbage, cut, bad_app] {
         let (mut request, step) = start(&sim.config, input.clone(), 1);
-        assert_eq!(read_keys(&step), std::slice::from_ref(&access_key));
+        assert_eq!(read_keys(&step), [access_key.clone(), ledger_key.clone()]);
         let stored = Stored { version: 1, bytes };
         let step = request
-            .advance(Event::Read(vec![(access_key.clone(), Some(stored))]))
+            .advance(Event::Read(vec![
+                (access_key.clone(), Some(stored)),
+                (ledger_key.clone(), ledger.clone()),
+            ]))
             .unwrap();
         let Step::Respond(reply) = step else {
             panic!("a storage fault is answered, got {step:?}")
@@ -142,6 +149,49 @@ fn a_stored_record_the_core_cannot_read_is_a_storage_fault() {
             "the key is for the host's log, not the client"
         );
     }
+}
+
+/// A token request reads the presented credential and its account's ledger in its first batch,
+/// before the grant and link it mints under: an end committing between the two reads is seen
+/// by one of them (`machines::ledger`). A ledger the core cannot read is a storage fault.
+#[test]
+fn a_mint_reads_the_ledger_first_and_a_damaged_ledger_is_a_storage_fault() {
+    let mut sim = Sim::new(fixture_config());
+    let refresh = sim.pkce_offline_tokens(&alice())["refresh_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let refresh_key = RecordKey::of_refresh_token(&fixture_key(), &refresh).unwrap();
+    let ledger_key = RecordKey::Ledger(refresh_key.partition());
+    let input = Input::Http {
+        request: form_request(&[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", &refresh),
+            ("client_id", PKCE_APP),
+        ]),
+        user: None,
+    };
+    let (mut request, step) = start(&sim.config, input, 1);
+    assert_eq!(read_keys(&step), [refresh_key.clone(), ledger_key.clone()]);
+    let token = sim.store.get(&refresh_key).cloned();
+    let damaged = Stored {
+        version: 1,
+        bytes: Record::Link(LinkRecord::default()).encode(),
+    };
+    let step = request
+        .advance(Event::Read(vec![
+            (refresh_key, token),
+            (ledger_key.clone(), Some(damaged)),
+        ]))
+        .unwrap();
+    let Step::Respond(reply) = step else {
+        panic!("a storage fault is answered, got {step:?}")
+    };
+    assert_eq!(
+        reply.refusal(),
+        Some(&Refusal::StorageFault(ledger_key.to_string()))
+    );
+    assert_eq!(reply.response.status, 503);
 }
 
 #[test]

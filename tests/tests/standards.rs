@@ -841,17 +841,34 @@ fn the_reference_profile_ignores_resource_and_old_records_read_with_none() {
         served(&mut sim, &access),
         "SPEC.md's service does not read the parameter"
     );
-    // Records of format 3 had no resources: they read with none.
+    // Tokens of format 7 had no ledger generation nor uid, and those of format 3 no resources
+    // either: they read with none.
     let key = RecordKey::of_access_token(&fixture_key(), &access).unwrap();
-    let mut bytes = sim.store.get(&key).unwrap().bytes.clone();
-    let current = Record::decode(&bytes).unwrap();
+    let Some(Record::AccessToken(mut token)) = sim.store.record(&key) else {
+        panic!("no token")
+    };
+    (token.generation, token.uid) = (None, None);
+    let older = Record::AccessToken(token);
+    let mut bytes = older.encode();
+    let tail = bytes.split_off(bytes.len() - 2);
+    assert_eq!(
+        tail,
+        [0, 0],
+        "no generation, no uid: a zero byte each, last"
+    );
+    bytes[0] = 7;
+    assert_eq!(Record::decode(&bytes), Ok(older.clone()));
     assert_eq!(
         bytes.pop(),
         Some(0),
-        "an empty audience is one zero byte, last"
+        "an empty audience is one zero byte, before them"
     );
     bytes[0] = 3;
-    assert_eq!(Record::decode(&bytes), Ok(current));
+    assert_eq!(Record::decode(&bytes), Ok(older.clone()));
+    // Such a token is checked against its grant and link: it still serves.
+    let version = sim.store.get(&key).unwrap().version;
+    sim.store.put_raw(key, version, &older);
+    assert!(served(&mut sim, &access));
 }
 
 #[test]

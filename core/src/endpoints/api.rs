@@ -2,8 +2,10 @@
 //! `POST /2/auth/token/revoke`.
 //!
 //! Parsing reads the `Authorization` header and hashes the token, once; deciding reads the
-//! token record, then its grant and link in one batch (with the app's record, for a client that
-//! registered itself): three records however many tokens exist.
+//! token record with its account's ledger. While the ledger is at the generation the token was
+//! minted at, nothing of the account has ended since, and the token alone decides (with the
+//! app's record, for a client that registered itself). Otherwise the check reads the token's
+//! grant and link in one more batch: at most five records however many tokens exist.
 
 use crate::config::Config;
 use crate::ctx::{Ctx, Decision, Flow, Need};
@@ -11,10 +13,10 @@ use crate::ending::{Ending, Revocation, Via};
 use crate::endpoints::issue::revoke_grant;
 use crate::endpoints::within_limit;
 use crate::ids::{AccountId, AppKey, GrantId};
-use crate::machines::access_token;
 use crate::machines::grant::{self, Standing};
+use crate::machines::{access_token, ledger};
 use crate::records::view::{AccessTokenView, GrantView, LinkView};
-use crate::records::{GrantRecord, RecordKey};
+use crate::records::{GrantRecord, LedgerRecord, RecordKey};
 use crate::refusal::Refusal;
 use crate::scope::Scope;
 use crate::step::{AuditEvent, Principal, Transaction};
@@ -65,23 +67,28 @@ pub(crate) fn parse(
     }
 }
 
-/// A bearer token that checked out, with its grant, both read in place.
+/// A bearer token that checked out, read in place, with its grant where that was read.
 struct Bearer<'a> {
     key: &'a RecordKey,
     token: AccessTokenView<'a>,
-    grant_key: RecordKey,
-    grant: GrantView<'a>,
+    /// The token's grant (its key, and the record read in place); `None` where the ledger
+    /// vouched for the token, which then answers alone.
+    grant: Option<(RecordKey, GrantView<'a>)>,
 }
 
-/// The token must be known, unexpired, and its grant neither revoked nor unlinked.
+/// The token must be known, unexpired, and its grant neither revoked nor unlinked: vouched for
+/// by its account's ledger (an API call only), or checked against the grant and the link.
 fn authenticate<'a>(
     ctx: &Ctx<'a>,
     key: Option<&'a RecordKey>,
+    purpose: &Purpose,
 ) -> Flow<Result<Bearer<'a>, Refusal>> {
     let Some(key) = key else {
         return Ok(Err(Refusal::UnknownAccessToken));
     };
     let partition = key.partition();
+    let ledger_key = RecordKey::Ledger(partition);
+    ctx.need(&[key, &ledger_key])?;
     let Some((_, token)) = ctx.view::<AccessTokenView>(key)? else {
         return Ok(Err(Refusal::UnknownAccessToken));
     };
@@ -99,6 +106,22 @@ fn authenticate<'a>(
     }
     let fault = || Need::Fault(key.clone());
     let app: AppKey = token.app.parse().ok_or_else(fault)?;
+    let ledger = ctx.load::<LedgerRecord>(&ledger_key)?;
+    // A revocation reads the grant it writes: only an API call is answered by the token alone.
+    let vouched = matches!(purpose, Purpose::Call(_))
+        && token.uid.is_some()
+        && ledger::vouches(token.generation, ledger.map(|l| l.record.generation));
+    if vouched {
+        ctx.need_with_app(&[], &app)?;
+        if ctx.app(&app)?.is_none() {
+            return Ok(Err(Refusal::AppRemoved));
+        }
+        return Ok(Ok(Bearer {
+            key,
+            token,
+            grant: None,
+        }));
+    }
     let grant_id: GrantId = token.grant.parse().ok_or_else(fault)?;
     let account: AccountId = token.account_id.parse().ok_or_else(fault)?;
     let grant_key = RecordKey::Grant(partition, grant_id);
@@ -123,26 +146,29 @@ fn authenticate<'a>(
         Standing::Live => Ok(Bearer {
             key,
             token,
-            grant_key,
-            grant,
+            grant: Some((grant_key, grant)),
         }),
         Standing::Revoked => Err(Refusal::AccessTokenRevoked),
         Standing::Unlinked => Err(Refusal::AccessTokenUnlinked),
     })
 }
 
-/// The principal of an API call the token permits: the grant's app and user, the token's scopes.
+/// The principal of an API call the token permits: the token's app, user and scopes (the uid
+/// from the grant where the token has none: one stored before format 8).
 fn principal(bearer: &Bearer<'_>) -> Flow<Principal> {
-    let (grant, token) = (&bearer.grant, &bearer.token);
-    let grant_fault = || Need::Fault(bearer.grant_key.clone());
+    let token = &bearer.token;
+    let fault = |key: &RecordKey| Need::Fault(key.clone());
+    // (A token is vouched for only with its uid: without one, its grant was read.)
+    let uid = match (token.uid, &bearer.grant) {
+        (Some(uid), _) => uid.parse().ok_or_else(|| fault(bearer.key))?,
+        (None, Some((grant_key, grant))) => grant.uid.parse().ok_or_else(|| fault(grant_key))?,
+        (None, None) => return Err(fault(bearer.key)),
+    };
     Ok(Principal {
-        app: grant.app.parse().ok_or_else(grant_fault)?,
-        account_id: grant.account_id.parse().ok_or_else(grant_fault)?,
-        uid: grant.uid.parse().ok_or_else(grant_fault)?,
-        scopes: token
-            .scopes
-            .to_set()
-            .ok_or_else(|| Need::Fault(bearer.key.clone()))?,
+        app: token.app.parse().ok_or_else(|| fault(bearer.key))?,
+        account_id: token.account_id.parse().ok_or_else(|| fault(bearer.key))?,
+        uid,
+        scopes: token.scopes.to_set().ok_or_else(|| fault(bearer.key))?,
         expires_at: token.expires_at,
     })
 }
@@ -154,7 +180,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
             parsed.purpose.channel(),
         )))
     };
-    let bearer = match authenticate(ctx, parsed.token.as_ref())? {
+    let bearer = match authenticate(ctx, parsed.token.as_ref(), &parsed.purpose)? {
         Ok(bearer) => bearer,
         Err(refusal) => return refused(refusal),
     };
@@ -166,10 +192,14 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         // Ends the token's grant: the token, its refresh token and every access token minted
         // from that refresh token. The grant is decoded whole, to be written.
         Purpose::Revoke => {
-            let Some(loaded) = ctx.load::<GrantRecord>(&bearer.grant_key)? else {
+            // Never vouched for: the grant was read.
+            let Some((grant_key, _)) = &bearer.grant else {
                 return refused(Refusal::UnknownAccessToken);
             };
-            let RecordKey::Grant(_, grant_id) = &bearer.grant_key else {
+            let Some(loaded) = ctx.load::<GrantRecord>(grant_key)? else {
+                return refused(Refusal::UnknownAccessToken);
+            };
+            let RecordKey::Grant(_, grant_id) = grant_key else {
                 return refused(Refusal::UnknownAccessToken);
             };
             let record = loaded.record;
@@ -178,7 +208,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
                 account_id: record.account_id.clone(),
                 grant: grant_id.clone(),
             };
-            let puts = revoke_grant(ctx, bearer.grant_key.clone(), &loaded)?;
+            let puts = revoke_grant(ctx, grant_key.clone(), &loaded)?;
             Ok(Decision::Commit(
                 Transaction {
                     puts,

@@ -8,12 +8,12 @@
 use crate::config::{redirect_matches, App, Config, DefaultTokenType, Issuer, Resource};
 use crate::ctx::{app_record, create, replace, Ctx, Decision, Flow};
 use crate::ending::{ConsentPage, Ending, Via};
-use crate::endpoints::issue::{issue_grant, IssuedGrant};
+use crate::endpoints::issue::{ended_ledger, issue_grant, minting_ledger, FirstToken, IssuedGrant};
 use crate::endpoints::within_limit;
 use crate::ids::{AppKey, RedirectUri, User};
 use crate::machines::code::{self, CodeTerms};
 use crate::machines::grant::GrantTerms;
-use crate::machines::link;
+use crate::machines::{access_token, link};
 use crate::partition::Partition;
 use crate::pkce::{ChallengeMethod, CodeChallenge};
 use crate::records::Resources;
@@ -109,6 +109,11 @@ impl Parsed {
     /// for a stored app's record, read beside); `None` before sign-in.
     pub fn partition(&self) -> Option<Partition> {
         self.link.as_ref().map(RecordKey::partition)
+    }
+
+    /// The signed-in user's ledger, read with the link.
+    fn ledger(&self) -> Option<RecordKey> {
+        self.partition().map(RecordKey::Ledger)
     }
 }
 
@@ -414,8 +419,13 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
             if parsed.user.is_none() && app.document_url().is_some() {
                 return Ok(Decision::End(sign_in(query)));
             }
-            // The app's record in one batch with the user's link.
-            let keys: Vec<&RecordKey> = [record].into_iter().chain(&parsed.link).collect();
+            // The app's record in one batch with the user's link and ledger.
+            let ledger = parsed.ledger();
+            let keys: Vec<&RecordKey> = [record]
+                .into_iter()
+                .chain(&parsed.link)
+                .chain(&ledger)
+                .collect();
             ctx.need(&keys)?;
             // A document's client: its document fetched when it is not kept fresh.
             let Some(stored) = ctx.current_app(app)? else {
@@ -439,6 +449,9 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     };
     let link_key = link_key.clone();
     let partition = link_key.partition();
+    // The account's ledger comes with the link: a new link moves it on, an implicit grant
+    // mints at it.
+    ctx.need(&[&link_key, &RecordKey::Ledger(partition)])?;
     let link = ctx.load::<LinkRecord>(&link_key)?;
     let here = ctx.config.issuer().map(|issuer| issuer.resource());
     let consent_resources = request.resources.or_here(here);
@@ -472,11 +485,28 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         ctx.entropy.link_epoch(),
     );
     let link_epoch = next_link.epoch;
+    // A new link moves the account's ledger on, as an end does: tokens of a link that was lost
+    // (purged, or gone from a damaged store) are never vouched for under the new one. An
+    // implicit grant mints with its link read, not before it, so it always writes the ledger.
+    let implicit = matches!(request.response_type, ResponseType::Token);
+    let expires_at = access_token::expires_at(request.access_type, ctx.now, ctx.config.policy());
+    let (generation, ledger_put) = if link.is_none() {
+        let (generation, put) = ended_ledger(ctx, partition)?;
+        (expires_at.and(Some(generation)), Some(put))
+    } else if implicit {
+        minting_ledger(ctx, partition, expires_at, true)?
+    } else {
+        (None, None)
+    };
     let mut transaction = match request.response_type {
         ResponseType::Code => issue_code(ctx, partition, app, request, user, link_epoch),
         ResponseType::Token => {
-            let (decision, member) =
-                issue_implicit(ctx, partition, request, user, link_epoch, next_link.members);
+            let minted = Minted {
+                link_epoch,
+                next_member: next_link.members,
+                generation,
+            };
+            let (decision, member) = issue_implicit(ctx, partition, request, user, &minted);
             if member.is_some() {
                 next_link = link::with_member(&next_link).0;
             }
@@ -492,6 +522,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     );
     if let Decision::Commit(Transaction { puts, .. }, _) = &mut transaction {
         puts.push(link_put);
+        puts.extend(ledger_put);
     }
     // A stored app is renewed by its use (see `UnannouncedClients::unused_lifetime`).
     Ok(ctx.with_renewal(&app.key, transaction))
@@ -546,16 +577,23 @@ fn issue_code(
     Decision::commit_one(put, audit, ending)
 }
 
+/// Where an implicit grant's token is minted: the link's epoch and its next member place, and
+/// the generation of the account's ledger.
+struct Minted {
+    link_epoch: u64,
+    next_member: u64,
+    generation: Option<u64>,
+}
+
 /// Legacy implicit grant (RFC 6749 §4.2): the access token goes in the fragment; never a
-/// refresh token. With the member place it took (`next_member`) when it never ends by itself
-/// (a long-lived token), for the link to count.
+/// refresh token. With the member place it took (`minted.next_member`) when it never ends by
+/// itself (a long-lived token), for the link to count.
 fn issue_implicit(
     ctx: &Ctx<'_>,
     partition: Partition,
     request: &Authorization,
     user: &User,
-    link_epoch: u64,
-    next_member: u64,
+    minted: &Minted,
 ) -> (Decision, Option<u64>) {
     let Some(reply) = &request.reply else {
         // `validate` refuses response_type=token without a redirect_uri.
@@ -583,13 +621,16 @@ fn issue_implicit(
             app: &request.app,
             user,
             scopes: request.scopes.clone(),
-            link_epoch,
+            link_epoch: minted.link_epoch,
             pkce: false,
             resources: request.resources.clone(),
         },
-        request.access_type,
-        request.resources.clone(),
-        next_member,
+        FirstToken {
+            access_type: request.access_type,
+            audience: request.resources.clone(),
+            generation: minted.generation,
+        },
+        minted.next_member,
     );
     let expires_in_text = expires_in.map(|s| s.0.to_string());
     let scope = grant.scopes.to_string();

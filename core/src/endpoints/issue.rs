@@ -4,12 +4,13 @@
 use crate::credentials::{AccessToken, RefreshToken};
 use crate::ctx::{create, replace, Ctx, Flow, Loaded, RecordKind};
 use crate::ids::GrantId;
+use crate::machines::access_token::TokenTerms;
 use crate::machines::grant::{self, GrantTerms};
-use crate::machines::{access_token, link, refresh_token};
+use crate::machines::{access_token, ledger, link, refresh_token};
 use crate::partition::Partition;
 use crate::records::Resources;
 use crate::records::{
-    AccessTokenRecord, GrantRecord, LinkRecord, MemberRecord, Record, RecordKey,
+    AccessTokenRecord, GrantRecord, LedgerRecord, LinkRecord, MemberRecord, Record, RecordKey,
     RefreshTokenRecord, TokenAccessType,
 };
 use crate::step::Put;
@@ -29,29 +30,47 @@ pub(crate) struct IssuedGrant {
     pub puts: Vec<Put>,
 }
 
+/// A new grant's first access token: the access asked for, the resources it is for (RFC
+/// 8707), and the generation of the account's ledger it is minted at.
+pub(crate) struct FirstToken {
+    pub access_type: TokenAccessType,
+    pub audience: Resources,
+    pub generation: Option<u64>,
+}
+
+/// Whether a grant of `access_type` whose access token expires at `expires_at` never ends by
+/// itself (it has a refresh token or a long-lived access token): it is then one of its link's
+/// members.
+pub(crate) fn outlives_tokens(access_type: TokenAccessType, expires_at: Option<UnixTime>) -> bool {
+    access_type == TokenAccessType::Offline || expires_at.is_none()
+}
+
 /// Issues grant `grant_id` (drawn from the request's entropy by the caller, which may need it
 /// first): an access token, and a refresh token for offline access.
 ///
-/// Everything lies in `partition`, the user's. The access token is for `audience` (RFC 8707).
-/// A grant that never ends by itself takes member place `next_member` of its link.
+/// Everything lies in `partition`, the user's. A grant that never ends by itself takes member
+/// place `next_member` of its link.
 pub(crate) fn issue_grant(
     ctx: &Ctx<'_>,
     partition: Partition,
     grant_id: GrantId,
     terms: GrantTerms<'_>,
-    access_type: TokenAccessType,
-    audience: Resources,
+    first: FirstToken,
     next_member: u64,
 ) -> IssuedGrant {
     let mut grant = grant::new(terms);
+    let access_type = first.access_type;
     let expires_at = access_token::expires_at(access_type, ctx.now, ctx.config.policy());
     let access_token = partition.access_token(ctx.config.server_key(), &ctx.entropy.primary());
     let access_record = access_token::mint(
         &grant_id,
         &grant,
-        grant.scopes.clone(),
-        expires_at,
-        audience,
+        TokenTerms {
+            scopes: grant.scopes.clone(),
+            expires_at,
+            audience: first.audience,
+            generation: first.generation,
+        },
     );
     let refresh = (access_type == TokenAccessType::Offline).then(|| {
         (
@@ -62,8 +81,7 @@ pub(crate) fn issue_grant(
     // The grant knows the tokens that never expire by themselves, to purge them when it ends.
     grant.refresh_token = refresh.as_ref().map(|(token, _)| token.digest());
     grant.long_lived_token = expires_at.is_none().then(|| access_token.digest());
-    let outlives_tokens = grant.refresh_token.is_some() || grant.long_lived_token.is_some();
-    grant.member = outlives_tokens.then_some(next_member);
+    grant.member = outlives_tokens(access_type, expires_at).then_some(next_member);
     // Under an idle lifetime an offline grant ends unless its refresh token is used in time;
     // it and what it owns go one access-token lifetime after that.
     let policy = ctx.config.policy();
@@ -132,7 +150,8 @@ pub(crate) fn issue_grant(
 /// The grant and the tokens that cannot expire (its refresh token, a long-lived access token)
 /// are kept, refused as revoked, until every short-lived access token of the grant has expired
 /// — then nothing can refer to them any more, and the host may purge them all. The grant
-/// leaves its link's list (nothing is left for an unlink to end).
+/// leaves its link's list (nothing is left for an unlink to end), and its account's ledger moves
+/// on ([`ended_ledger`]).
 pub(crate) fn revoke_grant(
     ctx: &Ctx<'_>,
     key: RecordKey,
@@ -142,8 +161,9 @@ pub(crate) fn revoke_grant(
     let partition = key.partition();
     let members = owned_keys(partition, grant);
     let link_key = RecordKey::Link(partition, grant.app.clone(), grant.account_id.clone());
+    let ledger_key = RecordKey::Ledger(partition);
     let mut needed: Vec<&RecordKey> = members.iter().collect();
-    needed.push(&link_key);
+    needed.extend([&link_key, &ledger_key]);
     ctx.need(&needed)?;
     let purge = Some(ctx.now.plus(ctx.config.policy().access_token_ttl));
     let mut puts = vec![replace(
@@ -153,6 +173,7 @@ pub(crate) fn revoke_grant(
         purge,
     )];
     puts.extend(purged_tokens(ctx, members, purge)?);
+    puts.push(ended_ledger(ctx, partition)?.1);
     if let (RecordKey::Grant(_, grant_id), Some(found)) = (&key, ctx.load::<LinkRecord>(&link_key)?)
     {
         if let Some(next) = link::without_grant(found.record, grant_id) {
@@ -165,6 +186,58 @@ pub(crate) fn revoke_grant(
         }
     }
     Ok(puts)
+}
+
+/// The ledger of the account in `partition` after an end there ([`ledger::ended`]): its new
+/// generation, and the write, conditional on the version read (or on its absence), so that
+/// it conflicts with every other write of the ledger.
+pub(crate) fn ended_ledger(ctx: &Ctx<'_>, partition: Partition) -> Flow<(u64, Put)> {
+    let key = RecordKey::Ledger(partition);
+    let found = ctx.load::<LedgerRecord>(&key)?;
+    let next = ledger::ended(
+        found.as_ref().map(|l| l.record),
+        ctx.entropy.ledger_generation(),
+        ctx.now,
+        ctx.config.policy().access_token_ttl,
+    );
+    Ok((next.generation, ledger_put(key, found, next)))
+}
+
+/// A mint, in `partition`, of an access token expiring at `expires_at` ([`ledger::minting`]):
+/// the generation the token records, and the ledger's write if the mint must write it.
+/// `always`: the ledger was read with the grant or link minted under, not before them.
+pub(crate) fn minting_ledger(
+    ctx: &Ctx<'_>,
+    partition: Partition,
+    expires_at: Option<UnixTime>,
+    always: bool,
+) -> Flow<(Option<u64>, Option<Put>)> {
+    if expires_at.is_none() {
+        // A long-lived token is always checked against its grant and link.
+        return Ok((None, None));
+    }
+    let key = RecordKey::Ledger(partition);
+    let found = ctx.load::<LedgerRecord>(&key)?;
+    let minting = ledger::minting(
+        found.as_ref().map(|l| l.record),
+        ctx.entropy.ledger_generation(),
+        expires_at,
+        ctx.config.policy().access_token_ttl,
+        always,
+    );
+    let put = minting.write.map(|next| ledger_put(key, found, next));
+    Ok((minting.generation, put))
+}
+
+/// The ledger written over the one `found` (at its version; absent: created).
+fn ledger_put(key: RecordKey, found: Option<Loaded<'_, LedgerRecord>>, next: LedgerRecord) -> Put {
+    let kept_until = Some(next.kept_until);
+    replace(
+        key,
+        found.map(|l| l.version),
+        &Record::Ledger(next),
+        kept_until,
+    )
 }
 
 /// The grants an unlink ends (its link's list): each kept as it is — refused as unlinked, by

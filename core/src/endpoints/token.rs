@@ -13,8 +13,11 @@ use crate::endpoints::client_auth::{
     authenticate, consume_assertion, decide_failed, form_parameters, refuse, verify, Client,
     FailedClient,
 };
-use crate::endpoints::issue::{issue_grant, revoke_grant};
+use crate::endpoints::issue::{
+    ended_ledger, issue_grant, minting_ledger, outlives_tokens, revoke_grant, FirstToken,
+};
 use crate::ids::{AppKey, User};
+use crate::machines::access_token::TokenTerms;
 use crate::machines::code::{self, Exchange};
 use crate::machines::grant::{self, GrantTerms, Standing};
 use crate::machines::refresh_token::{Position, Rotated};
@@ -143,11 +146,17 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         Parsed::Failed(failed) => return decide_failed(failed, ctx),
         Parsed::Exchange { client, .. } | Parsed::Refresh { client, .. } => client,
     };
-    // A stored app's authentication is checked with its record, read beside the credential's.
-    let beside: Vec<&RecordKey> = parsed.credential().into_iter().collect();
+    // A stored app's authentication is checked with its record, read beside the credential's
+    // and its account's ledger. The ledger is read in this first batch, before the grant and
+    // link a mint reads next: what lets a mint leave it unwritten (see `machines::ledger`).
+    let ledger = parsed
+        .credential()
+        .map(|key| RecordKey::Ledger(key.partition()));
+    let beside: Vec<&RecordKey> = parsed.credential().into_iter().chain(&ledger).collect();
     if let Err(failed) = verify(ctx, client, &beside)? {
         return decide_failed(&failed, ctx);
     }
+    ctx.need(&beside)?;
     // A document's client gets tokens by its current document: fetched again once its cache
     // lifetime is over (a document that vanished or changed is seen here).
     // (Verified, it stands: the fresh copy is the same app or a refusal.)
@@ -252,6 +261,21 @@ fn exchange_code(
         uid: record.uid.clone(),
         name: None,
     };
+    // A grant that never ends by itself takes the link's next member place; under a bound on
+    // live grants that may evict the oldest, which ends it and so moves the ledger on: the
+    // new token is minted at the generation that end leaves.
+    let next_member = link_record.map_or(0, |l| l.members);
+    let expires_at = access_token::expires_at(record.access_type, ctx.now, ctx.config.policy());
+    let evicting = match link_record {
+        Some(_) if outlives_tokens(record.access_type, expires_at) => {
+            evicted(ctx, partition, &user, &record.app, next_member)?
+        }
+        _ => None,
+    };
+    let (generation, ledger_put) = match &evicting {
+        Some(_) => (expires_at.and(Some(ended_ledger(ctx, partition)?.0)), None),
+        None => minting_ledger(ctx, partition, expires_at, false)?,
+    };
     let issued = issue_grant(
         ctx,
         partition,
@@ -264,9 +288,12 @@ fn exchange_code(
             pkce: record.challenge.is_some(),
             resources: record.resources.clone(),
         },
-        record.access_type,
-        audience,
-        link_record.map_or(0, |l| l.members),
+        FirstToken {
+            access_type: record.access_type,
+            audience,
+            generation,
+        },
+        next_member,
     );
     let audit = AuditEvent::TokensIssued {
         app: record.app.clone(),
@@ -287,8 +314,9 @@ fn exchange_code(
         Some(keep_until),
     )];
     puts.extend(issued.puts);
+    puts.extend(ledger_put);
     let mut audit = vec![audit];
-    if let (Some(place), Some(counted)) = (issued.member, link_record) {
+    if let (Some(_), Some(counted)) = (issued.member, link_record) {
         // Its member place counted on the link, at the version read (which also holds the
         // epoch checked above): of two exchanges racing for a place, one writes again.
         puts.push(replace(
@@ -297,10 +325,10 @@ fn exchange_code(
             &Record::Link(link::with_member(counted).0),
             None,
         ));
-        if let Some((evicting, event)) = evicted(ctx, partition, &user, &record.app, place)? {
-            puts.extend(evicting);
-            audit.push(event);
-        }
+    }
+    if let Some((evicting, event)) = evicting {
+        puts.extend(evicting);
+        audit.push(event);
     }
     Ok(Decision::Commit(
         Transaction { puts, audit },
@@ -476,13 +504,23 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
         Some(r) => partition.access_token(r.key, &seed.access_secret(r.key, r.presented)),
         None => partition.access_token(ctx.config.server_key(), &ctx.entropy.primary()),
     };
-    let access_record =
-        access_token::mint(&record.grant, grant.record, scopes, expires_at, audience);
+    let (generation, ledger_put) = minting_ledger(ctx, partition, expires_at, false)?;
+    let access_record = access_token::mint(
+        &record.grant,
+        grant.record,
+        TokenTerms {
+            scopes,
+            expires_at,
+            audience,
+            generation,
+        },
+    );
     let mut puts = vec![create(
         RecordKey::AccessToken(partition, access.digest()),
         &Record::AccessToken(access_record),
         access_token::purge_after(expires_at, ctx.config.policy()),
     )];
+    puts.extend(ledger_put);
     let successor = rotating
         .as_ref()
         .map(|r| partition.refresh_token(r.key, &seed.refresh_secret(r.key, r.presented)));

@@ -4,7 +4,7 @@
 use crate::config::Config;
 use crate::ctx::{replace, Ctx, Decision, Flow};
 use crate::ending::Ending;
-use crate::endpoints::issue::unlinked_grants;
+use crate::endpoints::issue::{ended_ledger, unlinked_grants};
 use crate::ids::{AccountId, AppKey};
 use crate::machines::link;
 use crate::partition::Partition;
@@ -49,6 +49,8 @@ impl Parsed {
 /// all the same (no link, no standing), and a new consent starts a new link at a random epoch.
 pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     let key = parsed.key.clone();
+    // The account's ledger comes with the link: the unlink moves it on.
+    ctx.need(&[&key, &RecordKey::Ledger(parsed.partition())])?;
     let Some(loaded) = ctx.load::<LinkRecord>(&key)? else {
         // Never linked (or gone, with everything it ended): nothing to end.
         return Ok(Decision::End(Ending::Unlinked));
@@ -64,10 +66,13 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         };
         (link::unlinked(loaded.record), vec![audit])
     };
+    // The first transaction ends the epoch, and moves the account's ledger on with it.
     let legacy = if audit.is_empty() {
         Vec::new()
     } else {
-        unlinked_grants(ctx, key.partition(), &loaded.record.grants)?
+        let mut puts = unlinked_grants(ctx, key.partition(), &loaded.record.grants)?;
+        puts.push(ended_ledger(ctx, key.partition())?.1);
+        puts
     };
     let (next, swept) = sweep_page(ctx, &key, next)?;
     if audit.is_empty() && next.swept == loaded.record.swept {

@@ -27,21 +27,30 @@ pub(crate) fn purge_after(expires_at: Option<UnixTime>, policy: &Policy) -> Opti
     expires_at.map(|at| at.plus(policy.access_token_ttl))
 }
 
-/// The record of an access token of `grant` carrying `scopes`.
+/// The terms of an access token: what it carries, until when, for which resources, and the
+/// generation of its account's ledger it is minted at ([`ledger::minting`](super::ledger)).
+pub(crate) struct TokenTerms {
+    pub scopes: ScopeSet,
+    pub expires_at: Option<UnixTime>,
+    pub audience: Resources,
+    pub generation: Option<u64>,
+}
+
+/// The record of an access token of `grant` on `terms`.
 pub(crate) fn mint(
     grant_id: &GrantId,
     grant: &GrantRecord,
-    scopes: ScopeSet,
-    expires_at: Option<UnixTime>,
-    audience: Resources,
+    terms: TokenTerms,
 ) -> AccessTokenRecord {
     AccessTokenRecord {
         grant: grant_id.clone(),
         app: grant.app.clone(),
         account_id: grant.account_id.clone(),
-        scopes,
-        expires_at,
-        audience,
+        scopes: terms.scopes,
+        expires_at: terms.expires_at,
+        audience: terms.audience,
+        generation: terms.generation,
+        uid: Some(grant.uid.clone()),
     }
 }
 

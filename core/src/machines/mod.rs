@@ -12,10 +12,13 @@
 //!   every check is refused until the window ends.
 //! - [`link`]: the standing link of a user and an app; an unlink ends every grant of the pair in
 //!   one write, by bumping its epoch.
+//! - [`ledger`]: an account's generation, moved on by every end in its partition: a token minted
+//!   at the generation still standing needs no other record to be checked.
 
 pub(crate) mod access_token;
 pub(crate) mod attempts;
 pub(crate) mod code;
 pub(crate) mod grant;
+pub(crate) mod ledger;
 pub(crate) mod link;
 pub(crate) mod refresh_token;

@@ -186,6 +186,32 @@ pub struct AccessTokenRecord {
     pub expires_at: Option<UnixTime>,
     /// The resources it is for (RFC 8707 audience); empty: any this server protects.
     pub audience: Resources,
+    /// The generation of its account's [`LedgerRecord`] it was minted at: while the ledger
+    /// stands there, nothing of the account has ended since, and a bearer check needs no other
+    /// record. `None` for a long-lived token and for one stored before format 8.
+    pub generation: Option<u64>,
+    /// The user's uid (copied from the grant, for a check decided on the token alone); `None`
+    /// for a token stored before format 8.
+    pub uid: Option<Uid>,
+}
+
+/// An account's ledger: a generation that moves on with everything that ends access in the
+/// account's partition (a grant revoked, an unlink, a new link), in the same transaction.
+///
+/// An access token records the generation it was minted at; while the ledger is still there,
+/// nothing of its account has ended since, so its grant and link stand as they stood when it
+/// was minted, and a bearer check decides on the token alone. Any other generation (or no
+/// ledger) sends the check to the grant and the link, as before. A mint reads the ledger
+/// before the grant and link it mints under, so that an end committing between the two reads
+/// is seen by one of them (see `machines::ledger`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LedgerRecord {
+    /// Moved on by every end; a new ledger starts at a random one, so that a ledger made again
+    /// after a purge never vouches for the tokens of an earlier one.
+    pub generation: u64,
+    /// Until when it is kept: past the expiry of the last token minted at its generation (its
+    /// purge time).
+    pub kept_until: UnixTime,
 }
 
 /// A refresh token, stored under its digest. It never expires by time.
@@ -467,7 +493,9 @@ pub struct AboutClient {
 /// the standards profile, the API here) asks for consent once more. Format 7 added the link's
 /// member places, the grant's own and its idle deadline (and the member record): an older link
 /// reads with its places at 0 (its listed grants are still purged by an unlink, from the
-/// list), an older grant with neither. (Keying the partitions under the server key moved every
+/// list), an older grant with neither. Format 8 added the access token's generation and uid
+/// (and the ledger): an older token reads with neither, and its bearer checks read its grant
+/// and link as before. (Keying the partitions under the server key moved every
 /// account's records to keys nothing of the older releases named, as format 2 did: no format
 /// changed, older records are never read and are purged at their times.)
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -490,6 +518,8 @@ pub enum Record {
     App(AppRecord),
     /// Under [`RecordKey::Assertion`].
     Assertion(AssertionRecord),
+    /// Under [`RecordKey::Ledger`].
+    Ledger(LedgerRecord),
 }
 
 /// A client assertion that was used: kept until it expires, so that it is used once.
@@ -500,7 +530,7 @@ pub struct AssertionRecord {
 }
 
 /// The format of stored records: the first byte of every [`Record::encode`].
-pub const FORMAT: u8 = 7;
+pub const FORMAT: u8 = 8;
 
 /// The postcard tags of the variants (their index, one byte) whose record gained last fields
 /// since a format: each an empty list, an empty string or `None`, all one zero byte, so zero
@@ -514,11 +544,13 @@ pub(crate) const LINK_TAG: u8 = 4;
 fn missing_trailing_fields(format: u8, tag: u8) -> usize {
     // Format 3 added the link's grants; format 4 the code's, grant's and access token's
     // resources; format 5 the grant's last rotation; format 6 the link's resources; format 7
-    // the link's three member places, the grant's own and its idle deadline.
+    // the link's three member places, the grant's own and its idle deadline; format 8 the
+    // access token's generation and uid.
     let added_since = |formats: &[u8]| formats.iter().filter(|&&f| format < f).count();
     match tag {
         LINK_TAG => added_since(&[3, 6, 7, 7, 7]),
-        CODE_TAG | ACCESS_TOKEN_TAG => added_since(&[4]),
+        CODE_TAG => added_since(&[4]),
+        ACCESS_TOKEN_TAG => added_since(&[4, 8, 8]),
         GRANT_TAG => added_since(&[4, 5, 7, 7]),
         _ => 0,
     }
@@ -546,13 +578,13 @@ impl Record {
         }
     }
 
-    /// A record's stored form in the current [`FORMAT`]: as it is, or — for formats 2 to 6,
+    /// A record's stored form in the current [`FORMAT`]: as it is, or — for formats 2 to 7,
     /// which lacked trailing fields on some records (see `missing_trailing_fields`) — with
     /// each missing one appended (one zero byte each). `None` for any other format.
     pub(crate) fn upgraded(bytes: &[u8]) -> Option<Cow<'_, [u8]>> {
         match bytes.split_first()? {
             (&FORMAT, _) => Some(Cow::Borrowed(bytes)),
-            (&format @ 2..=6, rest) => {
+            (&format @ 2..=7, rest) => {
                 let missing = rest
                     .first()
                     .map_or(0, |&tag| missing_trailing_fields(format, tag));
@@ -579,6 +611,7 @@ impl Record {
                 | (Record::Member(_), RecordKey::Member(..))
                 | (Record::App(_), RecordKey::App(..))
                 | (Record::Assertion(_), RecordKey::Assertion(..))
+                | (Record::Ledger(_), RecordKey::Ledger(..))
         )
     }
 }
@@ -607,9 +640,10 @@ impl Stored {
 
 /// Where a record lives: in which [`Partition`], under which name. Its text form,
 /// `<partition>/<kind>:<name>` (`code:…`, `access:…`, `refresh:…`, `grant:…`,
-/// `link:<app>:<account>`, `member:<place>:<app>:<account>`, `attempts:…`, `app:<app>`; a
-/// document client's `<app>` with `:` and `%` escaped as `%3A` and `%25`), is the storage key; a host that spreads its records
-/// over many machines splits it at the `/` and routes by [`partition`](Self::partition).
+/// `link:<app>:<account>`, `member:<place>:<app>:<account>`, `attempts:…`, `app:<app>`,
+/// `ledger:`; a document client's `<app>` with `:` and `%` escaped as `%3A` and `%25`), is the
+/// storage key; a host that spreads its records over many machines splits it at the `/` and
+/// routes by [`partition`](Self::partition).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum RecordKey {
     /// An authorization code, by digest, in its account's partition.
@@ -632,6 +666,9 @@ pub enum RecordKey {
     App(Partition, AppKey),
     /// A client assertion used (`private_key_jwt`), by digest: a partition of its own.
     Assertion(AssertionDigest),
+    /// The ledger of the account whose partition this is (one per account: the partition is
+    /// the account's).
+    Ledger(Partition),
 }
 
 impl RecordKey {
@@ -690,7 +727,8 @@ impl RecordKey {
             | RecordKey::Grant(p, _)
             | RecordKey::Link(p, ..)
             | RecordKey::Member(p, ..)
-            | RecordKey::App(p, _) => *p,
+            | RecordKey::App(p, _)
+            | RecordKey::Ledger(p) => *p,
             RecordKey::Attempts(digest) => Partition::of_attempter(digest),
             RecordKey::Assertion(digest) => Partition::of_assertion(digest),
         }
@@ -714,6 +752,7 @@ impl fmt::Display for RecordKey {
             }
             RecordKey::App(_, app) => write!(f, "{p}/app:{}", escaped(app)),
             RecordKey::Assertion(d) => write!(f, "{p}/assertion:{}", d.to_base64()),
+            RecordKey::Ledger(_) => write!(f, "{p}/ledger:"),
         }
     }
 }
@@ -770,6 +809,7 @@ impl FromStr for RecordKey {
             "assertion" => AssertionDigest::from_base64(rest).map(RecordKey::Assertion),
             "grant" => GrantId::parse(rest).map(|id| RecordKey::Grant(p, id)),
             "app" => unescaped(rest).map(|app| RecordKey::App(p, app)),
+            "ledger" => rest.is_empty().then_some(RecordKey::Ledger(p)),
             "link" => rest.split_once(':').and_then(|(app, account)| {
                 Some(RecordKey::Link(
                     p,

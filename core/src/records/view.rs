@@ -201,10 +201,22 @@ impl<'a> Value<'a> {
         }
     }
 
-    fn time(self) -> Option<Option<UnixTime>> {
+    fn maybe_u64(self) -> Option<Option<u64>> {
         match self {
             Value::Absent => Some(None),
-            Value::U64(n) => Some(Some(UnixTime(n))),
+            Value::U64(n) => Some(Some(n)),
+            _ => None,
+        }
+    }
+
+    fn time(self) -> Option<Option<UnixTime>> {
+        self.maybe_u64().map(|n| n.map(UnixTime))
+    }
+
+    fn maybe_text(self) -> Option<Option<Text<'a>>> {
+        match self {
+            Value::Absent => Some(None),
+            Value::Text(text) => Some(Some(text)),
             _ => None,
         }
     }
@@ -265,7 +277,7 @@ fn fields<'a, const N: usize>(
 use Field::*;
 
 /// [`AccessTokenRecord`](super::AccessTokenRecord)'s fields, in order.
-const ACCESS_TOKEN: [Field; 6] = [Str, Str, Str, List, MaybeInt, Str];
+const ACCESS_TOKEN: [Field; 8] = [Str, Str, Str, List, MaybeInt, Str, MaybeInt, MaybeStr];
 /// [`GrantRecord`](super::GrantRecord)'s fields, in order.
 const GRANT: [Field; 13] = [
     Str,
@@ -300,11 +312,13 @@ pub(crate) struct AccessTokenView<'a> {
     pub scopes: ScopeNames<'a>,
     pub expires_at: Option<UnixTime>,
     pub audience: Text<'a>,
+    pub generation: Option<u64>,
+    pub uid: Option<Text<'a>>,
 }
 
 impl<'a> RecordView<'a> for AccessTokenView<'a> {
     fn read(bytes: &'a [u8]) -> Option<AccessTokenView<'a>> {
-        let [grant, app, account_id, scopes, expires_at, audience] =
+        let [grant, app, account_id, scopes, expires_at, audience, generation, uid] =
             fields(bytes, ACCESS_TOKEN_TAG, &ACCESS_TOKEN)?;
         Some(AccessTokenView {
             grant: grant.text()?,
@@ -313,6 +327,8 @@ impl<'a> RecordView<'a> for AccessTokenView<'a> {
             scopes: scopes.names()?,
             expires_at: expires_at.time()?,
             audience: audience.text()?,
+            generation: generation.maybe_u64()?,
+            uid: uid.maybe_text()?,
         })
     }
 }
@@ -331,8 +347,6 @@ impl AccessTokenView<'_> {
 /// check decides on and answers with.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct GrantView<'a> {
-    pub app: Text<'a>,
-    pub account_id: Text<'a>,
     pub uid: Text<'a>,
     pub link_epoch: u64,
     pub revoked_at: Option<UnixTime>,
@@ -340,11 +354,8 @@ pub(crate) struct GrantView<'a> {
 
 impl<'a> RecordView<'a> for GrantView<'a> {
     fn read(bytes: &'a [u8]) -> Option<GrantView<'a>> {
-        let [app, account_id, uid, _, link_epoch, _, revoked_at, ..] =
-            fields(bytes, GRANT_TAG, &GRANT)?;
+        let [_, _, uid, _, link_epoch, _, revoked_at, ..] = fields(bytes, GRANT_TAG, &GRANT)?;
         Some(GrantView {
-            app: app.text()?,
-            account_id: account_id.text()?,
             uid: uid.text()?,
             link_epoch: link_epoch.u64()?,
             revoked_at: revoked_at.time()?,
@@ -411,17 +422,22 @@ mod tests {
             scopes(),
             prop::option::of(time()),
             resources(),
+            (prop::option::of(any::<u64>()), prop::option::of(id())),
         )
-            .prop_map(|(grant, app, account, scopes, expires_at, audience)| {
-                AccessTokenRecord {
-                    grant: GrantId::parse(&grant).unwrap_or_else(|| unreachable!()),
-                    app: AppKey::new(app).unwrap_or_else(|_| unreachable!()),
-                    account_id: AccountId::new(account).unwrap_or_else(|_| unreachable!()),
-                    scopes,
-                    expires_at,
-                    audience,
-                }
-            })
+            .prop_map(
+                |(grant, app, account, scopes, expires_at, audience, (generation, uid))| {
+                    AccessTokenRecord {
+                        grant: GrantId::parse(&grant).unwrap_or_else(|| unreachable!()),
+                        app: AppKey::new(app).unwrap_or_else(|_| unreachable!()),
+                        account_id: AccountId::new(account).unwrap_or_else(|_| unreachable!()),
+                        scopes,
+                        expires_at,
+                        audience,
+                        generation,
+                        uid: uid.map(|uid| Uid::new(uid).unwrap_or_else(|_| unreachable!())),
+                    }
+                },
+            )
     }
 
     fn grant() -> impl Strategy<Value = GrantRecord> {
@@ -552,6 +568,9 @@ mod tests {
                 );
                 prop_assert_eq!(v.scopes.to_set(), Some(r.scopes.clone()));
                 prop_assert_eq!(v.expires_at, r.expires_at);
+                prop_assert_eq!(v.generation, r.generation);
+                prop_assert_eq!(v.uid.and_then(Text::parse::<Uid>), r.uid.clone());
+                prop_assert_eq!(v.uid.is_some(), r.uid.is_some());
                 prop_assert_eq!(v.audience.is_empty(), r.audience.is_empty());
                 for resource in r.audience.iter() {
                     prop_assert!(v.is_for(resource));
@@ -565,11 +584,6 @@ mod tests {
             }
             Record::Grant(r) => {
                 let v = grant.ok_or_else(|| TestCaseError::fail("no grant view"))?;
-                prop_assert_eq!(v.app.parse::<AppKey>(), Some(r.app.clone()));
-                prop_assert_eq!(
-                    v.account_id.parse::<AccountId>(),
-                    Some(r.account_id.clone())
-                );
                 prop_assert_eq!(v.uid.parse::<Uid>(), Some(r.uid.clone()));
                 prop_assert_eq!(v.link_epoch, r.link_epoch);
                 prop_assert_eq!(v.revoked_at, r.revoked_at);

@@ -6,7 +6,8 @@
 // also writes the grant's refresh token back unchanged with a purge time, at version 1, and a
 // rotation the token it supersedes: here that sets its KV expiration, after the strong
 // transaction applied.) A bearer check
-// reads the token from KV and its grant and link from the strong store, so a stale KV read can
+// reads the token from KV and its account's ledger (and, where the ledger moved on since the
+// token was minted, its grant and link) from the strong store, so a stale KV read can
 // only miss a token written moments ago elsewhere (a spurious 401), never accept a revoked or
 // expired one.
 //
