@@ -127,9 +127,16 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * part: `migrateApp` rewrites the document in JavaScript, so writing a configuration's JSON
  * (10.3 KB raw, twiggy's "migrateApp multivalue shim") left the module, -5.4: 151.31; the
  * authorization request's `state` no longer cloned as a Result (which linked Refusal's Clone,
- * 1.4 KB raw), -0.5: 150.80. Budget 151.0; the rest of issue 27's cost is still to pay back.
+ * 1.4 KB raw), -0.5: 150.80. Issue 29's part 2, the account's ledger (its record, the access
+ * token's generation and uid, the ledger read and written by the token, authorization, unlink
+ * and revocation paths, the bearer check's second way to decide), +2.6: 153.37 (`twiggy diff`
+ * of `wasm-opt -g` builds: +7.3 KB raw, of which the endpoint decisions inlined into
+ * `Request::decide` +3.5, the records' decode and encode +0.6, the ledger's two writers +0.7,
+ * revocation and issuing +0.7). Budget 153.5, on purpose, for the bearer check it buys (in
+ * Node 17 % faster on memory and 24 % on SQLite); the rest of issue 27's cost and this are
+ * still to pay back.
  */
-const BUDGETS = { edgegrant_wasm: 151.0 * 1024, edgegrant_client: 75.5 * 1024 };
+const BUDGETS = { edgegrant_wasm: 153.5 * 1024, edgegrant_client: 75.5 * 1024 };
 
 const modules = [
   { feature: "server", name: "edgegrant_wasm" },

@@ -135,20 +135,26 @@ fn a_stored_record_the_core_cannot_read_is_a_storage_fault() {
                 (ledger_key.clone(), ledger.clone()),
             ]))
             .unwrap();
-        let Step::Respond(reply) = step else {
-            panic!("a storage fault is answered, got {step:?}")
-        };
-        assert_eq!(
-            reply.refusal(),
-            Some(&Refusal::StorageFault(access_key.to_string()))
-        );
-        assert_eq!(reply.response.status, 503);
-        assert_eq!(reply.response.header("Retry-After"), Some("1"));
-        assert!(
-            !reply.response.body.contains(&access_key.to_string()),
-            "the key is for the host's log, not the client"
-        );
+        answers_a_storage_fault(&step, &access_key);
     }
+}
+
+/// `step` answers a storage fault of the record under `key`: 503, to be retried in a second,
+/// the key named to the host (for its log) and not to the client.
+fn answers_a_storage_fault(step: &Step, key: &RecordKey) {
+    let Step::Respond(reply) = step else {
+        panic!("a storage fault is answered, got {step:?}")
+    };
+    assert_eq!(
+        reply.refusal(),
+        Some(&Refusal::StorageFault(key.to_string()))
+    );
+    assert_eq!(reply.response.status, 503);
+    assert_eq!(reply.response.header("Retry-After"), Some("1"));
+    assert!(
+        !reply.response.body.contains(&key.to_string()),
+        "the key is for the host's log, not the client"
+    );
 }
 
 /// A token request reads the presented credential and its account's ledger in its first batch,
@@ -184,14 +190,7 @@ fn a_mint_reads_the_ledger_first_and_a_damaged_ledger_is_a_storage_fault() {
             (ledger_key.clone(), Some(damaged)),
         ]))
         .unwrap();
-    let Step::Respond(reply) = step else {
-        panic!("a storage fault is answered, got {step:?}")
-    };
-    assert_eq!(
-        reply.refusal(),
-        Some(&Refusal::StorageFault(ledger_key.to_string()))
-    );
-    assert_eq!(reply.response.status, 503);
+    answers_a_storage_fault(&step, &ledger_key);
 }
 
 #[test]
