@@ -307,9 +307,9 @@ pub use partition::{BadPartition, Partition};
 pub use pkce::{ChallengeMethod, CodeChallenge, CodeVerifier};
 pub use records::{
     AboutClient, AccessTokenRecord, AppRecord, AttemptsRecord, AuthMethod, BadRecord, BadRecordKey,
-    ClientKeys, CodeRecord, CodeState, DocumentClient, GrantRecord, LastRotation, LinkRecord,
-    MemberRecord, Provenance, Record, RecordKey, RefreshTokenRecord, Registration, RemoteKeys,
-    Resources, Stored, TokenAccessType, FORMAT as RECORD_FORMAT,
+    ClientKeys, CodeRecord, CodeState, DocumentClient, GrantRecord, LastRotation, LedgerRecord,
+    LinkRecord, MemberRecord, Provenance, Record, RecordKey, RefreshTokenRecord, Registration,
+    RemoteKeys, Resources, Stored, TokenAccessType, FORMAT as RECORD_FORMAT,
 };
 pub use refusal::{DocumentFault, Refusal};
 pub use render::PAGE_HEADERS;
