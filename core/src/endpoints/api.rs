@@ -208,7 +208,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
                 account_id: record.account_id.clone(),
                 grant: grant_id.clone(),
             };
-            let puts = revoke_grant(ctx, grant_key.clone(), &loaded)?;
+            let puts = revoke_grant(ctx, grant_key.clone(), &loaded)?.puts;
             Ok(Decision::Commit(
                 Transaction {
                     puts,

@@ -156,7 +156,7 @@ pub(crate) fn revoke_grant(
     ctx: &Ctx<'_>,
     key: RecordKey,
     loaded: &Loaded<'_, GrantRecord>,
-) -> Flow<Vec<Put>> {
+) -> Flow<Revoked> {
     let grant = loaded.record;
     let partition = key.partition();
     let members = owned_keys(partition, grant);
@@ -173,7 +173,8 @@ pub(crate) fn revoke_grant(
         purge,
     )];
     puts.extend(purged_tokens(ctx, members, purge)?);
-    puts.push(ended_ledger(ctx, partition)?.1);
+    let (generation, ledger) = ended_ledger(ctx, partition)?;
+    puts.push(ledger);
     if let (RecordKey::Grant(_, grant_id), Some(found)) = (&key, ctx.load::<LinkRecord>(&link_key)?)
     {
         if let Some(next) = link::without_grant(found.record, grant_id) {
@@ -185,7 +186,15 @@ pub(crate) fn revoke_grant(
             ));
         }
     }
-    Ok(puts)
+    Ok(Revoked { puts, generation })
+}
+
+/// A grant's revocation ([`revoke_grant`]).
+pub(crate) struct Revoked {
+    /// The writes that end the grant, its tokens and its place on the link, and move the ledger.
+    pub puts: Vec<Put>,
+    /// The ledger's generation after them: what a token minted in the same transaction records.
+    pub generation: u64,
 }
 
 /// The ledger of the account in `partition` after an end there ([`ledger::ended`]): its new

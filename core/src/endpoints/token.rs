@@ -14,7 +14,7 @@ use crate::endpoints::client_auth::{
     FailedClient,
 };
 use crate::endpoints::issue::{
-    ended_ledger, issue_grant, minting_ledger, outlives_tokens, revoke_grant, FirstToken,
+    issue_grant, minting_ledger, outlives_tokens, revoke_grant, FirstToken, Revoked,
 };
 use crate::ids::{AppKey, User};
 use crate::machines::access_token::TokenTerms;
@@ -31,7 +31,7 @@ use crate::records::{
 };
 use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
-use crate::step::{AuditEvent, Put, Transaction};
+use crate::step::{AuditEvent, Transaction};
 use crate::wire::form::Repeated;
 use crate::wire::http::HttpRequest;
 
@@ -273,7 +273,7 @@ fn exchange_code(
         _ => None,
     };
     let (generation, ledger_put) = match &evicting {
-        Some(_) => (expires_at.and(Some(ended_ledger(ctx, partition)?.0)), None),
+        Some((eviction, _)) => (expires_at.and(Some(eviction.generation)), None),
         None => minting_ledger(ctx, partition, expires_at, false)?,
     };
     let issued = issue_grant(
@@ -326,8 +326,8 @@ fn exchange_code(
             None,
         ));
     }
-    if let Some((evicting, event)) = evicting {
-        puts.extend(evicting);
+    if let Some((eviction, event)) = evicting {
+        puts.extend(eviction.puts);
         audit.push(event);
     }
     Ok(Decision::Commit(
@@ -343,14 +343,14 @@ fn exchange_code(
 
 /// Under a bound on live grants per user and app ([`Policy::live_grants_per_link`](crate::Policy::live_grants_per_link)), a new
 /// member at `place` revokes the one `bound` places before it, if that one still stands: so
-/// every live member is among the newest `bound`. The writes and the audit event, if any.
+/// every live member is among the newest `bound`. The revocation and its audit event, if any.
 fn evicted(
     ctx: &Ctx<'_>,
     partition: Partition,
     user: &User,
     app: &AppKey,
     place: u64,
-) -> Flow<Option<(Vec<Put>, AuditEvent)>> {
+) -> Flow<Option<(Revoked, AuditEvent)>> {
     let Some(oldest) = ctx
         .config
         .policy()
@@ -392,7 +392,7 @@ fn code_reused(ctx: &Ctx<'_>, client: &Client, key: RecordKey) -> Flow<Decision>
                 account_id: loaded.record.account_id.clone(),
                 grant: grant_id.clone(),
             };
-            let puts = revoke_grant(ctx, key.clone(), &loaded)?;
+            let puts = revoke_grant(ctx, key.clone(), &loaded)?.puts;
             Ok(Decision::Commit(
                 Transaction {
                     puts,
@@ -688,7 +688,7 @@ fn refresh_token_reused(
         account_id: grant.record.account_id.clone(),
         grant: grant_id.clone(),
     };
-    let puts = revoke_grant(ctx, grant_key.clone(), grant)?;
+    let puts = revoke_grant(ctx, grant_key.clone(), grant)?.puts;
     Ok(Decision::Commit(
         Transaction {
             puts,

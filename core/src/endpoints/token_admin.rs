@@ -223,7 +223,7 @@ fn revoke(ctx: &Ctx<'_>, client: &Client, held: Option<Held<'_>>) -> Flow<Decisi
         account_id: held.account_id.clone(),
         grant: held.grant_id.clone(),
     };
-    let puts = revoke_grant(ctx, held.grant_key, &held.grant)?;
+    let puts = revoke_grant(ctx, held.grant_key, &held.grant)?.puts;
     Ok(Decision::Commit(
         Transaction {
             puts,
