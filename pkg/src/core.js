@@ -2,21 +2,27 @@
 // any server call) and the PKCE client's (`initializeClient`, before `createPkceMachine`). The
 // entry points do it: ./node.js both, ./workers.js the server's, ./browser.js the client's.
 //
-// On the request path plain values cross (strings, numbers, bytes; see wasm/src/server.rs); JSON
-// only carries the configuration, audit events and the PKCE client's values.
+// On the request path each step crosses once each way, packed in bytes (./packed.js, and
+// wasm/src/packed.rs); JSON only carries the configuration, audit events and the PKCE client's
+// values.
 import * as bindings from "../dist/edgegrant_wasm.js";
 import * as clientBindings from "../dist/edgegrant_client.js";
 
 let initialized = false;
 let clientInitialized = false;
+/** The server module's memory, where a request's steps are read (./packed.js). */
+let memory;
 
 /** Instantiates the server's core from a `WebAssembly.Module` or the module's bytes. Idempotent. */
 export function initialize(module) {
   if (!initialized) {
-    bindings.initSync({ module });
+    memory = bindings.initSync({ module }).memory;
     initialized = true;
   }
 }
+
+/** The server module's memory (its `buffer` changes when it grows). */
+export const moduleMemory = () => memory;
 
 /** Instantiates the PKCE client's module (dist/edgegrant_client_bg.wasm) likewise. Idempotent. */
 export function initializeClient(module) {
@@ -67,10 +73,9 @@ function joinedHeaders(headers) {
 
 /**
  * A validated configuration, ready to start requests. Throws an Error if the configuration is
- * unusable. Requests are the wasm module's objects: `step()` says what to do next and the
- * getters of that step give its values; `advance(event)` says what came of it — "found" (after
- * `supply` of each key), "committed", "conflicted" or "unavailable" (see runRequest in
- * ./server.js, the one loop over them).
+ * unusable. Requests are the wasm module's objects: `step()` gives the first step, packed in
+ * the module's memory (`readStep` in ./packed.js reads it), and what came of each step goes back
+ * in one call that returns the next (see runRequest in ./server.js, the one loop over them).
  */
 export function createCore(config) {
   expect(isObject(config), "createCore(config): config must be a configuration document (an object)");

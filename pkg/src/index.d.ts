@@ -207,6 +207,21 @@ export function entropyLength(): number;
 export function createAuthServer(options: AuthServerOptions): AuthServer;
 /** A Fetch Request's body, at most `limit + 1` bytes of it (more than `limit`: refuse it); the rest is read and dropped up to 100 MiB, then cancelled (a host with nothing in front of it to cap bodies reads less itself, and closes the connection after the answer). */
 export function readBody(request: Request, limit: number): Promise<Uint8Array>;
+/**
+ * A step of a core request, read from the bytes its `step()`, `found()`, `advance()`, `fetched()`, `fetchFailed()` or `verified()` returned: what `runRequest` does with each kind is
+ * read the keys (then `found(packRecords(keys, records))`), apply the transaction (then `advance("committed")` or `advance("conflicted")`; `advance("unavailable")` when the store throws),
+ * fetch the document (then `fetched(status, cacheControl, body)` or `fetchFailed(reason)`), verify the signature (then `verified(holds)`), or finish with the reply or the authorized call.
+ */
+export type CoreStep =
+  | { kind: "r"; keys: string[] }
+  | { kind: "w"; transaction: Transaction }
+  | ({ kind: "p" } & Omit<Extract<Result, { kind: "reply" }>, "kind">)
+  | ({ kind: "s" } & Omit<Extract<Result, { kind: "serve" }>, "kind">)
+  | { kind: "f"; url: string; maxBytes: number; timeoutMs: number }
+  | { kind: "v"; alg: "ES256" | "RS256"; key: string; message: string; signature: Uint8Array };
+export function readStep(packed: Uint8Array): CoreStep;
+/** What a store's read answered (`Map` of key → `Stored`; absent keys left out), packed for `found` in the order of `keys`. */
+export function packRecords(keys: string[], found: Map<string, Stored>): Uint8Array;
 /** Runs a request of the core to its end against `storage`, and frees it. */
 export function runRequest(request: CoreRequest, storage: Storage, options?: { onAudit?: (event: AuditEvent) => void; fetchDocument?: DocumentFetcher }): Promise<Result>;
 /** Fetches a client's metadata document with `fetch` (a service binding's, say): https only, no special-use IP literal or private name (loopback with `allowLoopback`), no redirect followed, the size and the deadline held. It cannot see the address a name resolves to (see `documentFetchLimits`). */

@@ -5,6 +5,7 @@
 // bytes, records, time and entropy between the core and the host.
 import { createCore, entropyLength, pageHeaders } from "./core.js";
 import { fetchDocument } from "./documents.js";
+import { packRecords, readStep } from "./packed.js";
 
 const NO_BODY = new Uint8Array(0);
 
@@ -48,23 +49,17 @@ export function drawEntropy() {
   return entropy;
 }
 
-/** Pairs from names and values alternately, from index `start` of `flat`. */
-function pairs(flat, start = 0) {
-  const out = [];
-  for (let i = start; i + 1 < flat.length; i += 2) out.push([flat[i], flat[i + 1]]);
-  return out;
-}
-
 /** What a store or a hook returned, awaited only when it is a promise: an in-memory store or a synchronous hook costs no turn of the event loop. */
 const settled = (value) => (typeof value?.then === "function" ? value : undefined);
 
 /**
  * The store threw (an outage, a timeout, SQLITE_BUSY): not the client's fault. The core answers
- * 503 with Retry-After on the endpoint's channel; the error goes to the host's log.
+ * 503 with Retry-After on the endpoint's channel; the error goes to the host's log. Returns the
+ * next step.
  */
 function storageFailed(request, what, error) {
   console.error(`edgegrant: storage ${what} failed:`, error);
-  request.advance("unavailable");
+  return request.advance("unavailable");
 }
 
 /**
@@ -82,15 +77,6 @@ function emitAudit(onAudit, events) {
   }
 }
 
-/** The pending write as the storage adapters take it. */
-function transactionOf(request) {
-  const puts = [];
-  for (let i = 0, n = request.putCount(); i < n; i++) {
-    puts.push({ key: request.putKey(i), expect: request.putExpect(i) ?? null, bytes: request.putBytes(i), purgeAfter: request.putPurgeAfter(i) ?? null });
-  }
-  return { puts, audit: JSON.parse(request.audit()) };
-}
-
 /**
  * Runs a request of the core (`core.request(...)` or `core.unlink(...)`) to its end against
  * `storage`, and frees it. Resolves `{ kind: "reply", status, headers, body, outcome, refusal }`
@@ -103,19 +89,20 @@ export async function runRequest(request, storage, { onAudit, fetchDocument: fet
 
 /**
  * Answers the core's fetch of a client's metadata document (a `f` step: its URL, size limit and
- * deadline) with what `fetcher` got. A fetcher that throws is a bug of the host's, reported as
- * an unreachable document (the client gets invalid_client), never a 5xx.
+ * deadline) with what `fetcher` got, and returns the next step. A fetcher that throws is a bug
+ * of the host's, reported as an unreachable document (the client gets invalid_client), never a
+ * 5xx.
  */
-async function answerFetch(request, step, fetcher) {
+async function answerFetch(request, { url, maxBytes, timeoutMs }, fetcher) {
   let answer;
   try {
-    answer = await fetcher({ url: step[1], maxBytes: Number(step[2]), timeoutMs: Number(step[3]) });
+    answer = await fetcher({ url, maxBytes, timeoutMs });
   } catch (error) {
     console.error("edgegrant: the document fetcher threw:", error);
     answer = { failed: "unreachable" };
   }
-  if (answer?.failed) request.fetchFailed(answer.failed);
-  else request.fetched(answer.status, answer.cacheControl ?? undefined, answer.body ?? NO_BODY);
+  if (answer?.failed) return request.fetchFailed(answer.failed);
+  return request.fetched(answer.status, answer.cacheControl ?? undefined, answer.body ?? NO_BODY);
 }
 
 /** WebCrypto's parameters for each algorithm of a client assertion: to import the key, to verify. */
@@ -127,85 +114,72 @@ const encoder = new TextEncoder();
 
 /**
  * Answers the core's `v` step: whether a client assertion's signature holds under the client's
- * key (a JWK), verified by the platform's WebCrypto (Node and workerd alike). A key or a
- * signature WebCrypto cannot take does not hold.
+ * key (a JWK), verified by the platform's WebCrypto (Node and workerd alike), and returns the
+ * next step. A key or a signature WebCrypto cannot take does not hold.
  */
-async function answerVerify(request, step) {
-  const [imported, verify] = SIGNATURES[step[1]] ?? [];
+async function answerVerify(request, { alg, key, message, signature }) {
+  const [imported, verify] = SIGNATURES[alg] ?? [];
   let holds = false;
   if (imported) {
     try {
-      const key = await crypto.subtle.importKey("jwk", JSON.parse(step[2]), imported, false, ["verify"]);
-      holds = await crypto.subtle.verify(verify, key, request.signature(), encoder.encode(step[3]));
+      const publicKey = await crypto.subtle.importKey("jwk", JSON.parse(key), imported, false, ["verify"]);
+      holds = await crypto.subtle.verify(verify, publicKey, signature, encoder.encode(message));
     } catch {
       holds = false;
     }
   }
-  request.verified(holds);
+  return request.verified(holds);
 }
 
 /** runRequest's loop; `attempts`: the request is a credential check's, and its reply carries the core's `verdict` and `retryAfter`. */
 async function drive(request, storage, onAudit, attempts, fetcher = fetchDocument) {
   try {
+    // One crossing each way per step: the step out, packed (see ./packed.js), and what came of
+    // it in, which returns the next step.
+    let packed = request.step();
     // The core's own bound on the reads and writes a request asks for: past it is a bug.
     for (let round = 0, bound = request.maxSteps(); round <= bound; round++) {
-      // One crossing per step: the step's kind and its first values (see Request.step).
-      const step = request.step().split("\0");
-      const kind = step[0];
+      const step = readStep(packed);
+      const kind = step.kind;
       if (kind === "r") {
-        const keys = step.slice(1);
         let found;
         try {
-          found = storage.read(keys);
+          found = storage.read(step.keys);
           if (settled(found)) found = await found;
         } catch (error) {
-          storageFailed(request, "read", error);
+          packed = storageFailed(request, "read", error);
           continue;
         }
-        for (let i = 0; i < keys.length; i++) {
-          const stored = found.get(keys[i]);
-          request.supply(i, stored?.version, stored?.bytes);
-        }
-        request.advance("found");
+        packed = request.found(packRecords(step.keys, found));
       } else if (kind === "w") {
-        const transaction = transactionOf(request);
+        const { transaction } = step;
         let applied;
         try {
           applied = storage.apply(transaction);
           if (settled(applied)) applied = await applied;
         } catch (error) {
-          storageFailed(request, "write", error);
+          packed = storageFailed(request, "write", error);
           continue;
         }
         if (applied) {
-          request.advance("committed");
+          packed = request.advance("committed");
           if (onAudit) emitAudit(onAudit, transaction.audit);
         } else {
-          request.advance("conflicted"); // another request won: the core reads again and decides anew
+          packed = request.advance("conflicted"); // another request won: the core reads again and decides anew
         }
       } else if (kind === "f") {
-        await answerFetch(request, step, fetcher);
+        packed = await answerFetch(request, step, fetcher);
       } else if (kind === "v") {
-        await answerVerify(request, step);
+        packed = await answerVerify(request, step);
       } else if (kind === "p") {
         if (attempts) {
           const [verdict, wait] = request.verdict().split(" ");
           return { verdict, retryAfter: wait === undefined ? null : Number(wait) };
         }
-        return {
-          kind: "reply",
-          status: request.status(),
-          headers: pairs(request.headers().split("\0")),
-          body: request.body(),
-          outcome: request.outcome(),
-          refusal: request.refusal() ?? null,
-        };
+        const { status, headers, body, outcome, refusal } = step;
+        return { kind: "reply", status, headers, body, outcome, refusal };
       } else {
-        return {
-          kind: "serve",
-          principal: { app: step[1], account_id: step[2], uid: step[3], scopes: step[4].split(" "), expires_at: step[5] === "" ? null : Number(step[5]) },
-          headers: pairs(step, 6),
-        };
+        return { kind: "serve", principal: step.principal, headers: step.headers };
       }
     }
     throw new Error(`edgegrant: the request did not finish in ${request.maxSteps()} steps`);

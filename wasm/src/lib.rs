@@ -23,6 +23,8 @@ use wasm_bindgen::prelude::*;
 #[cfg(feature = "client")]
 mod client;
 #[cfg(feature = "server")]
+mod packed;
+#[cfg(feature = "server")]
 mod server;
 
 #[cfg(feature = "client")]

@@ -1,21 +1,19 @@
 //! The server's bindings: the engine ([`Core`]) and one request at a time ([`Request`]).
 //!
-//! On the request path only plain values cross — strings, numbers, byte arrays — each read by
-//! the getter of the step at hand; no JSON is written or parsed there. Records cross as the
-//! opaque bytes the core encodes. JSON is left to the configuration (once) and to audit events
-//! (once per write).
+//! On the request path each step crosses once each way, packed in bytes (the module
+//! `packed`): the step out, what came of it in. Records cross as the opaque bytes the core
+//! encodes. JSON is left to the configuration (once) and to audit events (once per write).
 
 use std::sync::Arc;
 
 use edgegrant::{
-    AccountId, AppKey, AttemptStep, Attempter, Authorized, Config, Entropy, Event, Expect,
-    FetchFailure, Fetched, HttpRequest, Input, Outcome, RecordKey, Step, Stored, Uid, UnixTime,
-    Unlinker, User, ENTROPY_LEN,
+    AccountId, AppKey, AttemptStep, Attempter, Config, Entropy, Event, FetchFailure, Fetched,
+    HttpRequest, Input, Step, Uid, UnixTime, Unlinker, User, ENTROPY_LEN,
 };
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
-use crate::{numbers_are_exact, UNREPRESENTABLE};
+use crate::{numbers_are_exact, packed, UNREPRESENTABLE};
 
 #[wasm_bindgen(typescript_custom_section)]
 const SERVER_TYPES: &'static str = r#"
@@ -25,7 +23,7 @@ export type ConfigCheck = { tag: "ok" } | { tag: "invalid"; content: string };
 /// JSON text of `value` (compact), refusing a 64-bit number a JS number cannot hold exactly.
 /// Only the core's own JSON forms are written here (audit events, the configuration document),
 /// which hold no floats.
-fn json_text<T: Serialize + ?Sized>(value: &T) -> Result<String, JsError> {
+pub(crate) fn json_text<T: Serialize + ?Sized>(value: &T) -> Result<String, JsError> {
     let json = serde_json::to_string(value).map_err(|e| JsError::new(&e.to_string()))?;
     if numbers_are_exact(&json) {
         Ok(json)
@@ -145,10 +143,6 @@ pub fn random_entropy() -> Result<Vec<u8>, JsError> {
     Ok(bytes)
 }
 
-/// The largest integer a JS number holds exactly.
-const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
-
-/// A whole, non-negative, exactly representable JS number as a `u64`.
 /// The HTTP input of [`Core::request`] and [`Core::partition_of`].
 #[allow(clippy::too_many_arguments)]
 fn http_input(
@@ -188,15 +182,14 @@ fn http_input(
     Ok(Input::Http { request, user })
 }
 
+/// A whole, non-negative, exactly representable JS number as a `u64`.
 fn whole(what: &str, value: f64) -> Result<u64, JsError> {
-    if value.fract() == 0.0 && (0.0..=MAX_SAFE).contains(&value) {
-        Ok(value as u64)
-    } else {
-        // No float formatting here: it would pull kilobytes of code into the module.
-        Err(JsError::new(&format!(
+    // No float formatting in the error: it would pull kilobytes of code into the module.
+    packed::safe_integer(value).ok_or_else(|| {
+        JsError::new(&format!(
             "edgegrant: {what} must be a non-negative safe integer"
-        )))
-    }
+        ))
+    })
 }
 
 fn entropy_of(bytes: &[u8]) -> Result<Entropy, JsError> {
@@ -343,7 +336,7 @@ impl Core {
         Ok(Request {
             inner,
             step,
-            found: Vec::new(),
+            packed: Vec::new(),
             max_steps: edgegrant::Request::max_steps(&self.config),
         })
     }
@@ -363,16 +356,16 @@ impl Core {
     }
 }
 
-/// One request in progress (see `edgegrant::Request`). `step` says what to do next, with that
-/// step's first values; the getters of a write or a reply give the rest. What came of the step
-/// goes back through `advance` (after `supply` of each key, for a read). Free it once done.
+/// One request in progress (see `edgegrant::Request`). `step` gives the step to act on,
+/// packed in bytes (see the module `packed`); what came of it goes back in one call, which
+/// returns the next step the same way: one crossing each way per step. Free it once done.
 #[wasm_bindgen]
 pub struct Request {
     inner: edgegrant::Request,
     /// The step to act on.
     step: Step,
-    /// The records supplied so far for the pending read.
-    found: Vec<(RecordKey, Option<Stored>)>,
+    /// The step, packed: what JavaScript reads in the module's memory.
+    packed: Vec<u8>,
     max_steps: u32,
 }
 
@@ -381,86 +374,26 @@ fn misuse(error: impl std::fmt::Display) -> JsError {
 }
 
 impl Request {
-    fn put<T>(&self, index: usize, value: impl Fn(&edgegrant::Put) -> T) -> Option<T> {
-        match &self.step {
-            Step::Write(transaction) => transaction.puts.get(index).map(value),
-            _ => None,
-        }
-    }
-
-    fn reply(&self) -> Option<&edgegrant::Reply> {
-        match &self.step {
-            Step::Respond(reply) => Some(reply),
-            _ => None,
-        }
+    /// Hands `event` to the core and packs the step it gives.
+    fn next(&mut self, event: Event) -> Result<u32, JsError> {
+        self.step = self.inner.advance(event).map_err(misuse)?;
+        self.step()
     }
 }
 
 #[wasm_bindgen]
 impl Request {
-    /// What the host does next, with the step's first values, in one crossing: a
-    /// NUL-separated string of `r` and the keys to read (then `supply` each and
-    /// `advance("found")`); `w` (a write: the `put*` getters and `audit`, then
-    /// `advance("committed")` or `advance("conflicted")`); `f`, a client's metadata document to
-    /// fetch: its URL, the most bytes and the milliseconds it may take (then `fetched` or
-    /// `fetchFailed`); `v`, a signature to verify: the algorithm (`ES256`, `RS256`), the public
-    /// key as JWK JSON and the signed text (the signature from `signature`; then `verified`); `p` (a reply: `status`, `headers`, `body`, `outcome`, `refusal`); or `s` and the authorized
-    /// call's principal: app, account id, uid, space-separated scopes and expiry (empty for
-    /// none), then the headers to set on the API's answer, names and values alternately.
-    pub fn step(&self) -> String {
-        let mut out = String::new();
-        match &self.step {
-            Step::Read(keys) => {
-                out.push('r');
-                for key in keys {
-                    out.push('\0');
-                    out.push_str(&key.to_string());
-                }
-            }
-            Step::Write(_) => out.push('w'),
-            Step::Respond(_) => out.push('p'),
-            Step::Verify(verify) => {
-                out.push('v');
-                for field in [verify.alg.name(), &verify.key, &verify.message] {
-                    out.push('\0');
-                    out.push_str(field);
-                }
-            }
-            Step::Fetch(fetch) => {
-                out.push('f');
-                out.push('\0');
-                out.push_str(&fetch.url);
-                // As u64: its formatting is linked already.
-                for number in [fetch.max_bytes, fetch.timeout_ms] {
-                    out.push('\0');
-                    out.push_str(&u64::from(number).to_string());
-                }
-            }
-            Step::Serve(Authorized { principal, headers }) => {
-                out.push('s');
-                for field in [
-                    principal.app.as_str(),
-                    principal.account_id.as_str(),
-                    principal.uid.as_str(),
-                ] {
-                    out.push('\0');
-                    out.push_str(field);
-                }
-                out.push('\0');
-                out.push_str(&principal.scopes.to_string());
-                out.push('\0');
-                if let Some(at) = principal.expires_at {
-                    out.push_str(&at.0.to_string());
-                }
-                for (name, value) in headers {
-                    out.push('\0');
-                    out.push_str(name);
-                    out.push('\0');
-                    out.push_str(value);
-                }
-            }
-        }
-        out
+    /// The step to act on, packed, as its address in the module's memory (`pkg/src/packed.js`
+    /// reads it there, before the request's next call): its kind — `r` (read the keys, then
+    /// `found`), `w` (apply the puts all or nothing, then `advance("committed")` or
+    /// `advance("conflicted")`), `p` (send the reply), `s` (answer the authorized API call),
+    /// `f` (fetch a client's metadata document, then `fetched` or `fetchFailed`), `v` (verify a
+    /// client assertion's signature, then `verified`) — its fields as NUL-joined text, and its
+    /// bytes.
+    pub fn step(&mut self) -> Result<u32, JsError> {
+        packed::step(&self.step, &mut self.packed)?;
+        // An address in the module's 32-bit memory.
+        Ok(self.packed.as_ptr() as usize as u32)
     }
 
     /// The most reads and writes this request asks for before it answers
@@ -476,190 +409,72 @@ impl Request {
         self.inner.partition().map(|p| p.to_string())
     }
 
-    /// What the store holds under the `index`th key of the read: its version and bytes, or
-    /// nothing. Once every key is supplied, `advance("found")` hands them over.
-    pub fn supply(
-        &mut self,
-        index: usize,
-        version: Option<f64>,
-        bytes: Option<Vec<u8>>,
-    ) -> Result<(), JsError> {
-        let key = match &self.step {
-            Step::Read(keys) => keys.get(index).cloned(),
-            _ => None,
-        }
-        .ok_or_else(|| misuse(format!("no key {index} to supply")))?;
-        let stored = match (version, bytes) {
-            (Some(version), Some(bytes)) => Some(Stored {
-                version: whole("version", version)?,
-                bytes,
-            }),
-            _ => None,
+    /// What the store holds under each key of the `r` step, packed in the keys' order (a tag,
+    /// then a stored record's version and bytes: see `packed`); returns the next step.
+    pub fn found(&mut self, records: &[u8]) -> Result<u32, JsError> {
+        let Step::Read(keys) = &self.step else {
+            return Err(misuse("found: the step is not a read"));
         };
-        self.found.push((key, stored));
-        Ok(())
+        let found =
+            packed::records(keys, records).map_err(|why| misuse(format!("found: {why}")))?;
+        self.next(Event::Read(found))
     }
 
-    /// What came of the step, the one way back in (`edgegrant::Request::advance`): `found`
-    /// (the read is done: every key supplied), `committed`, `conflicted` (a condition failed)
-    /// or `unavailable` (the store failed on the pending read or write: the request ends in
-    /// 503 with `Retry-After`).
-    pub fn advance(&mut self, event: &str) -> Result<(), JsError> {
+    /// What came of a write, or of a read the store failed: `committed`, `conflicted` (a
+    /// condition failed) or `unavailable` (the store failed on the pending read or write: the
+    /// request ends in 503 with `Retry-After`). Returns the next step.
+    pub fn advance(&mut self, event: &str) -> Result<u32, JsError> {
         let event = match event {
-            "found" => Event::Read(std::mem::take(&mut self.found)),
             "committed" => Event::Committed,
             "conflicted" => Event::Conflicted,
-            "unavailable" => {
-                self.found.clear();
-                Event::Unavailable
-            }
+            "unavailable" => Event::Unavailable,
             other => return Err(misuse(format!("no event {other}"))),
         };
-        self.step = self.inner.advance(event).map_err(misuse)?;
-        Ok(())
+        self.next(event)
     }
 
     /// What the fetch of a `f` step got: the status, the `Cache-Control` header and the body.
+    /// Returns the next step.
     pub fn fetched(
         &mut self,
         status: u16,
         cache_control: Option<String>,
         body: Vec<u8>,
-    ) -> Result<(), JsError> {
-        let event = Event::Fetched(Fetched {
+    ) -> Result<u32, JsError> {
+        self.next(Event::Fetched(Fetched {
             status,
             cache_control,
             body,
-        });
-        self.step = self.inner.advance(event).map_err(misuse)?;
-        Ok(())
+        }))
     }
 
-    /// The signature a `v` step asks about (empty for any other step).
-    pub fn signature(&self) -> Vec<u8> {
-        match &self.step {
-            Step::Verify(verify) => verify.signature.clone(),
-            _ => Vec::new(),
-        }
-    }
-
-    /// Whether the signature of a `v` step holds.
-    pub fn verified(&mut self, holds: bool) -> Result<(), JsError> {
-        self.step = self.inner.advance(Event::Verified(holds)).map_err(misuse)?;
-        Ok(())
+    /// Whether the signature of a `v` step holds. Returns the next step.
+    pub fn verified(&mut self, holds: bool) -> Result<u32, JsError> {
+        self.next(Event::Verified(holds))
     }
 
     /// The fetch of a `f` step got no answer: `refused`, `too_large`, `timeout` or
-    /// `unreachable`.
+    /// `unreachable`. Returns the next step.
     #[wasm_bindgen(js_name = fetchFailed)]
-    pub fn fetch_failed(&mut self, failure: &str) -> Result<(), JsError> {
+    pub fn fetch_failed(&mut self, failure: &str) -> Result<u32, JsError> {
         let failure = FetchFailure::from_name(failure)
             .ok_or_else(|| misuse(format!("no fetch failure {failure}")))?;
-        self.step = self
-            .inner
-            .advance(Event::FetchFailed(failure))
-            .map_err(misuse)?;
-        Ok(())
-    }
-
-    /// How many puts the transaction has.
-    #[wasm_bindgen(js_name = putCount)]
-    pub fn put_count(&self) -> usize {
-        match &self.step {
-            Step::Write(transaction) => transaction.puts.len(),
-            _ => 0,
-        }
-    }
-
-    /// The key of put `index`.
-    #[wasm_bindgen(js_name = putKey)]
-    pub fn put_key(&self, index: usize) -> String {
-        self.put(index, |p| p.key.to_string()).unwrap_or_default()
-    }
-
-    /// The version put `index` expects, or `undefined` when the key must be absent.
-    #[wasm_bindgen(js_name = putExpect)]
-    pub fn put_expect(&self, index: usize) -> Option<f64> {
-        self.put(index, |p| match p.expect {
-            Expect::Absent => None,
-            Expect::Version(v) => Some(v as f64),
-        })
-        .flatten()
-    }
-
-    /// The bytes of put `index`.
-    #[wasm_bindgen(js_name = putBytes)]
-    pub fn put_bytes(&self, index: usize) -> Vec<u8> {
-        self.put(index, |p| p.bytes.clone()).unwrap_or_default()
-    }
-
-    /// When the host may delete the record of put `index` (Unix seconds), or `undefined`.
-    #[wasm_bindgen(js_name = putPurgeAfter)]
-    pub fn put_purge_after(&self, index: usize) -> Option<f64> {
-        self.put(index, |p| p.purge_after.map(|t| t.0 as f64))
-            .flatten()
-    }
-
-    /// The transaction's audit events, as a JSON array (emit them once it applied).
-    pub fn audit(&self) -> Result<String, JsError> {
-        match &self.step {
-            Step::Write(transaction) => json_text(&transaction.audit),
-            _ => Ok("[]".into()),
-        }
-    }
-
-    /// The response's status.
-    pub fn status(&self) -> u16 {
-        self.reply().map_or(0, |r| r.response.status)
-    }
-
-    /// The response's headers, names and values alternately, joined by NUL.
-    pub fn headers(&self) -> String {
-        let mut joined = String::new();
-        if let Some(reply) = self.reply() {
-            for (i, (name, value)) in reply.response.headers.iter().enumerate() {
-                if i > 0 {
-                    joined.push('\0');
-                }
-                joined.push_str(name);
-                joined.push('\0');
-                joined.push_str(value);
-            }
-        }
-        joined
-    }
-
-    /// The response's body.
-    pub fn body(&self) -> String {
-        self.reply()
-            .map_or_else(String::new, |r| r.response.body.clone())
-    }
-
-    /// What happened: `tokens`, `redirect`, `consent`, `refused`, … (`Outcome::name`).
-    pub fn outcome(&self) -> String {
-        self.reply().map_or("", |r| r.outcome.name()).to_owned()
+        self.next(Event::FetchFailed(failure))
     }
 
     /// What a credential check of the host's own may do, as the reply to its `attempts` says
     /// (`AttemptVerdict::name`: `allowed`, `limited`, `unavailable`, `malformed`), and for the
     /// two that say to wait, a space and how long (`Retry-After`, seconds).
     pub fn verdict(&self) -> String {
-        let Some(verdict) = self.reply().map(edgegrant::Reply::attempt_verdict) else {
+        let Step::Respond(reply) = &self.step else {
             return String::new();
         };
+        let verdict = reply.attempt_verdict();
         let mut out = verdict.name().to_owned();
         if let Some(wait) = verdict.retry_after() {
             out.push(' ');
             out.push_str(&wait.0.to_string());
         }
         out
-    }
-
-    /// Why the request was refused (`Refusal::name`: `code_expired`, `missing_scope`, …).
-    pub fn refusal(&self) -> Option<String> {
-        match self.reply().map(|r| &r.outcome) {
-            Some(Outcome::Refused(refusal)) => Some(refusal.name().to_owned()),
-            _ => None,
-        }
     }
 }

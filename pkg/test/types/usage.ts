@@ -2,7 +2,7 @@
 // exports map. Each `@ts-expect-error` pins a mistake the types must catch — if a declaration
 // loosens to `any`, that line stops erring and the check fails.
 import {
-  createAuthServer, createCore, checkConfig, runRequest, secretDigest, entropyLength, page, createPkceClient, IDLE,
+  createAuthServer, createCore, checkConfig, runRequest, readStep, packRecords, secretDigest, entropyLength, page, createPkceClient, IDLE,
   type ConfigDocument, type Result, type Storage, type Stored, type Put, type Transaction, type Principal, type ClientState,
   type PlainRequest, type User, type AuditEvent, type OutcomeName, type RefusalName, type Attempter,
 } from "edgegrant";
@@ -99,6 +99,22 @@ async function lowerDown(now: number): Promise<number> {
       return result.principal.scopes.length;
   }
 }
+/** The loop by hand, one step: a read answered from a map, packed. */
+function firstStep(records: Map<string, Stored>): string {
+  const request = core.request({ ...pairs }, 1_700_000_000, new Uint8Array(entropyLength()));
+  const step = readStep(request.step());
+  switch (step.kind) {
+    case "r":
+      return readStep(request.found(packRecords(step.keys, records))).kind;
+    case "w":
+      return step.transaction.puts[0].key;
+    case "p":
+      return step.body;
+    default:
+      // @ts-expect-error: only a reply has a body
+      return step.body;
+  }
+}
 // @ts-expect-error: a request of the core names its path
 core.request({ method: "GET", headers: [] }, 0, new Uint8Array(112));
 // @ts-expect-error: unlinking is done by a user or a team admin, nobody else
@@ -182,7 +198,7 @@ async function client(): Promise<string> {
 declare function location(url: string): void;
 // @ts-expect-error: access is online or offline, the legacy type is the server's business
 createPkceClient({ client_id: "a", authorize_url: "", token_url: "", revoke_url: "", access_type: "legacy" });
-export { keyless, wrongApp, pageHook, adapters, client, nodeHost, lowerDown, mapStorage, jsonStorage, nextVersion, required };
+export { keyless, wrongApp, pageHook, adapters, client, nodeHost, lowerDown, firstStep, mapStorage, jsonStorage, nextVersion, required };
 
 // A resource server on another host: metadata, challenges, the token check.
 export async function resourceServer(request: Request): Promise<Response> {
