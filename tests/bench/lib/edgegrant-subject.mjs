@@ -147,6 +147,8 @@ export async function edgegrantPlainSubject(pkg, storage, { name = "edgegrant (h
 
   return {
     name,
+    /** The access token the bearer flow presents (the floor of that check hashes the same). */
+    accessToken: setup.access_token,
     flows: {
       async exchange() {
         await authorizeAndExchange();

@@ -7,13 +7,17 @@
 // - floor: edgegrant's bearer check through `server.fetch` vs an empty Fetch handler on the same
 //   Request (the cost of the Fetch API itself);
 // - plain: edgegrant's plain-value entry (`server.handle`, node:http-style values) vs the peer
-//   driven directly through its own Request/Response classes; neither builds Fetch objects.
+//   driven directly through its own Request/Response classes; neither builds Fetch objects;
+// - plain floor: edgegrant's bearer check through `server.handle` vs the least a hashed check
+//   does on the same values (one crossing into the module that hashes the token, three Map
+//   lookups).
 // Used by tests/bench/run.mjs; run on its own with `node tests/bench/node/bench.mjs [--quick]`
 // for a table and the JSON.
 import { fileURLToPath } from "node:url";
 import { compare, summarize } from "../lib/measure.mjs";
 import { edgegrantPlainSubject, edgegrantSubject } from "./subjects/edgegrant.mjs";
 import { fetchFloorSubject } from "./subjects/fetch-floor.mjs";
+import { plainFloorSubject } from "./subjects/plain-floor.mjs";
 import { oauth2ServerFetchSubject, oauth2ServerSubject } from "./subjects/oauth2-server.mjs";
 
 export const FLOWS = ["exchange", "refresh", "bearer"];
@@ -26,6 +30,7 @@ export const SUBJECTS = {
   fetchFloor: "empty Fetch handler",
   edgegrantPlain: "edgegrant (server.handle)",
   peerDirect: "@node-oauth/oauth2-server (direct)",
+  plainFloor: "bearer floor (one crossing that hashes the token + 3 Map lookups)",
 };
 
 /**
@@ -36,10 +41,11 @@ export const COMPARISONS = [
   { id: "fetch", title: "Fetch driver vs the peer behind a Fetch shim", ours: SUBJECTS.edgegrantFetch, theirs: SUBJECTS.peerFetch, flows: FLOWS },
   { id: "floor", title: "Fetch driver vs an empty Fetch handler", ours: SUBJECTS.edgegrantFetch, theirs: SUBJECTS.fetchFloor, flows: ["bearer"] },
   { id: "plain", title: "plain-value entry vs the peer driven directly", ours: SUBJECTS.edgegrantPlain, theirs: SUBJECTS.peerDirect, flows: FLOWS },
+  { id: "plainFloor", title: "plain-value entry vs its bearer floor", ours: SUBJECTS.edgegrantPlain, theirs: SUBJECTS.plainFloor, flows: ["bearer"] },
 ];
 
 export const FAIRNESS = [
-  "All five subjects run in one Node process on in-memory storage, each with its own server and store, alternating subject order every round (forward, then reversed), each flow warmed up first.",
+  "All six subjects run in one Node process on in-memory storage, each with its own server and store, alternating subject order every round (forward, then reversed), each flow warmed up first.",
   "Interfaces, Fetch: edgegrant gets Fetch Requests in server.fetch and answers Responses; the peer gets the same Requests in a Fetch shim that does what a framework does — new URL(request.url), the headers copied into an object, a POST's form read with request.text() and parsed with URLSearchParams (plus the Content-Length that node:http would have carried and the peer's type check asks for), its Request/Response classes, the answer sent as Response.json (a redirect as it is). The empty Fetch handler is async (request) => Response.json({ account_id }) on the same Request as the bearer flow. In every case the flow builds the Request and reads the JSON back.",
   "Interfaces, plain values: edgegrant's server.handle gets what node:http hands a host — the request target, rawHeaders-style headers, the body's bytes, the signed-in user — and resolves a reply (status, headers, body text) or, for an authorized API call, the principal, which the host answers with JSON.stringify({ account_id }); the peer gets its own Request built from a headers object, the parsed query and the url-encoded body (bytes decoded, then parsed), its token response serialized with JSON.stringify, and its authenticated token answered with the same JSON.stringify. In both the client encodes the form to bytes and parses the JSON it gets; no Fetch objects.",
   "Storage: edgegrant stores SHA-256 digests of codes and tokens, never plaintext; its memory adapter keeps the core's opaque record bytes (a copy on every write, so no caller can alter a stored record) and answers synchronously, so the driver awaits no promise for it; the peer's model (ours, after its documented examples) keeps plaintext tokens and codes in Maps, answers through promises and hands out the stored objects; client secrets: edgegrant compares SHA-256 digests, the model compares plaintext.",
@@ -48,17 +54,20 @@ export const FAIRNESS = [
   "Bearer: edgegrant hashes the token, reads its record and its account's ledger (and, had anything of the account ended since the token was minted, its grant and link: not in this loop), and checks the Required Scope; through server.fetch its api hook then builds Response.json, through server.handle the host answers the principal; the peer runs authenticate with scope account_info.read (one Map lookup of the plaintext token, expiry, verifyScope), then answers the same JSON the same way.",
   "Token generation: edgegrant draws its entropy with crypto.getRandomValues (synchronous, pooled across 64 requests) and derives tokens in wasm; the peer uses its default generator, crypto.randomBytes(32) through a callback (libuv thread pool), hex-encoded, once per code and token.",
   "The loop runs one operation at a time, so ops/s is 1 / latency. The peer's default generator makes a libuv thread-pool round trip per code and token (three per exchange, two per refresh, none per bearer check), which weighs on its exchange and refresh times and varies with how fast the pool thread wakes; a model with synchronous generateAuthorizationCode/generateAccessToken/generateRefreshToken runs those flows faster, and under concurrent load part of the wait would overlap other requests.",
+  "Bearer floor: the plain-value entry's bearer check against the least a hashed check can do on the same request values — the authorization header found in the rawHeaders-style list, one crossing into edgegrant's wasm module that hashes the very token edgegrant's subject presents (secretDigest: SHA-256 and base64url), three Map lookups, each record naming the next (the floor issue 29 sets; edgegrant's check reads two records, the token and its account's ledger), and the same JSON answer read back.",
   "Every flow checks the status and the expected fields of its success response and throws otherwise.",
 ];
 
 /** Runs every subject alternating and the comparisons; `{}` is the full run (about a minute on a 2-core machine). */
 export async function benchNode({ rounds = 20, batch = 1000, warmup = 500 } = {}) {
+  const plain = await edgegrantPlainSubject({ name: SUBJECTS.edgegrantPlain });
   const subjects = [
     await edgegrantSubject({ name: SUBJECTS.edgegrantFetch }),
     await oauth2ServerFetchSubject({ name: SUBJECTS.peerFetch }),
     fetchFloorSubject({ name: SUBJECTS.fetchFloor }),
-    await edgegrantPlainSubject({ name: SUBJECTS.edgegrantPlain }),
+    plain,
     await oauth2ServerSubject({ name: SUBJECTS.peerDirect }),
+    plainFloorSubject({ name: SUBJECTS.plainFloor, accessToken: plain.accessToken }),
   ];
   const results = await compare({ subjects, flows: FLOWS, rounds, batch, warmup, clock: () => performance.now() });
   const summaries = {}; // subject name → flow → summary

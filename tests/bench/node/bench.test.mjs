@@ -5,13 +5,15 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { benchNode, COMPARISONS, FLOWS, SUBJECTS } from "./bench.mjs";
 
-// The flows each subject has: the empty Fetch handler is a floor for the bearer check only.
+// The flows each subject has: the empty Fetch handler and the bearer floor are floors for the
+// bearer check only.
 const EXPECTED = {
   [SUBJECTS.edgegrantFetch]: FLOWS,
   [SUBJECTS.peerFetch]: FLOWS,
   [SUBJECTS.fetchFloor]: ["bearer"],
   [SUBJECTS.edgegrantPlain]: FLOWS,
   [SUBJECTS.peerDirect]: FLOWS,
+  [SUBJECTS.plainFloor]: ["bearer"],
 };
 
 test("benchNode --quick: every flow of every subject runs and succeeds", async () => {
@@ -27,7 +29,7 @@ test("benchNode --quick: every flow of every subject runs and succeeds", async (
       assert.ok(summary.p50 > 0 && summary.p99 >= summary.p50, `${flow}/${name}: latencies`);
     }
   }
-  assert.deepEqual(result.comparisons.map((c) => c.id), ["fetch", "floor", "plain"]);
+  assert.deepEqual(result.comparisons.map((c) => c.id), ["fetch", "floor", "plain", "plainFloor"]);
   for (const [i, comparison] of result.comparisons.entries()) {
     assert.deepEqual(Object.keys(comparison.flows), COMPARISONS[i].flows, `${comparison.id}: its flows`);
     for (const [flow, { ratio }] of Object.entries(comparison.flows)) assert.ok(Number.isFinite(ratio) && ratio > 0, `${comparison.id}/${flow}: ratio`);
