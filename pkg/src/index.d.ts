@@ -208,7 +208,8 @@ export function createAuthServer(options: AuthServerOptions): AuthServer;
 /** A Fetch Request's body, at most `limit + 1` bytes of it (more than `limit`: refuse it); the rest is read and dropped up to 100 MiB, then cancelled (a host with nothing in front of it to cap bodies reads less itself, and closes the connection after the answer). */
 export function readBody(request: Request, limit: number): Promise<Uint8Array>;
 /**
- * A step of a core request, read from the bytes its `step()`, `found()`, `advance()`, `fetched()`, `fetchFailed()` or `verified()` returned: what `runRequest` does with each kind is
+ * A step of a core request, read where it lies in the module's memory, at the address its `step()`, `found()`, `advance()`, `fetched()`, `fetchFailed()` or `verified()` returned
+ * (read it at once: the request's next call writes over it). What `runRequest` does with each kind is
  * read the keys (then `found(packRecords(keys, records))`), apply the transaction (then `advance("committed")` or `advance("conflicted")`; `advance("unavailable")` when the store throws),
  * fetch the document (then `fetched(status, cacheControl, body)` or `fetchFailed(reason)`), verify the signature (then `verified(holds)`), or finish with the reply or the authorized call.
  */
@@ -219,8 +220,8 @@ export type CoreStep =
   | ({ kind: "s" } & Omit<Extract<Result, { kind: "serve" }>, "kind">)
   | { kind: "f"; url: string; maxBytes: number; timeoutMs: number }
   | { kind: "v"; alg: "ES256" | "RS256"; key: string; message: string; signature: Uint8Array };
-export function readStep(packed: Uint8Array): CoreStep;
-/** What a store's read answered (`Map` of key → `Stored`; absent keys left out), packed for `found` in the order of `keys`. */
+export function readStep(address: number): CoreStep;
+/** What a store's read answered (`Map` of key → `Stored`; absent keys left out), packed for `found` in the order of `keys`; hand it over at once (the next call reuses its bytes). */
 export function packRecords(keys: string[], found: Map<string, Stored>): Uint8Array;
 /** Runs a request of the core to its end against `storage`, and frees it. */
 export function runRequest(request: CoreRequest, storage: Storage, options?: { onAudit?: (event: AuditEvent) => void; fetchDocument?: DocumentFetcher }): Promise<Result>;
