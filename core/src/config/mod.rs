@@ -16,6 +16,7 @@ use crate::wire::uri::{HttpUri, Scheme};
 
 mod checks;
 mod json;
+mod read;
 
 pub(crate) use checks::check_redirect_uri;
 pub use checks::ConfigError;
