@@ -48,8 +48,9 @@ pub(crate) enum Need {
     Fault(RecordKey),
 }
 
-/// An endpoint's result: a decision, or what it needs first.
-pub(crate) type Flow<T> = Result<T, Need>;
+/// An endpoint's result: a decision, or what it needs first. The need is boxed: passing it up
+/// (every `?` of every decision) moves a pointer, not the need.
+pub(crate) type Flow<T> = Result<T, Box<Need>>;
 
 /// What an endpoint decided.
 pub(crate) enum Decision {
@@ -243,7 +244,7 @@ impl<'a> Ctx<'a> {
         if missing.is_empty() {
             Ok(())
         } else {
-            Err(Need::Records(missing))
+            Err(Box::new(Need::Records(missing)))
         }
     }
 
@@ -282,7 +283,7 @@ impl<'a> Ctx<'a> {
     pub fn signature(&self, verify: impl FnOnce() -> Verify) -> Flow<bool> {
         match self.verified {
             Some(holds) => Ok(holds),
-            None => Err(Need::Signature(Box::new(verify()))),
+            None => Err(Box::new(Need::Signature(Box::new(verify())))),
         }
     }
 
@@ -315,11 +316,11 @@ impl<'a> Ctx<'a> {
             }
         };
         if stale && !self.keys_fetched {
-            return Err(Need::Keys {
+            return Err(Box::new(Need::Keys {
                 record: record_key,
                 version: loaded.version,
                 url: remote.url.clone(),
-            });
+            }));
         }
         Ok(Some(&remote.keys))
     }
@@ -351,11 +352,11 @@ impl<'a> Ctx<'a> {
                     if self.now < document.fresh_until)
             });
             if !fresh && !self.written.contains(&record_key) {
-                return Err(Need::Document {
+                return Err(Box::new(Need::Document {
                     app: key.clone(),
                     record: record_key,
                     version: loaded.map(|loaded| loaded.version),
-                });
+                }));
             }
         }
         self.app(key)
@@ -403,7 +404,7 @@ impl<'a> Ctx<'a> {
     pub fn load<R: RecordKind>(&self, key: &RecordKey) -> Flow<Option<Loaded<'a, R>>> {
         let loads: &'a Loads = self.loads;
         match loads.get(key) {
-            None => Err(Need::Records(vec![key.clone()])),
+            None => Err(Box::new(Need::Records(vec![key.clone()]))),
             Some(None) => Ok(None),
             // `Loads::insert` admits only records of the type their key names.
             Some(Some(entry)) => match entry.record().and_then(R::from_record) {
@@ -411,7 +412,7 @@ impl<'a> Ctx<'a> {
                     version: entry.version,
                     record,
                 })),
-                None => Err(Need::Fault(key.clone())),
+                None => Err(Box::new(Need::Fault(key.clone()))),
             },
         }
     }
@@ -421,11 +422,11 @@ impl<'a> Ctx<'a> {
     pub fn view<V: RecordView<'a>>(&self, key: &RecordKey) -> Flow<Option<(u64, V)>> {
         let loads: &'a Loads = self.loads;
         match loads.get(key) {
-            None => Err(Need::Records(vec![key.clone()])),
+            None => Err(Box::new(Need::Records(vec![key.clone()]))),
             Some(None) => Ok(None),
             Some(Some(entry)) => match V::read(&entry.bytes) {
                 Some(view) => Ok(Some((entry.version, view))),
-                None => Err(Need::Fault(key.clone())),
+                None => Err(Box::new(Need::Fault(key.clone()))),
             },
         }
     }

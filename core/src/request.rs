@@ -312,45 +312,13 @@ impl Request {
             verified: self.verified,
             keys_fetched: self.keys_fetched,
         };
-        match self.route.decide(&ctx) {
-            Err(Need::Records(keys)) => {
-                if !self.take_step() {
-                    return self.refuse(Refusal::Contention);
-                }
-                self.state = State::Reading(keys.clone());
-                Step::Read(keys)
-            }
-            Err(Need::Fault(key)) => self.refuse(Refusal::StorageFault(key.to_string())),
-            Err(Need::Signature(verify)) => {
-                if self.verified.is_some() || !self.take_step() {
-                    // One signature per request: asked twice would be a bug, never a loop.
-                    return self.refuse(Refusal::Contention);
-                }
-                self.state = State::Verifying;
-                Step::Verify(*verify)
-            }
-            Err(Need::Document {
-                app,
-                record,
-                version,
-            }) => {
-                let fetch = documents::fetch(&self.config, &app).map_err(Refusal::ClientDocument);
-                self.fetch(fetch, Sought::Document(app), record, version)
-            }
-            Err(Need::Keys {
-                record,
-                version,
-                url,
-            }) => {
-                let fetch = documents::fetch_keys(&self.config, &url).map_err(Refusal::ClientKeys);
-                self.fetch(fetch, Sought::Keys(url), record, Some(version))
-            }
-            Ok(Decision::End(ending)) => self.finish(ending),
+        let need = match self.route.decide(&ctx) {
+            Ok(Decision::End(ending)) => return self.finish(ending),
             Ok(Decision::Commit(transaction, ending)) => {
-                self.write(vec![transaction].into_iter(), ending)
+                return self.write(vec![transaction].into_iter(), ending)
             }
             Ok(Decision::Each(transactions, ending)) => {
-                self.write(transactions.into_iter(), ending)
+                return self.write(transactions.into_iter(), ending)
             }
             Ok(Decision::Continue(transaction, ending)) => {
                 self.pages += 1;
@@ -358,7 +326,42 @@ impl Request {
                     // Enough for one request: the rest is the pair's next unlink's.
                     return self.write(vec![transaction].into_iter(), ending);
                 }
-                self.hand_over(transaction, Vec::new().into_iter(), None)
+                return self.hand_over(transaction, Vec::new().into_iter(), None);
+            }
+            Err(need) => need,
+        };
+        match *need {
+            Need::Records(keys) => {
+                if !self.take_step() {
+                    return self.refuse(Refusal::Contention);
+                }
+                self.state = State::Reading(keys.clone());
+                Step::Read(keys)
+            }
+            Need::Fault(key) => self.refuse(Refusal::StorageFault(key.to_string())),
+            Need::Signature(verify) => {
+                if self.verified.is_some() || !self.take_step() {
+                    // One signature per request: asked twice would be a bug, never a loop.
+                    return self.refuse(Refusal::Contention);
+                }
+                self.state = State::Verifying;
+                Step::Verify(*verify)
+            }
+            Need::Document {
+                app,
+                record,
+                version,
+            } => {
+                let fetch = documents::fetch(&self.config, &app).map_err(Refusal::ClientDocument);
+                self.fetch(fetch, Sought::Document(app), record, version)
+            }
+            Need::Keys {
+                record,
+                version,
+                url,
+            } => {
+                let fetch = documents::fetch_keys(&self.config, &url).map_err(Refusal::ClientKeys);
+                self.fetch(fetch, Sought::Keys(url), record, Some(version))
             }
         }
     }

@@ -162,7 +162,7 @@ fn principal(bearer: &Bearer<'_>) -> Flow<Principal> {
     let uid = match (token.uid, &bearer.grant) {
         (Some(uid), _) => uid.parse().ok_or_else(|| fault(bearer.key))?,
         (None, Some((grant_key, grant))) => grant.uid.parse().ok_or_else(|| fault(grant_key))?,
-        (None, None) => return Err(fault(bearer.key)),
+        (None, None) => return Err(fault(bearer.key).into()),
     };
     Ok(Principal {
         app: token.app.parse().ok_or_else(|| fault(bearer.key))?,
