@@ -43,7 +43,7 @@ pub(crate) enum Need {
         url: String,
     },
     /// Whether this signature holds (a client assertion's; one per request).
-    Signature(Box<Verify>),
+    Signature(Verify),
     /// Nothing: the record under this key is not one the core can read (a storage fault).
     Fault(RecordKey),
 }
@@ -283,7 +283,7 @@ impl<'a> Ctx<'a> {
     pub fn signature(&self, verify: impl FnOnce() -> Verify) -> Flow<bool> {
         match self.verified {
             Some(holds) => Ok(holds),
-            None => Err(Box::new(Need::Signature(Box::new(verify())))),
+            None => Err(Box::new(Need::Signature(verify()))),
         }
     }
 

@@ -345,7 +345,7 @@ impl Request {
                     return self.refuse(Refusal::Contention);
                 }
                 self.state = State::Verifying;
-                Step::Verify(*verify)
+                Step::Verify(verify)
             }
             Need::Document {
                 app,

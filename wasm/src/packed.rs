@@ -216,6 +216,6 @@ fn take<const N: usize>(packed: &mut &[u8]) -> Result<[u8; N], &'static str> {
 
 /// `value` as a whole number, if it is one JavaScript holds exactly (0 ..= 2^53 − 1).
 pub(crate) fn safe_integer(value: f64) -> Option<u64> {
-    const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
-    (value.fract() == 0.0 && (0.0..=MAX_SAFE).contains(&value)).then_some(value as u64)
+    let max = crate::MAX_SAFE_INTEGER as f64;
+    (value.fract() == 0.0 && (0.0..=max).contains(&value)).then_some(value as u64)
 }
