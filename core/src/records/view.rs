@@ -652,7 +652,11 @@ mod tests {
             agrees(&bytes, &record)?;
             let damaged = damaged(bytes, at, value, how);
             if let Ok(decoded) = Record::decode(&damaged) {
-                agrees(&damaged, &decoded)?;
+                // Views read a record as the store's reader hands it on: upgraded to the
+                // current format (a damaged first byte can name an older one).
+                let current = Record::upgraded(&damaged)
+                    .ok_or_else(|| TestCaseError::fail("decoded, yet of no known format"))?;
+                agrees(&current, &decoded)?;
             }
         }
     }
