@@ -324,7 +324,9 @@ impl ServerKey {
     }
 
     /// HMAC-SHA256 under the key of the concatenated `parts` (each caller's parts have fixed
-    /// lengths but for the last, and begin with a label of their own).
+    /// lengths but for the last, and begin with a label of their own that ends with a NUL).
+    /// A message of up to 55 bytes costs two SHA-256 blocks, each further 64 bytes one more:
+    /// the labels of the MACs every request computes are short for that reason.
     pub(crate) fn mac(&self, parts: &[&[u8]]) -> [u8; 32] {
         let mut mac = self.keyed.clone();
         for part in parts {
@@ -356,19 +358,20 @@ impl RotationSeed {
     }
 
     /// HMAC-SHA256 under `key` of `label`, the seed and the superseded token. The labels end
-    /// with a NUL and the seed has a fixed length, so no two inputs share an encoding.
+    /// with a NUL and the seed has a fixed length, so no two inputs share an encoding; they are
+    /// short so that the message (at most 119 bytes) takes two SHA-256 blocks, not three.
     fn derive(&self, key: &ServerKey, label: &[u8], superseded: &RefreshToken) -> [u8; 32] {
         key.mac(&[label, &self.0, superseded.0.as_bytes()])
     }
 
     /// The secret of the refresh token that supersedes `superseded` in this rotation.
     pub(crate) fn refresh_secret(&self, key: &ServerKey, superseded: &RefreshToken) -> [u8; 32] {
-        self.derive(key, b"edgegrant rotation refresh token\0", superseded)
+        self.derive(key, b"rotated rt\0", superseded)
     }
 
     /// The secret of the access token this rotation answers with.
     pub(crate) fn access_secret(&self, key: &ServerKey, superseded: &RefreshToken) -> [u8; 32] {
-        self.derive(key, b"edgegrant rotation access token\0", superseded)
+        self.derive(key, b"rotated at\0", superseded)
     }
 }
 

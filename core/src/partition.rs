@@ -88,12 +88,14 @@ impl Partition {
 
     /// What the partition is masked with in the route of a credential with `secret`.
     fn mask(key: &ServerKey, secret: &[u8; 32]) -> [u8; Partition::BYTES] {
-        Partition::prefix(&key.mac(&[b"edgegrant credential mask\0", secret])).0
+        Partition::prefix(&key.mac(&[b"route mask\0", secret])).0
     }
 
-    /// The tag over this partition and `secret` in the route of a credential.
+    /// The tag over this partition and `secret` in the route of a credential. Its label is
+    /// short so that the message (54 bytes) fits one SHA-256 block after the keyed pad, as the
+    /// mask's does: every bearer check computes both.
     fn tag(self, key: &ServerKey, secret: &[u8; 32]) -> [u8; Partition::BYTES] {
-        Partition::prefix(&key.mac(&[b"edgegrant credential tag\0", &self.0, secret])).0
+        Partition::prefix(&key.mac(&[b"route tag\0", &self.0, secret])).0
     }
 
     /// A new authorization code of this partition with `secret`.

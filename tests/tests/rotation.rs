@@ -564,8 +564,8 @@ fn the_store_and_an_old_token_together_yield_no_live_credential() {
     let last = grant.rotation.expect("a rotation");
     let seed: Vec<u8> = serde_json::from_value(serde_json::to_value(last.seed).unwrap()).unwrap();
     assert_eq!(seed.len(), 32);
-    // What anyone can compute from what was read: the derivation without a key (as it was
-    // before the server key), and under guessed keys.
+    // What anyone can compute from what was read: the derivation without a key (with the
+    // labels the server uses), and under guessed keys.
     let route = first.split('.').next().unwrap();
     let unkeyed = |label: &[u8]| {
         use sha2::{Digest, Sha256};
@@ -577,11 +577,8 @@ fn the_store_and_an_old_token_together_yield_no_live_credential() {
         use base64::Engine as _;
         base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest)
     };
-    let forged_refresh = format!("{route}.{}", unkeyed(b"edgegrant rotation refresh token\0"));
-    let forged_access = format!(
-        "sl.{route}.{}",
-        unkeyed(b"edgegrant rotation access token\0")
-    );
+    let forged_refresh = format!("{route}.{}", unkeyed(b"rotated rt\0"));
+    let forged_access = format!("sl.{route}.{}", unkeyed(b"rotated at\0"));
     assert_ne!(forged_refresh, text(&answer, "refresh_token"));
     assert_ne!(forged_access, text(&answer, "access_token"));
     assert!(!served(&mut sim, &forged_access));
