@@ -126,8 +126,22 @@ macro_rules! digest_type {
     };
 }
 
+/// What the digest of a sealed credential (`<route>.<secret>`, after any prefix) covers: its
+/// secret's 43 characters, one SHA-256 block where the whole would take two. That is enough to
+/// name one credential: its route is checked under the server key before anything is looked
+/// up (the tag covers partition and secret), and the digest is looked up only in the partition
+/// the route names, where one secret has one valid route.
+fn sealed_secret(text: &str) -> &str {
+    text.rsplit('.').next().unwrap_or(text)
+}
+
+/// What the digest of any other credential covers: all of it.
+fn whole(text: &str) -> &str {
+    text
+}
+
 macro_rules! credential {
-    ($(#[$doc:meta])* $name:ident, $digest:ident) => {
+    ($(#[$doc:meta])* $name:ident, $digest:ident, $covered:ident) => {
         $(#[$doc])*
         #[derive(Clone, PartialEq, Eq)]
         pub struct $name(String);
@@ -145,12 +159,12 @@ macro_rules! credential {
 
             /// The SHA-256 digest under which it is stored.
             pub fn digest(&self) -> $digest {
-                $digest(sha256(self.0.as_bytes()))
+                $name::digest_of(&self.0)
             }
 
             /// The digest of a credential as presented, without keeping the credential.
             pub fn digest_of(presented: &str) -> $digest {
-                $digest(sha256(presented.as_bytes()))
+                $digest(sha256($covered(presented).as_bytes()))
             }
         }
 
@@ -163,15 +177,15 @@ macro_rules! credential {
 }
 
 digest_type!(
-    /// SHA-256 of an [`AuthorizationCode`]: the storage key of its record.
+    /// SHA-256 of an [`AuthorizationCode`]'s secret: the storage key of its record.
     CodeDigest
 );
 digest_type!(
-    /// SHA-256 of an [`AccessToken`]: the storage key of its record.
+    /// SHA-256 of an [`AccessToken`]'s secret: the storage key of its record.
     AccessTokenDigest
 );
 digest_type!(
-    /// SHA-256 of a [`RefreshToken`]: the storage key of its record.
+    /// SHA-256 of a [`RefreshToken`]'s secret: the storage key of its record.
     RefreshTokenDigest
 );
 digest_type!(
@@ -223,31 +237,36 @@ credential!(
     /// A one-time authorization code: `<route>.<secret>`, the route 32 URL-safe characters
     /// (its [`Partition`](crate::Partition), sealed), the secret 43 (256 bits).
     AuthorizationCode,
-    CodeDigest
+    CodeDigest,
+    sealed_secret
 );
 credential!(
     /// A bearer access token: `sl.<route>.<secret>`, the route 32 URL-safe characters (its
     /// [`Partition`](crate::Partition), sealed), the secret 43 (256 bits).
     AccessToken,
-    AccessTokenDigest
+    AccessTokenDigest,
+    sealed_secret
 );
 credential!(
     /// A refresh token: `<route>.<secret>`, the route 32 URL-safe characters (its
     /// [`Partition`](crate::Partition), sealed), the secret 43 (256 bits). Reusable; never expires by time.
     RefreshToken,
-    RefreshTokenDigest
+    RefreshTokenDigest,
+    sealed_secret
 );
 credential!(
     /// An app secret, as sent in `client_secret` or as the Basic-auth password.
     ClientSecret,
-    SecretDigest
+    SecretDigest,
+    whole
 );
 
 credential!(
     /// A registration access token (RFC 7592 §1): what a client that registered itself presents
     /// to read, update or delete its registration. 43 URL-safe characters (256 bits).
     RegistrationToken,
-    RegistrationTokenDigest
+    RegistrationTokenDigest,
+    whole
 );
 
 /// The credentials the core mints, from their visible form

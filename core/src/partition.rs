@@ -18,7 +18,8 @@
 //! of the secret (so two credentials of one user share no visible part, across apps or not)
 //! and a 96-bit tag over the partition and the secret. A route that fails its tag names no
 //! partition, so a forged credential is refused before any record or object is reached; and
-//! the digest under which a credential is stored covers the whole of it.
+//! the digest under which a credential is stored is of its secret, looked up only in the
+//! partition its checked route names.
 
 use base64ct::{Base64UrlUnpadded, Encoding as _};
 use std::fmt;
