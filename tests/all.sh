@@ -45,6 +45,11 @@ cargo test -q -p edgegrant-tests --bench core 2>&1 | tee -a "$log" | tail -n 3
 passed=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
 failed=$(grep -oE '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
 
+# The native host that the JavaScript tests start (examples/native/start.mjs), built here, in
+# the Rust phase, rather than inside the first test that starts it.
+echo "== the native host (cargo build, as the JavaScript tests start it)"
+cargo build -q -p edgegrant-native-host --bin edgegrant-native
+
 echo "== fuzz smoke: every cargo-fuzz target for 15 s (nightly toolchain; installs cargo-fuzz if missing)"
 rustup toolchain list | grep -q '^nightly' || { echo "the fuzz targets need the nightly toolchain (rustup toolchain install nightly)" >&2; exit 1; }
 core/fuzz/run.sh 15
