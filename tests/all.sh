@@ -4,10 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Each phase's title, after the minutes and seconds since the start: where a slow run's time went.
+phase() { printf '== [%02d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$1"; }
+
 command -v cargo >/dev/null || { echo "cargo is required (install Rust with rustup)" >&2; exit 1; }
 if command -v rustup >/dev/null; then rustup component add rustfmt clippy >/dev/null 2>&1 || true; fi
 
-echo "== the core reads no clock, RNG, network or disk"
+phase "the core reads no clock, RNG, network or disk"
 deps=$(cargo tree -p edgegrant -e normal --prefix none --format '{p}' | awk '{print $1}' | sort -u)
 for banned in getrandom rand rand_core tokio mio socket2 chrono time; do
   if grep -qx "$banned" <<<"$deps"; then echo "core depends on $banned" >&2; exit 1; fi
@@ -19,17 +22,17 @@ if grep -rnE 'SystemTime|Instant::now|std::(fs|net|env|thread|process)|getrandom
 fi
 echo "   $(wc -l <<<"$deps") crates, none of them IO"
 
-echo "== cargo fmt --check"
+phase "cargo fmt --check"
 cargo fmt --all -- --check
 cargo fmt --manifest-path core/fuzz/Cargo.toml -- --check
 
-echo "== cargo clippy -D warnings"
+phase "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
-echo "== rustdoc -D warnings"
+phase "rustdoc -D warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc -q -p edgegrant --no-deps
 
-echo "== cargo test --workspace"
+phase "cargo test --workspace"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 cargo test --workspace 2>&1 | tee "$log"
@@ -47,35 +50,35 @@ failed=$(grep -oE '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
 
 # The native host that the JavaScript tests start (examples/native/start.mjs), built here, in
 # the Rust phase, rather than inside the first test that starts it.
-echo "== the native host (cargo build, as the JavaScript tests start it)"
+phase "the native host (cargo build, as the JavaScript tests start it)"
 cargo build -q -p edgegrant-native-host --bin edgegrant-native
 
-echo "== fuzz smoke: every cargo-fuzz target for 15 s (nightly toolchain; installs cargo-fuzz if missing)"
+phase "fuzz smoke: every cargo-fuzz target for 15 s (nightly toolchain; installs cargo-fuzz if missing)"
 rustup toolchain list | grep -q '^nightly' || { echo "the fuzz targets need the nightly toolchain (rustup toolchain install nightly)" >&2; exit 1; }
 core/fuzz/run.sh 15
 
-echo "== Chromium for the browser test (Debian's package; playwright never downloads one)"
+phase "Chromium for the browser test (Debian's package; playwright never downloads one)"
 if ! command -v chromium >/dev/null; then
   sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
   $sudo apt-get install -y chromium || { $sudo apt-get update && $sudo apt-get install -y chromium; }
 fi
 
-echo "== PostgreSQL for the Postgres store tests (Debian's package; the tests start throwaway clusters of their own)"
+phase "PostgreSQL for the Postgres store tests (Debian's package; the tests start throwaway clusters of their own)"
 if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
   $sudo apt-get install -y postgresql || { $sudo apt-get update && $sudo apt-get install -y postgresql; }
 fi
 
-echo "== openssl for the tests' own certificate authority (HTTPS servers of client metadata documents)"
+phase "openssl for the tests' own certificate authority (HTTPS servers of client metadata documents)"
 if ! command -v openssl >/dev/null; then
   sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
   $sudo apt-get install -y openssl || { $sudo apt-get update && $sudo apt-get install -y openssl; }
 fi
 
-echo "== Python and the official Dropbox Python SDK for the interop test (tests/e2e/.venv; python3-venv with apt when missing)"
+phase "Python and the official Dropbox Python SDK for the interop test (tests/e2e/.venv; python3-venv with apt when missing)"
 tests/e2e/python/setup.sh
 
-echo "== npm package, hosts and interop clients: install, build the wasm (fails over its size budget), node --test"
+phase "npm package, hosts and interop clients: install, build the wasm (fails over its size budget), node --test"
 pkg/scripts/setup.sh examples/worker examples/mcp tests/e2e conformance tests/bench
 jslog=$(mktemp)
 trap 'rm -f "$log" "$jslog"' EXIT
@@ -92,5 +95,6 @@ js_failed=$(awk '/^# fail/ {print $3}' "$jslog")
 [ -n "$js_passed" ] || { echo "node --test did not run" >&2; cat "$jslog" >&2; exit 1; }
 [ "$js_failed" = 0 ] || cat "$jslog"
 
+phase "done"
 echo "SUMMARY: cargo test: ${passed} passed; ${failed} failed; node --test: ${js_passed} passed; ${js_failed} failed"
 [ "$failed" = 0 ] && [ "$js_failed" = 0 ]
