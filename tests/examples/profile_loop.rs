@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! cargo build --release -p edgegrant-tests --example profile_loop
-//! target/release/examples/profile_loop bearer 20000        # prints ns per operation
+//! target/release/examples/profile_loop bearer 20000        # ns and allocations per operation
 //! valgrind --tool=callgrind --toggle-collect='profile_loop::run' \
 //!     target/release/examples/profile_loop bearer 20000    # the loop alone, not the set-up
 //! callgrind_annotate --inclusive=yes callgrind.out.*
@@ -17,13 +17,22 @@
 //! writing operations put the store back as it was every
 //! [`RESTORE_EVERY`](edgegrant_tests::bench_host::RESTORE_EVERY) operations, as the benchmarks do.
 //! Under valgrind SHA-256 runs in software (about 3 600 instructions per block), where the
-//! benchmarks' machines use the CPU's SHA extensions.
+//! benchmarks' machines use the CPU's SHA extensions. Count allocations with the loop's own
+//! counter, not with callgrind's call counts: those include the set-up outside `run`.
+use std::alloc::System;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
+
+use stats_alloc::{Region, StatsAlloc, INSTRUMENTED_SYSTEM};
 
 use edgegrant::{HttpRequest, Input, Outcome, Step};
 use edgegrant_tests::bench_host::{exchange_request, AppKinds, Host, Populated, RESTORE_EVERY};
 use edgegrant_tests::{bearer_request, form_request, user, GET_ACCOUNT, PKCE_APP};
+
+/// The system allocator, counting: how many allocations an operation makes is printed beside its
+/// time (each is a call into the allocator; in wasm, into talc).
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
 fn main() {
     let operation = std::env::args()
@@ -50,6 +59,7 @@ fn main() {
     }
     let snapshot = host.store.clone();
     let mut timed = Duration::ZERO;
+    let mut allocations = 0;
     let mut done = 0;
     while done < count {
         let batch = (count - done).min(RESTORE_EVERY);
@@ -73,15 +83,18 @@ fn main() {
                  document-bearer"
             ),
         };
-        let start = Instant::now();
+        let (start, region) = (Instant::now(), Region::new(GLOBAL));
         run(&mut host, &requests, batch);
         timed += start.elapsed();
+        let change = region.change();
+        allocations += change.allocations + change.reallocations;
         done += batch;
         host.store = snapshot.clone();
     }
     println!(
-        "{operation}: {:.0} ns per operation ({count} operations)",
-        timed.as_nanos() as f64 / count as f64
+        "{operation}: {:.0} ns and {:.1} allocations per operation ({count} operations)",
+        timed.as_nanos() as f64 / count as f64,
+        allocations as f64 / count as f64
     );
 }
 
