@@ -7,7 +7,7 @@
 //! app's record, for a client that registered itself). Otherwise the check reads the token's
 //! grant and link in one more batch: at most five records however many tokens exist.
 
-use crate::config::Config;
+use crate::config::{App, Config};
 use crate::ctx::{Ctx, Decision, Flow, Need};
 use crate::ending::{Ending, Revocation, Via};
 use crate::endpoints::issue::revoke_grant;
@@ -71,6 +71,8 @@ pub(crate) fn parse(
 struct Bearer<'a> {
     key: &'a RecordKey,
     token: AccessTokenView<'a>,
+    /// The token's app, as configured or stored (the principal shares its key's text).
+    app: &'a App,
     /// The token's grant (its key, and the record read in place); `None` where the ledger
     /// vouched for the token, which then answers alone.
     grant: Option<(RecordKey, GrantView<'a>)>,
@@ -105,7 +107,11 @@ fn authenticate<'a>(
         return Ok(Err(Refusal::TokenForAnotherResource));
     }
     let fault = || Need::Fault(key.clone());
-    let app: AppKey = token.app.parse().ok_or_else(fault)?;
+    // A configured app's key is shared, not parsed again from the record.
+    let app: AppKey = match token.app.as_str().and_then(|text| ctx.config.app(text)) {
+        Some(configured) => configured.key.clone(),
+        None => token.app.parse().ok_or_else(fault)?,
+    };
     let ledger = ctx.load::<LedgerRecord>(&ledger_key)?;
     // A revocation reads the grant it writes: only an API call is answered by the token alone.
     let vouched = matches!(purpose, Purpose::Call(_))
@@ -113,12 +119,13 @@ fn authenticate<'a>(
         && ledger::vouches(token.generation, ledger.map(|l| l.record.generation));
     if vouched {
         ctx.need_with_app(&[], &app)?;
-        if ctx.app(&app)?.is_none() {
+        let Some(app) = ctx.app(&app)? else {
             return Ok(Err(Refusal::AppRemoved));
-        }
+        };
         return Ok(Ok(Bearer {
             key,
             token,
+            app,
             grant: None,
         }));
     }
@@ -130,9 +137,9 @@ fn authenticate<'a>(
     ctx.need_with_app(&[&grant_key, &link_key], &app)?;
     // Removing an app (from the configuration, or a stored app expiring) switches it off: its
     // tokens end with it.
-    if ctx.app(&app)?.is_none() {
+    let Some(app) = ctx.app(&app)? else {
         return Ok(Err(Refusal::AppRemoved));
-    }
+    };
     let Some((_, grant)) = ctx.view::<GrantView>(&grant_key)? else {
         return Ok(Err(Refusal::UnknownAccessToken));
     };
@@ -146,6 +153,7 @@ fn authenticate<'a>(
         Standing::Live => Ok(Bearer {
             key,
             token,
+            app,
             grant: Some((grant_key, grant)),
         }),
         Standing::Revoked => Err(Refusal::AccessTokenRevoked),
@@ -165,7 +173,7 @@ fn principal(bearer: &Bearer<'_>) -> Flow<Principal> {
         (None, None) => return Err(fault(bearer.key).into()),
     };
     Ok(Principal {
-        app: token.app.parse().ok_or_else(|| fault(bearer.key))?,
+        app: bearer.app.key.clone(),
         account_id: token.account_id.parse().ok_or_else(|| fault(bearer.key))?,
         uid,
         scopes: token.scopes.to_set().ok_or_else(|| fault(bearer.key))?,
