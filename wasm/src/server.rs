@@ -143,12 +143,14 @@ pub fn random_entropy() -> Result<Vec<u8>, JsError> {
     Ok(bytes)
 }
 
-/// The HTTP input of [`Core::request`] and [`Core::partition_of`].
+/// The HTTP input of [`Core::request`] and [`Core::partition_of`]. Method, path and query are
+/// taken as the strings the bindings allocated for them (an owned parameter is moved in, where
+/// a borrowed one would be copied again).
 #[allow(clippy::too_many_arguments)]
 fn http_input(
-    method: &str,
-    path: &str,
-    query: &str,
+    method: String,
+    path: String,
+    query: String,
     headers: &str,
     body: Vec<u8>,
     account_id: Option<String>,
@@ -171,9 +173,9 @@ fn http_input(
         _ => None,
     };
     let request = HttpRequest {
-        method: method.to_owned(),
-        path: path.to_owned(),
-        query: query.to_owned(),
+        method,
+        path,
+        query,
         headers: pairs,
         body,
         source,
@@ -223,9 +225,9 @@ impl Core {
     #[allow(clippy::too_many_arguments)]
     pub fn request(
         &self,
-        method: &str,
-        path: &str,
-        query: &str,
+        method: String,
+        path: String,
+        query: String,
         headers: &str,
         body: Vec<u8>,
         #[wasm_bindgen(js_name = accountId)] account_id: Option<String>,
@@ -249,9 +251,9 @@ impl Core {
     #[allow(clippy::too_many_arguments)]
     pub fn partition_of(
         &self,
-        method: &str,
-        path: &str,
-        query: &str,
+        method: String,
+        path: String,
+        query: String,
         headers: &str,
         body: Vec<u8>,
         #[wasm_bindgen(js_name = accountId)] account_id: Option<String>,
