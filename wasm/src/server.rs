@@ -159,7 +159,8 @@ fn http_input(
     source: Option<String>,
     scheme: Option<String>,
 ) -> Result<Input, JsError> {
-    let mut pairs = Vec::new();
+    // Room for every pair up front: a browser sends a dozen headers or more.
+    let mut pairs = Vec::with_capacity(headers.bytes().filter(|&b| b == 0).count().div_ceil(2));
     let mut names_and_values = headers.split('\0');
     while let (Some(name), Some(value)) = (names_and_values.next(), names_and_values.next()) {
         pairs.push((name.to_owned(), value.to_owned()));
