@@ -440,6 +440,25 @@ fn done(answer: Answer, committed: &Option<Vec<AuditEvent>>) -> Progress {
     }
 }
 
+/// Prints a test's summary line (a corpus's counts, a search's schedules) and, when the test
+/// command asked for them (`EDGEGRANT_TEST_REPORT` names a file), appends it there: cargo
+/// shows a passing test's output only under `--nocapture`, and running the long tests twice to
+/// see it cost a minute.
+pub fn report(line: &str) {
+    println!("{line}");
+    if let Some(path) = std::env::var_os("EDGEGRANT_TEST_REPORT") {
+        use std::io::Write as _;
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut file| writeln!(file, "{line}"));
+        if let Err(error) = appended {
+            panic!("cannot append to the test report {path:?}: {error}");
+        }
+    }
+}
+
 /// Whether `verify`'s signature holds, as a host answers [`Step::Verify`]: the native host's
 /// own code (RustCrypto), the one source of both.
 pub fn verify_signature(verify: &Verify) -> bool {

@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use edgegrant_tests::conformance::{load_corpus, run_vector};
+use edgegrant_tests::report;
 
 #[test]
 fn every_vector_passes_against_the_core() {
@@ -24,12 +25,12 @@ fn every_vector_passes_against_the_core() {
     for skip in &skipped {
         println!("skipped {skip}");
     }
-    println!(
+    report(&format!(
         "conformance (core): {passed} passed, {} skipped, {} failed, of {} vectors in {:.2?}",
         skipped.len(),
         failures.len(),
         corpus.len(),
         started.elapsed()
-    );
+    ));
     assert!(failures.is_empty(), "\n{}", failures.join("\n\n"));
 }

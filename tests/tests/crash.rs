@@ -11,7 +11,7 @@ use edgegrant_tests::*;
 /// Every crash point of one request, with up to two crashes; prints the count.
 fn crash_points(name: &str, sim: &Sim, input: Input, check: &mut dyn FnMut(&Schedule)) {
     let schedules = explore(&sim.config, &sim.store, sim.now, &[input], 2, check);
-    println!("crash faults: {name}: {schedules} schedules");
+    report(&format!("crash faults: {name}: {schedules} schedules"));
     assert!(
         schedules >= 3,
         "{name}: a read, a commit and an answer to crash at"

@@ -21,7 +21,9 @@ fn scenario(
     let mut total = 0;
     for &crash in crashes {
         let schedules = explore(&sim.config, &sim.store, sim.now, inputs, crash, check);
-        println!("race explorer: {name}: {schedules} schedules with up to {crash} crash(es)");
+        report(&format!(
+            "race explorer: {name}: {schedules} schedules with up to {crash} crash(es)"
+        ));
         assert!(schedules >= 2, "{name}: nothing to explore");
         total += schedules;
     }
