@@ -425,7 +425,14 @@ fn config_json_is_read_back_as_written_and_errors_name_the_field() {
     );
 
     let refused = |text: &str| Config::from_json(text).unwrap_err().to_string();
-    assert!(refused("{\"apps\": [").starts_with("not JSON: "));
+    assert_eq!(
+        refused("{\"apps\": ["),
+        "not JSON: it ends early at line 1, column 10"
+    );
+    assert_eq!(
+        refused("{\n  \"apps\": ]"),
+        "not JSON: a syntax error at line 2, column 11"
+    );
     assert_eq!(refused("[]"), "the configuration: expected an object");
     assert_eq!(refused("{}"), "apps: is missing");
     assert_eq!(

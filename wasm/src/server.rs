@@ -24,7 +24,9 @@ export type ConfigCheck = { tag: "ok" } | { tag: "invalid"; content: string };
 /// Only the core's own JSON forms are written here (audit events, the configuration document),
 /// which hold no floats.
 pub(crate) fn json_text<T: Serialize + ?Sized>(value: &T) -> Result<String, JsError> {
-    let json = serde_json::to_string(value).map_err(|e| JsError::new(&e.to_string()))?;
+    // Writing the core's own forms to a string does not fail; its message is not worth linking.
+    let json =
+        serde_json::to_string(value).map_err(|_| JsError::new("edgegrant: unwritable JSON"))?;
     if numbers_are_exact(&json) {
         Ok(json)
     } else {
