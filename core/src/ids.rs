@@ -198,7 +198,7 @@ impl AppKey {
 pub(crate) fn https_host(url: &str) -> Option<&str> {
     check_document_url(url).ok()?;
     // Checked: the authority holds no `?`, and ends at the path's `/`.
-    url["https://".len()..].split('/').next()
+    url.strip_prefix("https://")?.split('/').next()
 }
 
 /// Whether a path segment is `.` or `..`, a dot written as `%2e` too (RFC 3986 §6.2.2.2: the
@@ -220,15 +220,15 @@ fn dot_segment(segment: &str) -> bool {
 /// A Client ID Metadata Document URL by the rules of its draft (§3): https, a host, a path,
 /// no dot segments, no credentials, no fragment.
 fn check_document_url(v: &str) -> Result<(), &'static str> {
-    if !v.starts_with("https://") {
+    let Some(rest) = v.strip_prefix("https://") else {
         return Err("a client metadata document URL is an https URL");
-    }
+    };
     bounded(v, 512)?;
     visible_ascii(v)?;
-    let rest = &v["https://".len()..];
     let (authority, path) = rest
         .find('/')
-        .map_or((rest, ""), |at| (&rest[..at], &rest[at..]));
+        .and_then(|at| rest.split_at_checked(at))
+        .unwrap_or((rest, ""));
     if authority.is_empty() || authority.contains(['@', '?', '\\']) {
         return Err("a client metadata document URL needs a host, without a user name or password");
     }

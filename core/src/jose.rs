@@ -212,5 +212,5 @@ pub(crate) fn assertion(text: &str) -> Option<Assertion> {
 }
 
 fn text_before_last_dot(text: &str) -> Option<&str> {
-    text.rfind('.').map(|at| &text[..at])
+    text.rfind('.').and_then(|at| text.get(..at))
 }

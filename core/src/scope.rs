@@ -177,7 +177,7 @@ impl Joined {
     /// Adds one name (checked already).
     pub fn push(&mut self, name: &str) {
         if !self.text.is_empty() {
-            self.canonical &= self.text[self.last..] < *name;
+            self.canonical &= self.text.get(self.last..).unwrap_or_default() < name;
             self.text.push(' ');
         }
         self.last = self.text.len();

@@ -54,7 +54,7 @@ pub fn protected_resource_metadata_url(resource: &str) -> String {
         .get(after_scheme..)
         .and_then(|rest| rest.find('/'))
         .map_or(resource.len(), |at| after_scheme + at);
-    let (origin, path) = resource.split_at(path_at);
+    let (origin, path) = resource.split_at_checked(path_at).unwrap_or((resource, ""));
     format!(
         "{origin}{PROTECTED_RESOURCE_METADATA}{}",
         path.trim_end_matches('/')

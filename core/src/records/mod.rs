@@ -775,8 +775,8 @@ fn unescaped(text: &str) -> Option<AppKey> {
     out.push_str(parts.next().unwrap_or_default());
     for part in parts {
         let (unescaped, rest) = match part.as_bytes() {
-            [b'3', b'A', ..] => (':', &part[2..]),
-            [b'2', b'5', ..] => ('%', &part[2..]),
+            [b'3', b'A', ..] => (':', part.get(2..)?),
+            [b'2', b'5', ..] => ('%', part.get(2..)?),
             _ => return None,
         };
         out.push(unescaped);

@@ -9,21 +9,22 @@
 
 /// Escapes text for HTML content and quoted attribute values.
 pub fn escape(text: &str, out: &mut String) {
-    let mut rest = text;
-    // Copies the runs between special characters whole.
-    while let Some(at) = rest.find(['&', '<', '>', '"', '\'']) {
-        let (run, special) = rest.split_at(at);
+    const SPECIAL: [char; 5] = ['&', '<', '>', '"', '\''];
+    // Copies the runs between special characters whole: each part but the last ends with one.
+    for part in text.split_inclusive(SPECIAL) {
+        let Some(run) = part.strip_suffix(SPECIAL) else {
+            out.push_str(part);
+            continue;
+        };
         out.push_str(run);
-        out.push_str(match special.as_bytes().first() {
+        out.push_str(match part.as_bytes().last() {
             Some(b'&') => "&amp;",
             Some(b'<') => "&lt;",
             Some(b'>') => "&gt;",
             Some(b'"') => "&quot;",
             _ => "&#39;",
         });
-        rest = special.get(1..).unwrap_or_default();
     }
-    out.push_str(rest);
 }
 
 /// A value a template can show.
@@ -97,7 +98,7 @@ fn parse(rest: &mut &str, open: Option<&str>, known: &[&str]) -> Result<Vec<Part
             *rest = "";
             return Ok(parts);
         };
-        let (literal, tag) = rest.split_at(start);
+        let (literal, tag) = rest.split_at_checked(start).unwrap_or_default();
         if !literal.is_empty() {
             parts.push(Part::Literal(literal.to_owned()));
         }
@@ -188,6 +189,26 @@ fn render<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Escaping is the five entities and nothing else, character by character, whatever
+        /// the text (multi-byte characters next to special ones included).
+        #[test]
+        fn escape_replaces_exactly_the_five_special_characters(text in "[a-z&<>\"'é€\u{1F600} ]{0,24}") {
+            let mut escaped = String::new();
+            escape(&text, &mut escaped);
+            let expected: String = text.chars().map(|c| match c {
+                '&' => "&amp;".to_owned(),
+                '<' => "&lt;".to_owned(),
+                '>' => "&gt;".to_owned(),
+                '"' => "&quot;".to_owned(),
+                '\'' => "&#39;".to_owned(),
+                other => other.to_string(),
+            }).collect();
+            prop_assert_eq!(escaped, expected);
+        }
+    }
 
     #[test]
     fn variables_are_escaped_sections_repeat_and_unknown_names_fail() {
