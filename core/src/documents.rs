@@ -155,10 +155,14 @@ fn lifetime(cache_control: Option<&str>, policy: &DocumentPolicy) -> Seconds {
             _ => {}
         }
     }
+    // Within the policy's bounds (`max` then `min`: `clamp` panics on bounds the wrong way
+    // round, and its message links `u64`'s `Debug` into the module; the configuration checks
+    // `min_cache <= max_cache`).
     Seconds(
         max_age
             .unwrap_or(0)
-            .clamp(policy.min_cache.0, policy.max_cache.0),
+            .max(policy.min_cache.0)
+            .min(policy.max_cache.0),
     )
 }
 
