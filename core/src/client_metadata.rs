@@ -60,10 +60,7 @@ impl Draft {
     /// The app this metadata makes under `key`, with `secret` (a registration's).
     pub fn app(&self, key: AppKey, secret: Option<SecretDigest>) -> App {
         App {
-            name: self
-                .name
-                .clone()
-                .unwrap_or_else(|| key.as_str().to_owned()),
+            name: self.name.clone().unwrap_or_else(|| key.as_str().to_owned()),
             key,
             secret_digest: secret,
             redirect_uris: self.redirect_uris.clone(),

@@ -334,7 +334,7 @@ fn introspection_body(found: Option<&Introspected>, config: &Config) -> String {
         body = body.string("iss", issuer.as_str());
     }
     body = body
-        .string("scope", &token.scopes.to_string())
+        .string("scope", token.scopes.as_str())
         .string("sub", token.account_id.as_str());
     if token.access_token {
         body = body.string("token_type", "bearer");

@@ -392,6 +392,15 @@ fn a_document_clients_key_is_escaped_in_storage_keys_and_read_back_whole() {
         let raw = text.replace("https%3A//app.example%3A8443", "https://app.example:8443");
         assert_ne!(raw.parse::<RecordKey>().ok(), Some(record), "{raw}");
     }
+    // A member's place is written one way: no sign, no leading zero (0 itself is one).
+    let alice = AccountId::new("dbid:alice").unwrap();
+    let zero = RecordKey::member(&key, app.clone(), alice.clone(), 0);
+    assert_eq!(zero.to_string().parse::<RecordKey>(), Ok(zero));
+    let third = RecordKey::member(&key, app, alice, 3).to_string();
+    for other in [":03:", ":+3:", ":3 :", ":-3:"] {
+        let text = third.replacen(":3:", other, 1);
+        assert!(text.parse::<RecordKey>().is_err(), "{text}");
+    }
 }
 
 // ---- private_key_jwt (RFC 7523) -----------------------------------------------------------------

@@ -633,14 +633,13 @@ fn issue_implicit(
         minted.next_member,
     );
     let expires_in_text = expires_in.map(|s| s.0.to_string());
-    let scope = grant.scopes.to_string();
     let mut params = vec![
         ("access_token", access_token.expose()),
         ("token_type", "bearer"),
     ];
     params.extend(expires_in_text.as_deref().map(|e| ("expires_in", e)));
     params.extend([
-        ("scope", scope.as_str()),
+        ("scope", grant.scopes.as_str()),
         ("account_id", user.account_id.as_str()),
         ("uid", user.uid.as_str()),
     ]);
