@@ -5,6 +5,7 @@
 //! register less than asked, and answers what it registered); what it cannot honour is refused
 //! with the reason.
 
+use crate::prelude::*;
 use serde_json::{Map, Value};
 
 use crate::config::{check_redirect_uri, App, Config, DefaultTokenType, Permissions};

@@ -14,6 +14,7 @@
 //! response allows credentials.
 
 use crate::config::{App, Config};
+use crate::prelude::*;
 use crate::routes::{Endpoint, Method};
 use crate::wire::http::HttpRequest;
 use crate::wire::uri::{origin, HttpUri};

@@ -4,11 +4,12 @@
 //! Their `Debug` never shows the secret; only [`expose`](AccessToken::expose) does, for the one
 //! place a secret must leave: the response to the client. Storage only ever sees digests.
 
+use crate::prelude::*;
 use base64ct::{Base64UrlUnpadded, Encoding as _};
+use core::fmt;
 use hmac::{Hmac, Mac as _};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
-use std::fmt;
 use subtle::ConstantTimeEq;
 
 use crate::ids::GrantId;

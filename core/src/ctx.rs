@@ -12,6 +12,7 @@ use crate::documents::KEYS_REFETCH_AFTER;
 use crate::ending::Ending;
 use crate::ids::AppKey;
 use crate::jose::ClientKey;
+use crate::prelude::*;
 use crate::records::view::{self, RecordView};
 use crate::records::{
     AccessTokenRecord, AppRecord, AssertionRecord, AttemptsRecord, ClientKeys, CodeRecord,
@@ -20,8 +21,8 @@ use crate::records::{
 };
 use crate::step::{AuditEvent, Expect, Put, Transaction, Verify};
 use crate::time::{Seconds, UnixTime};
-use std::borrow::Cow;
-use std::cell::OnceCell;
+use alloc::borrow::Cow;
+use core::cell::OnceCell;
 
 /// What an endpoint needs before it can go on.
 #[derive(Debug)]

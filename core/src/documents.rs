@@ -7,6 +7,7 @@
 //! The JWK set a client names by its `jwks_uri` (RFC 7591 §2) is fetched the same way, under
 //! the same policy, when an assertion of the client is first checked.
 
+use crate::prelude::*;
 use serde_json::Value;
 
 use crate::client_metadata::{draft, MetadataFault, Origin};
@@ -83,7 +84,7 @@ fn json_object(fetched: &Fetched, max_bytes: u32) -> Result<Value, DocumentFault
         return Err(DocumentFault::TooLarge);
     }
     // Read as text: the configuration's reader of JSON text is linked already.
-    let text = std::str::from_utf8(&fetched.body).map_err(|_| DocumentFault::NotJson)?;
+    let text = core::str::from_utf8(&fetched.body).map_err(|_| DocumentFault::NotJson)?;
     match serde_json::from_str::<Value>(text) {
         Ok(object @ Value::Object(_)) => Ok(object),
         _ => Err(DocumentFault::NotJson),

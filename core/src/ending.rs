@@ -8,6 +8,7 @@ use crate::credentials::{
 };
 use crate::endpoints::discovery::Metadata;
 use crate::ids::{AccountId, AppKey, Uid, User};
+use crate::prelude::*;
 use crate::records::{AppRecord, Resources};
 use crate::refusal::Refusal;
 use crate::routes::Endpoint;

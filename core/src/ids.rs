@@ -3,9 +3,10 @@
 //! Each is a validated newtype, so an `AppKey` can never be passed where an `AccountId` is meant
 //! and nothing unvalidated reaches a storage key or a redirect.
 
+use crate::prelude::*;
+use alloc::sync::Arc;
+use core::fmt;
 use serde::{Deserialize, Serialize};
-use std::fmt;
-use std::sync::Arc;
 
 /// Why a string was refused as an identifier.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -113,28 +114,28 @@ macro_rules! validated_string {
 /// so that an id is allocated once, as its shared text.
 pub(crate) fn text<'de, D: serde::Deserializer<'de>>(
     d: D,
-) -> Result<std::borrow::Cow<'de, str>, D::Error> {
+) -> Result<alloc::borrow::Cow<'de, str>, D::Error> {
     struct Text;
     impl<'de> serde::de::Visitor<'de> for Text {
-        type Value = std::borrow::Cow<'de, str>;
+        type Value = alloc::borrow::Cow<'de, str>;
         fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.write_str("a string")
         }
         fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-            Ok(std::borrow::Cow::Borrowed(v))
+            Ok(alloc::borrow::Cow::Borrowed(v))
         }
         fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-            Ok(std::borrow::Cow::Owned(v.to_owned()))
+            Ok(alloc::borrow::Cow::Owned(v.to_owned()))
         }
         fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-            Ok(std::borrow::Cow::Owned(v))
+            Ok(alloc::borrow::Cow::Owned(v))
         }
     }
     d.deserialize_str(Text)
 }
 
 // Lets `BTreeMap<AppKey, _>` be searched by `&str` (the derived order is the string order).
-impl std::borrow::Borrow<str> for AppKey {
+impl core::borrow::Borrow<str> for AppKey {
     fn borrow(&self) -> &str {
         &self.0
     }

@@ -4,6 +4,7 @@
 //! verifies with its WebCrypto ([`Step::Verify`](crate::Step::Verify)): measured against
 //! RustCrypto's crates in the module, 27 KiB and 3–6× the time less (README's decisions).
 
+use crate::prelude::*;
 use base64ct::{Base64UrlUnpadded, Encoding as _};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -168,7 +169,7 @@ pub(crate) fn assertion(text: &str) -> Option<Assertion> {
     };
     let json = |part: &str| -> Option<Map<String, Value>> {
         let bytes = Base64UrlUnpadded::decode_vec(part).ok()?;
-        match serde_json::from_str(std::str::from_utf8(&bytes).ok()?).ok()? {
+        match serde_json::from_str(core::str::from_utf8(&bytes).ok()?).ok()? {
             Value::Object(object) => Some(object),
             _ => None,
         }

@@ -5,7 +5,9 @@
 //! transitions. The core never reads a clock, draws randomness, or touches a socket or a disk:
 //! the host passes the time and the entropy in, loads the records the core names, and applies
 //! the writes it returns. That keeps it safe on edge runtimes that keep no memory between
-//! requests, and makes every behaviour reproducible from its inputs.
+//! requests, and makes every behaviour reproducible from its inputs. It is `no_std`: it needs
+//! an allocator (`alloc`) and nothing else of the platform, so it embeds where std is missing
+//! or unwanted (its own wasm modules are built without std).
 //!
 //! ## The calling contract
 //!
@@ -165,7 +167,7 @@
 //! it, with no two modules importing each other (`tests/tests/layers.rs` checks both, from the
 //! `crate::` paths of every file). From the bottom:
 //!
-//! 1. `time`, `ids`, `scope`, `wire`, `jose`, `credentials`, `pages` — values, their wire forms, client assertions and keys, secrets and digests, page templates
+//! 1. `prelude`, `time`, `ids`, `scope`, `wire`, `jose`, `credentials`, `pages` — what std's prelude gave (the crate is `no_std`); values, their wire forms, client assertions and keys, secrets and digests, page templates
 //! 2. `config`, `partition`, `pkce`, `refusal` — the configuration, where records live, PKCE, why a request is refused
 //! 3. `records` — what is stored, under which keys
 //! 4. `machines`, `client_metadata` — the state machines: pure transitions on records and time; client metadata (RFC 7591 §2) read and checked
@@ -245,6 +247,12 @@
     clippy::indexing_slicing,
     clippy::string_slice
 )]
+// The core needs memory and nothing else of the platform: it is `no_std` with `alloc`, so that
+// the wasm module, built without std, carries no panic machinery of std's (its messages,
+// formatting and locations: 5.9 KiB gzipped). Its own unit tests have std.
+#![cfg_attr(not(test), no_std)]
+
+extern crate alloc;
 
 /// Gives an enum `NAMES` (every variant's name, in order) and `named(&self)`, from one table of
 /// every variant: its match has no wildcard, so a new variant does not compile until it is
@@ -280,6 +288,7 @@ mod machines;
 mod pages;
 mod partition;
 mod pkce;
+mod prelude;
 mod records;
 mod refusal;
 mod render;

@@ -16,6 +16,7 @@
 //! The consent page must post `query` and `decision` (`allow` or `deny`) to
 //! `/oauth2/authorize` from this origin.
 
+use crate::prelude::*;
 use crate::wire::html::{escape, Template, Value};
 
 /// The page templates as the host writes them; `None` keeps the core's default.

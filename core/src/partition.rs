@@ -21,8 +21,9 @@
 //! the digest under which a credential is stored is of its secret, looked up only in the
 //! partition its checked route names.
 
+use crate::prelude::*;
 use base64ct::{Base64UrlUnpadded, Encoding as _};
-use std::fmt;
+use core::fmt;
 use subtle::ConstantTimeEq as _;
 
 use crate::credentials::{
@@ -180,7 +181,7 @@ impl fmt::Debug for Partition {
 #[error("not a partition")]
 pub struct BadPartition;
 
-impl std::str::FromStr for Partition {
+impl core::str::FromStr for Partition {
     type Err = BadPartition;
     fn from_str(text: &str) -> Result<Partition, BadPartition> {
         if text.len() != Partition::TEXT_LEN {

@@ -1,7 +1,8 @@
 //! PKCE (RFC 7636): code challenges, code verifiers and the check that binds them.
 
+use crate::prelude::*;
+use core::fmt;
 use serde::{Deserialize, Serialize};
-use std::fmt;
 
 use crate::credentials::{ct_str_eq, s256};
 

@@ -3,6 +3,7 @@
 //! revoked and an unlinked token all answer `invalid_token`); [`render`](crate::render) is the
 //! one place that maps a reason to its response.
 
+use crate::prelude::*;
 use crate::scope::Scope;
 use crate::time::Seconds;
 

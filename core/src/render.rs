@@ -2,7 +2,8 @@
 //! [`Refusal`] to the wire (RFC 6749 §4.1.2.1 and §5.2, RFC 6750 §3, the reference service's
 //! JSON error body) and fills in the pages.
 
-use std::borrow::Cow;
+use crate::prelude::*;
+use alloc::borrow::Cow;
 
 use crate::config::{Config, Issuer};
 use crate::cors;

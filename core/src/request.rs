@@ -2,7 +2,8 @@
 //! the request and hashes its credential once, then takes one [`Event`] per [`Step`] it gave —
 //! records read, a write applied or not, the store failing — until it answers.
 
-use std::sync::Arc;
+use crate::prelude::*;
+use alloc::sync::Arc;
 
 use crate::config::Config;
 use crate::cors;
@@ -43,7 +44,7 @@ struct Writes {
     /// The keys of the one the host is applying.
     current: Vec<RecordKey>,
     /// The ones after it.
-    rest: std::vec::IntoIter<Transaction>,
+    rest: alloc::vec::IntoIter<Transaction>,
     /// `None`: decide again once they are applied ([`Decision::Continue`]).
     ending: Option<Ending>,
 }
@@ -236,7 +237,7 @@ impl Request {
     fn committed(&mut self) -> Step {
         // `advance` calls this only while writing; taking the state by value there instead
         // cost the wasm module 0.1 KiB for this one arm.
-        let State::Writing(writes) = std::mem::replace(&mut self.state, State::Over) else {
+        let State::Writing(writes) = core::mem::replace(&mut self.state, State::Over) else {
             return self.refuse(Refusal::Contention);
         };
         let Writes {
@@ -258,7 +259,7 @@ impl Request {
     /// transaction of its own, conditional on the version read, after which the request decides
     /// again from what the store then holds — or the request refused with why not.
     fn fetched(&mut self, answer: Result<Fetched, FetchFailure>) -> Step {
-        let State::Fetching(fetching) = std::mem::replace(&mut self.state, State::Over) else {
+        let State::Fetching(fetching) = core::mem::replace(&mut self.state, State::Over) else {
             return self.refuse(Refusal::Contention);
         };
         let Fetching {
@@ -391,7 +392,11 @@ impl Request {
     }
 
     /// Hands over the first of `transactions`, to end as `ending` once all are applied.
-    fn write(&mut self, mut transactions: std::vec::IntoIter<Transaction>, ending: Ending) -> Step {
+    fn write(
+        &mut self,
+        mut transactions: alloc::vec::IntoIter<Transaction>,
+        ending: Ending,
+    ) -> Step {
         match transactions.next() {
             Some(first) => self.hand_over(first, transactions, Some(ending)),
             None => self.finish(ending),
@@ -401,7 +406,7 @@ impl Request {
     fn hand_over(
         &mut self,
         transaction: Transaction,
-        rest: std::vec::IntoIter<Transaction>,
+        rest: alloc::vec::IntoIter<Transaction>,
         ending: Option<Ending>,
     ) -> Step {
         if !self.take_step() {

@@ -3,11 +3,12 @@
 //! form ([`Scope::is_dotted`]); the standards profile takes any scope token (`mcp:tools`) and
 //! reserves [`OFFLINE_ACCESS`].
 
+use crate::prelude::*;
+use alloc::sync::Arc;
+use core::fmt;
 use serde::de::{SeqAccess, Visitor};
 use serde::ser::SerializeSeq;
 use serde::{Deserialize, Deserializer, Serialize};
-use std::fmt;
-use std::sync::Arc;
 
 use crate::ids::InvalidId;
 
@@ -131,7 +132,7 @@ impl Serialize for ScopeSet {
 impl<'de> Deserialize<'de> for ScopeSet {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         /// One scope's text, borrowed from the input where the format allows.
-        struct Name<'de>(std::borrow::Cow<'de, str>);
+        struct Name<'de>(alloc::borrow::Cow<'de, str>);
         impl<'de> Deserialize<'de> for Name<'de> {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 crate::ids::text(d).map(Name)

@@ -1,6 +1,7 @@
 //! The one vocabulary between core and host: what comes in ([`Input`]), what the host does next
 //! ([`Step`]), what it stores ([`Transaction`]) and what it sends ([`Reply`]).
 
+use crate::prelude::*;
 use serde::Serialize;
 use serde_json::Value;
 

@@ -1,5 +1,7 @@
 //! The PKCE client machine's bindings, built as a module of its own for browsers.
 
+use alloc::format;
+use alloc::string::{String, ToString};
 use edgegrant::{client, UnixTime};
 use wasm_bindgen::prelude::*;
 

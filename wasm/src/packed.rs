@@ -24,6 +24,8 @@
 //! Numbers cross as f64, as JavaScript holds them; the text is decoded once per step. A step
 //! stays in the request's buffer until the request's next call: JavaScript reads it at once.
 
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
 use edgegrant::{Authorized, Expect, Outcome, RecordKey, Step, Stored};
 use wasm_bindgen::JsError;
 
@@ -216,6 +218,7 @@ fn take<const N: usize>(packed: &mut &[u8]) -> Result<[u8; N], &'static str> {
 
 /// `value` as a whole number, if it is one JavaScript holds exactly (0 ..= 2^53 − 1).
 pub(crate) fn safe_integer(value: f64) -> Option<u64> {
-    let max = crate::MAX_SAFE_INTEGER as f64;
-    (value.fract() == 0.0 && (0.0..=max).contains(&value)).then_some(value as u64)
+    // The cast truncates (and takes NaN to 0): it is the value only when that is whole.
+    let whole = value as u64;
+    (whole as f64 == value && whole <= crate::MAX_SAFE_INTEGER).then_some(whole)
 }

@@ -4,7 +4,11 @@
 //! `packed`): the step out, what came of it in. Records cross as the opaque bytes the core
 //! encodes. JSON is left to the configuration (once) and to audit events (once per write).
 
-use std::sync::Arc;
+use alloc::borrow::ToOwned;
+use alloc::string::{String, ToString};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use alloc::{format, vec};
 
 use edgegrant::{
     AccountId, AppKey, AttemptStep, Attempter, Config, Entropy, Event, FetchFailure, Fetched,
@@ -374,7 +378,7 @@ pub struct Request {
     max_steps: u32,
 }
 
-fn misuse(error: impl std::fmt::Display) -> JsError {
+fn misuse(error: impl core::fmt::Display) -> JsError {
     JsError::new(&format!("edgegrant: {error}"))
 }
 

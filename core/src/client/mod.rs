@@ -44,9 +44,10 @@
 //! assert!(url.contains("code_challenge_method=S256"));
 //! ```
 
+use crate::prelude::*;
 mod wire;
 
-use std::fmt;
+use core::fmt;
 
 use base64ct::{Base64UrlUnpadded, Encoding as _};
 use serde::{Deserialize, Serialize};

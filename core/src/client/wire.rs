@@ -1,6 +1,7 @@
 //! The client's side of the wire: the authorization URL, the token and revocation requests, the
 //! redirect and token responses.
 
+use crate::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

@@ -7,6 +7,7 @@ use super::{
 };
 use crate::ids::{AppKey, RedirectUri};
 use crate::pages::{Pages, TemplateError};
+use crate::prelude::*;
 use crate::scope::{Scope, OFFLINE_ACCESS};
 use crate::wire::uri::{HttpUri, Scheme};
 

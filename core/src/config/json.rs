@@ -1,10 +1,10 @@
 //! The JSON form of a configuration document: its TypeScript declaration, and its writer
 //! (the reader is `read`).
 
+use alloc::collections::BTreeMap;
 use serde::ser::SerializeMap as _;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::BTreeMap;
 
 use super::*;
 

@@ -4,8 +4,9 @@
 //! [`Config`] only valid), and its JSON form (`json`: read and written explicitly). The model
 //! imports neither; the checks import the model; the JSON form imports both.
 
+use crate::prelude::*;
+use alloc::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 use crate::credentials::{SecretDigest, ServerKey};
 use crate::ids::{https_host, AppKey, RedirectUri};

@@ -7,8 +7,8 @@
 //! (`apps[0].redirect_uris[1]: …`); the path is written out only for the error, so reading a
 //! valid document formats none.
 
+use alloc::collections::BTreeMap;
 use serde_json::{Map, Value};
-use std::collections::BTreeMap;
 
 use super::checks::{problem, ConfigError};
 use super::*;

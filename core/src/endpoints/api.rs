@@ -15,6 +15,7 @@ use crate::endpoints::within_limit;
 use crate::ids::{AccountId, AppKey, GrantId};
 use crate::machines::grant::{self, Standing};
 use crate::machines::{access_token, ledger};
+use crate::prelude::*;
 use crate::records::view::{AccessTokenView, GrantView, LinkView};
 use crate::records::{GrantRecord, LedgerRecord, RecordKey};
 use crate::refusal::Refusal;

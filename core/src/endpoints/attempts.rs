@@ -8,6 +8,7 @@ use crate::ctx::{replace, Ctx, Decision, Flow};
 use crate::ending::{Ending, Via};
 use crate::machines::attempts::{self, Attempter};
 use crate::partition::Partition;
+use crate::prelude::*;
 use crate::records::{AttemptsRecord, Record, RecordKey};
 use crate::refusal::Refusal;
 use crate::step::{AttemptStep, Transaction};

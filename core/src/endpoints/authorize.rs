@@ -16,6 +16,7 @@ use crate::machines::grant::GrantTerms;
 use crate::machines::{access_token, link};
 use crate::partition::Partition;
 use crate::pkce::{ChallengeMethod, CodeChallenge};
+use crate::prelude::*;
 use crate::records::Resources;
 use crate::records::{LinkRecord, Record, RecordKey, TokenAccessType};
 use crate::refusal::Refusal;

@@ -11,6 +11,7 @@ use crate::endpoints::within_limit;
 use crate::ids::AppKey;
 use crate::jose::{Assertion, ClientKey};
 use crate::machines::attempts::Attempter;
+use crate::prelude::*;
 use crate::records::{AssertionRecord, Record, RecordKey};
 use crate::refusal::Refusal;
 use crate::routes::TOKEN;

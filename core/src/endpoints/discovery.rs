@@ -5,6 +5,7 @@
 
 use crate::config::{Config, Issuer};
 use crate::jose::SigningAlg;
+use crate::prelude::*;
 use crate::routes::{
     Document, AUTHORIZE, INTROSPECTION, PROTECTED_RESOURCE_METADATA, REGISTRATION, REVOCATION,
     TOKEN,

@@ -8,6 +8,7 @@ use crate::machines::access_token::TokenTerms;
 use crate::machines::grant::{self, GrantTerms};
 use crate::machines::{access_token, ledger, link, refresh_token};
 use crate::partition::Partition;
+use crate::prelude::*;
 use crate::records::Resources;
 use crate::records::{
     AccessTokenRecord, GrantRecord, LedgerRecord, LinkRecord, MemberRecord, Record, RecordKey,

@@ -6,6 +6,7 @@
 //! a server may register less than asked, and answers what it registered); deciding counts the
 //! registration against its source, then stores the new app, minted from the request's entropy.
 
+use crate::prelude::*;
 use serde_json::{Map, Value};
 
 use crate::client_metadata::{draft, Draft, MetadataFault, Origin};
@@ -193,7 +194,7 @@ fn json_object(request: &HttpRequest) -> Result<Map<String, Value>, Ending> {
     }
     // Read as text: the configuration's reader of JSON text is linked already, one of bytes
     // would be 5 KB of wasm more.
-    let body = std::str::from_utf8(&request.body).unwrap_or_default();
+    let body = core::str::from_utf8(&request.body).unwrap_or_default();
     match serde_json::from_str::<Value>(body) {
         Ok(Value::Object(fields)) => Ok(fields),
         _ => metadata("the body must be a JSON object"),

@@ -24,6 +24,7 @@ use crate::machines::refresh_token::{Position, Rotated};
 use crate::machines::{access_token, link, refresh_token};
 use crate::partition::Partition;
 use crate::pkce::CodeVerifier;
+use crate::prelude::*;
 use crate::records::Resources;
 use crate::records::{
     AccessTokenRecord, CodeRecord, CodeState, GrantRecord, LinkRecord, MemberRecord, Record,

@@ -14,6 +14,7 @@ use crate::endpoints::issue::revoke_grant;
 use crate::ids::{AccountId, AppKey, GrantId};
 use crate::machines::grant::{self, Standing};
 use crate::machines::{access_token, refresh_token};
+use crate::prelude::*;
 use crate::records::{AccessTokenRecord, GrantRecord, LinkRecord, RecordKey, RefreshTokenRecord};
 use crate::refusal::Refusal;
 use crate::step::{AuditEvent, Transaction};

@@ -8,6 +8,7 @@ use crate::endpoints::issue::{ended_ledger, unlinked_grants};
 use crate::ids::{AccountId, AppKey};
 use crate::machines::link;
 use crate::partition::Partition;
+use crate::prelude::*;
 use crate::records::{LinkRecord, MemberRecord, Record, RecordKey};
 use crate::step::{AuditEvent, Put, Transaction, Unlinker};
 use crate::time::UnixTime;

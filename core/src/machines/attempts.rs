@@ -5,6 +5,7 @@
 use crate::config::AttemptLimits;
 use crate::credentials::{AttempterDigest, ServerKey};
 use crate::partition::Partition;
+use crate::prelude::*;
 use crate::records::{AttemptsRecord, RecordKey};
 use crate::time::{is_expired, Seconds, UnixTime};
 

@@ -11,6 +11,7 @@
 //! that one.
 
 use crate::ids::GrantId;
+use crate::prelude::*;
 use crate::records::{LinkRecord, Resources, TokenAccessType};
 use crate::scope::ScopeSet;
 
@@ -88,7 +89,7 @@ pub(crate) fn with_member(link: &LinkRecord) -> (LinkRecord, u64) {
 pub(crate) const SWEEP_PAGE: u64 = 32;
 
 /// The places of the next page to sweep, if any are left.
-pub(crate) fn to_sweep(link: &LinkRecord) -> Option<std::ops::Range<u64>> {
+pub(crate) fn to_sweep(link: &LinkRecord) -> Option<core::ops::Range<u64>> {
     let end = link.sweep_to.min(link.swept.saturating_add(SWEEP_PAGE));
     (link.swept < end).then_some(link.swept..end)
 }

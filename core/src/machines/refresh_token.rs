@@ -7,6 +7,7 @@ use crate::config::{Policy, RotatedClients, Rotation};
 use crate::credentials::{RefreshTokenDigest, RotationSeed};
 use crate::ids::{AppKey, GrantId};
 use crate::machines::grant;
+use crate::prelude::*;
 use crate::records::{GrantRecord, LastRotation, RefreshTokenRecord};
 use crate::refusal::Refusal;
 use crate::scope::ScopeSet;

@@ -1,10 +1,11 @@
 //! What the core asks the host to store: one record type per stored object, and the keys
 //! they live under. Records hold digests and facts, never a secret in plain text.
 
+use crate::prelude::*;
+use alloc::borrow::Cow;
+use core::fmt;
+use core::str::FromStr;
 use serde::{Deserialize, Serialize};
-use std::borrow::Cow;
-use std::fmt;
-use std::str::FromStr;
 
 use crate::config::App;
 use crate::credentials::{
@@ -759,7 +760,7 @@ impl fmt::Display for RecordKey {
 
 /// An app key as a storage key holds it: a document client's URL with its `:` (the separator
 /// of a key's parts) and `%` escaped as `%3A` and `%25`; any other key as it is.
-fn escaped(app: &AppKey) -> std::borrow::Cow<'_, str> {
+fn escaped(app: &AppKey) -> alloc::borrow::Cow<'_, str> {
     let text = app.as_str();
     if text.contains([':', '%']) {
         text.replace('%', "%25").replace(':', "%3A").into()

@@ -122,7 +122,7 @@ pub(crate) struct Text<'a>(&'a [u8]);
 impl<'a> Text<'a> {
     /// The text, if it is UTF-8.
     pub fn as_str(self) -> Option<&'a str> {
-        std::str::from_utf8(self.0).ok()
+        core::str::from_utf8(self.0).ok()
     }
 
     /// The id it holds, if it is one of `T` by `T`'s rules.
@@ -523,7 +523,7 @@ mod tests {
                 struct Visitor;
                 impl serde::de::Visitor<'_> for Visitor {
                     type Value = Bytes;
-                    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                    fn expecting(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
                         f.write_str("bytes")
                     }
                     fn visit_bytes<E>(self, v: &[u8]) -> Result<Bytes, E> {

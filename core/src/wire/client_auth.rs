@@ -1,5 +1,6 @@
 //! Client credentials at the token endpoint: HTTP Basic or body parameters (RFC 6749 §2.3.1).
 
+use crate::prelude::*;
 use base64ct::{Base64UrlUnpadded, Encoding as _};
 
 use super::form::{decode_component, Params, Repeated};

@@ -1,6 +1,7 @@
 //! `application/x-www-form-urlencoded` parameters: query strings and token-request bodies.
 
-use std::borrow::Cow;
+use crate::prelude::*;
+use alloc::borrow::Cow;
 
 /// Parsed name/value pairs, in order, repeats kept so they can be refused. Borrowed from the
 /// input where nothing needed decoding.
@@ -57,7 +58,7 @@ fn plain(piece: &[u8]) -> Option<&str> {
     if piece.iter().any(|&b| b == b'%' || b == b'+') {
         return None;
     }
-    std::str::from_utf8(piece).ok()
+    core::str::from_utf8(piece).ok()
 }
 
 /// Decodes one form-urlencoded component (RFC 6749 §2.3.1 encodes Basic credentials so).

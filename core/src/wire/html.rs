@@ -7,6 +7,7 @@
 //! configuration is built, not when a user sees the page. This subset is all the pages need;
 //! the template crates that do more bring derives or dynamic values larger than this module.
 
+use crate::prelude::*;
 /// Escapes text for HTML content and quoted attribute values.
 pub fn escape(text: &str, out: &mut String) {
     const SPECIAL: [char; 5] = ['&', '<', '>', '"', '\''];

@@ -1,5 +1,6 @@
 //! HTTP messages as plain values: the request a host received, the response it sends.
 
+use crate::prelude::*;
 use serde::{Deserialize, Serialize};
 
 /// An HTTP request as the host received it. Header names compare case-insensitively.

@@ -1,33 +1,43 @@
 //! The JSON bodies the server answers with: small flat objects of strings and numbers (one
 //! nested object in the API's errors), written straight to text. serde_json escapes each
-//! string; no document tree is built and no key is sorted at run time.
+//! string that needs it; no document tree is built and no key is sorted at run time.
 
-use std::io::Write as _;
+use crate::prelude::*;
+use core::fmt::Write as _;
 
 /// A JSON object being written. Keys go in the order they are added: callers add them in
 /// alphabetical order, the order the bodies have always had on the wire.
 pub(crate) struct JsonObject {
-    text: Vec<u8>,
+    text: String,
 }
 
 impl JsonObject {
     pub fn new() -> Self {
-        let mut text = Vec::with_capacity(256);
-        text.push(b'{');
+        let mut text = String::with_capacity(256);
+        text.push('{');
         JsonObject { text }
     }
 
     fn key(&mut self, key: &str) {
         if self.text.len() > 1 {
-            self.text.push(b',');
+            self.text.push(',');
         }
         self.escaped(key);
-        self.text.push(b':');
+        self.text.push(':');
     }
 
+    /// `value` as a JSON string. Most values (tokens, ids, scopes, URLs) hold nothing JSON
+    /// escapes, and are copied between quotes; the others are escaped by serde_json.
     fn escaped(&mut self, value: &str) {
-        // Writing to a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut self.text, value);
+        if value.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+            // Serializing a string cannot fail.
+            self.text
+                .push_str(&serde_json::to_string(value).unwrap_or_default());
+        } else {
+            self.text.push('"');
+            self.text.push_str(value);
+            self.text.push('"');
+        }
     }
 
     /// Adds `"key": "value"`.
@@ -55,56 +65,60 @@ impl JsonObject {
     /// Adds `"key": ["…", …]`.
     pub fn strings<'a>(mut self, key: &str, values: impl IntoIterator<Item = &'a str>) -> Self {
         self.key(key);
-        self.text.push(b'[');
+        self.text.push('[');
         for (i, value) in values.into_iter().enumerate() {
             if i > 0 {
-                self.text.push(b',');
+                self.text.push(',');
             }
             self.escaped(value);
         }
-        self.text.push(b']');
+        self.text.push(']');
         self
     }
 
     /// Adds `"key": true` or `false`.
     pub fn boolean(mut self, key: &str, value: bool) -> Self {
         self.key(key);
-        self.text
-            .extend_from_slice(if value { b"true" } else { b"false" });
+        self.text.push_str(if value { "true" } else { "false" });
         self
     }
 
     /// Adds `"key": <value>`, `value` being JSON text this server wrote.
     pub fn json(mut self, key: &str, value: &str) -> Self {
         self.key(key);
-        self.text.extend_from_slice(value.as_bytes());
+        self.text.push_str(value);
         self
     }
 
     /// Adds `"key": {…}`.
     pub fn object(mut self, key: &str, value: JsonObject) -> Self {
         self.key(key);
-        self.text.extend_from_slice(&value.finish_bytes());
+        self.text.push_str(&value.finish());
         self
     }
 
-    fn finish_bytes(mut self) -> Vec<u8> {
-        self.text.push(b'}');
-        self.text
-    }
-
     /// The object's text.
-    pub fn finish(self) -> String {
-        // Only valid UTF-8 was written: the keys and the escaped values are text, and JSON
-        // punctuation is ASCII.
-        String::from_utf8(self.finish_bytes())
-            .unwrap_or_else(|bad| String::from_utf8_lossy(bad.as_bytes()).into_owned())
+    pub fn finish(mut self) -> String {
+        self.text.push('}');
+        self.text
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::JsonObject;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// A string is written exactly as serde_json writes it, whether it was copied between
+        /// quotes or escaped (control characters, quotes, backslashes, any Unicode).
+        #[test]
+        fn strings_are_written_as_serde_json_writes_them(value in any::<String>()) {
+            let text = JsonObject::new().string("k", &value).finish();
+            let expected = format!("{{\"k\":{}}}", serde_json::to_string(&value).unwrap_or_default());
+            prop_assert_eq!(text, expected);
+        }
+    }
 
     #[test]
     fn writes_what_serde_json_reads_back() {

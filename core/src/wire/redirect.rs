@@ -1,6 +1,7 @@
 //! Redirects back to the client: parameters in the query (code flow) or fragment (implicit).
 
 use crate::ids::RedirectUri;
+use crate::prelude::*;
 
 /// Where the authorization response parameters go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
