@@ -18,6 +18,7 @@ use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
 use crate::time::{Seconds, UnixTime};
 use crate::wire::http::{HttpRequest, HttpResponse};
+use crate::wire::json::JsonObject;
 
 /// Who ended an app's access for a user.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -561,13 +562,29 @@ impl AuditEvent {
         // Infallible: every key is a string.
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
-}
 
-/// The event's JSON form, keys in the order of the serde derive it replaces. Only strings,
-/// whole numbers, booleans and `null` are written (no float formatting is linked).
-impl Serialize for AuditEvent {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap as _;
+    /// The event's JSON form as compact text, written without serde: exactly what
+    /// `serde_json::to_string` writes through its `Serialize` implementation (the wasm module
+    /// writes audit events this way, and links no serializer of maps for them).
+    pub fn to_json(&self) -> String {
+        let mut out = JsonObject::new();
+        for (key, member) in self.members() {
+            out = match member {
+                Member::Text(text) => out.string(key, text),
+                Member::Number(number) => out.number(key, number),
+                Member::Flag(flag) => out.boolean(key, flag),
+                Member::Scopes(scopes) => out.strings(key, scopes.iter()),
+                Member::MaybeText(None) | Member::MaybeNumber(None) => out.json(key, "null"),
+                Member::MaybeText(Some(text)) => out.string(key, text),
+                Member::MaybeNumber(Some(number)) => out.number(key, number),
+            };
+        }
+        out.finish()
+    }
+
+    /// The members of the event's JSON form, in order: `event`, `app`, `account_id` where it
+    /// names a user, then its own. One list for both writers (`to_json` and `Serialize`).
+    fn members(&self) -> Vec<(&'static str, Member<'_>)> {
         let (app, account_id) = match self {
             AuditEvent::CodeIssued {
                 app, account_id, ..
@@ -603,11 +620,11 @@ impl Serialize for AuditEvent {
             | AuditEvent::ClientUpdated { app }
             | AuditEvent::ClientDeleted { app } => (app, None),
         };
-        let mut out = s.serialize_map(None)?;
-        out.serialize_entry("event", self.name())?;
-        out.serialize_entry("app", app.as_str())?;
+        let mut members = Vec::with_capacity(7);
+        members.push(("event", Member::Text(self.name())));
+        members.push(("app", Member::Text(app.as_str())));
         if let Some(account_id) = account_id {
-            out.serialize_entry("account_id", account_id.as_str())?;
+            members.push(("account_id", Member::Text(account_id.as_str())));
         }
         match self {
             AuditEvent::CodeIssued {
@@ -622,10 +639,10 @@ impl Serialize for AuditEvent {
                     TokenAccessType::Offline => "offline",
                     TokenAccessType::Legacy => "legacy",
                 };
-                out.serialize_entry("scopes", &ScopesJson(scopes))?;
-                out.serialize_entry("access_type", access_type)?;
-                out.serialize_entry("pkce", &pkce.map(ChallengeMethod::as_str))?;
-                out.serialize_entry("expires_at", &expires_at.0)?;
+                members.push(("scopes", Member::Scopes(scopes)));
+                members.push(("access_type", Member::Text(access_type)));
+                members.push(("pkce", Member::MaybeText(pkce.map(ChallengeMethod::as_str))));
+                members.push(("expires_at", Member::Number(expires_at.0)));
             }
             AuditEvent::TokensIssued {
                 grant,
@@ -633,9 +650,12 @@ impl Serialize for AuditEvent {
                 access_expires_at,
                 ..
             } => {
-                out.serialize_entry("grant", grant.as_str())?;
-                out.serialize_entry("refresh_token", refresh_token)?;
-                out.serialize_entry("access_expires_at", &access_expires_at.map(|t| t.0))?;
+                members.push(("grant", Member::Text(grant.as_str())));
+                members.push(("refresh_token", Member::Flag(*refresh_token)));
+                members.push((
+                    "access_expires_at",
+                    Member::MaybeNumber(access_expires_at.map(|t| t.0)),
+                ));
             }
             AuditEvent::AccessTokenRefreshed { grant, .. }
             | AuditEvent::RefreshTokenRotated { grant, .. }
@@ -644,19 +664,50 @@ impl Serialize for AuditEvent {
             | AuditEvent::CodeReused { grant, .. }
             | AuditEvent::GrantEvicted { grant, .. }
             | AuditEvent::GrantRevoked { grant, .. } => {
-                out.serialize_entry("grant", grant.as_str())?;
+                members.push(("grant", Member::Text(grant.as_str())));
             }
             AuditEvent::Unlinked { by, .. } => {
                 let by = match by {
                     Unlinker::User => "user",
                     Unlinker::TeamAdmin => "team_admin",
                 };
-                out.serialize_entry("by", by)?;
+                members.push(("by", Member::Text(by)));
             }
             AuditEvent::ClientRegistered { auth_method, .. } => {
-                out.serialize_entry("auth_method", auth_method.as_str())?;
+                members.push(("auth_method", Member::Text(auth_method.as_str())));
             }
             AuditEvent::ClientUpdated { .. } | AuditEvent::ClientDeleted { .. } => {}
+        }
+        members
+    }
+}
+
+/// One member of an audit event's JSON form: only strings, whole numbers, booleans, lists of
+/// scopes and `null` (no float formatting is linked).
+enum Member<'a> {
+    Text(&'a str),
+    MaybeText(Option<&'a str>),
+    Number(u64),
+    MaybeNumber(Option<u64>),
+    Flag(bool),
+    Scopes(&'a ScopeSet),
+}
+
+/// The event's JSON form, keys in the order of the serde derive it replaced.
+impl Serialize for AuditEvent {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let members = self.members();
+        let mut out = s.serialize_map(Some(members.len()))?;
+        for (key, member) in members {
+            match member {
+                Member::Text(text) => out.serialize_entry(key, text)?,
+                Member::MaybeText(text) => out.serialize_entry(key, &text)?,
+                Member::Number(number) => out.serialize_entry(key, &number)?,
+                Member::MaybeNumber(number) => out.serialize_entry(key, &number)?,
+                Member::Flag(flag) => out.serialize_entry(key, &flag)?,
+                Member::Scopes(scopes) => out.serialize_entry(key, &ScopesJson(scopes))?,
+            }
         }
         out.end()
     }
@@ -725,4 +776,123 @@ names! {
     ClientRegistered => "client_registered",
     ClientUpdated => "client_updated",
     ClientDeleted => "client_deleted",
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn event() -> impl Strategy<Value = AuditEvent> {
+        let app =
+            "[A-Za-z0-9._-]{1,16}".prop_map(|k| AppKey::new(k).unwrap_or_else(|_| unreachable!()));
+        // Visible ASCII: quotes and backslashes, which JSON escapes, included.
+        let account = "[!-~]{1,24}".prop_filter_map("an account id", |a| AccountId::new(a).ok());
+        let grant = "[A-Za-z0-9_-]{1,16}".prop_filter_map("a grant id", |g| GrantId::parse(&g));
+        let scopes = prop::collection::vec("[a-z_.]{1,10}", 0..4)
+            .prop_map(|names| ScopeSet::parse(&names.join(" ")).unwrap_or_default());
+        let access_type = prop_oneof![
+            Just(TokenAccessType::Online),
+            Just(TokenAccessType::Offline),
+            Just(TokenAccessType::Legacy)
+        ];
+        let pkce = prop::option::of(prop_oneof![
+            Just(ChallengeMethod::Plain),
+            Just(ChallengeMethod::S256)
+        ]);
+        let by = prop_oneof![Just(Unlinker::User), Just(Unlinker::TeamAdmin)];
+        let method = prop_oneof![
+            Just(AuthMethod::None),
+            Just(AuthMethod::ClientSecretBasic),
+            Just(AuthMethod::ClientSecretPost),
+            Just(AuthMethod::PrivateKeyJwt)
+        ];
+        (
+            (app, account, grant, scopes, access_type, pkce),
+            (
+                any::<u64>(),
+                prop::option::of(any::<u64>()),
+                any::<bool>(),
+                by,
+                method,
+                0..14u8,
+            ),
+        )
+            .prop_map(
+                |(
+                    (app, account_id, grant, scopes, access_type, pkce),
+                    (at, maybe_at, flag, by, auth_method, which),
+                )| {
+                    match which {
+                        0 => AuditEvent::CodeIssued {
+                            app,
+                            account_id,
+                            scopes,
+                            access_type,
+                            pkce,
+                            expires_at: UnixTime(at),
+                        },
+                        1 => AuditEvent::TokensIssued {
+                            app,
+                            account_id,
+                            grant,
+                            refresh_token: flag,
+                            access_expires_at: maybe_at.map(UnixTime),
+                        },
+                        2 => AuditEvent::AccessTokenRefreshed {
+                            app,
+                            account_id,
+                            grant,
+                        },
+                        3 => AuditEvent::RefreshTokenRotated {
+                            app,
+                            account_id,
+                            grant,
+                        },
+                        4 => AuditEvent::RefreshTokenRetried {
+                            app,
+                            account_id,
+                            grant,
+                        },
+                        5 => AuditEvent::RefreshTokenReused {
+                            app,
+                            account_id,
+                            grant,
+                        },
+                        6 => AuditEvent::GrantEvicted {
+                            app,
+                            account_id,
+                            grant,
+                        },
+                        7 => AuditEvent::CodeReused {
+                            app,
+                            account_id,
+                            grant,
+                        },
+                        8 => AuditEvent::GrantRevoked {
+                            app,
+                            account_id,
+                            grant,
+                        },
+                        9 => AuditEvent::Unlinked {
+                            app,
+                            account_id,
+                            by,
+                        },
+                        10 => AuditEvent::ClientRegistered { app, auth_method },
+                        11 => AuditEvent::ClientUpdated { app },
+                        _ => AuditEvent::ClientDeleted { app },
+                    }
+                },
+            )
+    }
+
+    proptest! {
+        /// Both writers of an event's JSON form agree byte for byte, for every kind of event
+        /// (the wasm module writes `to_json`; native hosts serialize with serde).
+        #[test]
+        fn to_json_writes_what_serde_writes(event in event()) {
+            prop_assert_eq!(event.to_json(), serde_json::to_string(&event).unwrap_or_default());
+        }
+    }
 }

@@ -51,7 +51,7 @@ pub(crate) fn step(step: &Step, buffer: &mut Vec<u8>) -> Result<(), JsError> {
             for put in &transaction.puts {
                 out.field(&put.key.to_string());
             }
-            let audit = crate::server::json_text(&transaction.audit)?;
+            let audit = crate::server::audit_json(&transaction.audit)?;
             out.end_text();
             out.block(audit.as_bytes());
             for put in &transaction.puts {
