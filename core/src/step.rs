@@ -818,73 +818,40 @@ mod tests {
                 0..14u8,
             ),
         )
-            .prop_map(
-                |(
-                    (app, account_id, grant, scopes, access_type, pkce),
-                    (at, maybe_at, flag, by, auth_method, which),
-                )| {
-                    match which {
-                        0 => AuditEvent::CodeIssued {
-                            app,
-                            account_id,
-                            scopes,
-                            access_type,
-                            pkce,
-                            expires_at: UnixTime(at),
-                        },
-                        1 => AuditEvent::TokensIssued {
-                            app,
-                            account_id,
-                            grant,
-                            refresh_token: flag,
-                            access_expires_at: maybe_at.map(UnixTime),
-                        },
-                        2 => AuditEvent::AccessTokenRefreshed {
-                            app,
-                            account_id,
-                            grant,
-                        },
-                        3 => AuditEvent::RefreshTokenRotated {
-                            app,
-                            account_id,
-                            grant,
-                        },
-                        4 => AuditEvent::RefreshTokenRetried {
-                            app,
-                            account_id,
-                            grant,
-                        },
-                        5 => AuditEvent::RefreshTokenReused {
-                            app,
-                            account_id,
-                            grant,
-                        },
-                        6 => AuditEvent::GrantEvicted {
-                            app,
-                            account_id,
-                            grant,
-                        },
-                        7 => AuditEvent::CodeReused {
-                            app,
-                            account_id,
-                            grant,
-                        },
-                        8 => AuditEvent::GrantRevoked {
-                            app,
-                            account_id,
-                            grant,
-                        },
-                        9 => AuditEvent::Unlinked {
-                            app,
-                            account_id,
-                            by,
-                        },
-                        10 => AuditEvent::ClientRegistered { app, auth_method },
-                        11 => AuditEvent::ClientUpdated { app },
-                        _ => AuditEvent::ClientDeleted { app },
-                    }
-                },
-            )
+            .prop_map(|(user, rest)| one_of_each(user, rest))
+    }
+
+    type User = (
+        AppKey,
+        AccountId,
+        GrantId,
+        ScopeSet,
+        TokenAccessType,
+        Option<ChallengeMethod>,
+    );
+    type Rest = (u64, Option<u64>, bool, Unlinker, AuthMethod, u8);
+
+    /// The event of kind `which` (every kind, by its place in the enum), from these values.
+    #[rustfmt::skip]
+    fn one_of_each(
+        (app, account_id, grant, scopes, access_type, pkce): User,
+        (at, maybe_at, flag, by, auth_method, which): Rest,
+    ) -> AuditEvent {
+        match which {
+            0 => AuditEvent::CodeIssued { app, account_id, scopes, access_type, pkce, expires_at: UnixTime(at) },
+            1 => AuditEvent::TokensIssued { app, account_id, grant, refresh_token: flag, access_expires_at: maybe_at.map(UnixTime) },
+            2 => AuditEvent::AccessTokenRefreshed { app, account_id, grant },
+            3 => AuditEvent::RefreshTokenRotated { app, account_id, grant },
+            4 => AuditEvent::RefreshTokenRetried { app, account_id, grant },
+            5 => AuditEvent::RefreshTokenReused { app, account_id, grant },
+            6 => AuditEvent::GrantEvicted { app, account_id, grant },
+            7 => AuditEvent::CodeReused { app, account_id, grant },
+            8 => AuditEvent::GrantRevoked { app, account_id, grant },
+            9 => AuditEvent::Unlinked { app, account_id, by },
+            10 => AuditEvent::ClientRegistered { app, auth_method },
+            11 => AuditEvent::ClientUpdated { app },
+            _ => AuditEvent::ClientDeleted { app },
+        }
     }
 
     proptest! {
