@@ -815,7 +815,7 @@ mod tests {
                 any::<bool>(),
                 by,
                 method,
-                0..14u8,
+                0..13u8,
             ),
         )
             .prop_map(|(user, rest)| one_of_each(user, rest))
