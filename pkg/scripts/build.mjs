@@ -150,9 +150,11 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * when it needs no escape, -1.55: 141.6 (the client's module -2.5: 75.1 to 72.6). Budgets
  * 141.7 and 72.65. Audit events written by the core's own JSON writer (`AuditEvent::to_json`,
  * one member list for it and `Serialize`) and the configuration check's answer by hand, so no
- * serializer of maps is linked, -1.1: 140.5. Budget 140.55: what is paid back stays paid.
+ * serializer of maps is linked, -1.1: 140.5. The module's `randomEntropy`, which the package
+ * never called (it draws entropy in JavaScript), and with it getrandom, -0.5: 140.0. Budget
+ * 140.1: what is paid back stays paid.
  */
-const BUDGETS = { edgegrant_wasm: 140.55 * 1024, edgegrant_client: 72.65 * 1024 };
+const BUDGETS = { edgegrant_wasm: 140.1 * 1024, edgegrant_client: 72.65 * 1024 };
 
 const modules = [
   { feature: "server", name: "edgegrant_wasm" },

@@ -13,8 +13,8 @@
 //!   above 2^53 − 1, which a JS number cannot hold exactly, is refused — never rounded.
 //! - Host misuse (records not asked for, malformed values) throws a real `Error`; protocol
 //!   errors are ordinary replies.
-//! - Entropy comes from the caller; [`random_entropy`] draws it with `getrandom`'s `wasm_js`
-//!   backend (`crypto.getRandomValues`) for hosts that want it done for them.
+//! - Entropy comes from the caller: the package draws it in JavaScript
+//!   (`crypto.getRandomValues`, pooled), so the modules link no source of randomness.
 
 #![cfg_attr(not(test), no_std)]
 

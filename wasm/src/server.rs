@@ -5,10 +5,10 @@
 //! encodes. JSON is left to the configuration (once) and to audit events (once per write).
 
 use alloc::borrow::ToOwned;
+use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use alloc::{format, vec};
 
 use edgegrant::{
     AccountId, AppKey, AttemptStep, Attempter, Config, Entropy, Event, FetchFailure, Fetched,
@@ -140,14 +140,6 @@ pub fn resource_metadata(resource: &str, issuer: &str, scopes: &str) -> Option<S
 #[wasm_bindgen(js_name = entropyLength)]
 pub fn entropy_length() -> usize {
     ENTROPY_LEN
-}
-
-/// [`ENTROPY_LEN`] bytes from the platform CSPRNG (`crypto.getRandomValues`).
-#[wasm_bindgen(js_name = randomEntropy)]
-pub fn random_entropy() -> Result<Vec<u8>, JsError> {
-    let mut bytes = vec![0u8; ENTROPY_LEN];
-    getrandom::fill(&mut bytes).map_err(|e| JsError::new(&format!("no random source: {e}")))?;
-    Ok(bytes)
 }
 
 /// The HTTP input of [`Core::request`] and [`Core::partition_of`]. Method, path and query are
