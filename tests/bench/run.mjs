@@ -233,7 +233,7 @@ const table = [
   "|---|---|---|---|---|---|",
   ...workerdRows,
   "",
-  "**Size and cold start** (wasm-opt -Oz; gzip -9):",
+  "**Size and cold start** (wasm-opt -Os, no inlining into a single caller past 20 bytes; gzip -9):",
   "",
   "| module | raw | gzipped | budget (build fails above) | goal |",
   "|---|---|---|---|---|",
