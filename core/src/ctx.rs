@@ -13,11 +13,11 @@ use crate::ending::Ending;
 use crate::ids::AppKey;
 use crate::jose::ClientKey;
 use crate::prelude::*;
-use crate::records::view::{self, RecordView};
+use crate::records::view::{self, AppView, RecordView};
 use crate::records::{
     AccessTokenRecord, AppRecord, AssertionRecord, AttemptsRecord, ClientKeys, CodeRecord,
     GrantRecord, LedgerRecord, LinkRecord, MemberRecord, Provenance, Record, RecordKey,
-    RefreshTokenRecord, Stored, ACCESS_TOKEN_TAG, GRANT_TAG, LINK_TAG,
+    RefreshTokenRecord, Stored, ACCESS_TOKEN_TAG, APP_TAG, GRANT_TAG, LINK_TAG,
 };
 use crate::step::{AuditEvent, Expect, Put, Transaction, Verify};
 use crate::time::{Seconds, UnixTime};
@@ -98,8 +98,9 @@ pub(crate) struct Loads {
 
 /// One record as loaded: its bytes in the current format, read in place by views
 /// ([`Ctx::view`]), and decoded whole the first time a decision asks for it ([`Ctx::load`]).
-/// The records views read are decoded only when a decision writes them; every other record
-/// is decoded when it is loaded.
+/// The records views read are decoded only when a decision writes them (a stored app's: when
+/// a decision uses more of it than its last use); every other record is decoded when it is
+/// loaded.
 #[derive(Clone, Debug)]
 struct Entry {
     version: u64,
@@ -141,6 +142,7 @@ impl Loads {
                     RecordKey::AccessToken(..) => view::has_tag(&entry.bytes, ACCESS_TOKEN_TAG),
                     RecordKey::Grant(..) => view::has_tag(&entry.bytes, GRANT_TAG),
                     RecordKey::Link(..) => view::has_tag(&entry.bytes, LINK_TAG),
+                    RecordKey::App(..) => view::has_tag(&entry.bytes, APP_TAG),
                     _ => entry.record().is_some_and(|record| record.fits(&key)),
                 };
                 if !readable {
@@ -331,11 +333,32 @@ impl<'a> Ctx<'a> {
         let Some(record_key) = self.app_record(key) else {
             return Ok(None);
         };
-        let lifetime = self.config.unannounced().map(|c| c.unused_lifetime);
         Ok(self
             .load::<AppRecord>(&record_key)?
             .map(|loaded| loaded.record)
-            .filter(|record| lifetime.is_some_and(|l| self.now < record.used_at.plus(l))))
+            .filter(|record| self.in_use(record.used_at)))
+    }
+
+    /// Whether the app `key` is known, as [`app`](Self::app) would find it: configured, or
+    /// stored and not expired unused — its record read in place, for a bearer check, which
+    /// needs nothing else of it.
+    pub fn knows_app(&self, key: &AppKey) -> Flow<bool> {
+        if self.config.app(key.as_str()).is_some() {
+            return Ok(true);
+        }
+        let Some(record_key) = self.app_record(key) else {
+            return Ok(false);
+        };
+        Ok(self
+            .view::<AppView>(&record_key)?
+            .is_some_and(|(_, app)| self.in_use(app.used_at)))
+    }
+
+    /// Whether a stored app last used at `used_at` is still kept: within its unused lifetime.
+    fn in_use(&self, used_at: UnixTime) -> bool {
+        self.config
+            .unannounced()
+            .is_some_and(|clients| self.now < used_at.plus(clients.unused_lifetime))
     }
 
     /// The app `key` names, as [`app`](Self::app) finds it — but for a client named by a

@@ -79,13 +79,13 @@ impl Store {
     /// Puts a record as it is, with no condition and its own version: a hand-made or corrupted
     /// store, for the fuzz targets and the regression tests drawn from them.
     pub fn put_raw(&mut self, key: RecordKey, version: u64, record: &Record) {
-        self.records.insert(
-            key,
-            Stored {
-                version,
-                bytes: record.encode(),
-            },
-        );
+        self.put_bytes(key, version, record.encode());
+    }
+
+    /// Puts `bytes` under `key` as they are, with no condition and their own version: a record
+    /// as an older release wrote it, or damaged.
+    pub fn put_bytes(&mut self, key: RecordKey, version: u64, bytes: Vec<u8>) {
+        self.records.insert(key, Stored { version, bytes });
     }
 
     /// Deletes the record under `key`, as a host's purge does once its purge time has come.

@@ -141,6 +141,45 @@ fn use_renews_a_stored_app_and_an_unused_one_expires_with_its_tokens() {
     assert_eq!(page.refusal(), Some(&Refusal::UnknownClient));
 }
 
+/// A stored app's record as format 8 wrote it — its last use after the app and its
+/// registration — reads as the same record, serves its tokens' bearer checks and refreshes, and
+/// is written in the current format when a use renews it.
+#[test]
+fn a_stored_apps_record_of_format_8_is_read_as_it_was_written() {
+    let mut sim = sim();
+    let registered_at = sim.now;
+    let client = register(&mut sim);
+    let first = tokens(&mut sim, &client);
+    let key = RecordKey::app(sim.config.server_key(), AppKey::new(&client).unwrap());
+    let current = sim.store.get(&key).unwrap().clone();
+    // The format, the variant (a stored app's is the eighth, 7), the last use (a varint,
+    // ending at its first byte under 0x80), then the app and its registration.
+    let bytes = &current.bytes;
+    assert_eq!(bytes[..2], [RECORD_FORMAT, 7]);
+    let used_at = 2 + bytes[2..].iter().position(|b| b & 0x80 == 0).unwrap() + 1;
+    let mut format_8 = vec![8, 7];
+    format_8.extend_from_slice(&bytes[used_at..]);
+    format_8.extend_from_slice(&bytes[2..used_at]);
+    assert_ne!(&format_8[1..], &bytes[1..]);
+    assert_eq!(Record::decode(&format_8), Record::decode(bytes));
+    sim.store.put_bytes(key.clone(), current.version, format_8);
+
+    // Past half its lifetime, so that the refresh renews it.
+    sim.now = registered_at.plus(Seconds(LIFETIME / 2 + 1));
+    let access = first["access_token"].as_str().unwrap();
+    assert!(matches!(
+        sim.api("/2/users/get_current_account", access),
+        Answer::Serve(_)
+    ));
+    let refresh = first["refresh_token"].as_str().unwrap();
+    let renewed = sim.refresh(refresh, &client, None);
+    assert_eq!(renewed.status, 200, "{}", renewed.body);
+    let rewritten = sim.store.get(&key).unwrap();
+    assert_eq!(rewritten.version, current.version + 1);
+    assert_eq!(rewritten.bytes[0], RECORD_FORMAT);
+    assert_eq!(stored(&sim, &client).0.used_at, sim.now);
+}
+
 #[test]
 fn from_half_its_lifetime_on_a_use_renews_a_stored_app() {
     let mut sim = sim();

@@ -7,7 +7,7 @@
 //! app's record, for a client that registered itself). Otherwise the check reads the token's
 //! grant and link in one more batch: at most five records however many tokens exist.
 
-use crate::config::{App, Config};
+use crate::config::Config;
 use crate::ctx::{Ctx, Decision, Flow, Need};
 use crate::ending::{Ending, Revocation, Via};
 use crate::endpoints::issue::revoke_grant;
@@ -72,8 +72,8 @@ pub(crate) fn parse(
 struct Bearer<'a> {
     key: &'a RecordKey,
     token: AccessTokenView<'a>,
-    /// The token's app, as configured or stored (the principal shares its key's text).
-    app: &'a App,
+    /// The token's app, configured or stored (a configured app's key shares its text).
+    app: AppKey,
     /// The token's grant (its key, and the record read in place); `None` where the ledger
     /// vouched for the token, which then answers alone.
     grant: Option<(RecordKey, GrantView<'a>)>,
@@ -120,9 +120,9 @@ fn authenticate<'a>(
         && ledger::vouches(token.generation, ledger.map(|l| l.record.generation));
     if vouched {
         ctx.need_with_app(&[], &app)?;
-        let Some(app) = ctx.app(&app)? else {
+        if !ctx.knows_app(&app)? {
             return Ok(Err(Refusal::AppRemoved));
-        };
+        }
         return Ok(Ok(Bearer {
             key,
             token,
@@ -138,9 +138,9 @@ fn authenticate<'a>(
     ctx.need_with_app(&[&grant_key, &link_key], &app)?;
     // Removing an app (from the configuration, or a stored app expiring) switches it off: its
     // tokens end with it.
-    let Some(app) = ctx.app(&app)? else {
+    if !ctx.knows_app(&app)? {
         return Ok(Err(Refusal::AppRemoved));
-    };
+    }
     let Some((_, grant)) = ctx.view::<GrantView>(&grant_key)? else {
         return Ok(Err(Refusal::UnknownAccessToken));
     };
@@ -164,7 +164,7 @@ fn authenticate<'a>(
 
 /// The principal of an API call the token permits: the token's app, user and scopes (the uid
 /// from the grant where the token has none: one stored before format 8).
-fn principal(bearer: &Bearer<'_>) -> Flow<Principal> {
+fn principal(bearer: Bearer<'_>) -> Flow<Principal> {
     let token = &bearer.token;
     let fault = |key: &RecordKey| Need::Fault(key.clone());
     // (A token is vouched for only with its uid: without one, its grant was read.)
@@ -174,7 +174,7 @@ fn principal(bearer: &Bearer<'_>) -> Flow<Principal> {
         (None, None) => return Err(fault(bearer.key).into()),
     };
     Ok(Principal {
-        app: bearer.app.key.clone(),
+        app: bearer.app,
         account_id: token.account_id.parse().ok_or_else(|| fault(bearer.key))?,
         uid,
         scopes: token.scopes.to_set().ok_or_else(|| fault(bearer.key))?,
@@ -196,7 +196,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     match &parsed.purpose {
         Purpose::Call(required) => match access_token::permits(bearer.token.scopes, required) {
             Err(refusal) => refused(refusal),
-            Ok(()) => Ok(Decision::End(Ending::Serve(principal(&bearer)?))),
+            Ok(()) => Ok(Decision::End(Ending::Serve(principal(bearer)?))),
         },
         // Ends the token's grant: the token, its refresh token and every access token minted
         // from that refresh token. The grant is decoded whole, to be written.

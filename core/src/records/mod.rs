@@ -285,14 +285,23 @@ pub struct AttemptsRecord {
 /// ([`UnannouncedClients::unused_lifetime`](crate::UnannouncedClients)).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AppRecord {
+    /// When it was last used as written (an authorization, an exchange or a refresh; written
+    /// when half the unused lifetime has passed): it expires a lifetime after. First since
+    /// format 9, so that a bearer check reads it without the registration behind it.
+    pub used_at: UnixTime,
     /// The app: its key, the name it gave (asserted, not verified), its secret's digest (none
     /// for a public client), redirect URIs, scopes and token type.
     pub app: App,
     /// How it came to be known, and what it registered.
     pub provenance: Provenance,
-    /// When it was last used as written (an authorization, an exchange or a refresh; written
-    /// when half the unused lifetime has passed): it expires a lifetime after.
-    pub used_at: UnixTime,
+}
+
+/// A stored app's record as formats before 9 laid it out: its last use after the rest.
+#[derive(Deserialize)]
+struct AppRecordBefore9 {
+    app: App,
+    provenance: Provenance,
+    used_at: UnixTime,
 }
 
 impl AppRecord {
@@ -496,7 +505,9 @@ pub struct AboutClient {
 /// reads with its places at 0 (its listed grants are still purged by an unlink, from the
 /// list), an older grant with neither. Format 8 added the access token's generation and uid
 /// (and the ledger): an older token reads with neither, and its bearer checks read its grant
-/// and link as before. (Keying the partitions under the server key moved every
+/// and link as before. Format 9 moved a stored app's last use to the front of its record (a
+/// bearer check reads only that); an older app's record is decoded as it was laid out and
+/// encoded anew when read. (Keying the partitions under the server key moved every
 /// account's records to keys nothing of the older releases named, as format 2 did: no format
 /// changed, older records are never read and are purged at their times.)
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -531,7 +542,7 @@ pub struct AssertionRecord {
 }
 
 /// The format of stored records: the first byte of every [`Record::encode`].
-pub const FORMAT: u8 = 8;
+pub const FORMAT: u8 = 9;
 
 /// The postcard tags of the variants (their index, one byte) whose record gained last fields
 /// since a format: each an empty list, an empty string or `None`, all one zero byte, so zero
@@ -540,6 +551,7 @@ const CODE_TAG: u8 = 0;
 pub(crate) const ACCESS_TOKEN_TAG: u8 = 1;
 pub(crate) const GRANT_TAG: u8 = 3;
 pub(crate) const LINK_TAG: u8 = 4;
+pub(crate) const APP_TAG: u8 = 7;
 
 /// How many trailing fields a record of `format` with this tag lacks.
 fn missing_trailing_fields(format: u8, tag: u8) -> usize {
@@ -579,13 +591,27 @@ impl Record {
         }
     }
 
-    /// A record's stored form in the current [`FORMAT`]: as it is, or — for formats 2 to 7,
-    /// which lacked trailing fields on some records (see `missing_trailing_fields`) — with
-    /// each missing one appended (one zero byte each). `None` for any other format.
+    /// A record's stored form in the current [`FORMAT`]: as it is, or — for formats 2 to 8 —
+    /// a stored app's record with its last use moved to the front (decoded as it was laid
+    /// out, encoded anew), and any other record with each trailing field its format lacked
+    /// (see `missing_trailing_fields`) appended, one zero byte each. `None` for any other
+    /// format, or an older app's record that does not decode.
     pub(crate) fn upgraded(bytes: &[u8]) -> Option<Cow<'_, [u8]>> {
         match bytes.split_first()? {
             (&FORMAT, _) => Some(Cow::Borrowed(bytes)),
-            (&format @ 2..=7, rest) => {
+            (2..=8, [APP_TAG, laid_out @ ..]) => {
+                let Ok((before, [])) = postcard::take_from_bytes::<AppRecordBefore9>(laid_out)
+                else {
+                    return None;
+                };
+                let record = Record::App(AppRecord {
+                    used_at: before.used_at,
+                    app: before.app,
+                    provenance: before.provenance,
+                });
+                Some(Cow::Owned(record.encode()))
+            }
+            (&format @ 2..=8, rest) => {
                 let missing = rest
                     .first()
                     .map_or(0, |&tag| missing_trailing_fields(format, tag));

@@ -1,5 +1,5 @@
 //! Records read in place: views on a record's stored bytes, for the records a bearer check
-//! reads (access token, grant, link). A view borrows its strings and scope sets from the bytes
+//! reads (access token, grant, link, a stored app's). A view borrows its strings and scope sets from the bytes
 //! and allocates nothing; a decision reads the few fields it needs, and builds owned ids only
 //! for the keys it asks for and the principal it answers.
 //!
@@ -13,7 +13,7 @@
 //! arbitrary and damaged records).
 
 use crate::ids::StoredId;
-use crate::records::{ACCESS_TOKEN_TAG, FORMAT, GRANT_TAG, LINK_TAG};
+use crate::records::{ACCESS_TOKEN_TAG, APP_TAG, FORMAT, GRANT_TAG, LINK_TAG};
 use crate::scope::{Joined, Scope, ScopeSet};
 use crate::time::UnixTime;
 
@@ -374,6 +374,24 @@ impl RecordView<'_> for LinkView {
         let [epoch, ..] = fields(bytes, LINK_TAG, &LINK)?;
         Some(LinkView {
             epoch: epoch.u64()?,
+        })
+    }
+}
+
+/// A stored app's record ([`AppRecord`](super::AppRecord)), read in place: when it was last
+/// used, the record's first field — all a bearer check needs of a stored app. The app and its
+/// registration behind it are neither read nor checked here; a request that uses them decodes
+/// the record whole.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AppView {
+    pub used_at: UnixTime,
+}
+
+impl RecordView<'_> for AppView {
+    fn read(bytes: &[u8]) -> Option<AppView> {
+        let used_at = Reader::header(bytes, APP_TAG)?.u64()?;
+        Some(AppView {
+            used_at: UnixTime(used_at),
         })
     }
 }
