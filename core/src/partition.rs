@@ -102,21 +102,22 @@ impl Partition {
 
     /// A new authorization code of this partition with `secret`.
     pub(crate) fn code(self, key: &ServerKey, secret: &[u8; 32]) -> AuthorizationCode {
-        AuthorizationCode::minted(self.seal(key, secret))
+        AuthorizationCode::minted(self.seal(key, secret, ""))
     }
 
     /// A new access token of this partition with `secret`.
     pub(crate) fn access_token(self, key: &ServerKey, secret: &[u8; 32]) -> AccessToken {
-        AccessToken::minted(format!("{}{}", AccessToken::PREFIX, self.seal(key, secret)))
+        AccessToken::minted(self.seal(key, secret, AccessToken::PREFIX))
     }
 
     /// A new refresh token of this partition with `secret`.
     pub(crate) fn refresh_token(self, key: &ServerKey, secret: &[u8; 32]) -> RefreshToken {
-        RefreshToken::minted(self.seal(key, secret))
+        RefreshToken::minted(self.seal(key, secret, ""))
     }
 
-    /// The visible form of a credential of this partition with `secret`: `<route>.<secret>`.
-    fn seal(self, key: &ServerKey, secret: &[u8; 32]) -> String {
+    /// The visible form of a credential of this partition with `secret`:
+    /// `<prefix><route>.<secret>`, written into one string of its final length.
+    fn seal(self, key: &ServerKey, secret: &[u8; 32], prefix: &str) -> String {
         let mut route = [0u8; ROUTE_BYTES];
         let (masked, tag) = route.split_at_mut(Partition::BYTES);
         for ((m, p), k) in masked
@@ -127,11 +128,14 @@ impl Partition {
             *m = p ^ k;
         }
         tag.copy_from_slice(&self.tag(key, secret));
-        format!(
-            "{}.{}",
-            Base64UrlUnpadded::encode_string(&route),
-            Base64UrlUnpadded::encode_string(secret)
-        )
+        let (mut route_text, mut secret_text) = ([0u8; ROUTE_LEN], [0u8; SECRET_LEN]);
+        let mut sealed = String::with_capacity(prefix.len() + ROUTE_LEN + 1 + SECRET_LEN);
+        sealed.push_str(prefix);
+        // Each buffer is exactly as long as its encoding: neither encode can fail.
+        sealed.push_str(Base64UrlUnpadded::encode(&route, &mut route_text).unwrap_or_default());
+        sealed.push('.');
+        sealed.push_str(Base64UrlUnpadded::encode(secret, &mut secret_text).unwrap_or_default());
+        sealed
     }
 
     /// Opens the route of a presented credential (`<route>.<secret>`, after any prefix): its
