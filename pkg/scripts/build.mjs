@@ -160,9 +160,13 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * cost a Node check about 3 %, measured by tests/bench/ab.mjs). Without the producers and
  * target-features sections, -0.2: 133.8. The server module compiled with WebAssembly's SIMD
  * (Node 20 and workerd have it; the PKCE client's module, for browsers, stays without), -0.7:
- * 133.2, its speed unchanged (Node A/B 0.93-1.05). Budgets 133.3 and 69.8.
+ * 133.2, its speed unchanged (Node A/B 0.93-1.05). Budgets 133.3 and 69.8. Record format 9,
+ * a stored app's last use first in its record and read there by a view (a registered app's
+ * bearer check 13 % fewer instructions), with the upgrade of an app's record laid out by
+ * format 8 (`twiggy diff`: its decoder 0.4 KB raw, the bearer decision's app check 0.4), +0.47:
+ * 133.64. Budget 133.7, on purpose; still to pay back with the rest.
  */
-const BUDGETS = { edgegrant_wasm: 133.3 * 1024, edgegrant_client: 69.8 * 1024 };
+const BUDGETS = { edgegrant_wasm: 133.7 * 1024, edgegrant_client: 69.8 * 1024 };
 
 // The server's module may use WebAssembly's 128-bit SIMD (LLVM moves memory 16 bytes at a time
 // with it: 0.7 KiB smaller gzipped): every runtime it serves has it (the package needs Node 20;

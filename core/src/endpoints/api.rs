@@ -118,29 +118,35 @@ fn authenticate<'a>(
     let vouched = matches!(purpose, Purpose::Call(_))
         && token.uid.is_some()
         && ledger::vouches(token.generation, ledger.map(|l| l.record.generation));
-    if vouched {
-        ctx.need_with_app(&[], &app)?;
-        if !ctx.knows_app(&app)? {
-            return Ok(Err(Refusal::AppRemoved));
-        }
+    // Unless the ledger vouches for the token, its grant and link decide too; a stored app's
+    // record comes in the same batch as they do (no round trip of its own).
+    let grant_keys = if vouched {
+        None
+    } else {
+        let grant_id: GrantId = token.grant.parse().ok_or_else(fault)?;
+        let account: AccountId = token.account_id.parse().ok_or_else(fault)?;
+        Some((
+            RecordKey::Grant(partition, grant_id),
+            RecordKey::Link(partition, app.clone(), account),
+        ))
+    };
+    match &grant_keys {
+        None => ctx.need_with_app(&[], &app)?,
+        Some((grant_key, link_key)) => ctx.need_with_app(&[grant_key, link_key], &app)?,
+    }
+    // Removing an app (from the configuration, or a stored app expiring) switches it off: its
+    // tokens end with it.
+    if !ctx.knows_app(&app)? {
+        return Ok(Err(Refusal::AppRemoved));
+    }
+    let Some((grant_key, link_key)) = grant_keys else {
         return Ok(Ok(Bearer {
             key,
             token,
             app,
             grant: None,
         }));
-    }
-    let grant_id: GrantId = token.grant.parse().ok_or_else(fault)?;
-    let account: AccountId = token.account_id.parse().ok_or_else(fault)?;
-    let grant_key = RecordKey::Grant(partition, grant_id);
-    let link_key = RecordKey::Link(partition, app.clone(), account);
-    // A stored app's record comes in the same batch: no round trip of its own.
-    ctx.need_with_app(&[&grant_key, &link_key], &app)?;
-    // Removing an app (from the configuration, or a stored app expiring) switches it off: its
-    // tokens end with it.
-    if !ctx.knows_app(&app)? {
-        return Ok(Err(Refusal::AppRemoved));
-    }
+    };
     let Some((_, grant)) = ctx.view::<GrantView>(&grant_key)? else {
         return Ok(Err(Refusal::UnknownAccessToken));
     };
