@@ -426,16 +426,25 @@ impl<'a> Ctx<'a> {
 
     /// The record under `key` (loading it first if needed), or `None` if the store has none.
     pub fn load<R: RecordKind>(&self, key: &RecordKey) -> Flow<Option<Loaded<'a, R>>> {
+        // `Loads::insert` admits only records of the type their key names.
+        self.decoded(key)?
+            .map(|(version, record)| match R::from_record(record) {
+                Some(record) => Ok(Loaded { version, record }),
+                None => Err(Box::new(Need::Fault(key.clone()))),
+            })
+            .transpose()
+    }
+
+    /// The record under `key` decoded, with its version (loading it first if needed), or
+    /// `None` if the store has none: [`load`](Self::load)'s part that is the same for every
+    /// kind of record.
+    fn decoded(&self, key: &RecordKey) -> Flow<Option<(u64, &'a Record)>> {
         let loads: &'a Loads = self.loads;
         match loads.get(key) {
             None => Err(Box::new(Need::Records(vec![key.clone()]))),
             Some(None) => Ok(None),
-            // `Loads::insert` admits only records of the type their key names.
-            Some(Some(entry)) => match entry.record().and_then(R::from_record) {
-                Some(record) => Ok(Some(Loaded {
-                    version: entry.version,
-                    record,
-                })),
+            Some(Some(entry)) => match entry.record() {
+                Some(record) => Ok(Some((entry.version, record))),
                 None => Err(Box::new(Need::Fault(key.clone()))),
             },
         }

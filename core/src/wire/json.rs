@@ -66,14 +66,20 @@ impl JsonObject {
     pub fn strings<'a>(mut self, key: &str, values: impl IntoIterator<Item = &'a str>) -> Self {
         self.key(key);
         self.text.push('[');
-        for (i, value) in values.into_iter().enumerate() {
-            if i > 0 {
-                self.text.push(',');
-            }
-            self.escaped(value);
+        for value in values {
+            self.list_item(value);
         }
         self.text.push(']');
         self
+    }
+
+    /// Adds one string to the list being written, after a comma unless it is the first: kept
+    /// out of `strings`, which is generic (one copy per kind of list).
+    fn list_item(&mut self, value: &str) {
+        if !self.text.ends_with('[') {
+            self.text.push(',');
+        }
+        self.escaped(value);
     }
 
     /// Adds `"key": true` or `false`.
