@@ -1,7 +1,7 @@
 //! Records read in place: views on a record's stored bytes, for the records a bearer check
-//! reads (access token, grant, link, a stored app's). A view borrows its strings and scope sets from the bytes
-//! and allocates nothing; a decision reads the few fields it needs, and builds owned ids only
-//! for the keys it asks for and the principal it answers.
+//! reads (access token, grant, link, a stored app's). A view borrows its strings and scope
+//! sets from the bytes and allocates nothing; a decision reads the few fields it needs, and
+//! builds owned ids only for the keys it asks for and the principal it answers.
 //!
 //! A view checks the record's structure as postcard reads it (the format, the variant, every
 //! varint, boolean, option and length, nothing left over), and each field when it is used as
@@ -10,7 +10,8 @@
 //! (callgrind: a view that checked every field cost what the serde decode did). A record that
 //! fails either is a storage fault, as one that does not decode is. Every record that decodes
 //! reads as a view with the same fields (the property test `views_match_decoding` pins it on
-//! arbitrary and damaged records).
+//! arbitrary and damaged records). A stored app's view reads its first field alone (its last
+//! use); the registration after it is checked when a request decodes it.
 
 use crate::ids::StoredId;
 use crate::records::{ACCESS_TOKEN_TAG, APP_TAG, FORMAT, GRANT_TAG, LINK_TAG};
@@ -399,10 +400,14 @@ impl RecordView<'_> for AppView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::credentials::{Entropy, RefreshTokenDigest, RotationSeed, ENTROPY_LEN};
+    use crate::config::{App, DefaultTokenType, Permissions};
+    use crate::credentials::{
+        Entropy, RefreshTokenDigest, RegistrationTokenDigest, RotationSeed, ENTROPY_LEN,
+    };
     use crate::ids::{AccountId, AppKey, GrantId, Uid};
     use crate::records::{
-        AccessTokenRecord, GrantRecord, LastRotation, LinkRecord, Record, Resources,
+        AboutClient, AccessTokenRecord, AppRecord, AuthMethod, ClientKeys, GrantRecord,
+        LastRotation, LinkRecord, Provenance, Record, Registration, Resources,
     };
     use base64ct::{Base64UrlUnpadded, Encoding as _};
     use proptest::prelude::*;
@@ -525,11 +530,56 @@ mod tests {
             )
     }
 
+    /// A registered app's record: its last use, and a registration of varying length before
+    /// format 9 moved the last use first.
+    fn app() -> impl Strategy<Value = AppRecord> {
+        (
+            id(),
+            "[ -~]{0,24}",
+            scopes(),
+            (time(), time(), any::<[u8; 32]>()),
+            prop::option::of("https://[a-z]{1,8}\\.example/[a-z]{0,6}"),
+            prop::collection::vec("[a-z]{1,8}@[a-z]{1,8}\\.example", 0..3),
+        )
+            .prop_map(
+                |(key, name, scopes, (used_at, issued_at, token), client_uri, contacts)| {
+                    let token = Base64UrlUnpadded::encode_string(&token);
+                    AppRecord {
+                        used_at,
+                        app: App {
+                            key: AppKey::new(key).unwrap_or_else(|_| unreachable!()),
+                            name,
+                            secret_digest: None,
+                            redirect_uris: Vec::new(),
+                            permissions: Permissions::Scoped { scopes },
+                            default_token_type: DefaultTokenType::default(),
+                            implicit_allowed: false,
+                        },
+                        provenance: Provenance::Registered(Registration {
+                            issued_at,
+                            token: RegistrationTokenDigest::from_base64(&token)
+                                .unwrap_or_else(|| unreachable!("32 bytes are a digest")),
+                            auth_method: AuthMethod::None,
+                            refresh_tokens: true,
+                            native: false,
+                            about: AboutClient {
+                                client_uri,
+                                contacts,
+                                ..AboutClient::default()
+                            },
+                            keys: ClientKeys::Inline(Vec::new()),
+                        }),
+                    }
+                },
+            )
+    }
+
     fn record() -> impl Strategy<Value = Record> {
         prop_oneof![
             access_token().prop_map(Record::AccessToken),
             grant().prop_map(Record::Grant),
             link().prop_map(Record::Link),
+            app().prop_map(Record::App),
         ]
     }
 
@@ -575,6 +625,10 @@ mod tests {
         let token = AccessTokenView::read(bytes);
         let grant = GrantView::read(bytes);
         let link = LinkView::read(bytes);
+        let app = AppView::read(bytes);
+        if !matches!(decoded, Record::App(_)) {
+            prop_assert!(app.is_none());
+        }
         match decoded {
             Record::AccessToken(r) => {
                 let v = token.ok_or_else(|| TestCaseError::fail("no token view"))?;
@@ -611,6 +665,11 @@ mod tests {
                 let v = link.ok_or_else(|| TestCaseError::fail("no link view"))?;
                 prop_assert_eq!(v.epoch, r.epoch);
                 prop_assert!(token.is_none() && grant.is_none());
+            }
+            Record::App(r) => {
+                let v = app.ok_or_else(|| TestCaseError::fail("no app view"))?;
+                prop_assert_eq!(v.used_at, r.used_at);
+                prop_assert!(token.is_none() && grant.is_none() && link.is_none());
             }
             _ => prop_assert!(token.is_none() && grant.is_none() && link.is_none()),
         }
@@ -662,6 +721,24 @@ mod tests {
                 reads(&bytes, |r| r.bytes().map(<[u8]>::to_vec)),
                 postcard_reads::<serde_bytes_like::Bytes>(&bytes).map(|(v, n)| (v.0, n))
             );
+        }
+
+        /// A stored app's record as format 8 laid it out (its last use last) reads as the same
+        /// record, and its view reads the same last use.
+        #[test]
+        fn app_records_of_format_8_read_as_written(record in app()) {
+            let current = Record::App(record.clone()).encode();
+            let mut format_8 = vec![8, APP_TAG];
+            format_8.extend_from_slice(&postcard::to_allocvec(&(
+                &record.app,
+                &record.provenance,
+                record.used_at,
+            )).unwrap_or_default());
+            prop_assert_eq!(Record::decode(&format_8), Ok(Record::App(record.clone())));
+            let upgraded = Record::upgraded(&format_8)
+                .ok_or_else(|| TestCaseError::fail("format 8 not upgraded"))?;
+            prop_assert_eq!(&upgraded[..], &current[..]);
+            prop_assert_eq!(AppView::read(&upgraded).map(|v| v.used_at), Some(record.used_at));
         }
 
         #[test]
