@@ -28,6 +28,8 @@ cargo fmt --manifest-path core/fuzz/Cargo.toml -- --check
 
 phase "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
+# The core without its `unannounced` feature too (the package's module for configured apps).
+cargo clippy -p edgegrant --no-default-features --all-targets -- -D warnings
 
 phase "rustdoc -D warnings"
 RUSTDOCFLAGS="-D warnings" cargo doc -q -p edgegrant --no-deps
@@ -43,6 +45,9 @@ grep '^conformance' "$report" || true
 awk 'match($0, /(race explorer|crash faults): .* schedules/) { line = substr($0, RSTART, RLENGTH); split(line, p, ": ");
        n = line; sub(/ schedules$/, "", n); sub(/.*: /, "", n); total[p[1]] += n; runs[p[1]]++ }
      END { for (k in total) printf "%s: %d schedules explored in %d runs, every invariant held\n", k, total[k], runs[k] }' "$report"
+# The core's own tests without its `unannounced` feature (the package's module for configured
+# apps: a stored app's record neither read nor written there).
+cargo test -p edgegrant --no-default-features 2>&1 | tee -a "$log" | grep -E '^test result|FAILED|panicked'
 # The native benchmarks once each, as tests: every measured flow must succeed (criterion's test mode).
 cargo test -q -p edgegrant-tests --bench core 2>&1 | tee -a "$log" | tail -n 3
 passed=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')

@@ -145,6 +145,14 @@
 //! read in the same batch as a request's first records (a stored app costs no round trip of its
 //! own), renewed by use and expiring, with their tokens, when unused.
 //!
+//! All of that is the crate's `unannounced` feature, on by default. A build without it serves
+//! configured apps only: [`Config::new`] refuses a configuration naming `profile.clients`,
+//! [`Config::unannounced`] is always `None`, a stored app's record is neither read nor written,
+//! and a `Fetched` or `Verified` event is out of turn — so the compiler leaves registration,
+//! documents, client assertions and stored apps out (the npm package's `configured-apps`
+//! module, 15 KiB smaller gzipped). Everything else behaves as in the whole build without
+//! `profile.clients`.
+//!
 //! ## The client side
 //!
 //! [`client`] holds the other half of the flow: a PKCE client machine for public clients, in the

@@ -196,13 +196,19 @@ impl Request {
             (State::Reading(_) | State::Writing(_), Event::Unavailable) => {
                 Ok(self.refuse(Refusal::StorageUnavailable))
             }
-            (State::Verifying, Event::Verified(holds)) => {
+            // Only a request that met a client nobody configured verifies or fetches: a build
+            // without them treats either answer as out of turn, and links neither path.
+            (State::Verifying, Event::Verified(holds)) if cfg!(feature = "unannounced") => {
                 // The records loaded stay: the decision goes on where it stopped.
                 self.verified = Some(holds);
                 Ok(self.decide())
             }
-            (State::Fetching(_), Event::Fetched(fetched)) => Ok(self.fetched(Ok(fetched))),
-            (State::Fetching(_), Event::FetchFailed(failure)) => Ok(self.fetched(Err(failure))),
+            (State::Fetching(_), Event::Fetched(fetched)) if cfg!(feature = "unannounced") => {
+                Ok(self.fetched(Ok(fetched)))
+            }
+            (State::Fetching(_), Event::FetchFailed(failure)) if cfg!(feature = "unannounced") => {
+                Ok(self.fetched(Err(failure)))
+            }
             (_, event) => Err(Misuse::OutOfTurn(match event {
                 Event::Read(_) => "read",
                 Event::Committed => "committed",

@@ -117,6 +117,9 @@ impl Config {
         if let Profile::Standards(standards) = &doc.profile {
             check_rotation(&standards.rotation, &policy)?;
             if let Some(clients) = &standards.clients {
+                if !cfg!(feature = "unannounced") {
+                    return Err(problem("profile.clients", WITHOUT_UNANNOUNCED));
+                }
                 check_unannounced(clients, &policy)?;
             }
         }
@@ -406,6 +409,11 @@ fn check_rotation(rotation: &Rotation, policy: &Policy) -> Result<(), ConfigErro
     }
     Ok(())
 }
+
+/// Why `profile.clients` is refused by a build without the `unannounced` feature.
+pub(super) const WITHOUT_UNANNOUNCED: &str = "this build has no clients that arrive unannounced \
+     (the core without its `unannounced` feature, as in the npm package's `configured-apps` \
+     entry points): use the whole build for this setting (edgegrant/node, edgegrant/workers)";
 
 pub(super) fn problem(field: &str, problem: &str) -> ConfigError {
     ConfigError::Field {

@@ -723,8 +723,13 @@ impl Config {
             .is_some_and(|clients| clients.registration.is_some())
     }
 
-    /// How clients nobody configured come in, if they may.
+    /// How clients nobody configured come in, if they may. Always `None` in a build without
+    /// the `unannounced` feature (whose [`Config::new`] refuses `profile.clients`): the compiler
+    /// then leaves out registration, metadata documents, client assertions and stored apps.
     pub fn unannounced(&self) -> Option<&UnannouncedClients> {
+        if !cfg!(feature = "unannounced") {
+            return None;
+        }
         self.standards()?.clients.as_ref()
     }
 

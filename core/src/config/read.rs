@@ -10,7 +10,7 @@
 use alloc::collections::BTreeMap;
 use serde_json::{Map, Value};
 
-use super::checks::{problem, ConfigError};
+use super::checks::{problem, ConfigError, WITHOUT_UNANNOUNCED};
 use super::*;
 
 /// What the readers below return: the error boxed, so that passing it up (every `?`) moves a
@@ -415,6 +415,11 @@ fn profile_from_json(value: &Value, at: &Path<'_>) -> Read<Profile> {
             };
             let clients = match profile.get("clients") {
                 None | Some(Value::Null) => None,
+                // Refused before it is read, so that a build without the feature links no
+                // reader of it.
+                Some(_) if !cfg!(feature = "unannounced") => {
+                    return Err(at.field("clients").problem(WITHOUT_UNANNOUNCED));
+                }
                 Some(value) => Some(clients_from_json(value, &at.field("clients"))?),
             };
             Ok(Profile::Standards(Standards {

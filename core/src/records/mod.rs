@@ -527,11 +527,37 @@ pub enum Record {
     /// Under [`RecordKey::Member`].
     Member(MemberRecord),
     /// Under [`RecordKey::App`].
+    #[serde(with = "stored_app")]
     App(AppRecord),
     /// Under [`RecordKey::Assertion`].
     Assertion(AssertionRecord),
     /// Under [`RecordKey::Ledger`].
     Ledger(LedgerRecord),
+}
+
+/// A stored app's record in [`Record`]'s codec. A build without clients that arrive unannounced
+/// stores no app and never asks for one's record: it refuses to read or write one, so that it
+/// links neither codec.
+mod stored_app {
+    use super::AppRecord;
+    use serde::{de, ser, Deserialize, Deserializer, Serialize, Serializer};
+
+    const NOT_HERE: &str =
+        "a stored app's record, in a build without clients that arrive unannounced";
+
+    pub fn serialize<S: Serializer>(record: &AppRecord, to: S) -> Result<S::Ok, S::Error> {
+        if !cfg!(feature = "unannounced") {
+            return Err(ser::Error::custom(NOT_HERE));
+        }
+        record.serialize(to)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(from: D) -> Result<AppRecord, D::Error> {
+        if !cfg!(feature = "unannounced") {
+            return Err(de::Error::custom(NOT_HERE));
+        }
+        AppRecord::deserialize(from)
+    }
 }
 
 /// A client assertion that was used: kept until it expires, so that it is used once.
@@ -599,7 +625,7 @@ impl Record {
     pub(crate) fn upgraded(bytes: &[u8]) -> Option<Cow<'_, [u8]>> {
         match bytes.split_first()? {
             (&FORMAT, _) => Some(Cow::Borrowed(bytes)),
-            (2..=8, [APP_TAG, laid_out @ ..]) => {
+            (2..=8, [APP_TAG, laid_out @ ..]) if cfg!(feature = "unannounced") => {
                 let Ok((before, [])) = postcard::take_from_bytes::<AppRecordBefore9>(laid_out)
                 else {
                     return None;

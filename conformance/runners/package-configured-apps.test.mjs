@@ -1,0 +1,10 @@
+// Runner 2 again, on the server module for configured apps only (edgegrant/node/configured-apps):
+// every vector whose configuration lets no client arrive unannounced must hold there as it holds
+// on the whole module; the others are skipped, and the module's refusal of their configuration
+// is pinned by pkg/test/configured-apps.test.mjs.
+import * as edgegrant from "../../pkg/src/node-configured-apps.js";
+import { runCorpus } from "./package-layer.mjs";
+
+runCorpus("package, configured apps", edgegrant, ({ config }) =>
+  config.profile?.clients ? "its configuration lets clients arrive unannounced (profile.clients): not in this module" : undefined,
+);
