@@ -1,11 +1,12 @@
 // One cold start, in a fresh Node process (run by ./coldstart.mjs, once per sample): compile the
-// server's wasm module, instantiate it, then serve the first request — a bearer check against a
+// server's wasm module (the one its argument names in pkg/dist: edgegrant_wasm, the default, or
+// edgegrant_configured_apps), instantiate it, then serve the first request — a bearer check against a
 // token a store already holds, the request a warm edge isolate sees most. Prints JSON (ms).
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 
 const t0 = performance.now();
-const bytes = readFileSync(new URL("../../../pkg/dist/edgegrant_wasm_bg.wasm", import.meta.url));
+const bytes = readFileSync(new URL(`../../../pkg/dist/${process.argv[2] ?? "edgegrant_wasm"}_bg.wasm`, import.meta.url));
 const { initialize, createAuthServer } = await import("../../../pkg/src/index.js");
 const { memoryStorage } = await import("../../../pkg/src/adapters/memory.js");
 const t1 = performance.now();
