@@ -5,8 +5,9 @@
 // channel: everything here errs on the side of refusing.
 //
 // Runtime-neutral: only web-standard APIs (fetch, AbortController, URL, ReadableStream,
-// setTimeout), for Cloudflare Workers (workerd) and Node 20+. On Node, prefer
-// `fetchDocumentNode` (documents-node.js), which also vets the addresses a name resolves to.
+// setTimeout), for Cloudflare Workers (workerd) and any runtime with fetch. On Node every entry
+// point fetches with `fetchDocumentNode` (documents-node.js) instead, which also vets the
+// addresses a name resolves to.
 
 /**
  * What is checked where, for the host's documentation and logs.
@@ -26,15 +27,19 @@
  * - Workers (`fetchDocument`): the resolved address cannot be checked — workerd's fetch resolves
  *   names itself and exposes no address. Cloudflare's network does not let a Worker's
  *   subrequests reach private addresses, so a name pointing at 10.0.0.1 or 127.0.0.1 gets
- *   nowhere; that guarantee is the platform's, not this code's. In Node, the web variant has no
- *   such network behind it: a public name that resolves to a private address is NOT refused.
+ *   nowhere; that guarantee is the platform's, not this code's. Under `wrangler dev`, in
+ *   self-hosted workerd, or in Node, the web variant has no such network behind it: a public
+ *   name that resolves to a private address is NOT refused. So createAuthServer, with this as
+ *   its fetcher, takes documents only from the `hosts` of `profile.clients.documents`, or from
+ *   any host when the operator says `anyDocumentHostWithoutAddressCheck: true`.
  */
 export const documentFetchLimits =
   "URL (both): https only, no userinfo, no special-use IP literal (RFC 6890; loopback only when allowed), " +
   "no single-label, localhost or private-use names (.local .internal .localdomain .arpa .invalid .onion .alt .lan .home .corp .intranet .private). " +
   "Fetch (both): no redirects followed, one deadline over the whole fetch, body capped while streaming. " +
   "Node (fetchDocumentNode): every resolved address must not be special-use and the connection goes to the vetted address. " +
-  "Workers (fetchDocument): resolved addresses are not checked here; Cloudflare's network keeps Workers off private addresses.";
+  "Workers (fetchDocument): resolved addresses are not checked here; Cloudflare's network keeps Workers off private addresses (wrangler dev and self-hosted workerd do not), " +
+  "so createAuthServer with this fetcher needs documents.hosts, or anyDocumentHostWithoutAddressCheck: true.";
 
 const EMPTY = new Uint8Array(0);
 const noop = () => {};

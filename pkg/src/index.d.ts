@@ -144,8 +144,13 @@ export interface AuthServerOptions {
   /** Fresh entropy of `entropyLength()` bytes; default: crypto.getRandomValues. */
   random?: () => Uint8Array;
   onAudit?: (event: AuditEvent) => void;
-  /** Fetches a client's metadata document for the core (`profile.clients.documents`). Default: `fetchDocument` (the URL guard; in Workers, Cloudflare's network keeps subrequests off private addresses); from `edgegrant/node`, `fetchDocumentNode` (every resolved address checked). */
+  /** Fetches a client's metadata document for the core (`profile.clients.documents`). Default on Node (the package root and `edgegrant/node` alike): `fetchDocumentNode` (every resolved address checked, the connection made to a checked one); elsewhere (Workers): `fetchDocument` (the URL guard only: it cannot see where a name resolves to), which takes documents from any host only with `anyDocumentHostWithoutAddressCheck`. */
   fetchDocument?: DocumentFetcher;
+  /**
+   * With the default web fetcher (Workers), take client metadata documents from any host although the addresses a name resolves to cannot be checked: without it, a configuration with `profile.clients.documents` on and no `hosts` is refused.
+   * On Cloudflare's network a Worker cannot reach private addresses; under `wrangler dev` or self-hosted workerd it can, and a public name pointing at 10.0.0.1 would be fetched from there. No effect where the fetcher checks addresses (Node) or is the host's own.
+   */
+  anyDocumentHostWithoutAddressCheck?: boolean;
 }
 
 /** The core's fetch of a client's metadata document: GET `url`, at most `maxBytes` of body, within `timeoutMs`. */
@@ -223,7 +228,7 @@ export type CoreStep =
 export function readStep(address: number): CoreStep;
 /** What a store's read answered (`Map` of key → `Stored`; absent keys left out), packed for `found` in the order of `keys`; hand it over at once (the next call reuses its bytes). */
 export function packRecords(keys: string[], found: Map<string, Stored>): Uint8Array;
-/** Runs a request of the core to its end against `storage`, and frees it. */
+/** Runs a request of the core to its end against `storage`, and frees it. Documents are fetched with `options.fetchDocument`; default: `fetchDocumentNode` on Node (every resolved address checked), `fetchDocument` elsewhere (Workers: the URL guard only). */
 export function runRequest(request: CoreRequest, storage: Storage, options?: { onAudit?: (event: AuditEvent) => void; fetchDocument?: DocumentFetcher }): Promise<Result>;
 /** Fetches a client's metadata document with `fetch` (a service binding's, say): https only, no special-use IP literal or private name (loopback with `allowLoopback`), no redirect followed, the size and the deadline held. It cannot see the address a name resolves to (see `documentFetchLimits`). */
 export function fetchDocument(fetch: DocumentFetch, options?: { fetch?: typeof globalThis.fetch; allowLoopback?: boolean }): Promise<DocumentAnswer>;

@@ -79,7 +79,9 @@ function emitAudit(onAudit, events) {
 
 /**
  * Runs a request of the core (`core.request(...)` or `core.unlink(...)`) to its end against
- * `storage`, and frees it. Resolves `{ kind: "reply", status, headers, body, outcome, refusal }`
+ * `storage`, and frees it. Documents are fetched with `options.fetchDocument`; by default, here,
+ * with the web fetch (`fetchDocument`: the URL guard only), and from the package root on Node
+ * (./index-node.js) with `fetchDocumentNode`. Resolves `{ kind: "reply", status, headers, body, outcome, refusal }`
  * — send it as it is — or `{ kind: "serve", principal, headers }`: the API call is authorized;
  * answer it, with `headers` (pairs) set on the answer. A store that throws makes the reply a 503.
  */
@@ -271,7 +273,7 @@ function withHeaders(response, headers) {
 
 /** The configuration document's parts, as createAuthServer takes them instead of `config`. */
 const CONFIG_PARTS = ["serverKey", "apps", "policy", "apiEndpoints", "pages", "profile", "scopeDescriptions"];
-const OPTIONS = ["config", ...CONFIG_PARTS, "storage", "hooks", "clock", "random", "onAudit", "fetchDocument"];
+const OPTIONS = ["config", ...CONFIG_PARTS, "storage", "hooks", "clock", "random", "onAudit", "fetchDocument", "anyDocumentHostWithoutAddressCheck"];
 const HOOKS = ["currentUser", "api", "sourceOf"];
 /** What a misspelled option most likely meant. */
 const MEANT = { server_key: "serverKey", api_endpoints: "apiEndpoints", apiEndpoint: "apiEndpoints", scope_descriptions: "scopeDescriptions", app: "apps", store: "storage", fetchDocuments: "fetchDocument" };
@@ -298,6 +300,8 @@ function checkOptions(options) {
   for (const name of ["clock", "random", "onAudit", "fetchDocument"]) {
     if (options[name] !== undefined && typeof options[name] !== "function") fail(`options.${name} must be a function`);
   }
+  const optOut = options.anyDocumentHostWithoutAddressCheck;
+  if (optOut !== undefined && typeof optOut !== "boolean") fail("options.anyDocumentHostWithoutAddressCheck must be true or false");
   if (hooks === undefined) return;
   if (typeof hooks !== "object" || hooks === null || Array.isArray(hooks)) fail("options.hooks must be an object");
   for (const name of Object.keys(hooks)) {
@@ -312,6 +316,30 @@ function checkOptions(options) {
     if (!path.startsWith("/")) fail(`hooks.api["${path}"]: a path starts with /`);
     if (typeof handler !== "function") fail(`hooks.api["${path}"] must be a function (principal, request) => Response`);
   }
+}
+
+/**
+ * Refuses to fetch client metadata documents from any host with the web fetch (`fetchDocument`),
+ * unless the operator says so by name. That fetch cannot see the addresses a name resolves to
+ * (workerd's fetch resolves names itself and shows none), so a document URL on a public name
+ * that points at 10.0.0.1 or 127.0.0.1 is fetched from there: on Cloudflare's network a Worker
+ * cannot reach private addresses, but under `wrangler dev`, self-hosted workerd or any other
+ * runtime without the Node fetch it can. A `hosts` list names where documents may come from;
+ * `anyDocumentHostWithoutAddressCheck: true` accepts the risk. Only the default fetcher is
+ * judged: a `fetchDocument` of the host's own is the host's to vet (on Node, the entry points
+ * pass `fetchDocumentNode`, which checks every resolved address).
+ */
+function checkDocumentHosts(config, anyHost) {
+  const documents = config?.profile?.clients?.documents;
+  if (typeof documents !== "object" || documents === null || anyHost === true) return;
+  if (Array.isArray(documents.hosts) && documents.hosts.length > 0) return;
+  throw new Error(
+    "edgegrant: createAuthServer: profile.clients.documents is on for any host, and this runtime's fetch cannot check the addresses a name " +
+      "resolves to (a document URL on a name that points at a private or loopback address would be fetched from there). " +
+      'List the hosts documents may come from in profile.clients.documents.hosts (["*.example.com"]), pass a fetchDocument that checks ' +
+      "resolved addresses (on Node, edgegrant's own entry points do), or accept the risk by name with anyDocumentHostWithoutAddressCheck: true " +
+      "(on Cloudflare's network a Worker cannot reach private addresses; under wrangler dev or self-hosted workerd it can)",
+  );
 }
 
 /**
@@ -336,8 +364,13 @@ function checkOptions(options) {
  *   proxy sets)
  * @param {Function} [options.fetchDocument] fetches a client's metadata document for the core
  *   (`profile.clients.documents`): `({ url, maxBytes, timeoutMs })` → `{ status, cacheControl,
- *   body }` or `{ failed }`. Default: `fetchDocument` (fetch, with the URL guard); from
- *   `edgegrant/node`, `fetchDocumentNode` (node:https, every resolved address checked).
+ *   body }` or `{ failed }`. Default on Node (every entry point: the package root, `edgegrant/node`):
+ *   `fetchDocumentNode` (node:https, every resolved address checked); elsewhere (Workers):
+ *   `fetchDocument` (fetch, with the URL guard only), which needs `documents.hosts` or the opt-out
+ *   below.
+ * @param {boolean} [options.anyDocumentHostWithoutAddressCheck] with the default web fetcher,
+ *   fetch documents from any host although the addresses names resolve to cannot be checked
+ *   (see checkDocumentHosts); without it such a configuration is refused.
  */
 export function createAuthServer(options) {
   checkOptions(options);
@@ -352,6 +385,7 @@ export function createAuthServer(options) {
     ...(options.scopeDescriptions && { scope_descriptions: options.scopeDescriptions }),
   };
   const core = createCore(config);
+  if (options.fetchDocument === undefined) checkDocumentHosts(config, options.anyDocumentHostWithoutAddressCheck);
   const limit = core.maxInputBytes();
   const currentUser = options.hooks?.currentUser ?? (() => null);
   // The client's address for attempt limits: only the host knows which header (if any) a

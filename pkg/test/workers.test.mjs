@@ -4,7 +4,7 @@ import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { fileURLToPath } from "node:url";
 import { Miniflare } from "miniflare";
-import { ALICE, GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, VERIFIER, config, pkceQuery } from "./fixtures.mjs";
+import { ALICE, GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, VERIFIER, config, pkceQuery, standardsConfig } from "./fixtures.mjs";
 
 const ORIGIN = "http://auth.test";
 const mf = new Miniflare({
@@ -68,4 +68,37 @@ test("the Workers quick-start shows its sign-in template without a user, and ref
     assert.match(await crossSite.text(), /data-page="error"/);
   }
   assert.equal((await mf.dispatchFetch(`${ORIGIN}/elsewhere`)).status, 404);
+});
+
+// The Workers entry's default fetcher is the web fetch, which cannot check the addresses a name
+// resolves to: documents from any host need the operator's word (workerd-documents.js).
+test("the Workers entry refuses documents from any host with its default fetcher, unless the operator opts out by name", async () => {
+  const worker = new Miniflare({
+    modules: true,
+    scriptPath: fileURLToPath(new URL("./workerd-documents.js", import.meta.url)),
+    modulesRoot: fileURLToPath(new URL("../", import.meta.url)),
+    modulesRules: [
+      { type: "ESModule", include: ["**/*.js"] },
+      { type: "CompiledWasm", include: ["**/*.wasm"] },
+    ],
+  });
+  try {
+    const create = async (documents, options = {}) => {
+      const base = standardsConfig();
+      const profile = { ...base.profile, clients: { scopes: ["account_info.read"], ...(documents && { documents }) } };
+      const answer = await worker.dispatchFetch(`${ORIGIN}/create`, { method: "POST", body: JSON.stringify({ config: { ...base, profile }, ...options }) });
+      return answer.json();
+    };
+    const refused = await create({});
+    assert.match(refused.error ?? "", /profile\.clients\.documents is on for any host/);
+    assert.match(refused.error, /anyDocumentHostWithoutAddressCheck: true/, "the error names the opt-out");
+    assert.match(refused.error, /profile\.clients\.documents\.hosts/, "and the allow-list");
+    assert.match((await create({ hosts: [] })).error ?? "", /anyDocumentHostWithoutAddressCheck/);
+    assert.deepEqual(await create({}, { anyDocumentHostWithoutAddressCheck: true }), { created: true });
+    assert.deepEqual(await create({ hosts: ["*.example.com"] }), { created: true });
+    assert.deepEqual(await create({}, { ownFetcher: true }), { created: true }, "a fetcher of the host's own is the host's to vet");
+    assert.deepEqual(await create(null), { created: true }, "no documents, nothing fetched");
+  } finally {
+    await worker.dispose();
+  }
 });

@@ -59,6 +59,10 @@ export async function routed(): Promise<Response> {
 }
 // @ts-expect-error: unlinking is done by a user or a team admin, nobody else
 server.unlink("app", "dbid:a", "admin");
+// Documents from any host with the web fetch (Workers): the operator's word, by name.
+createAuthServer({ config, storage, anyDocumentHostWithoutAddressCheck: true });
+// @ts-expect-error: the opt-out is a boolean, not a list of hosts (those go in profile.clients.documents.hosts)
+createAuthServer({ config, storage, anyDocumentHostWithoutAddressCheck: ["*.example.com"] });
 createAuthServer({
   config,
   storage,
