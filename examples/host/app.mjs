@@ -343,7 +343,7 @@ function accounts(config, clock = systemClock) {
  * The authorization server (createAuthServer) with this host's parts: the session cookie names
  * the user, the page templates above, and the account API.
  */
-export function authServer(config, { storage, onAudit, clock, random, sourceOf, fetchDocument, api = {} }) {
+export function authServer(config, { storage, onAudit, clock, random, sourceOf, fetchDocument, anyDocumentHostWithoutAddressCheck, api = {} }) {
   const people = accounts(config, clock);
   return createAuthServer({
     config: { ...config.core, pages: PAGES },
@@ -351,6 +351,8 @@ export function authServer(config, { storage, onAudit, clock, random, sourceOf, 
     onAudit,
     // Client metadata documents: the package's guarded fetch of the host's runtime (test mode: its web).
     fetchDocument,
+    // The Worker's: documents from any host with a fetch that cannot check where a name resolves to (its README says when).
+    anyDocumentHostWithoutAddressCheck,
     clock, // both undefined (the system clock and random source) unless in test mode (test-mode.mjs)
     random,
     hooks: {

@@ -56,6 +56,14 @@ export function serveApi(api) {
  */
 const documentFetcher = (env) => (env.LOOPBACK_DOCUMENTS === "1" ? (fetch) => fetchDocument(fetch, { allowLoopback: true }) : undefined);
 
+/**
+ * The package's fetch cannot check the addresses a name resolves to (workerd shows none), so it
+ * takes documents from any host (`profile.clients.documents` without `hosts`) only when told so
+ * by name: ANY_DOCUMENT_HOST_WITHOUT_ADDRESS_CHECK="1". On Cloudflare's network a Worker cannot
+ * reach private addresses; under wrangler dev or self-hosted workerd it can (see the README).
+ */
+const documentOptions = (env) => ({ fetchDocument: documentFetcher(env), anyDocumentHostWithoutAddressCheck: env.ANY_DOCUMENT_HOST_WITHOUT_ADDRESS_CHECK === "1" });
+
 const TITLE = "Worker host";
 
 /** Which partition a forwarded request is for: set by the Worker, over anything a client sent. */
@@ -98,7 +106,7 @@ export class AuthServer extends DurableObject {
     if (!this.served) {
       const own = this.records;
       const storage = partitionedStorage((name) => (name === partition ? own : recordsOf(this.env, name)));
-      this.served = authServer(configOf(this.env), { storage, onAudit, sourceOf: clientAddress, api: extraApi, fetchDocument: documentFetcher(this.env) });
+      this.served = authServer(configOf(this.env), { storage, onAudit, sourceOf: clientAddress, api: extraApi, ...documentOptions(this.env) });
     }
     return this.served;
   }
@@ -151,7 +159,7 @@ export class AuthServer extends DurableObject {
 let front;
 function frontOf(env, config) {
   if (front?.config !== config) {
-    const server = authServer(config, { storage: partitionedStorage((name) => recordsOf(env, name)), onAudit, sourceOf: clientAddress, api: extraApi, fetchDocument: documentFetcher(env) });
+    const server = authServer(config, { storage: partitionedStorage((name) => recordsOf(env, name)), onAudit, sourceOf: clientAddress, api: extraApi, ...documentOptions(env) });
     const pages = signInRoutes(config, { title: TITLE, attempts: server.attempts, sourceOf: clientAddress });
     front = { config, server, pages };
   }
