@@ -54,6 +54,8 @@ pub struct App {
     pub pool: Arc<Pool>,
     /// The home page's title.
     pub title: &'static str,
+    /// Fetches client metadata documents (outside test mode), every address vetted.
+    fetcher: crate::fetch::Fetcher,
 }
 
 /// How a request of the core ended.
@@ -106,12 +108,19 @@ impl std::fmt::Display for Fault {
 
 impl App {
     /// The host, serving `site`; `test_mode` adds the state of the `/__test__/` endpoints.
-    pub fn new(site: Site, pool: Arc<Pool>, test_mode: bool, title: &'static str) -> App {
+    pub fn new(
+        site: Site,
+        pool: Arc<Pool>,
+        test_mode: bool,
+        title: &'static str,
+        fetcher: crate::fetch::Fetcher,
+    ) -> App {
         App {
             site: RwLock::new(Arc::new(site)),
             test: test_mode.then(|| Mutex::new(TestState::default())),
             pool,
             title,
+            fetcher,
         }
     }
 
@@ -169,16 +178,24 @@ impl App {
         }
     }
 
-    /// A client's metadata document. This host has no guarded fetch of its own (the npm
-    /// package's hosts do: see `pkg/src/documents-node.js`), so it refuses to start with
-    /// `profile.clients.documents` on (config.rs); in test mode it answers from the web
-    /// `/__test__/clock` set, as the conformance runner's other hosts do.
+    /// A client's metadata document (or a JWK set): fetched with the vetting of the npm
+    /// package's Node fetch (fetch.rs: every address the name resolves to checked, the
+    /// connection made to a checked one); in test mode answered from the web `/__test__/clock`
+    /// set, as the conformance runner's other hosts do. Called from `drive`, on a blocking
+    /// thread of the runtime: the fetch runs on the runtime, this thread waits for it.
     fn fetch(&self, fetch: &Fetch) -> Event {
-        let Some(mut state) = self.test_state() else {
-            return Event::FetchFailed(FetchFailure::Refused);
+        if let Some(mut state) = self.test_state() {
+            state.fetched.push(fetch.url.clone());
+            return crate::web::answer(&state.web, fetch);
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            eprintln!("document fetch outside the runtime (a bug)");
+            return Event::FetchFailed(FetchFailure::Unreachable);
         };
-        state.fetched.push(fetch.url.clone());
-        crate::web::answer(&state.web, fetch)
+        match runtime.block_on(self.fetcher.fetch(fetch)) {
+            Ok(fetched) => Event::Fetched(fetched),
+            Err(failure) => Event::FetchFailed(failure),
+        }
     }
 
     /// Runs `request` from its first `step` against `store` to its end, on one pooled

@@ -15,6 +15,7 @@
 //! ([`host::App::drive`]): the core decides everything else.
 
 mod config;
+mod fetch;
 mod host;
 mod http;
 mod session;
@@ -97,13 +98,6 @@ async fn main() -> ExitCode {
 async fn serve(args: Args) -> Result<(), String> {
     let allow_sample_secret = std::env::var("EDGEGRANT_ALLOW_SAMPLE_SECRET").as_deref() == Ok("1");
     let config = config::load(&args.config, allow_sample_secret)?;
-    if config.core.documents().is_some() && !args.test_mode {
-        return Err(
-            "profile.clients.documents: this host does not fetch client metadata \
-                    documents (it has no guarded fetch); the Node and Worker hosts do"
-                .into(),
-        );
-    }
     let pool = Pool::open(&config.database)
         .map_err(|e| format!("cannot open {}: {e}", config.database.display()))?;
     let store = Store::open(&pool, DEFAULT_TABLE)
@@ -114,7 +108,9 @@ async fn serve(args: Args) -> Result<(), String> {
         sessions: Sessions::new(&config.session_secret)?,
         store: store.clone(),
     };
-    let app = Arc::new(App::new(site, pool, args.test_mode, "native host"));
+    // Client metadata documents: every address a name resolves to vetted (fetch.rs).
+    let fetcher = fetch::Fetcher::system()?;
+    let app = Arc::new(App::new(site, pool, args.test_mode, "native host", fetcher));
 
     let port = args.port.unwrap_or(config.port);
     let listener = tokio::net::TcpListener::bind((config.host.as_str(), port))
