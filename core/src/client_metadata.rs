@@ -10,11 +10,12 @@ use serde_json::{Map, Value};
 
 use crate::config::{check_redirect_uri, App, Config, DefaultTokenType, Permissions};
 use crate::credentials::SecretDigest;
-use crate::ids::{https_host, AppKey, RedirectUri};
+use crate::ids::{https_host, is_displayable, AppKey, RedirectUri};
 use crate::jose::client_keys;
 use crate::records::{AboutClient, AuthMethod, ClientKeys, RemoteKeys};
 use crate::scope::{ScopeSet, OFFLINE_ACCESS};
 use crate::time::UnixTime;
+use crate::wire::uri::{HttpUri, Scheme};
 
 /// The most redirect URIs, contacts or characters of one text a client's metadata may carry.
 const MAX_REDIRECT_URIS: usize = 16;
@@ -80,6 +81,29 @@ impl Draft {
     }
 }
 
+/// The redirect URIs a client nobody configured may name (RFC 8252 §7, RFC 9700 §4.11): https,
+/// http on a loopback address (a native app's listener), or a private-use scheme in
+/// reverse-domain form (§7.1: `com.example.app:/cb`) — never another scheme a browser hands to
+/// some program of the user's (`ms-msdt:`, `search-ms:`, `intent:`, `vscode:`), nor http on a
+/// network host, whatever the policy allows configured apps.
+fn unannounced_redirect_uri(uri: &RedirectUri) -> Result<(), &'static str> {
+    let text = uri.as_str();
+    match HttpUri::parse(text).map(|parsed| (parsed.scheme, parsed.is_loopback())) {
+        Some((Scheme::Https, _) | (Scheme::Http, true)) => Ok(()),
+        Some((Scheme::Http, false)) => {
+            Err("http is allowed only on the loopback interface (127.0.0.1, [::1], localhost)")
+        }
+        None => match text.split_once(':') {
+            // (`http` and `https` hold no dot: written without `//`, they are refused here.)
+            Some((scheme, _)) if scheme.contains('.') => Ok(()),
+            _ => Err(
+                "must be https, http on a loopback address, or a private-use scheme in \
+                 reverse-domain form (com.example.app:/callback, RFC 8252 §7.1)",
+            ),
+        },
+    }
+}
+
 /// A `jwks_uri`, if this server can fetch it: an https URL by the rules of a metadata document's
 /// (no credentials, no fragment, a path), on a host the document policy allows — which must be
 /// on, as it is the policy every fetch is made under.
@@ -111,13 +135,12 @@ pub(crate) fn draft(
     let text = |name: &str| -> Result<Option<String>, MetadataFault> {
         match fields.get(name) {
             None | Some(Value::Null) => Ok(None),
-            Some(Value::String(text))
-                if text.len() <= MAX_TEXT && !text.chars().any(char::is_control) =>
-            {
+            Some(Value::String(text)) if text.len() <= MAX_TEXT && is_displayable(text) => {
                 Ok(Some(text.trim().to_owned()).filter(|t| !t.is_empty()))
             }
             Some(_) => metadata(format!(
-                "{name} must be a string of at most {MAX_TEXT} bytes without control characters"
+                "{name} must be a string of at most {MAX_TEXT} bytes without control or invisible \
+                 format characters"
             )),
         }
     };
@@ -146,6 +169,7 @@ pub(crate) fn draft(
             .map_err(|e| e.to_string())
             .and_then(|parsed| {
                 check_redirect_uri(&parsed, config.policy())
+                    .and_then(|()| unannounced_redirect_uri(&parsed))
                     .map(|()| parsed)
                     .map_err(str::to_owned)
             });
@@ -258,7 +282,7 @@ pub(crate) fn draft(
         contacts: list("contacts", MAX_CONTACTS)?
             .unwrap_or_default()
             .into_iter()
-            .filter(|c| c.len() <= MAX_TEXT && !c.chars().any(char::is_control))
+            .filter(|c| c.len() <= MAX_TEXT && is_displayable(c))
             .map(str::to_owned)
             .collect(),
         software_id: text("software_id")?,

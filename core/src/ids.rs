@@ -183,6 +183,7 @@ impl AppKey {
     /// assert_eq!(AppKey::new("demo-app").unwrap().document_url(), None);
     /// assert!(AppKey::new("https://app.example/").is_err()); // no path
     /// assert!(AppKey::new("https://app.example/a/../b").is_err()); // a dot segment
+    /// assert!(AppKey::new(r"https://app.example/a\..\b").is_err()); // read as /b by URL parsers
     /// ```
     pub fn document_url(&self) -> Option<&str> {
         self.0.starts_with("https://").then_some(&*self.0)
@@ -200,6 +201,48 @@ pub(crate) fn https_host(url: &str) -> Option<&str> {
     check_document_url(url).ok()?;
     // Checked: the authority holds no `?`, and ends at the path's `/`.
     url.strip_prefix("https://")?.split('/').next()
+}
+
+/// Whether `text` may be shown to a person as a client's own words (its name, its URLs, its
+/// contacts): no control characters (Unicode Cc), no line or paragraph separators, and no
+/// invisible format characters (Cf: bidirectional overrides and isolates, zero-width joiners and
+/// spaces, tags), which make a name read as another one (`\u{202E}` turns `evil` around).
+pub(crate) fn is_displayable(text: &str) -> bool {
+    !text
+        .chars()
+        .any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') || is_format(c))
+}
+
+/// Whether `c` is of Unicode's general category Cf (format), as of Unicode 15.1
+/// (`DerivedGeneralCategory.txt`: 170 code points in these ranges). Written out rather than
+/// taken from a crate: the whole category table would cost the wasm module more than these
+/// 21 ranges, and the category changes rarely (Unicode 15.0 last added to it).
+fn is_format(c: char) -> bool {
+    const CF: [(u32, u32); 21] = [
+        (0x00AD, 0x00AD),
+        (0x0600, 0x0605),
+        (0x061C, 0x061C),
+        (0x06DD, 0x06DD),
+        (0x070F, 0x070F),
+        (0x0890, 0x0891),
+        (0x08E2, 0x08E2),
+        (0x180E, 0x180E),
+        (0x200B, 0x200F),
+        (0x202A, 0x202E),
+        (0x2060, 0x2064),
+        (0x2066, 0x206F),
+        (0xFEFF, 0xFEFF),
+        (0xFFF9, 0xFFFB),
+        (0x110BD, 0x110BD),
+        (0x110CD, 0x110CD),
+        (0x13430, 0x1343F),
+        (0x1BCA0, 0x1BCA3),
+        (0x1D173, 0x1D17A),
+        (0xE0001, 0xE0001),
+        (0xE0020, 0xE007F),
+    ];
+    let c = u32::from(c);
+    CF.iter().any(|&(low, high)| (low..=high).contains(&c))
 }
 
 /// Whether a path segment is `.` or `..`, a dot written as `%2e` too (RFC 3986 §6.2.2.2: the
@@ -230,7 +273,12 @@ fn check_document_url(v: &str) -> Result<(), &'static str> {
         .find('/')
         .and_then(|at| rest.split_at_checked(at))
         .unwrap_or((rest, ""));
-    if authority.is_empty() || authority.contains(['@', '?', '\\']) {
+    // A backslash anywhere: URL parsers read it as `/` in an https URL, so `/a\..\x` would
+    // name `/x` to them and another path to this check.
+    if v.contains('\\') {
+        return Err("a client metadata document URL has no backslash");
+    }
+    if authority.is_empty() || authority.contains(['@', '?']) {
         return Err("a client metadata document URL needs a host, without a user name or password");
     }
     if v.contains('#') {

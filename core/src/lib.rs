@@ -310,7 +310,7 @@ mod wire;
 pub use config::{
     App, AttemptLimits, Config, ConfigDocument, ConfigError, DefaultTokenType, DocumentPolicy,
     Issuer, Permissions, Policy, Profile, RegistrationPolicy, Resource, ResourceServer,
-    RotatedClients, Rotation, Standards, UnannouncedClients, CONFIG_TYPESCRIPT,
+    RotatedClients, Rotation, Standards, UnannouncedClients, UnannouncedRefresh, CONFIG_TYPESCRIPT,
     DEFAULT_SCOPE_DESCRIPTIONS,
 };
 pub use credentials::{
@@ -332,7 +332,7 @@ pub use records::{
     LinkRecord, MemberRecord, Provenance, Record, RecordKey, RefreshTokenRecord, Registration,
     RemoteKeys, Resources, Stored, TokenAccessType, FORMAT as RECORD_FORMAT,
 };
-pub use refusal::{DocumentFault, Refusal};
+pub use refusal::{DocumentFault, Refusal, UnusableDocument};
 pub use render::PAGE_HEADERS;
 pub use request::{Request, SWEEP_PAGES_PER_REQUEST};
 pub use routes::partition_of;

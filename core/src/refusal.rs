@@ -57,6 +57,9 @@ pub enum Refusal {
     UnknownClient,
     /// `redirect_uri` is not one the app registered (exact match).
     RedirectUriNotRegistered,
+    /// A client nobody verified (registered, or named by a metadata document) sent no
+    /// `redirect_uri`: its code is never shown on a page for a person to copy.
+    RedirectUriRequired,
     /// `response_type` is missing.
     ResponseTypeMissing,
     /// `response_type` is neither `code` nor `token`.
@@ -211,23 +214,42 @@ pub enum Refusal {
     /// registration access token, or for a client that does not exist (RFC 7592 §2.1: both
     /// `401`, so neither tells whether the client exists).
     RegistrationTokenInvalid,
-    /// Too many registrations from this source in the current window (its
-    /// [`per_source`](crate::RegistrationPolicy::per_source)): 429, retry after this long.
+    /// Too many registrations from this source, or from all sources together, in the current
+    /// window ([`per_source`](crate::RegistrationPolicy::per_source),
+    /// [`all_sources`](crate::RegistrationPolicy::all_sources)): 429, retry after this long.
     TooManyRegistrations(Seconds),
     /// Client metadata that cannot be registered (RFC 7591 §3.2.2 `invalid_client_metadata`):
     /// why.
     InvalidClientMetadata(String),
 
     // ---- client ID metadata documents, standards profile ------------------------------------
-    /// The `client_id` names a metadata document that could not be used (`invalid_client`; at
-    /// the authorization endpoint an error page, never a redirect): why.
-    ClientDocument(DocumentFault),
-    /// The JWK set the client's `jwks_uri` names could not be used (`invalid_client`): why.
-    ClientKeys(DocumentFault),
+    /// The `client_id` names a metadata document that could not be used
+    /// (`invalid_client`; at the authorization endpoint an error page, never a redirect): why.
+    /// The description names the URL and a fixed reason; the detail is the host's to log.
+    ClientDocument(Box<UnusableDocument>),
+    /// The JWK set the client's `jwks_uri` names could not be used (`invalid_client`): which,
+    /// and why.
+    ClientKeys(Box<UnusableDocument>),
 }
 
-/// Why a client's metadata document could not be used. Nothing of a failed fetch is kept: the
-/// next request fetches again (draft-ietf-oauth-client-id-metadata-document §4.4).
+/// A client's metadata document or key set that could not be used: its URL, and why. (Boxed in
+/// a [`Refusal`]: every refusal moves at the size of the largest.)
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnusableDocument {
+    /// The URL fetched (or not, [`DocumentFault::RecentlyFailed`]).
+    pub url: String,
+    /// Why what came of it cannot be used.
+    pub fault: DocumentFault,
+}
+
+/// Why a client's metadata document or key set could not be used. A failure is remembered
+/// under its URL ([`documents`](crate::DocumentPolicy::failure_backoff)): the URL is not fetched
+/// again until the backoff has passed.
+///
+/// What goes to the client names none of the remote server's answer — no status, no timing,
+/// no text of the document ([`description`](DocumentFault::description)): a fetch must not
+/// become a probe of what answers where. The detail ([`detail`](DocumentFault::detail)) goes
+/// into the audit event of the failure ([`AuditEvent::FetchFailed`](crate::AuditEvent)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DocumentFault {
     /// Its host is not among [`DocumentPolicy::hosts`](crate::DocumentPolicy::hosts).
@@ -247,43 +269,59 @@ pub enum DocumentFault {
     NotJson,
     /// Its `client_id` is not the URL it was fetched from (§4.1).
     WrongClientId,
-    /// Its metadata cannot be used: why.
+    /// Its metadata cannot be used: why (the document's own words may be in it).
     Invalid(String),
+    /// A fetch of this URL failed lately: it is not fetched again before its backoff ends.
+    RecentlyFailed,
 }
 
 impl DocumentFault {
-    /// The sentence sent as `error_description`, for a metadata document.
-    pub fn description(&self) -> String {
-        self.describe("the client's metadata document")
-    }
-
-    /// The sentence sent as `error_description`, for what was fetched.
-    fn describe(&self, what: &str) -> String {
-        let why = match self {
+    /// The fixed reason sent to the client (`error_description`, the error page), after what
+    /// was fetched and its URL.
+    fn reason(&self) -> &'static str {
+        match self {
             DocumentFault::HostNotAllowed => "is on a host this server takes no documents from",
-            DocumentFault::AddressRefused => "is at an address this server does not fetch from",
-            DocumentFault::Unreachable => "could not be fetched",
-            DocumentFault::Timeout => "took too long to fetch",
-            DocumentFault::TooLarge => "is too large",
-            // As u64: its formatting is linked already.
-            DocumentFault::Status(status) => {
-                let status = u64::from(*status);
-                return if (300..400).contains(&status) {
-                    format!("{what} redirects ({status}): not followed")
-                } else {
-                    format!("{what} answered {status}, not 200")
-                };
-            }
+            DocumentFault::AddressRefused
+            | DocumentFault::Unreachable
+            | DocumentFault::Timeout
+            | DocumentFault::TooLarge
+            | DocumentFault::Status(_)
+            | DocumentFault::RecentlyFailed => "could not be fetched",
             DocumentFault::NotJson => "is not a JSON object",
             DocumentFault::WrongClientId => "names another client_id than its own URL",
-            DocumentFault::Invalid(why) => return format!("{what} cannot be used: {why}"),
-        };
-        format!("{what} {why}")
+            DocumentFault::Invalid(_) => "cannot be used",
+        }
     }
 
-    /// The sentence sent as `error_description`, for a client's key set.
-    pub fn key_set_description(&self) -> String {
-        self.describe("the client's key set (its jwks_uri)")
+    /// The sentence sent as `error_description` for the metadata document at `url`.
+    pub fn description(&self, url: &str) -> String {
+        format!("the client's metadata document {url} {}", self.reason())
+    }
+
+    /// The sentence sent as `error_description` for the key set at `url` (a `jwks_uri`).
+    pub fn key_set_description(&self, url: &str) -> String {
+        format!(
+            "the client's key set (its jwks_uri) {url} {}",
+            self.reason()
+        )
+    }
+
+    /// What happened, for the operator's log: the remote status, the kind of failure, what
+    /// was wrong with the metadata.
+    pub fn detail(&self) -> String {
+        match self {
+            DocumentFault::HostNotAllowed => "host_not_allowed".into(),
+            DocumentFault::AddressRefused => "address_refused".into(),
+            DocumentFault::Unreachable => "unreachable".into(),
+            DocumentFault::Timeout => "timeout".into(),
+            DocumentFault::TooLarge => "too_large".into(),
+            // As u64: its formatting is linked already.
+            DocumentFault::Status(status) => format!("status {}", u64::from(*status)),
+            DocumentFault::NotJson => "not_json".into(),
+            DocumentFault::WrongClientId => "wrong_client_id".into(),
+            DocumentFault::Invalid(why) => format!("invalid: {why}"),
+            DocumentFault::RecentlyFailed => "recently_failed".into(),
+        }
     }
 }
 
@@ -328,6 +366,7 @@ names! {
     ClientIdMissing => "client_id_missing",
     UnknownClient => "unknown_client",
     RedirectUriNotRegistered => "redirect_uri_not_registered",
+    RedirectUriRequired => "redirect_uri_required",
     ResponseTypeMissing => "response_type_missing",
     UnsupportedResponseType => "unsupported_response_type",
     ImplicitNotAllowed => "implicit_not_allowed",

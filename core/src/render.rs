@@ -80,8 +80,12 @@ impl Refusal {
         Cow::Borrowed(match self {
             Repeated(name) => return Cow::Owned(format!("{name} is repeated")),
             InvalidRedirectUri(why) | InvalidClientMetadata(why) => return Cow::Owned(why.clone()),
-            ClientDocument(fault) => return Cow::Owned(fault.description()),
-            ClientKeys(fault) => return Cow::Owned(fault.key_set_description()),
+            ClientDocument(unusable) => {
+                return Cow::Owned(unusable.fault.description(&unusable.url))
+            }
+            ClientKeys(unusable) => {
+                return Cow::Owned(unusable.fault.key_set_description(&unusable.url))
+            }
             InitialAccessTokenInvalid => "registration takes an initial access token",
             RegistrationTokenInvalid => "not this client's registration access token",
             MissingScope(scope) => {
@@ -102,7 +106,7 @@ impl Refusal {
             }
             TooManyRegistrations(wait) => {
                 return Cow::Owned(format!(
-                    "too many registrations from this source; retry in {} seconds",
+                    "too many registrations; retry in {} seconds",
                     wait.0
                 ))
             }
@@ -113,6 +117,7 @@ impl Refusal {
             ClientIdMissing => "client_id is missing",
             UnknownClient => "no app is registered under this client_id",
             RedirectUriNotRegistered => "redirect_uri is not registered for this app",
+            RedirectUriRequired => "this app must name one of its redirect URIs (redirect_uri)",
             ResponseTypeMissing => "response_type is missing",
             UnsupportedResponseType => "response_type must be code or token",
             ImplicitNotAllowed => "this app may not use response_type=token",
@@ -659,10 +664,20 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Step {
                 .redirect_uri
                 .as_ref()
                 .and_then(|uri| HttpUri::parse(uri.as_str()));
-            let redirect_host = redirect.as_ref().map_or("", |u| u.host);
+            // A private-use scheme (`com.example.app:/cb`, RFC 8252 §7.1) names the app the
+            // system hands it to: the scheme is the destination.
+            let private_scheme = match (&redirect, &prompt.redirect_uri) {
+                (None, Some(uri)) => uri.as_str().split_once(':').map(|(scheme, _)| scheme),
+                _ => None,
+            };
+            let redirect_host = redirect.as_ref().map(|u| u.host).or(private_scheme);
+            let redirect_host = redirect_host.unwrap_or_default();
             // A program on the user's own machine that nobody checked may be anyone's: MCP
-            // asks for a warning on such a redirect.
-            let loopback = prompt.unverified && redirect.as_ref().is_some_and(HttpUri::is_loopback);
+            // asks for a warning on such a redirect — a loopback one, or a private-use scheme
+            // any installed program may claim.
+            let loopback = prompt.unverified
+                && (private_scheme.is_some()
+                    || redirect.as_ref().is_some_and(HttpUri::is_loopback));
             let access = match prompt.access_type {
                 TokenAccessType::Online => "online",
                 TokenAccessType::Offline => "offline",

@@ -11,17 +11,19 @@ use crate::credentials::Entropy;
 use crate::ctx::{replace, Ctx, Decision, Loads, Need};
 use crate::documents;
 use crate::ending::{Ending, Revocation};
+use crate::endpoints::attempts::{self, Guard};
 use crate::endpoints::Route;
 use crate::ids::AppKey;
 use crate::machines::attempts::MAX_ATTEMPTERS;
 use crate::partition::Partition;
-use crate::records::{ClientKeys, Record, RecordKey};
-use crate::refusal::Refusal;
+use crate::records::{AppRecord, ClientKeys, Record, RecordKey};
+use crate::refusal::{DocumentFault, Refusal, UnusableDocument};
 use crate::render::render;
 use crate::step::{
-    Authorized, Event, Fetch, FetchFailure, Fetched, Input, Misuse, Reply, Step, Transaction,
+    AuditEvent, Authorized, Event, Fetch, FetchFailure, Fetched, Input, Misuse, Reply, Step,
+    Transaction,
 };
-use crate::time::UnixTime;
+use crate::time::{Seconds, UnixTime};
 use crate::wire::http::HttpResponse;
 
 #[derive(Clone, Debug)]
@@ -66,6 +68,28 @@ enum Sought {
     Keys(String),
 }
 
+impl Sought {
+    /// The URL fetched.
+    fn url(&self) -> &str {
+        match self {
+            Sought::Document(app) => app.document_url().unwrap_or_default(),
+            Sought::Keys(url) => url,
+        }
+    }
+
+    /// Why the client was refused, `fault` being what came of the fetch.
+    fn refusal(&self, fault: DocumentFault) -> Refusal {
+        let unusable = Box::new(UnusableDocument {
+            url: self.url().to_owned(),
+            fault,
+        });
+        match self {
+            Sought::Document(_) => Refusal::ClientDocument(unusable),
+            Sought::Keys(_) => Refusal::ClientKeys(unusable),
+        }
+    }
+}
+
 /// How many pages of an unlink's sweep one request writes; the rest is left for the pair's next
 /// unlink, so that every request ends within [`Request::max_steps`].
 pub const SWEEP_PAGES_PER_REQUEST: u32 = 64;
@@ -85,6 +109,9 @@ pub struct Request {
     route: Route,
     /// The `Origin` of a request to an endpoint that answers cross-origin (see `cors`).
     origin: Option<Box<str>>,
+    /// The network source the host reported: what a failed fetch of a client's document is
+    /// counted against.
+    source: Option<Box<str>>,
     loads: Loads,
     /// The keys of the transactions committed so far.
     written: Vec<RecordKey>,
@@ -110,9 +137,12 @@ impl Request {
         now: UnixTime,
         entropy: Entropy,
     ) -> (Request, Step) {
-        let origin = match &input {
-            Input::Http { request, .. } => cors::request_origin(&config, request),
-            Input::Unlink { .. } | Input::Attempts { .. } => None,
+        let (origin, source) = match &input {
+            Input::Http { request, .. } => (
+                cors::request_origin(&config, request),
+                request.source.as_deref().map(Box::from),
+            ),
+            Input::Unlink { .. } | Input::Attempts { .. } => (None, None),
         };
         let route = Route::parse(&config, input);
         let mut request = Request {
@@ -121,6 +151,7 @@ impl Request {
             entropy,
             route,
             origin,
+            source,
             loads: Loads::default(),
             written: Vec::new(),
             state: State::Over,
@@ -278,20 +309,24 @@ impl Request {
         };
         let (config, now, earlier) = (&self.config, self.now, self.loads.app_record(&record));
         let fetched = answer.map_err(documents::failed);
-        let kept = match sought {
+        let kept = match &sought {
             Sought::Document(app) => fetched
-                .and_then(|fetched| documents::accept(config, &app, &fetched, earlier, now))
-                // Fetched anew: its unused lifetime starts again.
-                .map(|kept| (kept, now))
-                .map_err(Refusal::ClientDocument),
+                .and_then(|fetched| documents::accept(config, app, &fetched, earlier, now))
+                .map(|kept| {
+                    // Kept for its trial lifetime until a user consents to it (its first
+                    // completed authorization renews it); fetched anew, it keeps the use
+                    // it had.
+                    let trial = clients.trial_used_at(now);
+                    let used_at = earlier.map_or(trial, |earlier| earlier.used_at.max(trial));
+                    (AppRecord { used_at, ..kept }, used_at)
+                }),
             Sought::Keys(url) => {
                 self.keys_fetched = true;
                 match earlier {
                     Some(earlier) => fetched
-                        .and_then(|fetched| documents::accept_keys(config, &url, &fetched, now))
-                        .map(|keys| (earlier.with_keys(ClientKeys::Remote(keys)), earlier.used_at))
-                        .map_err(Refusal::ClientKeys),
-                    None => Err(Refusal::UnknownClient),
+                        .and_then(|fetched| documents::accept_keys(config, url, &fetched, now))
+                        .map(|keys| (earlier.with_keys(ClientKeys::Remote(keys)), earlier.used_at)),
+                    None => return self.refuse(Refusal::UnknownClient),
                 }
             }
         };
@@ -305,12 +340,62 @@ impl Request {
                 };
                 self.hand_over(transaction, Vec::new().into_iter(), None)
             }
-            Err(refusal) => self.refuse(refusal),
+            Err(fault) => self.fetch_failed(&sought, &record, fault),
         }
     }
 
-    fn decide(&mut self) -> Step {
-        let ctx = Ctx {
+    /// The guards a fetch of `url` is made under: the URL's own failures (one bars it for the
+    /// backoff), then the request's source's failed attempts.
+    fn fetch_guards(&self, url: &str) -> Vec<Guard> {
+        let backoff = self
+            .config
+            .documents()
+            .map_or(Seconds(0), |policy| policy.failure_backoff);
+        let mut guards = vec![attempts::fetch_failures(&self.config, url, backoff)];
+        guards.extend(attempts::source_guards(
+            &self.config,
+            self.source.as_deref(),
+        ));
+        guards
+    }
+
+    /// A fetch that failed, or brought nothing usable: remembered under its URL for the
+    /// backoff, counted against the source, with the detail in the audit event; the client is
+    /// told a fixed reason.
+    fn fetch_failed(&mut self, sought: &Sought, record: &RecordKey, fault: DocumentFault) -> Step {
+        let refusal = sought.refusal(fault.clone());
+        let RecordKey::App(_, app) = record else {
+            return self.refuse(refusal);
+        };
+        let audit = AuditEvent::FetchFailed {
+            app: app.clone(),
+            url: sought.url().to_owned(),
+            detail: fault.detail(),
+        };
+        let via = self.route.failure_channel();
+        let guards = self.fetch_guards(sought.url());
+        let counted = attempts::fail(
+            &self.ctx(),
+            &guards,
+            Ending::Refused(refusal.clone(), via.clone()),
+            via,
+        );
+        match counted {
+            Ok(Decision::Each(mut writes, ending)) => {
+                if let Some(first) = writes.first_mut() {
+                    first.audit.push(audit);
+                }
+                self.write(writes.into_iter(), ending)
+            }
+            Ok(Decision::End(ending)) => self.finish(ending),
+            // Their counts were read before the fetch; should they not be, refuse uncounted.
+            _ => self.refuse(refusal),
+        }
+    }
+
+    /// What a decision sees: this request's configuration, time, entropy and loads.
+    fn ctx(&self) -> Ctx<'_> {
+        Ctx {
             config: &self.config,
             now: self.now,
             entropy: &self.entropy,
@@ -318,7 +403,11 @@ impl Request {
             written: &self.written,
             verified: self.verified,
             keys_fetched: self.keys_fetched,
-        };
+        }
+    }
+
+    fn decide(&mut self) -> Step {
+        let ctx = self.ctx();
         let need = match self.route.decide(&ctx) {
             Ok(Decision::End(ending)) => return self.finish(ending),
             Ok(Decision::Commit(transaction, ending)) => {
@@ -338,13 +427,7 @@ impl Request {
             Err(need) => need,
         };
         match *need {
-            Need::Records(keys) => {
-                if !self.take_step() {
-                    return self.refuse(Refusal::Contention);
-                }
-                self.state = State::Reading(keys.clone());
-                Step::Read(keys)
-            }
+            Need::Records(keys) => self.read(keys),
             Need::Fault(key) => self.refuse(Refusal::StorageFault(key.to_string())),
             Need::Signature(verify) => {
                 if self.verified.is_some() || !self.take_step() {
@@ -359,7 +442,7 @@ impl Request {
                 record,
                 version,
             } => {
-                let fetch = documents::fetch(&self.config, &app).map_err(Refusal::ClientDocument);
+                let fetch = documents::fetch(&self.config, &app);
                 self.fetch(fetch, Sought::Document(app), record, version)
             }
             Need::Keys {
@@ -367,25 +450,57 @@ impl Request {
                 version,
                 url,
             } => {
-                let fetch = documents::fetch_keys(&self.config, &url).map_err(Refusal::ClientKeys);
+                let fetch = documents::fetch_keys(&self.config, &url);
                 self.fetch(fetch, Sought::Keys(url), record, Some(version))
             }
         }
     }
 
+    /// Asks the host for these records.
+    fn read(&mut self, keys: Vec<RecordKey>) -> Step {
+        if !self.take_step() {
+            return self.refuse(Refusal::Contention);
+        }
+        self.state = State::Reading(keys.clone());
+        Step::Read(keys)
+    }
+
     /// Asks the host for `fetch` (or refuses why it cannot be made), to keep what it answers
-    /// under `record`.
+    /// under `record` — unless the URL failed within its backoff or the source is at its limit
+    /// of failed attempts (their counts read first, in one batch): a request then costs no one
+    /// a fetch.
     fn fetch(
         &mut self,
-        fetch: Result<Fetch, Refusal>,
+        fetch: Result<Fetch, DocumentFault>,
         sought: Sought,
         record: RecordKey,
         version: Option<u64>,
     ) -> Step {
         let fetch = match fetch {
             Ok(fetch) => fetch,
-            Err(refusal) => return self.refuse(refusal),
+            Err(fault) => return self.refuse(sought.refusal(fault)),
         };
+        let guards = self.fetch_guards(&fetch.url);
+        let (url_failures, source) = guards.split_at(1);
+        let ctx = self.ctx();
+        let barred = attempts::limited(&ctx, &guards, None).and_then(|_| {
+            Ok((
+                attempts::limited(&ctx, url_failures, None)?,
+                attempts::limited(&ctx, source, None)?,
+            ))
+        });
+        match barred {
+            Err(need) => {
+                return match *need {
+                    Need::Records(keys) => self.read(keys),
+                    Need::Fault(key) => self.refuse(Refusal::StorageFault(key.to_string())),
+                    _ => self.refuse(Refusal::Contention),
+                }
+            }
+            Ok((Some(_), _)) => return self.refuse(sought.refusal(DocumentFault::RecentlyFailed)),
+            Ok((None, Some(wait))) => return self.refuse(Refusal::TooManyAttempts(wait)),
+            Ok((None, None)) => {}
+        }
         if !self.take_step() {
             return self.refuse(Refusal::Contention);
         }

@@ -253,6 +253,11 @@ impl ScopeSet {
         ScopeSet::from_names(self.iter().chain(other.iter()))
     }
 
+    /// The set without `name`.
+    pub(crate) fn without(&self, name: &str) -> ScopeSet {
+        ScopeSet::from_names(self.iter().filter(|own| *own != name))
+    }
+
     /// Whether the set is empty.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()

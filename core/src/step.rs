@@ -547,6 +547,19 @@ pub enum AuditEvent {
         /// The app.
         app: AppKey,
     },
+    /// A client's metadata document or key set could not be fetched or used: the URL is not
+    /// fetched again before its backoff ends, and the failure counted against the source.
+    /// The client was told only that it could not be used; here is what happened.
+    FetchFailed {
+        /// The client.
+        app: AppKey,
+        /// The URL fetched.
+        url: String,
+        /// What happened: the remote status (`status 500`), the kind of failure
+        /// (`timeout`, `unreachable`, `address_refused`, `too_large`, `not_json`,
+        /// `wrong_client_id`), or why the metadata is unusable (`invalid: …`).
+        detail: String,
+    },
 }
 
 impl AuditEvent {
@@ -618,7 +631,8 @@ impl AuditEvent {
             } => (app, Some(account_id)),
             AuditEvent::ClientRegistered { app, .. }
             | AuditEvent::ClientUpdated { app }
-            | AuditEvent::ClientDeleted { app } => (app, None),
+            | AuditEvent::ClientDeleted { app }
+            | AuditEvent::FetchFailed { app, .. } => (app, None),
         };
         let mut members = Vec::with_capacity(7);
         members.push(("event", Member::Text(self.name())));
@@ -677,6 +691,10 @@ impl AuditEvent {
                 members.push(("auth_method", Member::Text(auth_method.as_str())));
             }
             AuditEvent::ClientUpdated { .. } | AuditEvent::ClientDeleted { .. } => {}
+            AuditEvent::FetchFailed { url, detail, .. } => {
+                members.push(("url", Member::Text(url)));
+                members.push(("detail", Member::Text(detail)));
+            }
         }
         members
     }
@@ -775,6 +793,7 @@ names! {
     Unlinked => "unlinked",
     ClientRegistered => "client_registered",
     ClientUpdated => "client_updated",
+    FetchFailed => "fetch_failed",
     ClientDeleted => "client_deleted",
 }
 

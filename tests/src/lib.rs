@@ -308,18 +308,11 @@ impl Request {
             }
             Step::Write(transaction) => match store.apply(checked(partition, transaction)) {
                 Ok(()) => {
-                    // Failure counts (attempt limits) are bookkeeping, not protocol state: a
-                    // refused request that only counted a failure changed nothing a client sees.
-                    let counts_only = transaction
-                        .puts
-                        .iter()
-                        .all(|put| matches!(put.key, RecordKey::Attempts(_)));
-                    if !counts_only {
-                        // Every applied transaction's events (an unlink writes its sweep
-                        // after the transaction that carries its event).
-                        let audit = transaction.audit.clone();
-                        self.committed.get_or_insert_with(Vec::new).extend(audit);
-                    }
+                    // Every applied transaction's events (an unlink writes its sweep after
+                    // the transaction that carries its event; a failed fetch's count carries
+                    // the fetch's).
+                    let audit = transaction.audit.clone();
+                    self.committed.get_or_insert_with(Vec::new).extend(audit);
                     self.advance(Event::Committed)?;
                     self.steps -= 1;
                     if matches!(self.next, Step::Read(_)) {

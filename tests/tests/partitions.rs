@@ -560,12 +560,13 @@ fn format_2_records_are_read_and_upgraded() {
     link.grants.clear();
     link.resources = Resources::default();
     (link.members, link.swept, link.sweep_to) = (0, 0, 0);
-    // Format 3 appended the list, 6 the resources, 7 the three member places (each empty or 0
-    // one byte); format 2 is the rest.
+    link.redirect_uri = None;
+    // Format 3 appended the list, 6 the resources, 7 the three member places, 10 the consented
+    // redirect URI (each empty, 0 or none: one byte); format 2 is the rest.
     let mut bytes = Record::Link(link.clone()).encode();
     assert_eq!(bytes[0], RECORD_FORMAT);
-    let tail = bytes.split_off(bytes.len() - 5);
-    assert_eq!(tail, [0; 5]);
+    let tail = bytes.split_off(bytes.len() - 6);
+    assert_eq!(tail, [0; 6]);
     bytes[0] = 2;
     assert_eq!(Record::decode(&bytes), Ok(Record::Link(link)));
     let refresh_key =

@@ -332,6 +332,12 @@ fn check_unannounced(clients: &UnannouncedClients, policy: &Policy) -> Result<()
             "must be longer than policy.access_token_ttl",
         ));
     }
+    if clients.trial_lifetime.0 == 0 || clients.trial_lifetime.0 > clients.unused_lifetime.0 / 2 {
+        return Err(problem(
+            "profile.clients.trial_lifetime",
+            "must be more than 0 and at most half of profile.clients.unused_lifetime",
+        ));
+    }
     if let Some(documents) = &clients.documents {
         check_documents(documents, clients)?;
     }
@@ -360,6 +366,12 @@ fn check_documents(
         return Err(problem(
             "profile.clients.documents.min_cache",
             "must be at most max_cache",
+        ));
+    }
+    if documents.failure_backoff.0 == 0 || documents.failure_backoff.0 > 86_400 {
+        return Err(problem(
+            "profile.clients.documents.failure_backoff",
+            "must be 1 to 86400",
         ));
     }
     if documents.max_cache.0 == 0 || documents.max_cache.0 >= clients.unused_lifetime.0 {

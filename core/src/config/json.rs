@@ -67,8 +67,12 @@ export interface UnannouncedClients {
   scopes: Scope[];
   /** Seconds an app may go unused before it expires with its grants. Default 7776000 (90 days). */
   unused_lifetime?: number;
-  /** RFC 7591 registration at /oauth2/register; absent: off. No initial access tokens: open registration. */
-  registration?: { initial_access_tokens?: string[]; per_source?: number };
+  /** Seconds an app is kept before its first completed authorization (a code issued after consent); at most half of unused_lifetime. Default 21600 (6 hours). */
+  trial_lifetime?: number;
+  /** Whether such apps get refresh tokens: "on" (default) or "off" (offline access is not granted). */
+  refresh_tokens?: "on" | "off";
+  /** RFC 7591 registration at /oauth2/register; absent: off. No initial access tokens: open registration. per_source: registrations per source (an IPv6 /64 is one source) per attempts window, default 20; all_sources: registrations per window in all, default 100; 0 turns either off. */
+  registration?: { initial_access_tokens?: string[]; per_source?: number; all_sources?: number };
   /** Client ID Metadata Documents: a client_id that is an https URL names a document the host fetches (with the package's guarded fetch); absent: off. The JWK sets clients name by jwks_uri are fetched under this policy too (at most 32 KiB each); absent, no jwks_uri is taken. */
   documents?: {
     /** Hosts documents may come from: "app.example" exactly, "*.example.com" any host under it; empty or absent: any. */
@@ -81,6 +85,8 @@ export interface UnannouncedClients {
     min_cache?: number;
     /** Seconds a document is kept at most. Default 86400. */
     max_cache?: number;
+    /** Seconds a URL whose fetch failed is not fetched again. Default 300. */
+    failure_backoff?: number;
   };
 }
 
@@ -277,6 +283,14 @@ impl Serialize for ClientsJson<'_> {
         let mut out = s.serialize_map(None)?;
         out.serialize_entry("scopes", &ScopesJson(&clients.scopes))?;
         out.serialize_entry("unused_lifetime", &clients.unused_lifetime.0)?;
+        out.serialize_entry("trial_lifetime", &clients.trial_lifetime.0)?;
+        out.serialize_entry(
+            "refresh_tokens",
+            match clients.refresh_tokens {
+                UnannouncedRefresh::On => "on",
+                UnannouncedRefresh::Off => "off",
+            },
+        )?;
         if let Some(registration) = &clients.registration {
             out.serialize_entry("registration", &RegistrationJson(registration))?;
         }
@@ -298,6 +312,7 @@ impl Serialize for DocumentsJson<'_> {
         out.serialize_entry("timeout_ms", &u64::from(policy.timeout_ms))?;
         out.serialize_entry("min_cache", &policy.min_cache.0)?;
         out.serialize_entry("max_cache", &policy.max_cache.0)?;
+        out.serialize_entry("failure_backoff", &policy.failure_backoff.0)?;
         out.end()
     }
 }
@@ -315,6 +330,7 @@ impl Serialize for RegistrationJson<'_> {
             }),
         )?;
         out.serialize_entry("per_source", &u64::from(policy.per_source))?;
+        out.serialize_entry("all_sources", &u64::from(policy.all_sources))?;
         out.end()
     }
 }

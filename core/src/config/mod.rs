@@ -242,6 +242,15 @@ pub struct UnannouncedClients {
     /// expires, and its grants with it; each use starts the span again (written when half of it
     /// has passed). Default 7 776 000 s (90 days).
     pub unused_lifetime: Seconds,
+    /// How long such an app is kept before its first completed authorization (a code issued
+    /// after a user's consent): a registration nobody uses, or a metadata document fetched for
+    /// a consent never given, is gone after this, not after
+    /// [`unused_lifetime`](Self::unused_lifetime). At most half of that. Default 21 600 s (6
+    /// hours).
+    pub trial_lifetime: Seconds,
+    /// Whether such apps get refresh tokens (offline access). Default
+    /// [`UnannouncedRefresh::On`].
+    pub refresh_tokens: UnannouncedRefresh,
     /// Dynamic client registration (RFC 7591) at `/oauth2/register`; `None` (the default):
     /// off.
     pub registration: Option<RegistrationPolicy>,
@@ -258,10 +267,45 @@ impl UnannouncedClients {
         UnannouncedClients {
             scopes,
             unused_lifetime: Seconds(7_776_000),
+            trial_lifetime: Seconds(21_600),
+            refresh_tokens: UnannouncedRefresh::On,
             registration: None,
             documents: None,
         }
     }
+}
+
+impl UnannouncedClients {
+    /// The last use a new app is stored with: as if all but [`trial_lifetime`](Self::trial_lifetime)
+    /// of its unused lifetime had passed at `now`, so that it expires then unless used. Its
+    /// first completed authorization renews it (a use once half the lifetime has passed
+    /// starts the span again), and from then on it lives by the unused lifetime.
+    pub(crate) fn trial_used_at(&self, now: UnixTime) -> UnixTime {
+        UnixTime(
+            now.0
+                .saturating_add(self.trial_lifetime.0)
+                .saturating_sub(self.unused_lifetime.0),
+        )
+    }
+}
+
+/// Whether clients that arrive unannounced get refresh tokens.
+///
+/// A refresh token outlives the consent page by months; for a client whose identity nobody
+/// verified, an operator may want its access to end with its access token. (A third choice,
+/// refresh tokens bound to a key the client proves — DPoP, RFC 9449 — comes with
+/// sender-constrained tokens.)
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum UnannouncedRefresh {
+    /// As a configured app: a refresh token when the client asks for offline access, or by
+    /// default when it registered the `refresh_token` grant.
+    #[default]
+    On,
+    /// Never: offline access is not granted (the scope `offline_access` is left out of the
+    /// grant, `token_access_type=offline` gets online access), and the token response carries
+    /// no refresh token. Refresh tokens issued before the switch keep working until revoked or
+    /// until their client expires.
+    Off,
 }
 
 /// Which Client ID Metadata Documents are fetched, and how (see [`Step::Fetch`](crate::Step::Fetch)).
@@ -284,6 +328,9 @@ pub struct DocumentPolicy {
     pub min_cache: Seconds,
     /// The longest: a document is fetched again at least this often. Default 86 400 s.
     pub max_cache: Seconds,
+    /// How long a URL whose fetch failed (no answer, not `200`, or nothing usable) is not
+    /// fetched again: requests naming it meanwhile are refused without a fetch. Default 300 s.
+    pub failure_backoff: Seconds,
 }
 
 impl Default for DocumentPolicy {
@@ -294,6 +341,7 @@ impl Default for DocumentPolicy {
             timeout_ms: 5000,
             min_cache: Seconds(300),
             max_cache: Seconds(86_400),
+            failure_backoff: Seconds(300),
         }
     }
 }
@@ -331,8 +379,15 @@ pub struct RegistrationPolicy {
     /// as a bearer token); empty (the default): registration is open, as MCP clients expect.
     pub initial_access_tokens: Vec<SecretDigest>,
     /// Registrations one network source may make within one
-    /// [`attempts.window`](AttemptLimits::window); `0` turns the limit off. Default 20.
+    /// [`attempts.window`](AttemptLimits::window); `0` turns the limit off. Default 20. A source
+    /// is an address as the host reports it, an IPv6 address counted with its whole /64 (one
+    /// host's usual share).
     pub per_source: u32,
+    /// Registrations all sources together may make within one window: what bounds the store's
+    /// growth however many addresses a registrant has. `0` turns the limit off. Default 100.
+    /// At the limit, registration is refused for everyone until the window ends: set it above
+    /// what the deployment's real clients need.
+    pub all_sources: u32,
 }
 
 impl Default for RegistrationPolicy {
@@ -340,6 +395,7 @@ impl Default for RegistrationPolicy {
         RegistrationPolicy {
             initial_access_tokens: Vec::new(),
             per_source: 20,
+            all_sources: 100,
         }
     }
 }

@@ -464,13 +464,28 @@ fn clients_from_json(value: &Value, at: &Path<'_>) -> Read<UnannouncedClients> {
         match name.as_str() {
             "scopes" => {}
             "unused_lifetime" => clients.unused_lifetime = seconds(value, &here)?,
+            "trial_lifetime" => clients.trial_lifetime = seconds(value, &here)?,
+            "refresh_tokens" => {
+                clients.refresh_tokens = match string(value, &here)? {
+                    "on" => UnannouncedRefresh::On,
+                    "off" => UnannouncedRefresh::Off,
+                    _ => return Err(here.problem("must be \"on\" or \"off\"")),
+                }
+            }
             "registration" => clients.registration = Some(registration_from_json(value, &here)?),
             "documents" => clients.documents = Some(documents_from_json(value, &here)?),
             _ => {
                 return Err(unknown(
                     at,
                     name,
-                    &["scopes", "unused_lifetime", "registration", "documents"],
+                    &[
+                        "scopes",
+                        "unused_lifetime",
+                        "trial_lifetime",
+                        "refresh_tokens",
+                        "registration",
+                        "documents",
+                    ],
                 ))
             }
         }
@@ -488,7 +503,14 @@ fn registration_from_json(value: &Value, at: &Path<'_>) -> Read<RegistrationPoli
                 Ok(())
             })?,
             "per_source" => policy.per_source = small(value, &here)?,
-            _ => return Err(unknown(at, name, &["initial_access_tokens", "per_source"])),
+            "all_sources" => policy.all_sources = small(value, &here)?,
+            _ => {
+                return Err(unknown(
+                    at,
+                    name,
+                    &["initial_access_tokens", "per_source", "all_sources"],
+                ))
+            }
         }
     }
     Ok(policy)
@@ -507,11 +529,19 @@ fn documents_from_json(value: &Value, at: &Path<'_>) -> Read<DocumentPolicy> {
             "timeout_ms" => policy.timeout_ms = small(value, &here)?,
             "min_cache" => policy.min_cache = seconds(value, &here)?,
             "max_cache" => policy.max_cache = seconds(value, &here)?,
+            "failure_backoff" => policy.failure_backoff = seconds(value, &here)?,
             _ => {
                 return Err(unknown(
                     at,
                     name,
-                    &["hosts", "max_bytes", "timeout_ms", "min_cache", "max_cache"],
+                    &[
+                        "hosts",
+                        "max_bytes",
+                        "timeout_ms",
+                        "min_cache",
+                        "max_cache",
+                        "failure_backoff",
+                    ],
                 ))
             }
         }

@@ -6,7 +6,7 @@ use crate::config::Config;
 use crate::credentials::AttempterDigest;
 use crate::ctx::{replace, Ctx, Decision, Flow};
 use crate::ending::{Ending, Via};
-use crate::machines::attempts::{self, Attempter};
+use crate::machines::attempts::{self, source_group, Attempter};
 use crate::partition::Partition;
 use crate::prelude::*;
 use crate::records::{AttemptsRecord, Record, RecordKey};
@@ -20,6 +20,8 @@ use crate::time::Seconds;
 pub(crate) struct Guard {
     key: RecordKey,
     limit: u32,
+    /// How long a count lasts from its first failure.
+    window: Seconds,
 }
 
 /// The guards of `attempters`: an account name's count is per source when a source is among
@@ -35,19 +37,50 @@ pub(crate) fn guards(attempters: &[Attempter], config: &Config) -> Vec<Guard> {
         .map(|attempter| Guard {
             key: attempter.key_from(config.server_key(), source),
             limit: attempter.limit(limits),
+            window: limits.window,
         })
         .collect()
 }
 
-/// The count of registrations (RFC 7591) from `source`, at most `limit` per window.
-pub(crate) fn registrations(config: &Config, source: &str, limit: u32) -> Guard {
+/// The guard of the request's `source`, if it has one: what its failures count against.
+pub(crate) fn source_guards(config: &Config, source: Option<&str>) -> Vec<Guard> {
+    let attempters: Vec<Attempter> = source
+        .map(|source| Attempter::Source(source.to_owned()))
+        .into_iter()
+        .collect();
+    guards(&attempters, config)
+}
+
+/// The failures of fetches of `url` (a client's metadata document or key set): one failure
+/// bars the URL for `backoff`, so that requests naming a client whose document fails cost its
+/// host, and this server, one fetch per backoff rather than one each.
+pub(crate) fn fetch_failures(config: &Config, url: &str, backoff: Seconds) -> Guard {
     Guard {
         key: RecordKey::Attempts(AttempterDigest::of(
             config.server_key(),
-            "registrations-from",
-            source,
+            "fetch-failed",
+            url,
         )),
+        limit: 1,
+        window: backoff,
+    }
+}
+
+/// The count of registrations (RFC 7591) from `source` (an IPv6 source with its /64), at most
+/// `limit` per window; `None` for all sources together.
+pub(crate) fn registrations(config: &Config, source: Option<&str>, limit: u32) -> Guard {
+    let digest = match source {
+        Some(source) => AttempterDigest::of(
+            config.server_key(),
+            "registrations-from",
+            &source_group(source),
+        ),
+        None => AttempterDigest::of(config.server_key(), "registrations", "all"),
+    };
+    Guard {
+        key: RecordKey::Attempts(digest),
         limit,
+        window: config.policy().attempts.window,
     }
 }
 
@@ -79,12 +112,11 @@ pub(crate) fn limited(
     }
     let keys: Vec<&RecordKey> = guards.iter().map(|g| &g.key).chain(also).collect();
     ctx.need(&keys)?;
-    let window = ctx.config.policy().attempts.window;
     let mut wait = None;
     for guard in guards {
         let count = ctx.load::<AttemptsRecord>(&guard.key)?;
         if let Err(retry_after) =
-            attempts::standing(count.map(|c| c.record), guard.limit, ctx.now, window)
+            attempts::standing(count.map(|c| c.record), guard.limit, ctx.now, guard.window)
         {
             wait = wait.max(Some(retry_after));
         }
@@ -99,10 +131,10 @@ pub(crate) fn limited(
 /// A count this request has already written (the request started over after a later count
 /// lost a race) is not counted again: what it holds now includes this failure.
 fn count_failure(ctx: &Ctx<'_>, guards: &[Guard]) -> Flow<(Vec<Transaction>, Option<Seconds>)> {
-    let window = ctx.config.policy().attempts.window;
     let mut writes = Vec::with_capacity(guards.len());
     let mut wait = None;
     for guard in guards {
+        let window = guard.window;
         let count = ctx.load::<AttemptsRecord>(&guard.key)?;
         let next = if ctx.written.contains(&guard.key) {
             count.map(|c| c.record.clone())
@@ -184,9 +216,9 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
 fn release(ctx: &Ctx<'_>, guards: &[Guard]) -> Flow<Vec<Transaction>> {
     let keys: Vec<&RecordKey> = guards.iter().map(|g| &g.key).collect();
     ctx.need(&keys)?;
-    let window = ctx.config.policy().attempts.window;
     let mut writes = Vec::with_capacity(guards.len());
     for guard in guards {
+        let window = guard.window;
         if ctx.written.contains(&guard.key) {
             continue;
         }

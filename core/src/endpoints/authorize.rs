@@ -5,8 +5,10 @@
 //! completes a re-authorization at once (SPEC.md: "completes automatically"), shows the consent
 //! page, or — for the consent form's Allow — issues the code.
 
-use crate::config::{redirect_matches, App, Config, DefaultTokenType, Issuer, Resource};
-use crate::ctx::{app_record, create, replace, Ctx, Decision, Flow};
+use crate::config::{
+    redirect_matches, App, Config, DefaultTokenType, Issuer, Resource, UnannouncedRefresh,
+};
+use crate::ctx::{app_record, create, is_stored, replace, Ctx, Decision, Flow};
 use crate::ending::{ConsentPage, Ending, Via};
 use crate::endpoints::issue::{ended_ledger, issue_grant, minting_ledger, FirstToken, IssuedGrant};
 use crate::endpoints::within_limit;
@@ -25,6 +27,7 @@ use crate::step::{AuditEvent, ConsentPrompt, Transaction};
 use crate::wire::form::{Params, Repeated};
 use crate::wire::http::HttpRequest;
 use crate::wire::redirect::{ReplyTo, ResponseMode};
+use crate::wire::uri::{HttpUri, Scheme};
 
 /// `response_type`: the code flow or the legacy implicit flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -319,6 +322,25 @@ fn validate(config: &Config, app: &App, query: &str) -> Result<Authorization, En
     if response_type == ResponseType::Token && access_type == TokenAccessType::Offline {
         return Err(fail(Refusal::OfflineRequiresCode));
     }
+    // Where clients that arrive unannounced get no refresh tokens, offline access is left out
+    // of what such a client is granted (RFC 6749 §3.3: the token response names the scopes
+    // granted), rather than refused: the client goes on with online access.
+    let (scopes, access_type) = match config.unannounced() {
+        Some(clients)
+            if clients.refresh_tokens == UnannouncedRefresh::Off
+                && is_stored(config, &app.key)
+                && access_type == TokenAccessType::Offline =>
+        {
+            let online = scopes.without(OFFLINE_ACCESS);
+            let scopes = if online.is_empty() {
+                app.scopes()
+            } else {
+                online
+            };
+            (scopes, TokenAccessType::Online)
+        }
+        _ => (scopes, access_type),
+    };
     let challenge = pkce(config, app, response_type, &params).map_err(fail)?;
     let resources = resources(config, &params).map_err(fail)?;
     // OpenID Connect's `prompt=consent`, which MCP clients send with `offline_access`; other
@@ -433,8 +455,20 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
                 return Ok(Decision::End(page_refusal(Refusal::UnknownClient)));
             };
             validated = match validate(ctx.config, stored, query) {
-                Ok(request) => request,
+                // Nobody vouches for this client's redirect URIs: anyone may have registered
+                // one. Its errors are shown here, not sent there, until the user has signed in
+                // and seen the consent page (the form's answer), so that this server is never
+                // a redirector for whoever registers (RFC 9700 §4.11.2).
+                Err(Ending::Refused(refusal, Via::Redirect(_))) if parsed.answer == Answer::Ask => {
+                    return Ok(Decision::End(page_refusal(refusal)))
+                }
                 Err(ending) => return Ok(Decision::End(ending)),
+                // Its answer goes to a redirect URI it registered, never onto a page of this
+                // server's that a person could be talked into copying from.
+                Ok(request) if request.reply.is_none() => {
+                    return Ok(Decision::End(page_refusal(Refusal::RedirectUriRequired)))
+                }
+                Ok(request) => request,
             };
             if parsed.user.is_none() {
                 return Ok(Decision::End(sign_in(query)));
@@ -456,12 +490,14 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     let link = ctx.load::<LinkRecord>(&link_key)?;
     let here = ctx.config.issuer().map(|issuer| issuer.resource());
     let consent_resources = request.resources.or_here(here);
+    let unverified = matches!(parsed.request, Validation::Later { .. });
     let granted = link::has_granted(
         link.as_ref().map(|l| l.record),
         &request.scopes,
         request.access_type,
         &consent_resources,
-    );
+    ) && (!unverified
+        || goes_where_consented(request, link.as_ref().map(|l| l.record)));
     if parsed.answer != Answer::Allow && (!granted || request.prompt_consent) {
         return Ok(Decision::End(Ending::Consent(Box::new(ConsentPage {
             prompt: ConsentPrompt {
@@ -471,7 +507,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
                 access_type: request.access_type,
                 redirect_uri: request.reply.as_ref().map(|r| r.uri.clone()),
                 resources: consent_resources.clone(),
-                unverified: matches!(parsed.request, Validation::Later { .. }),
+                unverified,
             },
             query: request.query.clone(),
             user: user.clone(),
@@ -483,6 +519,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         &request.scopes,
         request.access_type,
         &consent_resources,
+        request.reply.as_ref().map(|reply| &reply.uri),
         ctx.entropy.link_epoch(),
     );
     let link_epoch = next_link.epoch;
@@ -527,6 +564,19 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     }
     // A stored app is renewed by its use (see `UnannouncedClients::unused_lifetime`).
     Ok(ctx.with_renewal(&app.key, transaction))
+}
+
+/// Whether an unverified client's answer may go where it asks without the consent page: to the
+/// https redirect URI the user consented to last. A loopback or private-use-scheme redirect is
+/// asked about every time, since any program on the user's machine can listen there and pose
+/// as the client; another URI of the client's than the one consented to is asked about too.
+fn goes_where_consented(request: &Authorization, link: Option<&LinkRecord>) -> bool {
+    let Some(reply) = &request.reply else {
+        return false;
+    };
+    let https = HttpUri::parse(reply.uri.as_str())
+        .is_some_and(|uri| uri.scheme == Scheme::Https && !uri.is_loopback());
+    https && link.and_then(|l| l.redirect_uri.as_ref()) == Some(&reply.uri)
 }
 
 fn issue_code(

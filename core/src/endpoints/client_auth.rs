@@ -10,7 +10,6 @@ use crate::endpoints::attempts::{self, Guard};
 use crate::endpoints::within_limit;
 use crate::ids::AppKey;
 use crate::jose::{Assertion, ClientKey};
-use crate::machines::attempts::Attempter;
 use crate::prelude::*;
 use crate::records::{AssertionRecord, Record, RecordKey};
 use crate::refusal::Refusal;
@@ -138,16 +137,9 @@ pub(crate) fn authenticate(
     // against the app, whose key is public: anyone could make its own requests wait. And no
     // count holds back a correct secret — secrets are high-entropy, so counting guesses buys
     // nothing, and no one's failures may lock a client out.
-    let failure = || {
-        let attempters: Vec<Attempter> = request
-            .source
-            .iter()
-            .map(|source| Attempter::Source(source.clone()))
-            .collect();
-        FailedClient {
-            via_basic: presented.via_basic,
-            guards: attempts::guards(&attempters, config),
-        }
+    let failure = || FailedClient {
+        via_basic: presented.via_basic,
+        guards: attempts::source_guards(config, request.source.as_deref()),
     };
     let Some(app) = config.app(&presented.client_id) else {
         // Not configured: a stored app, if clients may arrive unannounced, checked once read.
@@ -230,7 +222,9 @@ pub(crate) fn verify<'a>(
             ctx.load::<AssertionRecord>(used)?.is_none() || ctx.written.contains(used)
         }
         (_, _, Some(_)) | (_, Some(_), None) => false,
-        (None, None, None) => true,
+        // RFC 6749 §3.2.1: a client given a secret authenticates with it on every request,
+        // PKCE or not — a code_verifier proves who started the flow, not who the client is.
+        (None, None, None) => record.app.secret_digest.is_none(),
         (Some(presented), None, None) => record
             .app
             .secret_digest

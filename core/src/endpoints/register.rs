@@ -117,10 +117,19 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
         &fields,
         Origin::Registration,
     ))?;
-    let guards = match (&request.source, policy.per_source) {
-        (Some(source), limit) if limit > 0 => vec![attempts::registrations(config, source, limit)],
-        _ => Vec::new(),
-    };
+    // Counted against the source, and against all sources together: however many addresses
+    // a registrant holds, the store grows by at most `all_sources` apps per window.
+    let mut guards = Vec::with_capacity(2);
+    if let (Some(source), 1..) = (&request.source, policy.per_source) {
+        guards.push(attempts::registrations(
+            config,
+            Some(source),
+            policy.per_source,
+        ));
+    }
+    if policy.all_sources > 0 {
+        guards.push(attempts::registrations(config, None, policy.all_sources));
+    }
     Ok(Parsed::Register {
         draft: Box::new(draft),
         guards,
@@ -240,18 +249,21 @@ fn register(draft: &Draft, guards: &[Guard], ctx: &Ctx<'_>) -> Flow<Decision> {
         .uses_secret()
         .then(|| ClientSecret::minted(base64url(&ctx.entropy.primary())));
     let token = RegistrationToken::minted(base64url(&ctx.entropy.secondary()));
+    // Kept for its trial lifetime until its first completed authorization renews it: a
+    // registration nobody uses is gone within hours.
+    let used_at = clients.trial_used_at(ctx.now);
     let record = registered(
         draft,
         key.clone(),
         secret.as_ref().map(ClientSecret::digest),
         &token,
         ctx.now,
-        ctx.now,
+        used_at,
     );
     let put = create(
         RecordKey::app(ctx.config.server_key(), key.clone()),
         &Record::App(record.clone()),
-        Some(ctx.now.plus(clients.unused_lifetime)),
+        Some(used_at.plus(clients.unused_lifetime)),
     );
     let audit = AuditEvent::ClientRegistered {
         app: key,
@@ -351,6 +363,19 @@ fn manage(managed: &Managed, ctx: &Ctx<'_>) -> Flow<Decision> {
                          register a new client"
                             .into(),
                     ),
+                    Via::Token { basic: false },
+                )));
+            }
+            // A client cannot prove less of itself than it registered to prove: whoever holds
+            // its registration token must not turn a key-bound client into a public one.
+            if draft.auth_method.strength() < registration.auth_method.strength() {
+                return Ok(Decision::End(Ending::Refused(
+                    Refusal::InvalidClientMetadata(format!(
+                        "token_endpoint_auth_method cannot change from {} to the weaker {}: \
+                         register a new client",
+                        registration.auth_method.as_str(),
+                        draft.auth_method.as_str()
+                    )),
                     Via::Token { basic: false },
                 )));
             }

@@ -8,6 +8,7 @@ use crate::partition::Partition;
 use crate::prelude::*;
 use crate::records::{AttemptsRecord, RecordKey};
 use crate::time::{is_expired, Seconds, UnixTime};
+use alloc::borrow::Cow;
 
 /// The most attempters one check is counted against (each count is a write of its own).
 pub const MAX_ATTEMPTERS: usize = 4;
@@ -49,10 +50,15 @@ impl Attempter {
         (1..=256).contains(&value.len()) && !value.chars().any(char::is_control)
     }
 
-    /// Where its count is stored (its digest under the server `key`).
+    /// Where its count is stored (its digest under the server `key`). A source is counted by
+    /// [`source_group`]: an IPv6 address with its whole /64.
     pub fn key(&self, key: &ServerKey) -> RecordKey {
         let (kind, value) = self.kind();
-        RecordKey::Attempts(AttempterDigest::of(key, kind, value))
+        let value = match self {
+            Attempter::Source(source) => source_group(source),
+            Attempter::Account(_) => Cow::Borrowed(value),
+        };
+        RecordKey::Attempts(AttempterDigest::of(key, kind, &value))
     }
 
     /// Where its count is stored when checks also come from `source`: an account name's count
@@ -84,6 +90,139 @@ impl Attempter {
             Attempter::Account(_) => limits.per_account,
         }
     }
+}
+
+/// What a network source is counted as: an IPv6 address as its /64 (`2001:db8:1:2::/64`), the
+/// share one host or one customer usually holds, so that walking the addresses of one's own
+/// prefix counts as one source; an IPv4-mapped IPv6 address as its IPv4 address; anything
+/// else as it was reported.
+pub(crate) fn source_group(source: &str) -> Cow<'_, str> {
+    let Some(groups) = ipv6_groups(source.as_bytes()) else {
+        return Cow::Borrowed(source);
+    };
+    let mut text = String::with_capacity(24);
+    if groups[..5] == [0; 5] && groups[5] == 0xffff {
+        for (i, octet) in [
+            groups[6] >> 8,
+            groups[6] & 0xff,
+            groups[7] >> 8,
+            groups[7] & 0xff,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            if i > 0 {
+                text.push('.');
+            }
+            // As u64: its formatting is linked already.
+            text.push_str(&u64::from(octet).to_string());
+        }
+        return Cow::Owned(text);
+    }
+    for group in &groups[..4] {
+        // Lowercase hex without leading zeros, as RFC 5952 writes a group.
+        let mut started = false;
+        for shift in [12, 8, 4, 0] {
+            let digit = (group >> shift) & 0xf;
+            started |= digit != 0 || shift == 0;
+            if started {
+                text.extend(char::from_digit(u32::from(digit), 16));
+            }
+        }
+        text.push(':');
+    }
+    text.push_str(":/64");
+    Cow::Owned(text)
+}
+
+/// The eight groups of an IPv6 address in text (RFC 4291 §2.2: `::` once at most, a dotted IPv4
+/// address as the last two groups; brackets and a zone index tolerated), `None` for anything
+/// else. Written out over bytes rather than taken from `core::net`, whose parser and
+/// formatting would cost the wasm modules more than the rest of this machine.
+fn ipv6_groups(text: &[u8]) -> Option<[u16; 8]> {
+    let text = match text {
+        [b'[', inner @ .., b']'] => inner,
+        _ => text,
+    };
+    let end = text.iter().position(|&b| b == b'%').unwrap_or(text.len());
+    let text = text.get(..end)?;
+    if !text.contains(&b':') {
+        return None;
+    }
+    // The groups before `::` (or all of them), and those after it.
+    let mut parts = ([0u16; 8], 0usize, [0u16; 8], 0usize);
+    let mut gap = false;
+    let mut at = 0;
+    if text.starts_with(b"::") {
+        gap = true;
+        at = 2;
+    }
+    while at < text.len() {
+        let rest = text.get(at..)?;
+        let len = rest.iter().position(|&b| b == b':').unwrap_or(rest.len());
+        let field = rest.get(..len)?;
+        let (groups, count) = if gap {
+            (&mut parts.2, &mut parts.3)
+        } else {
+            (&mut parts.0, &mut parts.1)
+        };
+        let mut push = |value: u16| -> Option<()> {
+            *groups.get_mut(*count)? = value;
+            *count += 1;
+            Some(())
+        };
+        if field.contains(&b'.') && at + len == text.len() {
+            let [a, b, c, d] = ipv4_octets(field)?;
+            push(u16::from(a) << 8 | u16::from(b))?;
+            push(u16::from(c) << 8 | u16::from(d))?;
+        } else if (1..=4).contains(&len) {
+            let mut value = 0u16;
+            for &b in field {
+                value = value << 4 | char::from(b).to_digit(16)? as u16;
+            }
+            push(value)?;
+        } else {
+            return None;
+        }
+        at += len;
+        if at == text.len() {
+            break;
+        }
+        at += 1; // the `:`
+        if text.get(at) == Some(&b':') {
+            if gap {
+                return None;
+            }
+            gap = true;
+            at += 1;
+        } else if at == text.len() {
+            return None; // a trailing single `:`
+        }
+    }
+    let (head, head_len, tail, tail_len) = parts;
+    if (gap && head_len + tail_len > 7) || (!gap && head_len != 8) {
+        return None;
+    }
+    let mut all = head;
+    for (i, group) in tail.iter().take(tail_len).enumerate() {
+        *all.get_mut(8 - tail_len + i)? = *group;
+    }
+    Some(all)
+}
+
+/// The four octets of a dotted IPv4 address (`192.0.2.7`), each 0–255 in decimal.
+fn ipv4_octets(text: &[u8]) -> Option<[u8; 4]> {
+    let mut octets = [0u8; 4];
+    let mut fields = text.split(|&b| b == b'.');
+    for octet in &mut octets {
+        let field = fields.next().filter(|f| (1..=3).contains(&f.len()))?;
+        let mut value = 0u16;
+        for &b in field {
+            value = value * 10 + u16::from(char::from(b).to_digit(10)? as u8);
+        }
+        *octet = u8::try_from(value).ok()?;
+    }
+    fields.next().is_none().then_some(octets)
 }
 
 /// The count as it stands at `now`: `None` once the window has passed.
@@ -151,6 +290,24 @@ pub(crate) fn purge_after(record: &AttemptsRecord, window: Seconds) -> UnixTime 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ipv6_source_is_counted_with_its_slash_64() {
+        let group = |s: &str| source_group(s).into_owned();
+        assert_eq!(group("2001:db8:1:2:3:4:5:6"), "2001:db8:1:2::/64");
+        assert_eq!(group("2001:db8:1:2::ffff"), "2001:db8:1:2::/64");
+        assert_eq!(group("2001:0DB8:0001:0002::1"), "2001:db8:1:2::/64");
+        assert_ne!(group("2001:db8:1:3::1"), group("2001:db8:1:2::1"));
+        assert_eq!(group("::ffff:192.0.2.7"), "192.0.2.7");
+        assert_eq!(group("192.0.2.7"), "192.0.2.7");
+        assert_eq!(group("[2001:db8::1]"), "2001:db8:0:0::/64");
+        assert_eq!(group("fe80::1%eth0"), "fe80:0:0:0::/64");
+        assert_eq!(group("::ffff:c000:207"), "192.0.2.7");
+        assert_eq!(group("unix-socket"), "unix-socket");
+        for not_an_address in ["1::2::3", "12345::1", "1:2:3:4:5:6:7:8:9", "::1.2.3", ":::"] {
+            assert_eq!(group(not_an_address), not_an_address);
+        }
+    }
 
     const WINDOW: Seconds = Seconds(900);
 

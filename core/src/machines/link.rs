@@ -10,7 +10,7 @@
 //! too: one made again after an earlier link was purged cannot match anything issued under
 //! that one.
 
-use crate::ids::GrantId;
+use crate::ids::{GrantId, RedirectUri};
 use crate::prelude::*;
 use crate::records::{LinkRecord, Resources, TokenAccessType};
 use crate::scope::ScopeSet;
@@ -38,12 +38,14 @@ pub(crate) fn has_granted(
 }
 
 /// Consent: the scopes, offline access and `resources` ([`Resources::or_here`]) join those
-/// granted before, in the same epoch; a new link starts at `first_epoch` (random).
+/// granted before, in the same epoch, and `redirect_uri` is where the answer went this time; a
+/// new link starts at `first_epoch` (random).
 pub(crate) fn consented(
     link: Option<&LinkRecord>,
     scopes: &ScopeSet,
     access: TokenAccessType,
     resources: &Resources,
+    redirect_uri: Option<&RedirectUri>,
     first_epoch: u64,
 ) -> LinkRecord {
     let offline = access == TokenAccessType::Offline;
@@ -58,6 +60,7 @@ pub(crate) fn consented(
             granted: l.granted.union(scopes),
             offline: offline || l.offline,
             resources,
+            redirect_uri: redirect_uri.cloned(),
             ..l.clone()
         },
         None => LinkRecord {
@@ -69,6 +72,7 @@ pub(crate) fn consented(
             members: first_epoch,
             swept: first_epoch,
             sweep_to: first_epoch,
+            redirect_uri: redirect_uri.cloned(),
         },
     }
 }

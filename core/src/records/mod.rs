@@ -258,6 +258,9 @@ pub struct LinkRecord {
     pub swept: u64,
     /// Members below this place belong to an epoch an unlink ended: they are to be swept.
     pub sweep_to: u64,
+    /// The redirect URI the user last consented to send the answer to (none when the code was
+    /// shown): a client nobody verified is re-authorized without asking only to this one.
+    pub redirect_uri: Option<RedirectUri>,
 }
 
 /// One grant that never ends by itself (offline, long-lived), at its place among its link's
@@ -458,6 +461,17 @@ impl AuthMethod {
         }
     }
 
+    /// How much the method proves of the client: nothing (`none`), a secret it was handed
+    /// (`client_secret_*`), or a signature by a key only it holds (`private_key_jwt`). A
+    /// registration may move up this order, never down (RFC 7592 §2.2 updates).
+    pub fn strength(self) -> u8 {
+        match self {
+            AuthMethod::None => 0,
+            AuthMethod::ClientSecretBasic | AuthMethod::ClientSecretPost => 1,
+            AuthMethod::PrivateKeyJwt => 2,
+        }
+    }
+
     /// Whether the client holds a secret the server minted.
     pub fn uses_secret(self) -> bool {
         matches!(
@@ -507,7 +521,8 @@ pub struct AboutClient {
 /// (and the ledger): an older token reads with neither, and its bearer checks read its grant
 /// and link as before. Format 9 moved a stored app's last use to the front of its record (a
 /// bearer check reads only that); an older app's record is decoded as it was laid out and
-/// encoded anew when read. (Keying the partitions under the server key moved every
+/// encoded anew when read. Format 10 added the link's consented redirect URI; an older link
+/// reads with none, so a client nobody verified asks for consent once more. (Keying the partitions under the server key moved every
 /// account's records to keys nothing of the older releases named, as format 2 did: no format
 /// changed, older records are never read and are purged at their times.)
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -568,7 +583,7 @@ pub struct AssertionRecord {
 }
 
 /// The format of stored records: the first byte of every [`Record::encode`].
-pub const FORMAT: u8 = 9;
+pub const FORMAT: u8 = 10;
 
 /// The postcard tags of the variants (their index, one byte) whose record gained last fields
 /// since a format: each an empty list, an empty string or `None`, all one zero byte, so zero
@@ -584,10 +599,10 @@ fn missing_trailing_fields(format: u8, tag: u8) -> usize {
     // Format 3 added the link's grants; format 4 the code's, grant's and access token's
     // resources; format 5 the grant's last rotation; format 6 the link's resources; format 7
     // the link's three member places, the grant's own and its idle deadline; format 8 the
-    // access token's generation and uid.
+    // access token's generation and uid; format 10 the link's consented redirect URI.
     let added_since = |formats: &[u8]| formats.iter().filter(|&&f| format < f).count();
     match tag {
-        LINK_TAG => added_since(&[3, 6, 7, 7, 7]),
+        LINK_TAG => added_since(&[3, 6, 7, 7, 7, 10]),
         CODE_TAG => added_since(&[4]),
         ACCESS_TOKEN_TAG => added_since(&[4, 8, 8]),
         GRANT_TAG => added_since(&[4, 5, 7, 7]),
@@ -617,9 +632,9 @@ impl Record {
         }
     }
 
-    /// A record's stored form in the current [`FORMAT`]: as it is, or — for formats 2 to 8 —
-    /// a stored app's record with its last use moved to the front (decoded as it was laid
-    /// out, encoded anew), and any other record with each trailing field its format lacked
+    /// A record's stored form in the current [`FORMAT`]: as it is; for formats 2 to 8 a stored
+    /// app's record with its last use moved to the front (decoded as it was laid out, encoded
+    /// anew); and for formats 2 to 9 any other record with each trailing field its format lacked
     /// (see `missing_trailing_fields`) appended, one zero byte each. `None` for any other
     /// format, or an older app's record that does not decode.
     pub(crate) fn upgraded(bytes: &[u8]) -> Option<Cow<'_, [u8]>> {
@@ -637,7 +652,7 @@ impl Record {
                 });
                 Some(Cow::Owned(record.encode()))
             }
-            (&format @ 2..=8, rest) => {
+            (&format @ 2..=9, rest) => {
                 let missing = rest
                     .first()
                     .map_or(0, |&tag| missing_trailing_fields(format, tag));

@@ -296,7 +296,7 @@ const GRANT: [Field; 13] = [
     MaybeInt,
 ];
 /// [`LinkRecord`](super::LinkRecord)'s fields, in order.
-const LINK: [Field; 8] = [Int, List, Flag, List, Str, Int, Int, Int];
+const LINK: [Field; 9] = [Int, List, Flag, List, Str, Int, Int, Int, MaybeStr];
 
 /// Records that can be read in place.
 pub(crate) trait RecordView<'a>: Sized {
@@ -404,7 +404,7 @@ mod tests {
     use crate::credentials::{
         Entropy, RefreshTokenDigest, RegistrationTokenDigest, RotationSeed, ENTROPY_LEN,
     };
-    use crate::ids::{AccountId, AppKey, GrantId, Uid};
+    use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, Uid};
     use crate::records::{
         AboutClient, AccessTokenRecord, AppRecord, AuthMethod, BadRecord, ClientKeys, GrantRecord,
         LastRotation, LinkRecord, Provenance, Record, Registration, Resources,
@@ -513,9 +513,18 @@ mod tests {
             prop::collection::vec(id(), 0..3),
             resources(),
             (any::<u64>(), any::<u64>(), any::<u64>()),
+            prop::option::of("https://[a-z]{1,12}\\.example/[a-z]{0,8}"),
         )
             .prop_map(
-                |(epoch, granted, offline, grants, resources, (members, swept, sweep_to))| {
+                |(
+                    epoch,
+                    granted,
+                    offline,
+                    grants,
+                    resources,
+                    (members, swept, sweep_to),
+                    redirect,
+                )| {
                     LinkRecord {
                         epoch,
                         granted,
@@ -525,6 +534,7 @@ mod tests {
                         members,
                         swept,
                         sweep_to,
+                        redirect_uri: redirect.and_then(|uri| RedirectUri::new(uri).ok()),
                     }
                 },
             )
