@@ -332,7 +332,7 @@ pub use records::{
     LinkRecord, MemberRecord, Provenance, Record, RecordKey, RefreshTokenRecord, Registration,
     RemoteKeys, Resources, Stored, TokenAccessType, FORMAT as RECORD_FORMAT,
 };
-pub use refusal::{DocumentFault, Refusal, UnusableDocument};
+pub use refusal::{Defect, DocumentFault, Refusal, UnusableDocument};
 pub use render::PAGE_HEADERS;
 pub use request::{Request, SWEEP_PAGES_PER_REQUEST};
 pub use routes::partition_of;

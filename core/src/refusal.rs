@@ -23,6 +23,10 @@ pub enum Refusal {
     /// The store kept refusing this request's writes because racing requests won
     /// ([`Policy::max_attempts`](crate::Policy) in a row): 503, try again.
     Contention,
+    /// The core broke its own invariant (a bug, never load): answered `500 server_error`, with
+    /// an [`AuditEvent::Defect`](crate::AuditEvent::Defect) on the reply, so that an operator
+    /// tells a defect from contention. Nothing was written by the step that found it.
+    Defect(Defect),
     /// A retry of a rotated refresh found no record of the answer it repeats: the store does not
     /// show it yet (an eventually consistent token store, such as Workers KV, read moments after
     /// the rotation elsewhere). 503, try again: the answer is there, and refusing would lock the
@@ -242,6 +246,33 @@ pub struct UnusableDocument {
     pub fault: DocumentFault,
 }
 
+/// Which of the core's own invariants broke ([`Refusal::Defect`]): each is a bug to report.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Defect {
+    /// A request asked for more reads and writes than [`Request::max_steps`](crate::Request::max_steps)
+    /// promises.
+    StepBound,
+    /// A request asked for a second signature (one per request).
+    SecondSignature,
+    /// A commit's or a fetch's outcome reached a request that was not waiting for it.
+    OutOfState,
+    /// A decision needed something other than records where only records can be read.
+    UnexpectedNeed,
+}
+
+impl Defect {
+    /// Its name in `snake_case` (`step_bound`, …), as the audit event carries it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Defect::StepBound => "step_bound",
+            Defect::SecondSignature => "second_signature",
+            Defect::OutOfState => "out_of_state",
+            Defect::UnexpectedNeed => "unexpected_need",
+        }
+    }
+}
+
 /// Why a client's metadata document or key set could not be used. A failure is remembered
 /// under its URL ([`documents`](crate::DocumentPolicy::failure_backoff)): the URL is not fetched
 /// again until the backoff has passed.
@@ -356,6 +387,7 @@ names! {
     NotFound => "not_found",
     MethodNotAllowed => "method_not_allowed",
     Contention => "contention",
+    Defect => "defect",
     StorageUnavailable => "storage_unavailable",
     StorageFault => "storage_fault",
     RetryNotYetVisible => "retry_not_yet_visible",

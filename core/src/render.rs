@@ -15,7 +15,7 @@ use crate::records::{ClientKeys, Provenance, TokenAccessType};
 use crate::refusal::Refusal;
 use crate::routes::{Channel, Document, Endpoint, REGISTRATION};
 use crate::scope::{Scope, OFFLINE_ACCESS};
-use crate::step::{Authorized, Outcome, Reply, Step};
+use crate::step::{AuditEvent, Authorized, Outcome, Reply, Step};
 use crate::wire::html::{Template, Value as Shown};
 use crate::wire::http::HttpResponse;
 use crate::wire::json::JsonObject;
@@ -67,10 +67,52 @@ impl Refusal {
             InvalidClientMetadata(_) => "invalid_client_metadata",
             InitialAccessTokenInvalid | RegistrationTokenInvalid => "invalid_token",
             MissingScope(_) => "insufficient_scope",
+            Defect(_) => "server_error",
             // Whatever waiting cures (the one list: `Refusal::retry_after`).
-            _ if self.retry_after().is_some() => "temporarily_unavailable",
+            TooManyAttempts(_)
+            | TooManyRegistrations(_)
+            | Contention
+            | StorageUnavailable
+            | StorageFault(_)
+            | RetryNotYetVisible => "temporarily_unavailable",
             NotFound => "not_found",
-            _ => "invalid_request",
+            // No catch-all: a new refusal is mapped here on purpose, or the build fails.
+            TooLarge
+            | MethodNotAllowed
+            | MalformedAttempter
+            | CrossOriginRefused
+            | Repeated(_)
+            | ClientIdMissing
+            | UnknownClient
+            | RedirectUriNotRegistered
+            | RedirectUriRequired
+            | ResponseTypeMissing
+            | ImplicitWithoutRedirectUri
+            | ImplicitWithChallenge
+            | InvalidTokenAccessType
+            | OfflineRequiresCode
+            | OfflineAccessWithOnline
+            | ChallengeMethodWithoutChallenge
+            | PkceRequired
+            | UnsupportedChallengeMethod
+            | S256Required
+            | MalformedChallenge
+            | CrossSiteConsent
+            | IncompleteConsentForm
+            | NotAForm
+            | ParametersInQuery
+            | ParametersSplit
+            | GrantTypeMissing
+            | MultipleClientAuthentications
+            | ConflictingClientId
+            | SecretWithoutClientId
+            | UnsupportedAuthenticationScheme
+            | CodeMissing
+            | MalformedVerifier
+            | RefreshTokenMissing
+            | BearerMissing
+            | MalformedBearer
+            | TokenMissing => "invalid_request",
         }
     }
 
@@ -95,6 +137,7 @@ impl Refusal {
             NotFound => "no endpoint at this path",
             MethodNotAllowed => "the endpoint does not accept this method",
             Contention => "storage contention, retry",
+            Defect(_) => "an internal error ended the request; it was reported",
             StorageUnavailable => "storage is unavailable, retry",
             StorageFault(_) => "a stored record could not be read, retry later",
             RetryNotYetVisible => "the answer to this retry is not stored yet, retry",
@@ -280,6 +323,14 @@ fn refusal_response(refusal: &Refusal, via: &Via, config: &Config) -> HttpRespon
         )
     };
     let retry_after = refusal.retry_after().map(|wait| wait.0.to_string());
+    // A defect is the server's fault, whatever channel it surfaced on: 500, never a redirect.
+    if let Refusal::Defect(_) = refusal {
+        return match via {
+            Via::Page => error_page(500),
+            Via::Plain => plain_response(500, "Internal Server Error".to_owned()),
+            _ => json_response(500, error_body(&description), &[]),
+        };
+    }
     match (via, retry_after) {
         // RFC 6585 §4: 429 with how long to wait; the credentials were not even checked.
         (via, Some(wait))
@@ -446,8 +497,86 @@ fn bearer_refusal(refusal: &Refusal, required: Option<&Scope>, config: &Config) 
             ),
             "invalid_access_token",
         ),
-        // A malformed header, an oversized request: RFC 6750 §3.1 `invalid_request`.
-        _ => (
+        // A malformed header, an oversized request — and every refusal no bearer check makes,
+        // listed so that a new one is mapped here on purpose: RFC 6750 §3.1 `invalid_request`.
+        Refusal::TooLarge
+        | Refusal::NotFound
+        | Refusal::MethodNotAllowed
+        | Refusal::Contention
+        | Refusal::Defect(_)
+        | Refusal::RetryNotYetVisible
+        | Refusal::StorageUnavailable
+        | Refusal::StorageFault(_)
+        | Refusal::TooManyAttempts(_)
+        | Refusal::MalformedAttempter
+        | Refusal::CrossOriginRefused
+        | Refusal::Repeated(_)
+        | Refusal::ClientIdMissing
+        | Refusal::UnknownClient
+        | Refusal::RedirectUriNotRegistered
+        | Refusal::RedirectUriRequired
+        | Refusal::ResponseTypeMissing
+        | Refusal::UnsupportedResponseType
+        | Refusal::ImplicitNotAllowed
+        | Refusal::ImplicitWithoutRedirectUri
+        | Refusal::ImplicitWithChallenge
+        | Refusal::InvalidTokenAccessType
+        | Refusal::OfflineRequiresCode
+        | Refusal::OfflineAccessWithOnline
+        | Refusal::MalformedScope
+        | Refusal::ScopeNotEnabled
+        | Refusal::ChallengeMethodWithoutChallenge
+        | Refusal::PkceRequired
+        | Refusal::UnsupportedChallengeMethod
+        | Refusal::S256Required
+        | Refusal::MalformedChallenge
+        | Refusal::AccessDenied
+        | Refusal::CrossSiteConsent
+        | Refusal::IncompleteConsentForm
+        | Refusal::NotAForm
+        | Refusal::ParametersInQuery
+        | Refusal::ParametersSplit
+        | Refusal::GrantTypeMissing
+        | Refusal::UnsupportedGrantType
+        | Refusal::ClientAuthenticationMissing
+        | Refusal::MalformedBasic
+        | Refusal::MultipleClientAuthentications
+        | Refusal::ConflictingClientId
+        | Refusal::SecretWithoutClientId
+        | Refusal::UnsupportedAuthenticationScheme
+        | Refusal::ClientAuthenticationFailed
+        | Refusal::ProofMissing
+        | Refusal::CodeMissing
+        | Refusal::MalformedVerifier
+        | Refusal::UnknownCode
+        | Refusal::CodeOfAnotherApp
+        | Refusal::RedirectUriMismatch
+        | Refusal::VerifierMissing
+        | Refusal::VerifierMismatch
+        | Refusal::VerifierWithoutChallenge
+        | Refusal::CodeReused
+        | Refusal::CodeExpired
+        | Refusal::CodeUnlinked
+        | Refusal::RefreshTokenMissing
+        | Refusal::UnknownRefreshToken
+        | Refusal::RefreshTokenRevoked
+        | Refusal::RefreshTokenUnlinked
+        | Refusal::RefreshTokenIdle
+        | Refusal::RefreshTokenReused
+        | Refusal::RetryDiffers
+        | Refusal::RefreshTokenOfAnotherApp
+        | Refusal::SecretRequired
+        | Refusal::ScopeWidened
+        | Refusal::MalformedBearer
+        | Refusal::TokenMissing
+        | Refusal::TokenOfAnotherApp
+        | Refusal::ConfidentialClientRequired
+        | Refusal::InvalidTarget
+        | Refusal::InvalidRedirectUri(_)
+        | Refusal::TooManyRegistrations(_)
+        | Refusal::InvalidClientMetadata(_)
+        | Refusal::ClientDocument(_)
+        | Refusal::ClientKeys(_) => (
             400,
             format!(
                 "Bearer realm=\"api\", error=\"invalid_request\", error_description=\"{}\"",
@@ -757,5 +886,14 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Step {
             json_response(200, "null".to_owned(), &[]),
         ),
     };
-    Step::Respond(Reply { outcome, response })
+    // A defect wrote nothing that could carry its event: the reply does.
+    let audit = match &outcome {
+        Outcome::Refused(Refusal::Defect(defect)) => vec![AuditEvent::Defect { defect: *defect }],
+        _ => Vec::new(),
+    };
+    Step::Respond(Reply {
+        outcome,
+        response,
+        audit,
+    })
 }

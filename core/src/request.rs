@@ -17,7 +17,7 @@ use crate::ids::AppKey;
 use crate::machines::attempts::MAX_ATTEMPTERS;
 use crate::partition::Partition;
 use crate::records::{AppRecord, ClientKeys, Record, RecordKey};
-use crate::refusal::{DocumentFault, Refusal, UnusableDocument};
+use crate::refusal::{Defect, DocumentFault, Refusal, UnusableDocument};
 use crate::render::render;
 use crate::step::{
     AuditEvent, Authorized, Event, Fetch, FetchFailure, Fetched, Input, Misuse, Reply, Step,
@@ -275,7 +275,7 @@ impl Request {
         // `advance` calls this only while writing; taking the state by value there instead
         // cost the wasm module 0.1 KiB for this one arm.
         let State::Writing(writes) = core::mem::replace(&mut self.state, State::Over) else {
-            return self.refuse(Refusal::Contention);
+            return self.refuse(Refusal::Defect(Defect::OutOfState));
         };
         let Writes {
             current,
@@ -297,7 +297,7 @@ impl Request {
     /// again from what the store then holds — or the request refused with why not.
     fn fetched(&mut self, answer: Result<Fetched, FetchFailure>) -> Step {
         let State::Fetching(fetching) = core::mem::replace(&mut self.state, State::Over) else {
-            return self.refuse(Refusal::Contention);
+            return self.refuse(Refusal::Defect(Defect::OutOfState));
         };
         let Fetching {
             sought,
@@ -430,9 +430,12 @@ impl Request {
             Need::Records(keys) => self.read(keys),
             Need::Fault(key) => self.refuse(Refusal::StorageFault(key.to_string())),
             Need::Signature(verify) => {
-                if self.verified.is_some() || !self.take_step() {
+                if self.verified.is_some() {
                     // One signature per request: asked twice would be a bug, never a loop.
-                    return self.refuse(Refusal::Contention);
+                    return self.refuse(Refusal::Defect(Defect::SecondSignature));
+                }
+                if !self.take_step() {
+                    return self.refuse(Refusal::Defect(Defect::StepBound));
                 }
                 self.state = State::Verifying;
                 Step::Verify(verify)
@@ -459,7 +462,7 @@ impl Request {
     /// Asks the host for these records.
     fn read(&mut self, keys: Vec<RecordKey>) -> Step {
         if !self.take_step() {
-            return self.refuse(Refusal::Contention);
+            return self.refuse(Refusal::Defect(Defect::StepBound));
         }
         self.state = State::Reading(keys.clone());
         Step::Read(keys)
@@ -494,7 +497,7 @@ impl Request {
                 return match *need {
                     Need::Records(keys) => self.read(keys),
                     Need::Fault(key) => self.refuse(Refusal::StorageFault(key.to_string())),
-                    _ => self.refuse(Refusal::Contention),
+                    _ => self.refuse(Refusal::Defect(Defect::UnexpectedNeed)),
                 }
             }
             Ok((Some(_), _)) => return self.refuse(sought.refusal(DocumentFault::RecentlyFailed)),
@@ -502,7 +505,7 @@ impl Request {
             Ok((None, None)) => {}
         }
         if !self.take_step() {
-            return self.refuse(Refusal::Contention);
+            return self.refuse(Refusal::Defect(Defect::StepBound));
         }
         self.state = State::Fetching(Box::new(Fetching {
             sought,
@@ -531,7 +534,7 @@ impl Request {
         ending: Option<Ending>,
     ) -> Step {
         if !self.take_step() {
-            return self.refuse(Refusal::Contention);
+            return self.refuse(Refusal::Defect(Defect::StepBound));
         }
         let current = transaction.puts.iter().map(|put| put.key.clone()).collect();
         self.state = State::Writing(Box::new(Writes {
@@ -596,5 +599,52 @@ impl Request {
                 .or_else(|| self.loads.app(self.loads.app_key(key)?))
         })
         .is_some_and(|app| cors::app_allows(app, origin))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ConfigDocument;
+    use crate::credentials::{ServerKey, ENTROPY_LEN};
+    use crate::refusal::Defect;
+    use crate::wire::http::HttpRequest;
+
+    /// A guard of the core's own invariants answers a defect — 500 `server_error` with its audit
+    /// event on the reply — never the contention an operator would read as load.
+    #[test]
+    fn a_broken_invariant_is_a_defect_with_its_event_not_contention() {
+        let key = ServerKey::from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8");
+        let document = ConfigDocument {
+            server_key: key.ok(),
+            ..ConfigDocument::default()
+        };
+        let config = Config::new(document);
+        assert!(config.is_ok(), "{config:?}");
+        let Ok(config) = config.map(Arc::new) else {
+            return;
+        };
+        let input = Input::Http {
+            request: HttpRequest::new("POST", "/oauth2/token", ""),
+            user: None,
+        };
+        let entropy = Entropy::new([7; ENTROPY_LEN]);
+        let (mut request, _) =
+            Request::start(config.clone(), input, UnixTime(1_700_000_000), entropy);
+        // A decision that asks for one read more than the bound promises.
+        request.steps = Request::max_steps(&config);
+        let step = request.read(Vec::new());
+        let Step::Respond(reply) = step else {
+            return assert!(matches!(step, Step::Respond(_)), "{step:?}");
+        };
+        assert_eq!(reply.refusal(), Some(&Refusal::Defect(Defect::StepBound)));
+        assert_eq!(reply.response.status, 500);
+        assert!(reply.response.header("Retry-After").is_none());
+        assert_eq!(
+            reply.audit,
+            vec![AuditEvent::Defect {
+                defect: Defect::StepBound
+            }]
+        );
     }
 }

@@ -14,7 +14,7 @@ use crate::machines::attempts::Attempter;
 use crate::partition::Partition;
 use crate::pkce::ChallengeMethod;
 use crate::records::{AuthMethod, RecordKey, Resources, Stored, TokenAccessType};
-use crate::refusal::Refusal;
+use crate::refusal::{Defect, Refusal};
 use crate::scope::ScopeSet;
 use crate::time::{Seconds, UnixTime};
 use crate::wire::http::{HttpRequest, HttpResponse};
@@ -226,6 +226,9 @@ pub struct Reply {
     pub outcome: Outcome,
     /// The complete response, headers included: send it as it is.
     pub response: HttpResponse,
+    /// Events of the answer itself, for the host's audit log, emitted as it is sent: empty
+    /// but for a defect ([`AuditEvent::Defect`]), which wrote nothing that could carry one.
+    pub audit: Vec<AuditEvent>,
 }
 
 impl Reply {
@@ -547,6 +550,12 @@ pub enum AuditEvent {
         /// The app.
         app: AppKey,
     },
+    /// The core broke one of its own invariants and answered `500`
+    /// ([`Refusal::Defect`](crate::Refusal::Defect)): a bug to report, not load.
+    Defect {
+        /// Which invariant.
+        defect: Defect,
+    },
     /// A client's metadata document or key set could not be fetched or used: the URL is not
     /// fetched again before its backoff ends, and the failure counted against the source.
     /// The client was told only that it could not be used; here is what happened.
@@ -633,6 +642,12 @@ impl AuditEvent {
             | AuditEvent::ClientUpdated { app }
             | AuditEvent::ClientDeleted { app }
             | AuditEvent::FetchFailed { app, .. } => (app, None),
+            AuditEvent::Defect { defect } => {
+                return vec![
+                    ("event", Member::Text(self.name())),
+                    ("defect", Member::Text(defect.name())),
+                ]
+            }
         };
         let mut members = Vec::with_capacity(7);
         members.push(("event", Member::Text(self.name())));
@@ -691,6 +706,7 @@ impl AuditEvent {
                 members.push(("auth_method", Member::Text(auth_method.as_str())));
             }
             AuditEvent::ClientUpdated { .. } | AuditEvent::ClientDeleted { .. } => {}
+            AuditEvent::Defect { .. } => {}
             AuditEvent::FetchFailed { url, detail, .. } => {
                 members.push(("url", Member::Text(url)));
                 members.push(("detail", Member::Text(detail)));
@@ -794,6 +810,7 @@ names! {
     ClientRegistered => "client_registered",
     ClientUpdated => "client_updated",
     FetchFailed => "fetch_failed",
+    Defect => "defect",
     ClientDeleted => "client_deleted",
 }
 

@@ -7,6 +7,8 @@ import { moduleMemory } from "./core.js";
 const decoder = new TextDecoder();
 /** Where a step's text begins: after its whole length (u32), its kind and its text's length (u32). */
 const TEXT = 9;
+/** A reply's audit events when it has none (all but a defect's): one frozen list, not one per reply. */
+const NO_AUDIT = Object.freeze([]);
 
 // Views of the module's memory, made again when it grows (its old buffer is then detached).
 let memoryBytes = new Uint8Array(0);
@@ -46,7 +48,7 @@ export function pairs(flat, start = 0) {
  * The step at `address` in the module's memory (what a request's `step()`, `found()`,
  * `advance()`, `fetched()`, `fetchFailed()` and `verified()` return), read at once — the
  * request's next call writes over it: `{ kind: "r", keys }`, `{ kind: "w", transaction: { puts,
- * audit } }`, `{ kind: "p", status, outcome, refusal, headers, body }`, `{ kind: "s", principal,
+ * audit } }`, `{ kind: "p", status, outcome, refusal, audit, headers, body }`, `{ kind: "s", principal,
  * headers }`, `{ kind: "f", url, maxBytes, timeoutMs }` or `{ kind: "v", alg, key, message,
  * signature }`. Strings are decoded once per step, and only the bytes a write stores or a
  * signature are copied out.
@@ -70,7 +72,8 @@ export function readStep(address) {
         status: Number(fields[0]),
         outcome: fields[1],
         refusal: fields[2] === "" ? null : fields[2],
-        headers: pairs(fields, 3),
+        audit: fields[3] === "" ? NO_AUDIT : JSON.parse(fields[3]),
+        headers: pairs(fields, 4),
         body: decoder.decode(bytes.subarray(textEnd, end)),
       };
     case "s":

@@ -178,7 +178,9 @@ async function drive(request, storage, onAudit, attempts, fetcher = fetchDocumen
           const [verdict, wait] = request.verdict().split(" ");
           return { verdict, retryAfter: wait === undefined ? null : Number(wait) };
         }
-        const { status, headers, body, outcome, refusal } = step;
+        const { status, headers, body, outcome, refusal, audit } = step;
+        // A defect's event rides on its reply: it wrote nothing that could carry it.
+        if (onAudit && audit.length > 0) emitAudit(onAudit, audit);
         return { kind: "reply", status, headers, body, outcome, refusal };
       } else {
         return { kind: "serve", principal: step.principal, headers: step.headers };

@@ -390,6 +390,7 @@ pub fn token_response(answer: &Answer) -> Option<(String, Option<String>)> {
         Answer::Reply(Reply {
             outcome: Outcome::Tokens,
             response,
+            ..
         }) => {
             let body: serde_json::Value = serde_json::from_str(&response.body).ok()?;
             let access = body.get("access_token")?.as_str()?.to_owned();

@@ -426,10 +426,15 @@ fn check_partition(partition: Option<Partition>, key: &RecordKey) {
 }
 
 fn done(answer: Answer, committed: &Option<Vec<AuditEvent>>) -> Progress {
+    // The committed transactions' events, then the answer's own (a defect's).
+    let mut audit = committed.clone().unwrap_or_default();
+    if let Answer::Reply(reply) = &answer {
+        audit.extend(reply.audit.iter().cloned());
+    }
     Progress::Done {
         answer,
         committed: committed.is_some(),
-        audit: committed.clone().unwrap_or_default(),
+        audit,
     }
 }
 

@@ -12,7 +12,7 @@
 //! |---|---|---|
 //! | `r` read | the keys | — |
 //! | `w` write | the puts' keys | the audit events' JSON (u32 length, UTF-8), then per put: flags (u8: 1 expects a version, 2 has a purge time), the version expected and the purge time (f64 each, 0 when absent), the record (u32 length, bytes) |
-//! | `p` reply | status, outcome, refusal (empty: none), then header names and values alternately | the body, UTF-8 |
+//! | `p` reply | status, outcome, refusal (empty: none), the reply's audit events' JSON (empty: none; a defect's), then header names and values alternately | the body, UTF-8 |
 //! | `s` serve | app, account id, uid, scopes (space-separated), expiry (empty: none), then the headers to set, alternately | — |
 //! | `f` fetch | URL, the most bytes, the milliseconds it may take | — |
 //! | `v` verify | algorithm, public key (JWK JSON), the signed text | the signature |
@@ -76,6 +76,12 @@ pub(crate) fn step(step: &Step, buffer: &mut Vec<u8>) -> Result<(), JsError> {
                 Outcome::Refused(refusal) => refusal.name(),
                 _ => "",
             });
+            // JSON holds no NUL (a control character is escaped): one field.
+            if reply.audit.is_empty() {
+                out.field("");
+            } else {
+                out.field(&crate::server::audit_json(&reply.audit)?);
+            }
             for (name, value) in &response.headers {
                 out.field(name);
                 out.field(value);

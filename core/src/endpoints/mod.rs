@@ -24,7 +24,7 @@ use crate::machines::attempts::{Attempter, MAX_ATTEMPTERS};
 use crate::partition::Partition;
 use crate::records::RecordKey;
 use crate::refusal::Refusal;
-use crate::routes::{Endpoint, Method};
+use crate::routes::{Channel, Endpoint, Method};
 use crate::step::Input;
 use crate::wire::http::HttpRequest;
 
@@ -151,12 +151,25 @@ impl Route {
     /// Where a failure of the request as a whole (storage, contention, a client's metadata
     /// document) is answered: a page for the browser's authorization requests, JSON for the
     /// endpoints clients call.
+    ///
+    /// The endpoint's own channel, from the route table ([`Endpoint::channel`]): one answer to
+    /// how a request-wide failure is sent. A host's input (an unlink, a credential check) and a
+    /// request decided without records answer plainly.
     pub fn failure_channel(&self) -> Via {
-        match self {
-            Route::Authorize(_) => Via::Page,
+        let endpoint = match self {
+            Route::Authorize(_) => Endpoint::Authorize,
+            Route::Token(_) => Endpoint::Token,
+            Route::Manage(_) => Endpoint::Introspection,
+            Route::Register(_) => Endpoint::Registration,
+            Route::Bearer(_) => Endpoint::Api,
+            Route::Unlink(_) | Route::Attempts(_) | Route::Ended(_) => return Via::Plain,
+        };
+        match endpoint.channel() {
+            Channel::Page => Via::Page,
             // A document's client has no secret, so never authenticated by Basic: 400.
-            Route::Token(_) | Route::Manage(_) => Via::Token { basic: false },
-            _ => Via::Plain,
+            Channel::Token => Via::Token { basic: false },
+            Channel::Bearer => Via::Bearer(None),
+            Channel::Plain => Via::Plain,
         }
     }
 

@@ -240,7 +240,10 @@ impl App {
                     },
                     Step::Fetch(fetch) => self.fetch(&fetch),
                     Step::Verify(verify) => Event::Verified(crate::signatures::holds(&verify)),
-                    Step::Respond(reply) => return Ok(Finish::Reply(reply)),
+                    Step::Respond(reply) => {
+                        self.audit(&reply.audit);
+                        return Ok(Finish::Reply(reply));
+                    }
                     Step::Serve(authorized) => return Ok(Finish::Serve(authorized)),
                 };
                 step = request.advance(event)?;
