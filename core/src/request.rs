@@ -363,9 +363,8 @@ impl Request {
     /// backoff, counted against the source, with the detail in the audit event; the client is
     /// told a fixed reason.
     fn fetch_failed(&mut self, sought: &Sought, record: &RecordKey, fault: DocumentFault) -> Step {
-        let refusal = sought.refusal(fault.clone());
         let RecordKey::App(_, app) = record else {
-            return self.refuse(refusal);
+            return self.refuse(sought.refusal(fault));
         };
         let audit = AuditEvent::FetchFailed {
             app: app.clone(),
@@ -374,13 +373,8 @@ impl Request {
         };
         let via = self.route.failure_channel();
         let guards = self.fetch_guards(sought.url());
-        let counted = attempts::fail(
-            &self.ctx(),
-            &guards,
-            Ending::Refused(refusal.clone(), via.clone()),
-            via,
-        );
-        match counted {
+        let ending = Ending::Refused(sought.refusal(fault), via.clone());
+        match attempts::fail(&self.ctx(), &guards, ending, via) {
             Ok(Decision::Each(mut writes, ending)) => {
                 if let Some(first) = writes.first_mut() {
                     first.audit.push(audit);
@@ -389,7 +383,7 @@ impl Request {
             }
             Ok(Decision::End(ending)) => self.finish(ending),
             // Their counts were read before the fetch; should they not be, refuse uncounted.
-            _ => self.refuse(refusal),
+            _ => self.refuse(sought.refusal(DocumentFault::Unreachable)),
         }
     }
 

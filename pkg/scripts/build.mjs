@@ -175,9 +175,18 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * the record views, the consent page, the standard clients' rules). Of its 14.9 KiB, 11.8
  * went with `Config::unannounced` and the reader's refusal, 2.9 with the app record's codec
  * (serde's derive of the app, its registration, document and keys) and 0.2 with the two
- * events. Budget 118.7.
+ * events. Budget 118.7. Issue 47's third hardening round, +5.1 (138.6) and +3.1 (121.7), not
+ * paid back yet (issue 5 of the roadmap, performance, takes it): `twiggy diff` of the whole
+ * module before and after, raw and before wasm-opt, +18.6 KB, of which a failed fetch's backoff
+ * and source count (`Request::fetched`, `fetch`, the guards) 3.5, the IPv6 /64 grouping of
+ * sources 1.6 (written over bytes: `core::net`'s parser and formatting cost 4 KB more), the
+ * defect refusal, its event on the reply and the exhaustive refusal map 2.5, the fixed
+ * document descriptions and the new refusals' texts 2.0 (.rodata), the link's consented
+ * redirect URI (record format 10) 0.1, the rest inlining moved between `Request::start` and
+ * `finish` (+2.0). The module for configured apps carries what every deployment has: the
+ * source grouping, the defect, the link's new field, the refusal map.
  */
-const BUDGETS = { edgegrant_wasm: 133.6 * 1024, edgegrant_configured_apps: 118.7 * 1024, edgegrant_client: 69.8 * 1024 };
+const BUDGETS = { edgegrant_wasm: 138.7 * 1024, edgegrant_configured_apps: 121.8 * 1024, edgegrant_client: 69.8 * 1024 };
 
 // The server's module may use WebAssembly's 128-bit SIMD (LLVM moves memory 16 bytes at a time
 // with it: 0.7 KiB smaller gzipped): every runtime it serves has it (the package needs Node 20;
