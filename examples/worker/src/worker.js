@@ -32,8 +32,17 @@ const misconfigured = (error) => {
   return new Response("The server is misconfigured.", { status: 500 });
 };
 
-/** The client's address as Cloudflare's edge names it (clients cannot set this header there). */
-const clientAddress = (request) => request.headers.get("CF-Connecting-IP");
+/**
+ * The client's address, where a header can be trusted to name it: Cloudflare's edge sets
+ * `CF-Connecting-IP` itself, replacing any a client sent, so behind the edge it is the client's
+ * address. Anywhere else — `wrangler dev`, a self-hosted workerd — the client writes that header
+ * itself, and counting attempts by it would let each request choose its own source. So it is
+ * read only where the deployment says it runs behind the edge (`TRUST_CF_CONNECTING_IP = "1"`,
+ * set for deployments, never for `wrangler dev`: see README.md); elsewhere no source is
+ * counted (account and per-URL counts still are).
+ */
+const clientAddress = (env) =>
+  env.TRUST_CF_CONNECTING_IP === "1" ? (request) => request.headers.get("CF-Connecting-IP") : () => null;
 
 const onAudit = (event) => console.log(JSON.stringify({ audit: event }));
 
@@ -106,7 +115,7 @@ export class AuthServer extends DurableObject {
     if (!this.served) {
       const own = this.records;
       const storage = partitionedStorage((name) => (name === partition ? own : recordsOf(this.env, name)));
-      this.served = authServer(configOf(this.env), { storage, onAudit, sourceOf: clientAddress, api: extraApi, ...documentOptions(this.env) });
+      this.served = authServer(configOf(this.env), { storage, onAudit, sourceOf: clientAddress(this.env), api: extraApi, ...documentOptions(this.env) });
     }
     return this.served;
   }
@@ -123,7 +132,7 @@ export class AuthServer extends DurableObject {
         config: configOf(this.env),
         storage: over(crypto.randomUUID()),
         onAudit,
-        serve: (doc, options) => createApp(doc, { api: extraApi, ...options, title: TITLE, sourceOf: clientAddress }),
+        serve: (doc, options) => createApp(doc, { api: extraApi, ...options, title: TITLE, sourceOf: clientAddress(this.env) }),
         emptyStorage: async () => over(crypto.randomUUID()),
       });
     }
@@ -159,8 +168,8 @@ export class AuthServer extends DurableObject {
 let front;
 function frontOf(env, config) {
   if (front?.config !== config) {
-    const server = authServer(config, { storage: partitionedStorage((name) => recordsOf(env, name)), onAudit, sourceOf: clientAddress, api: extraApi, ...documentOptions(env) });
-    const pages = signInRoutes(config, { title: TITLE, attempts: server.attempts, sourceOf: clientAddress });
+    const server = authServer(config, { storage: partitionedStorage((name) => recordsOf(env, name)), onAudit, sourceOf: clientAddress(env), api: extraApi, ...documentOptions(env) });
+    const pages = signInRoutes(config, { title: TITLE, attempts: server.attempts, sourceOf: clientAddress(env) });
     front = { config, server, pages };
   }
   return front;
