@@ -319,6 +319,7 @@ pub use credentials::{
     RegistrationTokenDigest, RotationSeed, SecretDigest, ServerKey, ENTROPY_LEN,
 };
 pub use documents::{KEYS_REFETCH_AFTER, KEY_SET_MAX_BYTES};
+pub use endpoints::api::bearer_token_of;
 pub use endpoints::discovery::{protected_resource_metadata, protected_resource_metadata_url};
 pub use ids::{AccountId, AppKey, GrantId, InvalidId, RedirectUri, Uid, User};
 pub use jose::{ClientKey, SigningAlg};
@@ -333,6 +334,7 @@ pub use records::{
     RemoteKeys, Resources, Stored, TokenAccessType, FORMAT as RECORD_FORMAT,
 };
 pub use refusal::{Defect, DocumentFault, Refusal, UnusableDocument};
+pub use render::resource_server_challenge;
 pub use render::PAGE_HEADERS;
 pub use request::{Request, SWEEP_PAGES_PER_REQUEST};
 pub use routes::partition_of;

@@ -464,6 +464,49 @@ fn metadata_response(metadata: Metadata, config: &Config) -> (Outcome, HttpRespo
 /// a client that knows only the API finds its authorization server, and a 401's names the scope
 /// the endpoint requires (RFC 6750 §3), so that it knows what to ask for (MCP).
 fn bearer_refusal(refusal: &Refusal, required: Option<&Scope>, config: &Config) -> HttpResponse {
+    let metadata = config.issuer().map(discovery::resource_metadata_url);
+    let (status, challenge, tag) = bearer_challenge(refusal, required, metadata.as_deref());
+    let mut error = JsonObject::new().string(".tag", tag);
+    if let Refusal::MissingScope(scope) = refusal {
+        error = error.string("required_scope", scope.as_str());
+    }
+    let body = JsonObject::new()
+        .object("error", error)
+        .string("error_summary", &format!("{tag}/.."))
+        .finish();
+    json_response(status, body, &[("WWW-Authenticate", &challenge)])
+}
+
+/// What a bearer check's refusal is answered with on a resource server of this authorization
+/// server's on another host (the npm package's resource helper): the status and the RFC 6750
+/// §3 challenge, naming the scope the call requires (on a 401 too, so that a client knows what
+/// to ask for) and the resource's metadata at `metadata_url` (RFC 9728 §5.1) — the same
+/// challenge the core writes for the API it serves itself.
+///
+/// ```
+/// use edgegrant::{resource_server_challenge, Refusal, Scope};
+/// let scope = Scope::new("mcp:tools").unwrap();
+/// let (status, challenge) =
+///     resource_server_challenge(&Refusal::BearerMissing, Some(&scope), "https://mcp.example/.well-known/oauth-protected-resource");
+/// assert_eq!(status, 401);
+/// assert_eq!(challenge, "Bearer realm=\"api\", scope=\"mcp:tools\", resource_metadata=\"https://mcp.example/.well-known/oauth-protected-resource\"");
+/// ```
+pub fn resource_server_challenge(
+    refusal: &Refusal,
+    required: Option<&Scope>,
+    metadata_url: &str,
+) -> (u16, String) {
+    let (status, challenge, _) = bearer_challenge(refusal, required, Some(metadata_url));
+    (status, challenge)
+}
+
+/// A bearer check's refusal: its status, its challenge (with the scope required and the
+/// resource's metadata, where there is one) and the reference service's error tag.
+fn bearer_challenge(
+    refusal: &Refusal,
+    required: Option<&Scope>,
+    metadata_url: Option<&str>,
+) -> (u16, String, &'static str) {
     let (status, challenge, tag) = match refusal {
         Refusal::BearerMissing => (
             401,
@@ -585,26 +628,14 @@ fn bearer_refusal(refusal: &Refusal, required: Option<&Scope>, config: &Config) 
             "invalid_access_token",
         ),
     };
-    let challenge = match (config.issuer(), required) {
-        (Some(issuer), Some(scope)) if status == 401 => format!(
-            "{challenge}, scope=\"{scope}\", resource_metadata=\"{}\"",
-            discovery::resource_metadata_url(issuer)
-        ),
-        (Some(issuer), _) => format!(
-            "{challenge}, resource_metadata=\"{}\"",
-            discovery::resource_metadata_url(issuer)
-        ),
+    let challenge = match (metadata_url, required) {
+        (Some(url), Some(scope)) if status == 401 => {
+            format!("{challenge}, scope=\"{scope}\", resource_metadata=\"{url}\"")
+        }
+        (Some(url), _) => format!("{challenge}, resource_metadata=\"{url}\""),
         (None, _) => challenge,
     };
-    let mut error = JsonObject::new().string(".tag", tag);
-    if let Refusal::MissingScope(scope) = refusal {
-        error = error.string("required_scope", scope.as_str());
-    }
-    let body = JsonObject::new()
-        .object("error", error)
-        .string("error_summary", &format!("{tag}/.."))
-        .finish();
-    json_response(status, body, &[("WWW-Authenticate", &challenge)])
+    (status, challenge, tag)
 }
 
 /// RFC 7591 §3.2.1: the client's key and credentials, and every metadata value it was

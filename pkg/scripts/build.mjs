@@ -184,9 +184,11 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * document descriptions and the new refusals' texts 2.0 (.rodata), the link's consented
  * redirect URI (record format 10) 0.1, the rest inlining moved between `Request::start` and
  * `finish` (+2.0). The module for configured apps carries what every deployment has: the
- * source grouping, the defect, the link's new field, the refusal map.
+ * source grouping, the defect, the link's new field, the refusal map. The resource helper's
+ * bearer parsing and challenges taken from the core (two exports, `bearerToken` and
+ * `resourceChallenge`), +0.8 and +0.7: 139.4 and 122.4.
  */
-const BUDGETS = { edgegrant_wasm: 138.7 * 1024, edgegrant_configured_apps: 121.8 * 1024, edgegrant_client: 69.8 * 1024 };
+const BUDGETS = { edgegrant_wasm: 139.5 * 1024, edgegrant_configured_apps: 122.5 * 1024, edgegrant_client: 69.8 * 1024 };
 
 // The server's module may use WebAssembly's 128-bit SIMD (LLVM moves memory 16 bytes at a time
 // with it: 0.7 KiB smaller gzipped): every runtime it serves has it (the package needs Node 20;

@@ -203,6 +203,27 @@ export function canonicalResource(text) {
   return bindings.canonicalResource(String(text)) ?? null;
 }
 
+/** The bearer token of an `Authorization` header's value (`null`: none) as the core reads it: `{ token }`, or `{ refusal }` (`"bearer_missing"`, `"malformed_bearer"`). */
+export function bearerToken(authorization) {
+  ready();
+  const [kind, value] = bindings.bearerToken(authorization ?? undefined).split("\0");
+  return kind === "t" ? { token: value } : { refusal: value };
+}
+
+/**
+ * The core's answer to a resource server's failed bearer check: `{ status, challenge }` (the
+ * `WWW-Authenticate` value) for `refusal` — `"bearer_missing"`, `"malformed_bearer"`,
+ * `"invalid_token"` or `"insufficient_scope"` — naming `requiredScope` (if any) and the
+ * resource's metadata at `metadataUrl`.
+ */
+export function resourceChallenge(refusal, requiredScope, metadataUrl) {
+  ready();
+  const joined = bindings.resourceChallenge(String(refusal), requiredScope ?? undefined, String(metadataUrl));
+  if (joined === undefined) throw new TypeError(`resourceChallenge: no challenge for ${refusal} with scope ${requiredScope}`);
+  const at = joined.indexOf("\0");
+  return { status: Number(joined.slice(0, at)), challenge: joined.slice(at + 1) };
+}
+
 /** A protected resource's metadata (RFC 9728), from the core: `{ url, document }`. Throws if `resource` or `issuer` is not an identifier. */
 export function resourceMetadata(resource, issuer, scopes) {
   expect(Array.isArray(scopes), "resourceMetadata(resource, issuer, scopes): scopes must be a list of scope names");

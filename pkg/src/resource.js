@@ -4,7 +4,7 @@
 // token must be live, issued for this resource (RFC 8707 `aud`) and carry the required scope.
 // The authorization server lists this resource in its profile's `resources`.
 
-import { canonicalResource, resourceMetadata } from "./core.js";
+import { bearerToken, canonicalResource, resourceChallenge, resourceMetadata } from "./core.js";
 
 /**
  * `resource`: this API's identifier (as the authorization server lists it); `issuer`: the
@@ -23,8 +23,12 @@ export function protectedResource({ resource, issuer, scopes = [], introspection
   /** RFC 6750 §3 challenge naming the metadata (RFC 9728 §5.1). */
   const challenge = (error, extra = "") =>
     `Bearer realm="api"${error ? `, error="${error}"` : ""}${extra}, resource_metadata="${metadataUrl}"`;
-  const refuse = (status, error, extra) =>
-    new Response(null, { status, headers: { "WWW-Authenticate": challenge(error, extra), "Cache-Control": "no-store" } });
+  // Every refusal is the core's, as it answers at its own API: one parsing of the header, one
+  // status and challenge per reason (a malformed header is 400 invalid_request there and here).
+  const refuse = (refusal, requiredScope) => {
+    const { status, challenge: value } = resourceChallenge(refusal, requiredScope, metadataUrl);
+    return new Response(null, { status, headers: { "WWW-Authenticate": value, "Cache-Control": "no-store" } });
+  };
 
   return {
     /** Where the metadata is served, on this API's host. */
@@ -41,15 +45,13 @@ export function protectedResource({ resource, issuer, scopes = [], introspection
      * Throws if the introspection endpoint cannot be reached (answer 503 then).
      */
     async check(request, requiredScope) {
-      const header = request.headers.get("authorization") ?? "";
-      const match = /^Bearer ([A-Za-z0-9._~+/-]+=*)$/i.exec(header);
       // A 401 names the scope too (RFC 6750 §3), so that a client knows what to ask for (MCP).
-      const scoped = requiredScope ? `, scope="${requiredScope}"` : "";
-      if (!match) return { response: refuse(401, undefined, scoped) };
+      const bearer = bearerToken(request.headers.get("authorization"));
+      if (bearer.refusal) return { response: refuse(bearer.refusal, requiredScope) };
       const answer = await fetch(introspection.endpoint, {
         method: "POST",
         headers: { authorization: basic, "content-type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({ token: match[1] }),
+        body: new URLSearchParams({ token: bearer.token }),
       });
       if (!answer.ok) throw new Error(`edgegrant: introspection answered ${answer.status}`);
       const token = await answer.json();
@@ -58,10 +60,10 @@ export function protectedResource({ resource, issuer, scopes = [], introspection
       // never served), issued by this authorization server, for this resource.
       const access = String(token.token_type).toLowerCase() === "bearer" && Number.isFinite(token.exp) && token.exp * 1000 > Date.now();
       if (token.active !== true || !access || token.iss !== issuer || !audience.some((aud) => typeof aud === "string" && canonicalResource(aud) === audienceName)) {
-        return { response: refuse(401, "invalid_token", scoped) };
+        return { response: refuse("invalid_token", requiredScope) };
       }
       if (requiredScope && !String(token.scope ?? "").split(" ").includes(requiredScope)) {
-        return { response: refuse(403, "insufficient_scope", `, scope="${requiredScope}"`) };
+        return { response: refuse("insufficient_scope", requiredScope) };
       }
       return { token };
     },

@@ -94,6 +94,12 @@ test("an API on another host serves only live tokens issued for it, with the sco
   assert.equal(bare.status, 401);
   assert.equal(bare.headers.get("www-authenticate"), `Bearer realm="api", scope="account_info.read", resource_metadata="${api.url}/.well-known/oauth-protected-resource/mcp"`);
 
+  // A malformed header: 400 invalid_request, as the core answers at its own API (one parsing,
+  // one challenge: the helper used to answer 401 without an error code here).
+  const malformed = await fetch(`${api.url}/mcp/tools`, { headers: { authorization: "Bearer not a token" } });
+  assert.equal(malformed.status, 400);
+  assert.match(malformed.headers.get("www-authenticate"), /^Bearer realm="api", error="invalid_request", error_description="[^"]+", resource_metadata="/);
+
   // A token issued for this resource: served.
   const mine = await tokenFor([resource]);
   const served = await call(mine);

@@ -136,6 +136,43 @@ pub fn resource_metadata(resource: &str, issuer: &str, scopes: &str) -> Option<S
     Some(out)
 }
 
+/// The bearer token of an `Authorization` header's value as the core reads it
+/// (`edgegrant::bearer_token_of`): `t`, a NUL and the token; or `r`, a NUL and the refusal's
+/// name (`bearer_missing`, `malformed_bearer`). For the resource helper.
+#[wasm_bindgen(js_name = bearerToken)]
+pub fn bearer_token(authorization: Option<String>) -> String {
+    match edgegrant::bearer_token_of(authorization.as_deref()) {
+        Ok(token) => format!("t\0{token}"),
+        Err(refusal) => format!("r\0{}", refusal.name()),
+    }
+}
+
+/// The status, a NUL and the `WWW-Authenticate` challenge the core answers a resource server's
+/// failed bearer check with (`edgegrant::resource_server_challenge`): `refusal` is
+/// `bearer_missing`, `malformed_bearer`, `invalid_token` or `insufficient_scope` (which needs
+/// `required_scope`); `undefined` for any other, or a scope that is none.
+#[wasm_bindgen(js_name = resourceChallenge)]
+pub fn resource_challenge(
+    refusal: &str,
+    required_scope: Option<String>,
+    metadata_url: &str,
+) -> Option<String> {
+    let required = match required_scope {
+        Some(scope) => Some(edgegrant::Scope::new(scope).ok()?),
+        None => None,
+    };
+    let refusal = match refusal {
+        "bearer_missing" => edgegrant::Refusal::BearerMissing,
+        "malformed_bearer" => edgegrant::Refusal::MalformedBearer,
+        "invalid_token" => edgegrant::Refusal::UnknownAccessToken,
+        "insufficient_scope" => edgegrant::Refusal::MissingScope(required.clone()?),
+        _ => return None,
+    };
+    let (status, challenge) =
+        edgegrant::resource_server_challenge(&refusal, required.as_ref(), metadata_url);
+    Some(format!("{status}\0{challenge}"))
+}
+
 /// How many entropy bytes every request takes.
 #[wasm_bindgen(js_name = entropyLength)]
 pub fn entropy_length() -> usize {

@@ -21,7 +21,7 @@ use crate::records::{GrantRecord, LedgerRecord, RecordKey};
 use crate::refusal::Refusal;
 use crate::scope::Scope;
 use crate::step::{AuditEvent, Principal, Transaction};
-use crate::wire::bearer::{bearer_token, BearerError};
+use crate::wire::bearer::{bearer_of, bearer_token, BearerError};
 use crate::wire::http::HttpRequest;
 
 /// What the bearer token is presented for.
@@ -58,14 +58,39 @@ pub(crate) fn parse(
 ) -> Result<Parsed, Ending> {
     let refuse = |refusal| Err(Ending::Refused(refusal, purpose.channel()));
     within_limit(config, request, purpose.channel())?;
-    match bearer_token(request) {
+    match bearer_token(request).map_err(refusal_of) {
         Ok(token) => Ok(Parsed {
             token: RecordKey::of_access_token(config.server_key(), token),
             purpose,
         }),
-        Err(BearerError::Missing) => refuse(Refusal::BearerMissing),
-        Err(BearerError::Malformed) => refuse(Refusal::MalformedBearer),
+        Err(refusal) => refuse(refusal),
     }
+}
+
+fn refusal_of(error: BearerError) -> Refusal {
+    match error {
+        BearerError::Missing => Refusal::BearerMissing,
+        BearerError::Malformed => Refusal::MalformedBearer,
+    }
+}
+
+/// The bearer token of an `Authorization` header's value (`None`: no header), read as the core
+/// reads it at its own API, or why not: [`Refusal::BearerMissing`] (another scheme, or none)
+/// or [`Refusal::MalformedBearer`] (not an RFC 6750 `b64token`). For a resource server on
+/// another host (the npm package's resource helper), with
+/// [`resource_server_challenge`](crate::resource_server_challenge) for its answer.
+///
+/// ```
+/// use edgegrant::{bearer_token_of, Refusal};
+/// assert_eq!(bearer_token_of(Some("Bearer abc.DEF~1")), Ok("abc.DEF~1"));
+/// assert_eq!(bearer_token_of(Some("Bearer a b")), Err(Refusal::MalformedBearer));
+/// assert_eq!(bearer_token_of(Some("Basic YTpi")), Err(Refusal::BearerMissing));
+/// assert_eq!(bearer_token_of(None), Err(Refusal::BearerMissing));
+/// ```
+pub fn bearer_token_of(authorization: Option<&str>) -> Result<&str, Refusal> {
+    authorization
+        .ok_or(Refusal::BearerMissing)
+        .and_then(|header| bearer_of(header).map_err(refusal_of))
 }
 
 /// A bearer token that checked out, read in place, with its grant where that was read.

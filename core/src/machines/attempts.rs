@@ -51,7 +51,7 @@ impl Attempter {
     }
 
     /// Where its count is stored (its digest under the server `key`). A source is counted by
-    /// [`source_group`]: an IPv6 address with its whole /64.
+    /// its group: an IPv6 address with its whole /64.
     pub fn key(&self, key: &ServerKey) -> RecordKey {
         let (kind, value) = self.kind();
         let value = match self {

@@ -18,6 +18,11 @@ pub(crate) fn bearer_token(request: &HttpRequest) -> Result<&str, BearerError> {
     if headers.next().is_some() {
         return Err(BearerError::Malformed);
     }
+    bearer_of(header)
+}
+
+/// The bearer token of one `Authorization` header value, by [`bearer_token`]'s rules.
+pub(crate) fn bearer_of(header: &str) -> Result<&str, BearerError> {
     let header = header.trim_matches(|c| c == ' ' || c == '\t');
     let (scheme, token) = match header.split_once(' ') {
         Some((scheme, rest)) => (scheme, rest.trim_start_matches(' ')),
