@@ -161,6 +161,20 @@ test("two concurrent exchanges of one code: exactly one 200 and one 400 invalid_
   }
 });
 
+test("under wrangler dev a client's own CF-Connecting-IP is no source: 51 wrong secrets behind one such address are never held back as one source's 50", LIMIT, async () => {
+  // Only Cloudflare's edge sets that header itself; here the client writes it, and counting by
+  // it would let each request pick its source (and name another's to lock it out).
+  for (let attempt = 1; attempt <= 51; attempt++) {
+    const response = await form(
+      "/oauth2/token",
+      { grant_type: "refresh_token", refresh_token: "x", client_id: "demo-server-app", client_secret: "wrong" },
+      { "CF-Connecting-IP": "198.51.100.7" },
+    );
+    assert.notEqual(response.status, 429, `attempt ${attempt}`);
+    assert.equal((await response.json()).error, "invalid_client", `attempt ${attempt}`);
+  }
+});
+
 test("a body past every limit (8 MiB) is refused: the sign-in form 413 (read 4 KiB at most), the token endpoint the core's 400; the Worker serves on", LIMIT, async () => {
   const MiB = 1024 * 1024;
   for (const [path, refused] of [["/signin", 413], ["/oauth2/token", 400]]) {
