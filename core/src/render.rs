@@ -629,7 +629,9 @@ fn bearer_challenge(
         ),
     };
     let challenge = match (metadata_url, required) {
-        (Some(url), Some(scope)) if status == 401 => {
+        // Never offline_access: a refresh token is no requirement of a resource (MCP
+        // 2026-07-28, Refresh Tokens), whatever a resource server elsewhere says it requires.
+        (Some(url), Some(scope)) if status == 401 && scope.as_str() != OFFLINE_ACCESS => {
             format!("{challenge}, scope=\"{scope}\", resource_metadata=\"{url}\"")
         }
         (Some(url), _) => format!("{challenge}, resource_metadata=\"{url}\""),

@@ -951,3 +951,53 @@ fn the_standards_profile_needs_a_server_key_of_32_bytes() {
     let written = ConfigDocument::from(config).to_json_value();
     assert_eq!(written["server_key"], json!(FIXTURE_SERVER_KEY));
 }
+
+// ---- MCP authorization 2026-07-28 (conformance/sources/mcp-authorization-2026-07-28.md) ------
+
+/// Refresh Tokens: a protected resource names no `offline_access`, neither in its metadata's
+/// `scopes_supported` nor in a challenge's `scope`, whatever scopes a resource server on another
+/// host hands over (the package's resource helper passes its configuration's as given). Every
+/// other scope is named: on a 401, and on a 403 `insufficient_scope` (Scope Challenge Handling).
+#[test]
+fn a_protected_resource_never_names_offline_access() {
+    let issuer = Issuer::new(ISSUER).unwrap();
+    let document = protected_resource_metadata(
+        MCP,
+        &issuer,
+        ["offline_access", "mcp:tools", "offline_access"],
+    );
+    let document: Value = serde_json::from_str(&document).unwrap();
+    assert_eq!(document["scopes_supported"], json!(["mcp:tools"]));
+
+    let metadata_url = protected_resource_metadata_url(MCP);
+    let offline = Scope::new(OFFLINE_ACCESS).unwrap();
+    let (status, challenge) =
+        resource_server_challenge(&Refusal::BearerMissing, Some(&offline), &metadata_url);
+    assert_eq!(status, 401);
+    assert_eq!(
+        challenge,
+        format!("Bearer realm=\"api\", resource_metadata=\"{metadata_url}\"")
+    );
+
+    let tools = Scope::new("mcp:tools").unwrap();
+    let (status, challenge) =
+        resource_server_challenge(&Refusal::BearerMissing, Some(&tools), &metadata_url);
+    assert_eq!(status, 401);
+    assert_eq!(
+        challenge,
+        format!("Bearer realm=\"api\", scope=\"mcp:tools\", resource_metadata=\"{metadata_url}\"")
+    );
+    let (status, challenge) = resource_server_challenge(
+        &Refusal::MissingScope(tools.clone()),
+        Some(&tools),
+        &metadata_url,
+    );
+    assert_eq!(status, 403);
+    assert_eq!(
+        challenge,
+        format!(
+            "Bearer realm=\"api\", error=\"insufficient_scope\", scope=\"mcp:tools\", \
+             resource_metadata=\"{metadata_url}\""
+        )
+    );
+}

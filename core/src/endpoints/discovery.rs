@@ -76,6 +76,18 @@ pub(crate) fn resource_document(config: &Config, issuer: &Issuer) -> String {
 /// server that protects it (`issuer`), the scopes it requires (sorted, each once), and how to
 /// present a token. For the API served here, and for a resource server elsewhere (the
 /// package's `edgegrant/resource`).
+///
+/// [`OFFLINE_ACCESS`](crate::OFFLINE_ACCESS) is never listed, even when `scopes` names it: a
+/// refresh token is no requirement of a resource, and MCP (2026-07-28, Refresh Tokens) says a
+/// protected resource should not list it; clients find it in the authorization server's
+/// metadata.
+///
+/// ```
+/// # use edgegrant::{protected_resource_metadata, Issuer};
+/// let issuer = Issuer::new("https://auth.example").unwrap();
+/// let document = protected_resource_metadata("https://mcp.example/mcp", &issuer, ["offline_access", "mcp:tools"]);
+/// assert!(document.contains("\"scopes_supported\":[\"mcp:tools\"]"));
+/// ```
 pub fn protected_resource_metadata<'s>(
     resource: &str,
     issuer: &Issuer,
@@ -84,7 +96,7 @@ pub fn protected_resource_metadata<'s>(
     // Sorted, each once, by insertion: a handful of names (a set type or a sort of its own
     // would cost the module kilobytes).
     let mut sorted: Vec<&str> = Vec::new();
-    for scope in scopes {
+    for scope in scopes.into_iter().filter(|scope| *scope != OFFLINE_ACCESS) {
         if let Err(at) = sorted.binary_search(&scope) {
             sorted.insert(at, scope);
         }
