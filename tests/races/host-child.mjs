@@ -6,8 +6,9 @@
 //   | { "kind": "durable-object" | "kv", "url": "<the workerd test Worker>", "db": "…" }
 //
 // Messages: {id, op: "handle", input, profile?: "reference" | "standards"} → {id, result}; {id, op: "unlink", app, account} →
-// {id, result}; {id, op: "stats"} → {id, result: {conflicts, unavailable}}. It exits when the
+// {id, result}; {id, op: "stats"} → {id, result: {conflicts, unavailable, explained}}. It exits when the
 // channel closes.
+import { AsyncLocalStorage } from "node:async_hooks";
 import { createAuthServer } from "../../pkg/src/node.js";
 import { config, standardsConfig } from "../../pkg/test/fixtures.mjs";
 import { remoteStorage } from "../../pkg/test/workerd-storage.js";
@@ -35,13 +36,29 @@ async function openStore() {
 }
 
 const store = await openStore();
-const stats = { conflicts: 0, unavailable: 0 };
+const stats = { conflicts: 0, unavailable: 0, explained: {} };
+// EDGEGRANT_RACES_EXPLAIN=1: every lost conditional write is explained — the keys whose
+// condition no longer held (read again just after, so a later writer may show too), by kind,
+// with the kinds the transaction wrote — each request's trail of them tallied by its path and
+// answer (status and refusal). Off by default: the extra read changes the timing.
+const explain = process.env.EDGEGRANT_RACES_EXPLAIN === "1";
+const inRequest = new AsyncLocalStorage();
+const kindOf = (key) => key.slice(key.indexOf("/") + 1).split(":")[0];
+async function explainConflict({ puts }) {
+  const now = await store.read(puts.map((put) => put.key));
+  const failed = puts.filter((put) => (now.get(put.key)?.version ?? null) !== (put.expect ?? null)).map((put) => kindOf(put.key));
+  const wrote = [...new Set(puts.map((put) => kindOf(put.key)))].sort();
+  return `${[...new Set(failed)].sort().join("+") || "(none by now)"} ← tx[${wrote.join(",")}]`;
+}
 // The store as the driver sees it, counting the conditional writes that lost a race.
 const storage = {
   read: (keys) => store.read(keys),
   async apply(transaction) {
     const applied = await store.apply(transaction);
-    if (!applied) stats.conflicts++;
+    if (!applied) {
+      stats.conflicts++;
+      if (explain) inRequest.getStore()?.push(await explainConflict(transaction));
+    }
     return applied;
   },
 };
@@ -60,7 +77,14 @@ const summary = (result) => {
 process.on("message", async ({ id, op, input, profile = "reference", app, account }) => {
   try {
     let result;
-    if (op === "handle") result = summary(await servers[profile].handle(input));
+    if (op === "handle") {
+      const trail = [];
+      result = summary(await inRequest.run(trail, () => servers[profile].handle(input)));
+      if (trail.length) {
+        const line = `${input.path} ${result.status} ${result.refusal ?? result.outcome}: ${trail.join(" | ")}`;
+        stats.explained[line] = (stats.explained[line] ?? 0) + 1;
+      }
+    }
     else if (op === "unlink") result = summary(await servers.reference.unlink(app, account));
     else if (op === "stats") result = { ...stats };
     else throw new Error(`unknown op ${op}`);

@@ -15,7 +15,12 @@
 // hosts' own counts of lost conditional writes show that the races were real (they met in the
 // store, not one after another).
 //
-//   node tests/races/races.mjs [sqlite|postgres|durable-object|kv|memory ...] [--rounds N] [--hosts K]
+//   node tests/races/races.mjs [sqlite|postgres|durable-object|kv|memory ...] [--rounds N] [--hosts K] [--rotate-each R]
+//
+// --rotate-each R: each host sends R refreshes of the rotating token at once (K × R race).
+// Every run prints the 5xx answers per race (each retried by the race's client, as a 503's
+// Retry-After asks); EDGEGRANT_RACES_EXPLAIN=1 also prints which records each lost write found
+// changed (host-child.mjs), grouped by the request's answer.
 import { fork } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -109,8 +114,11 @@ const accountOf = (round) => ({ account_id: `dbid:race${String(round).padStart(3
  * Runs `rounds` rounds of the three races on `hosts`, `lanes` rounds at a time. Resolves the
  * counts; `violations` lists every broken invariant (empty when all held).
  */
-export async function runRaces(hosts, { rounds = 100, lanes = 4 } = {}) {
+export async function runRaces(hosts, { rounds = 100, lanes = 4, rotateEach = 1 } = {}) {
   const counts = { races: 0, codeRaces: 0, revokeRaces: 0, unlinkRaces: 0, rotateRaces: 0, tokensChecked: 0, doubleRedemptions: 0, splitAnswers: 0, aliveAfterEnd: 0, unavailable: 0 };
+  // Per race: the racing requests sent, and those answered 5xx (each retried, so each is one
+  // more request), by refusal; `setup` is everything else (consents, exchanges, the checks).
+  counts.byRace = Object.fromEntries(["code", "revoke", "unlink", "rotate", "setup"].map((race) => [race, { requests: 0, unavailable: 0, refusals: {} }]));
   const violations = [];
   const violate = (what) => {
     violations.push(what);
@@ -118,13 +126,18 @@ export async function runRaces(hosts, { rounds = 100, lanes = 4 } = {}) {
   const K = hosts.length;
   const started = performance.now();
 
-  async function must(host, input, profile, tries = 1) {
+  async function must(host, input, profile, race = "setup", tries = 1) {
     const result = await host.handle(input, profile);
+    const tally = counts.byRace[race];
+    tally.requests++;
     if (result.status >= 500) {
       counts.unavailable++;
+      tally.unavailable++;
+      const why = `${result.status} ${result.refusal ?? result.outcome}`;
+      tally.refusals[why] = (tally.refusals[why] ?? 0) + 1;
       // A store that stays busy is broken, not busy: fail rather than retry for ever.
       if (tries >= 50) throw new Error(`a request was refused ${tries} times in a row: ${result.status} ${result.body}`);
-      return must(host, input, profile, tries + 1); // the store was busy (503): the client retries, as it is told to
+      return must(host, input, profile, race, tries + 1); // the store was busy (503): the client retries, as it is told to
     }
     return result;
   }
@@ -163,7 +176,7 @@ export async function runRaces(hosts, { rounds = 100, lanes = 4 } = {}) {
     }
   }
   /** The same request on every host at once (retrying a 503 on its host). */
-  const everywhere = (input, profile) => Promise.all(hosts.map((host) => must(host, input, profile)));
+  const everywhere = (input, profile, race) => Promise.all(hosts.map((host) => must(host, input, profile, race)));
   const minted = (results) => results.filter((r) => r.outcome === "tokens").map((r) => JSON.parse(r.body).access_token);
 
   async function round(n) {
@@ -172,7 +185,7 @@ export async function runRaces(hosts, { rounds = 100, lanes = 4 } = {}) {
 
     // One code, every host at once.
     const code = await consent(host(0), account);
-    const exchanges = await everywhere(codeRequest(code));
+    const exchanges = await everywhere(codeRequest(code), "reference", "code");
     const winners = minted(exchanges);
     counts.codeRaces++;
     if (winners.length > 1) {
@@ -184,7 +197,7 @@ export async function runRaces(hosts, { rounds = 100, lanes = 4 } = {}) {
 
     // Revocation against refreshes.
     const grant = await exchange(host(1), account);
-    const [revoked, ...refreshes] = await Promise.all([must(host(0), revokeCall(grant.access)), ...hosts.slice(1).map((_, i) => must(host(i + 1), refreshRequest(grant.refresh)))]);
+    const [revoked, ...refreshes] = await Promise.all([must(host(0), revokeCall(grant.access), "reference", "revoke"), ...hosts.slice(1).map((_, i) => must(host(i + 1), refreshRequest(grant.refresh), "reference", "revoke"))]);
     counts.revokeRaces++;
     if (revoked.status !== 200) violate(`round ${n}: the revocation was not acknowledged: ${revoked.status} ${revoked.body}`);
     else await allDead([grant.access, ...minted(refreshes)], grant.refresh, "after an acknowledged revocation", n);
@@ -194,10 +207,16 @@ export async function runRaces(hosts, { rounds = 100, lanes = 4 } = {}) {
     const pending = await consent(host(3), account);
     const [unlinked, redeemed, ...more] = await Promise.all([
       host(0).unlink(PKCE_APP, account.account_id),
-      must(host(1), codeRequest(pending)),
-      ...Array.from({ length: Math.max(1, K - 2) }, (_, i) => must(host(i + 2), refreshRequest(linked.refresh))),
+      must(host(1), codeRequest(pending), "reference", "unlink"),
+      ...Array.from({ length: Math.max(1, K - 2) }, (_, i) => must(host(i + 2), refreshRequest(linked.refresh), "reference", "unlink")),
     ]);
     counts.unlinkRaces++;
+    counts.byRace.unlink.requests++;
+    if (unlinked.status >= 500) {
+      const why = `${unlinked.status} ${unlinked.refusal ?? unlinked.outcome}`;
+      counts.byRace.unlink.unavailable++;
+      counts.byRace.unlink.refusals[why] = (counts.byRace.unlink.refusals[why] ?? 0) + 1;
+    }
     if (unlinked.outcome !== "unlinked") violate(`round ${n}: the unlink was not acknowledged: ${unlinked.status} ${unlinked.body}`);
     else {
       const late = minted([redeemed]);
@@ -208,13 +227,15 @@ export async function runRaces(hosts, { rounds = 100, lanes = 4 } = {}) {
     // One rotating refresh token, every host at once (standards profile; the account of its own).
     const rotating = accountOf(rounds + n);
     const standards = await exchange(host(0), rotating);
-    const answers = await everywhere(refreshRequest(standards.refresh), "standards");
+    // Each host sends `rotateEach` refreshes at once (a client retrying on a slow link, several
+    // tabs of one app): K × rotateEach refreshes of one token race.
+    const answers = (await Promise.all(Array.from({ length: rotateEach }, () => everywhere(refreshRequest(standards.refresh), "standards", "rotate")))).flat();
     counts.rotateRaces++;
     const bodies = answers.map((r) => (r.outcome === "tokens" ? JSON.parse(r.body) : null));
     const pairs = new Set(bodies.map((b) => (b ? `${b.access_token} ${b.refresh_token}` : "refused")));
     if (pairs.size !== 1 || pairs.has("refused") || !bodies[0].refresh_token || bodies[0].refresh_token === standards.refresh) {
       counts.splitAnswers++;
-      violate(`round ${n}: ${K} refreshes of one rotating token answered ${[...pairs].join(" | ")}`);
+      violate(`round ${n}: ${answers.length} refreshes of one rotating token answered ${[...pairs].join(" | ")}`);
     } else {
       // The answer's token is current: it rotates in turn; then the superseded one, presented
       // after its successor was used, ends the grant with everything the race handed out.
@@ -237,6 +258,9 @@ export async function runRaces(hosts, { rounds = 100, lanes = 4 } = {}) {
   );
   const stats = await Promise.all(hosts.map((host) => host.stats()));
   counts.conflicts = stats.reduce((sum, s) => sum + s.conflicts, 0);
+  // EDGEGRANT_RACES_EXPLAIN=1 (see host-child.mjs): each request's lost writes, summed over hosts.
+  counts.explained = {};
+  for (const { explained = {} } of stats) for (const [line, n] of Object.entries(explained)) counts.explained[line] = (counts.explained[line] ?? 0) + n;
   counts.unavailable += 0;
   counts.seconds = (performance.now() - started) / 1000;
   return { counts, violations };
@@ -246,7 +270,10 @@ export async function runRaces(hosts, { rounds = 100, lanes = 4 } = {}) {
 export const lineOf = (name, { counts }) =>
   `races ${name}: ${counts.races} races (${counts.codeRaces} code, ${counts.revokeRaces} revoke, ${counts.unlinkRaces} unlink, ${counts.rotateRaces} rotate) in ${counts.seconds.toFixed(1)} s; ` +
   `${counts.conflicts} lost conditional writes, ${counts.unavailable} busy retries; ${counts.doubleRedemptions} double redemptions, ${counts.splitAnswers} split rotation answers, ` +
-  `${counts.aliveAfterEnd} tokens alive after revoke/unlink/reuse (${counts.tokensChecked} checked)`;
+  `${counts.aliveAfterEnd} tokens alive after revoke/unlink/reuse (${counts.tokensChecked} checked)\n` +
+  `  5xx answers per race (of the racing requests): ${Object.entries(counts.byRace)
+    .map(([race, t]) => `${race} ${t.unavailable}/${t.requests}${t.unavailable ? ` (${Object.entries(t.refusals).map(([why, n]) => `${n} ${why}`).join(", ")})` : ""}`)
+    .join("; ")}`;
 
 /** The stores the suite runs on, each opened for `hosts` hosts; resolves `{ hosts, close }`. */
 export async function openStores(names, hostsPer) {
@@ -309,14 +336,17 @@ if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
   };
   const rounds = option("--rounds", 400);
   const hostsPer = option("--hosts", 4);
+  const rotateEach = option("--rotate-each", 1);
   const names = args.length ? args : ["memory", "sqlite", "postgres", "durable-object", "kv"];
   const { stores, close } = await openStores(names, hostsPer);
   let failed = false;
   try {
     for (const name of names) {
-      const result = await runRaces(stores[name], { rounds });
+      const result = await runRaces(stores[name], { rounds, rotateEach });
       console.log(lineOf(name, result));
       for (const violation of result.violations.slice(0, 20)) console.log(`  ${violation}`);
+      const explained = Object.entries(result.counts.explained).sort(([, a], [, b]) => b - a);
+      for (const [line, n] of explained.slice(0, 40)) console.log(`  ${String(n).padStart(5)} × ${line}`);
       failed ||= result.violations.length > 0;
     }
   } finally {
