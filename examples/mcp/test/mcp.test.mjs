@@ -59,6 +59,7 @@ async function documentServer({ key, cert }) {
   const document = JSON.stringify({
     client_id: url,
     client_name: "edgegrant e2e MCP client",
+    application_type: "native",
     redirect_uris: [CALLBACK],
     grant_types: ["authorization_code", "refresh_token"],
     response_types: ["code"],
@@ -104,8 +105,10 @@ class Provider {
   get redirectUrl() {
     return CALLBACK;
   }
+  // What a client of MCP 2026-07-28 registers: its application_type too (native: a program on
+  // the user's machine with a loopback redirect URI), which 2025-11-25's clients left out.
   get clientMetadata() {
-    return { client_name: "edgegrant e2e MCP client", redirect_uris: [CALLBACK], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" };
+    return { client_name: "edgegrant e2e MCP client", application_type: "native", redirect_uris: [CALLBACK], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" };
   }
   clientInformation() {
     return this.saved.client;
