@@ -288,8 +288,14 @@ pub(crate) fn draft(
         software_id: text("software_id")?,
         software_version: text("software_version")?,
     };
+    // A document names its client (MCP 2026-07-28: client_id, client_name and redirect_uris
+    // are required of it, and the server checks them); a registration may leave the name out.
+    let name = text("client_name")?;
+    if origin == Origin::Document && name.is_none() {
+        return metadata("client_name is required of a metadata document");
+    }
     Ok(Draft {
-        name: text("client_name")?,
+        name,
         redirect_uris,
         scopes,
         auth_method,

@@ -1055,3 +1055,33 @@ fn refresh_tokens_for_unannounced_clients_can_be_switched_off() {
     let configured = json(&sim.exchange_pkce(&code, VERIFIER));
     assert!(configured["refresh_token"].is_string(), "{configured}");
 }
+
+/// MCP 2026-07-28: a metadata document must name its client; one without `client_name` is
+/// refused on the error page and nothing of it is kept.
+#[test]
+fn a_document_without_client_name_is_refused() {
+    let mut sim = documents_sim();
+    let body = json!({
+        "client_id": DOCUMENT,
+        "redirect_uris": [CALLBACK],
+        "token_endpoint_auth_method": "none",
+    });
+    sim.store.web.insert(
+        DOCUMENT.to_owned(),
+        Ok(Fetched {
+            status: 200,
+            cache_control: None,
+            body: body.to_string().into_bytes(),
+        }),
+    );
+    let refused = sim.authorize(&query(DOCUMENT), Some(&alice()));
+    assert!(
+        matches!(refused.refusal(), Some(Refusal::ClientDocument(unusable))
+            if matches!(&unusable.fault, DocumentFault::Invalid(why) if why.contains("client_name"))),
+        "{:?}",
+        refused.refusal()
+    );
+    assert_eq!(http(refused).status, 400);
+    let key = RecordKey::app(sim.config.server_key(), AppKey::new(DOCUMENT).unwrap());
+    assert!(sim.store.get(&key).is_none(), "nothing kept");
+}
