@@ -94,6 +94,8 @@ impl Decision {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Loads {
     entries: Vec<(RecordKey, Option<Entry>)>,
+    /// What the request read before it last let its records go to decide again.
+    before: Vec<(RecordKey, Option<Entry>)>,
 }
 
 /// One record as loaded: its bytes in the current format, read in place by views
@@ -156,8 +158,10 @@ impl Loads {
         Ok(())
     }
 
+    /// Lets the records go, to decide again from fresh ones (a write lost a race; a sweep's
+    /// next page), keeping what was read until the next time ([`Ctx::rewritten_as_read`]).
     pub fn clear(&mut self) {
-        self.entries.clear();
+        self.before = core::mem::take(&mut self.entries);
     }
 
     /// The stored app loaded under `key`, if any.
@@ -433,6 +437,19 @@ impl<'a> Ctx<'a> {
                 None => Err(Box::new(Need::Fault(key.clone()))),
             })
             .transpose()
+    }
+
+    /// Whether the record under `key`, as loaded now, is the one this request read before it
+    /// last decided again, written back byte for byte since (at a later version): what won the
+    /// race wrote it as it was.
+    pub fn rewritten_as_read(&self, key: &RecordKey) -> bool {
+        let before = self.loads.before.iter().find(|(k, _)| k == key);
+        match (self.loads.get(key), before) {
+            (Some(Some(now)), Some((_, Some(then)))) => {
+                now.version != then.version && now.bytes == then.bytes
+            }
+            _ => false,
+        }
     }
 
     /// The record under `key` decoded, with its version (loading it first if needed), or

@@ -598,3 +598,130 @@ fn the_store_and_an_old_token_together_yield_no_live_credential() {
     let retried = other.refresh_answer(&first, PKCE_APP, None);
     assert_eq!(retried.refusal(), Some(&Refusal::UnknownRefreshToken));
 }
+
+/// More refreshes of one token at once than a request has attempts ([`Policy::max_attempts`]),
+/// in lockstep — each round every request reads, then each tries its write in turn, so all but
+/// one lose — the worst order a store can give them (issue 47, item 14: 3 hosts each racing a
+/// few refreshes of one token on PostgreSQL got `503` for 0.4 % of them). One rotates; the
+/// others find themselves its retries, and each writes the grant back, on record. A retry that
+/// loses that write to another retry of the same rotation (the grant rewritten as it read it)
+/// answers from the state that won — the rotation still open there — and writes no more: no
+/// request loses more than twice, and every one gets the rotation's answer, none a `503`.
+#[test]
+fn more_racing_refreshes_than_attempts_all_get_the_rotations_answer() {
+    let (sim, _, refresh) = signed_in_with(standards_config(Rotation::default()));
+    let racers = sim.config.policy().max_attempts as usize + 3;
+    let mut store = sim.store.clone();
+    let mut requests: Vec<edgegrant_tests::Request> = (0..racers)
+        .map(|i| {
+            let seed = 500 + i as u64;
+            edgegrant_tests::Request::new(
+                &sim.config,
+                refresh_input(&refresh),
+                sim.now,
+                entropy(seed),
+            )
+        })
+        .collect();
+    let mut answers: Vec<Option<Answer>> = vec![None; racers];
+    let mut audit = Vec::new();
+    let mut rounds = 0;
+    while answers.iter().any(Option::is_none) {
+        rounds += 1;
+        assert!(rounds <= 2 * racers, "the race ends");
+        // Every request still running reads all it asks for…
+        for (request, _) in requests
+            .iter_mut()
+            .zip(&answers)
+            .filter(|(_, a)| a.is_none())
+        {
+            while matches!(request.next(), Step::Read(_)) {
+                request.step(&mut store).unwrap();
+            }
+        }
+        // …then each writes (or answers), in turn, on what they all read.
+        for (request, answer) in requests.iter_mut().zip(&mut answers) {
+            if answer.is_some() {
+                continue;
+            }
+            match request.step(&mut store).unwrap() {
+                Progress::Done {
+                    answer: done,
+                    audit: events,
+                    ..
+                } => {
+                    audit.extend(events);
+                    *answer = Some(done);
+                }
+                Progress::Conflicted(_) => {}
+                other => panic!("a refresh writes or answers here, not {other:?}"),
+            }
+        }
+    }
+    let answers: Vec<Answer> = answers.into_iter().map(Option::unwrap).collect();
+    for answer in &answers {
+        assert_eq!(
+            answer.response().status,
+            200,
+            "{:?}: {}",
+            answer.refusal(),
+            answer.response().body
+        );
+    }
+    let delivered: Vec<(String, Option<String>)> =
+        answers.iter().filter_map(token_response).collect();
+    assert!(
+        delivered.windows(2).all(|w| w[0] == w[1]),
+        "one answer: {delivered:?}"
+    );
+    let most = requests.iter().map(|r| r.conflicts).max();
+    assert_eq!(most, Some(2), "a rotation lost, then a retry's write");
+    let (rotated, retried) = audit.iter().fold((0, 0), |(rot, ret), event| match event {
+        AuditEvent::RefreshTokenRotated { .. } => (rot + 1, ret),
+        AuditEvent::RefreshTokenRetried { .. } => (rot, ret + 1),
+        _ => (rot, ret),
+    });
+    assert_eq!(rotated, 1, "{audit:?}");
+    assert!(retried >= 1, "the retries are on record: {audit:?}");
+    // The answer is live, and its token current: it rotates in turn.
+    check_store(&fixture_key(), &store);
+    let (access, next) = &delivered[0];
+    assert!(validates(&sim.config, &store, sim.now, access));
+    let mut after = Sim::new(Config::clone(&sim.config));
+    after.store = store;
+    after.now = sim.now;
+    let next = next.as_deref().expect("a rotated token");
+    assert_eq!(after.run(refresh_input(next)).response().status, 200);
+}
+
+/// A retry writes the grant back with the purge time it had (under an idle lifetime, one
+/// access-token lifetime past its idle deadline), not without one.
+#[test]
+fn a_retry_keeps_the_grants_purge_time() {
+    let mut doc = fixture_document();
+    doc.policy.refresh_idle_lifetime = Some(Seconds(86_400));
+    doc.profile = standards_config(Rotation::default()).profile().clone();
+    let mut sim = Sim::new(Config::new(doc).unwrap());
+    let (_, first) = signed_in_on(&mut sim);
+    // Half the idle lifetime on, the refresh moves the deadline (and the purge time) on.
+    sim.advance(50_000);
+    let answer = refreshed(&mut sim, &first);
+    let second = text(&answer, "refresh_token");
+    let grant_key = {
+        let key = RecordKey::of_refresh_token(&fixture_key(), &second).unwrap();
+        let Some(Record::RefreshToken(token)) = sim.store.record(&key) else {
+            panic!("no refresh token record");
+        };
+        RecordKey::Grant(key.partition(), token.grant)
+    };
+    let purge = sim.store.purge_after(&grant_key);
+    assert_eq!(purge, Some(sim.now.plus(Seconds(86_400 + 14_400))));
+    sim.advance(1);
+    let again = json(refresh(&mut sim, &first).response());
+    assert_eq!(again["refresh_token"], answer["refresh_token"]);
+    assert!(matches!(
+        sim.audit.last(),
+        Some(AuditEvent::RefreshTokenRetried { .. })
+    ));
+    assert_eq!(sim.store.purge_after(&grant_key), purge);
+}

@@ -622,9 +622,17 @@ struct Retried<'p> {
 /// A retry inside the window of the rotation that superseded the presented token: the same
 /// answer again — its access token (still live: the window is shorter than its lifetime) and
 /// its successor — if the retry asks for what that refresh asked. The grant is written back
-/// as it is, at the version read, with the audit event `refresh_token_retried`: every retry
-/// is on record, and one racing the successor's first use loses and is judged again (as a
-/// reuse, which revokes the grant).
+/// as it is, at the version read (with its purge time), with the audit event
+/// `refresh_token_retried`: every retry is on record, and one racing the successor's first use
+/// loses and is judged again (as a reuse, which revokes the grant).
+///
+/// A retry whose write-back lost to another retry of the same rotation — it finds the grant
+/// written back byte for byte since it read it, the rotation still open — answers from that
+/// state, writing nothing more: what won is on record with this very answer. Without that,
+/// retries sent at once (a client's, and the same request from its other tabs or hosts) would
+/// each write in turn, the last losing one race per retry before it, and from
+/// [`Policy::max_attempts`](crate::Policy) at once the last would get `503` (issue 47, item 14).
+/// So a refresh loses at most twice: the rotation, then its retry's write-back.
 fn retry(
     ctx: &Ctx<'_>,
     client: &Client,
@@ -652,25 +660,25 @@ fn retry(
         account_id: grant.account_id.clone(),
         grant: first.grant.clone(),
     };
+    let answer = Ending::Tokens(Box::new(TokenBody {
+        expires_in: first.expires_at.map(|at| at.seconds_from(ctx.now)),
+        access_token: access,
+        refresh_token: Some(retried.partition.refresh_token(
+            retried.key,
+            &retried.seed.refresh_secret(retried.key, retried.presented),
+        )),
+        exchange: None,
+    }));
+    if ctx.rewritten_as_read(&retried.grant_key) {
+        return Ok(Decision::End(answer));
+    }
     let kept = replace(
         retried.grant_key.clone(),
         Some(retried.grant.version),
         &Record::Grant(grant.clone()),
-        None,
+        grant::purge_after(grant, ctx.config.policy()),
     );
-    Ok(Decision::commit_one(
-        kept,
-        audit,
-        Ending::Tokens(Box::new(TokenBody {
-            expires_in: first.expires_at.map(|at| at.seconds_from(ctx.now)),
-            access_token: access,
-            refresh_token: Some(retried.partition.refresh_token(
-                retried.key,
-                &retried.seed.refresh_secret(retried.key, retried.presented),
-            )),
-            exchange: None,
-        })),
-    ))
+    Ok(Decision::commit_one(kept, audit, answer))
 }
 
 /// A superseded refresh token presented outside its retry window: refuse, and revoke its grant
