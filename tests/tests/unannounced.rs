@@ -673,7 +673,8 @@ fn a_self_registered_client_names_only_https_loopback_or_reverse_domain_redirect
     for refused in [
         "ms-msdt:/id?PCWDiagnostic",
         "search-ms:query=x",
-        "intent://scan/#Intent",
+        // (Without a fragment: one is refused by the rule of every redirect URI already.)
+        "intent://scan/",
         "vscode://file/x",
         "custom:/callback",
         "http://app.example/cb",
@@ -693,12 +694,7 @@ fn a_self_registered_client_names_only_https_loopback_or_reverse_domain_redirect
         "http://[::1]/cb",
         "com.example.app:/oauth2redirect",
     ] {
-        let answer = try_register(
-            &mut sim,
-            json!({ "redirect_uris": [taken], "token_endpoint_auth_method": "none" }),
-            "192.0.2.1",
-        );
-        assert_eq!(answer.status, 201, "{taken}: {}", answer.body);
+        register_at(&mut sim, taken);
     }
 }
 
