@@ -7,7 +7,7 @@ use crate::credentials::{
     AccessToken, AuthorizationCode, ClientSecret, RefreshToken, RegistrationToken,
 };
 use crate::endpoints::discovery::Metadata;
-use crate::ids::{AccountId, AppKey, Uid, User};
+use crate::ids::{AccountId, AppKey, GrantId, Uid, User};
 use crate::prelude::*;
 use crate::records::{AppRecord, Resources};
 use crate::refusal::Refusal;
@@ -43,6 +43,10 @@ pub(crate) struct TokenBody {
     pub refresh_token: Option<RefreshToken>,
     /// The exchange's extra fields: scope, account_id, uid.
     pub exchange: Option<(ScopeSet, AccountId, Uid)>,
+    /// A rotation's retry answered with no write of its own to carry its event: its app,
+    /// account and grant, for the reply's `refresh_token_retried`
+    /// ([`Reply::audit`](crate::Reply::audit)).
+    pub retried: Option<(AppKey, AccountId, GrantId)>,
 }
 
 /// How a request ends, before it is written out.

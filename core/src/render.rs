@@ -910,7 +910,23 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Step {
             );
             (Outcome::DisplayCode { app, code }, response)
         }
-        Ending::Tokens(body) => (Outcome::Tokens, json_response(200, token_body(&body), &[])),
+        Ending::Tokens(body) => {
+            let response = json_response(200, token_body(&body), &[]);
+            // A retry answered with no write of its own to carry its event: the reply does.
+            let audit = match body.retried {
+                Some((app, account_id, grant)) => vec![AuditEvent::RefreshTokenRetried {
+                    app,
+                    account_id,
+                    grant,
+                }],
+                None => Vec::new(),
+            };
+            return Step::Respond(Reply {
+                outcome: Outcome::Tokens,
+                response,
+                audit,
+            });
+        }
         Ending::Revoked(Revocation::Grant(_)) => {
             (Outcome::Revoked, json_response(200, "null".to_owned(), &[]))
         }

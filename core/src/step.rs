@@ -227,7 +227,9 @@ pub struct Reply {
     /// The complete response, headers included: send it as it is.
     pub response: HttpResponse,
     /// Events of the answer itself, for the host's audit log, emitted as it is sent: empty
-    /// but for a defect ([`AuditEvent::Defect`]), which wrote nothing that could carry one.
+    /// but for a defect ([`AuditEvent::Defect`]) and a rotation's retry answered from the write
+    /// of another retry that raced it ([`AuditEvent::RefreshTokenRetried`]), neither of which
+    /// wrote anything that could carry its event.
     pub audit: Vec<AuditEvent>,
 }
 

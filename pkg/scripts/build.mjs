@@ -186,9 +186,13 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * `finish` (+2.0). The module for configured apps carries what every deployment has: the
  * source grouping, the defect, the link's new field, the refusal map. The resource helper's
  * bearer parsing and challenges taken from the core (two exports, `bearerToken` and
- * `resourceChallenge`), +0.8 and +0.7: 139.4 and 122.4.
+ * `resourceChallenge`), +0.8 and +0.7: 139.4 and 122.4. Issue 47, item 14: a rotation's retry
+ * that lost its write-back to another retry answers without a write, its `refresh_token_retried`
+ * on the reply (every retry stays on record), +0.26 and +0.34: 139.75 and 122.75 (`twiggy diff`
+ * before wasm-opt: +0.57 KB raw, the retry's ids carried in the token body to `render`; the
+ * event itself boxed in the body cost three times that). Budgets 139.8 and 122.8, on purpose.
  */
-const BUDGETS = { edgegrant_wasm: 139.5 * 1024, edgegrant_configured_apps: 122.5 * 1024, edgegrant_client: 69.8 * 1024 };
+const BUDGETS = { edgegrant_wasm: 139.8 * 1024, edgegrant_configured_apps: 122.8 * 1024, edgegrant_client: 69.8 * 1024 };
 
 // The server's module may use WebAssembly's 128-bit SIMD (LLVM moves memory 16 bytes at a time
 // with it: 0.7 KiB smaller gzipped): every runtime it serves has it (the package needs Node 20;

@@ -179,7 +179,8 @@ async function drive(request, storage, onAudit, attempts, fetcher = fetchDocumen
           return { verdict, retryAfter: wait === undefined ? null : Number(wait) };
         }
         const { status, headers, body, outcome, refusal, audit } = step;
-        // A defect's event rides on its reply: it wrote nothing that could carry it.
+        // A defect's event rides on its reply, as does that of a rotation's retry answered from
+        // another retry's write: neither wrote anything that could carry it.
         if (onAudit && audit.length > 0) emitAudit(onAudit, audit);
         return { kind: "reply", status, headers, body, outcome, refusal };
       } else {

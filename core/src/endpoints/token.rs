@@ -338,6 +338,7 @@ fn exchange_code(
             expires_in: issued.expires_in,
             refresh_token: issued.refresh_token,
             exchange: Some((issued.grant.scopes, user.account_id, user.uid)),
+            retried: None,
         })),
     ))
 }
@@ -597,6 +598,7 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
             expires_in: expires_at.map(|at| at.seconds_from(ctx.now)),
             refresh_token: successor,
             exchange: None,
+            retried: None,
         })),
     ))
 }
@@ -628,7 +630,9 @@ struct Retried<'p> {
 ///
 /// A retry whose write-back lost to another retry of the same rotation — it finds the grant
 /// written back byte for byte since it read it, the rotation still open — answers from that
-/// state, writing nothing more: what won is on record with this very answer. Without that,
+/// state, writing nothing more, its event on the reply ([`Reply::audit`](crate::Reply::audit)):
+/// every retry is still on record, and the order against the successor's first use is the
+/// winner's (it read the grant after the winner wrote it, the window still open). Without that,
 /// retries sent at once (a client's, and the same request from its other tabs or hosts) would
 /// each write in turn, the last losing one race per retry before it, and from
 /// [`Policy::max_attempts`](crate::Policy) at once the last would get `503` (issue 47, item 14).
@@ -655,12 +659,7 @@ fn retry(
         return Ok(Decision::End(client.refuse(Refusal::RetryDiffers)));
     }
     let grant = retried.grant.record;
-    let audit = AuditEvent::RefreshTokenRetried {
-        app: grant.app.clone(),
-        account_id: grant.account_id.clone(),
-        grant: first.grant.clone(),
-    };
-    let answer = Ending::Tokens(Box::new(TokenBody {
+    let mut answer = Box::new(TokenBody {
         expires_in: first.expires_at.map(|at| at.seconds_from(ctx.now)),
         access_token: access,
         refresh_token: Some(retried.partition.refresh_token(
@@ -668,17 +667,29 @@ fn retry(
             &retried.seed.refresh_secret(retried.key, retried.presented),
         )),
         exchange: None,
-    }));
+        retried: None,
+    });
     if ctx.rewritten_as_read(&retried.grant_key) {
-        return Ok(Decision::End(answer));
+        // Answered from another retry's write: none of its own, so the reply carries its event.
+        answer.retried = Some((
+            grant.app.clone(),
+            grant.account_id.clone(),
+            first.grant.clone(),
+        ));
+        return Ok(Decision::End(Ending::Tokens(answer)));
     }
+    let audit = AuditEvent::RefreshTokenRetried {
+        app: grant.app.clone(),
+        account_id: grant.account_id.clone(),
+        grant: first.grant.clone(),
+    };
     let kept = replace(
         retried.grant_key.clone(),
         Some(retried.grant.version),
         &Record::Grant(grant.clone()),
         grant::purge_after(grant, ctx.config.policy()),
     );
-    Ok(Decision::commit_one(kept, audit, answer))
+    Ok(Decision::commit_one(kept, audit, Ending::Tokens(answer)))
 }
 
 /// A superseded refresh token presented outside its retry window: refuse, and revoke its grant
