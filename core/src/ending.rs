@@ -41,8 +41,11 @@ pub(crate) struct TokenBody {
     pub access_token: AccessToken,
     pub expires_in: Option<Seconds>,
     pub refresh_token: Option<RefreshToken>,
-    /// The exchange's extra fields: scope, account_id, uid.
-    pub exchange: Option<(ScopeSet, AccountId, Uid)>,
+    /// The token's scopes, where the answer names them (RFC 6749 §5.1: always after an
+    /// exchange; after a refresh only when they differ from the scopes asked for).
+    pub scope: Option<ScopeSet>,
+    /// The reference service's extra fields of an exchange: account_id, uid.
+    pub person: Option<(AccountId, Uid)>,
     /// A rotation's retry answered with no write of its own to carry its event: its app,
     /// account and grant, for the reply's `refresh_token_retried`
     /// ([`Reply::audit`](crate::Reply::audit)).

@@ -721,7 +721,7 @@ fn jwks(keys: &[ClientKey]) -> String {
 /// alphabetical order).
 fn token_body(body: &TokenBody) -> String {
     let mut json = JsonObject::new().string("access_token", body.access_token.expose());
-    if let Some((_, account_id, _)) = &body.exchange {
+    if let Some((account_id, _)) = &body.person {
         json = json.string("account_id", account_id.as_str());
     }
     if let Some(expires_in) = body.expires_in {
@@ -730,11 +730,11 @@ fn token_body(body: &TokenBody) -> String {
     if let Some(refresh) = &body.refresh_token {
         json = json.string("refresh_token", refresh.expose());
     }
-    if let Some((scope, _, _)) = &body.exchange {
+    if let Some(scope) = &body.scope {
         json = json.string("scope", scope.as_str());
     }
     json = json.string("token_type", "bearer");
-    if let Some((_, _, uid)) = &body.exchange {
+    if let Some((_, uid)) = &body.person {
         json = json.string("uid", uid.as_str());
     }
     json.finish()

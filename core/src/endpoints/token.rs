@@ -337,7 +337,8 @@ fn exchange_code(
             access_token: issued.access_token,
             expires_in: issued.expires_in,
             refresh_token: issued.refresh_token,
-            exchange: Some((issued.grant.scopes, user.account_id, user.uid)),
+            scope: Some(issued.grant.scopes),
+            person: Some((user.account_id, user.uid)),
             retried: None,
         })),
     ))
@@ -478,10 +479,15 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
         Some(Ok(set)) => Some(set),
         Some(Err(())) => return end(Refusal::MalformedScope),
     };
-    let scopes = match refresh_token::scopes(grant.record, requested) {
-        Ok(scopes) => scopes,
-        Err(refusal) => return end(refusal),
-    };
+    let scopes =
+        match refresh_token::scopes(grant.record, requested, ctx.config.offers_offline_access()) {
+            Ok(scopes) => scopes,
+            Err(refusal) => return end(refusal),
+        };
+    // RFC 6749 §5.1: the answer names the scopes when they are not those asked for.
+    let named = requested
+        .filter(|asked| **asked != scopes)
+        .map(|_| scopes.clone());
     let here = ctx.config.issuer().map(|issuer| issuer.resource());
     let audience = match grant::audience(&grant.record.resources, request.resources, here) {
         Ok(audience) => audience,
@@ -496,7 +502,7 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
             grant_key,
             grant: &grant,
         };
-        return retry(ctx, client, &retried, &scopes, &audience);
+        return retry(ctx, client, &retried, &scopes, named.as_ref(), &audience);
     }
     let expires_at =
         access_token::expires_at(TokenAccessType::Offline, ctx.now, ctx.config.policy());
@@ -597,7 +603,8 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
             access_token: access,
             expires_in: expires_at.map(|at| at.seconds_from(ctx.now)),
             refresh_token: successor,
-            exchange: None,
+            scope: named,
+            person: None,
             retried: None,
         })),
     ))
@@ -642,6 +649,7 @@ fn retry(
     client: &Client,
     retried: &Retried<'_>,
     scopes: &ScopeSet,
+    named: Option<&ScopeSet>,
     audience: &Resources,
 ) -> Flow<Decision> {
     let access = retried.partition.access_token(
@@ -666,7 +674,8 @@ fn retry(
             retried.key,
             &retried.seed.refresh_secret(retried.key, retried.presented),
         )),
-        exchange: None,
+        scope: named.cloned(),
+        person: None,
         retried: None,
     });
     if ctx.rewritten_as_read(&retried.grant_key) {

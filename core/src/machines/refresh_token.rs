@@ -10,7 +10,7 @@ use crate::machines::grant;
 use crate::prelude::*;
 use crate::records::{GrantRecord, LastRotation, RefreshTokenRecord};
 use crate::refusal::Refusal;
-use crate::scope::ScopeSet;
+use crate::scope::{ScopeSet, OFFLINE_ACCESS};
 use crate::time::{is_expired, Seconds, UnixTime};
 
 /// The record of the refresh token of `grant`.
@@ -42,15 +42,28 @@ pub(crate) fn check_client(grant: &GrantRecord, has_secret: bool) -> Result<(), 
 }
 
 /// The scopes of the new access token: the grant's, or fewer when asked (RFC 6749 §6), never
-/// more.
+/// more. Where the profile offers `offline_access`, asking it again on a refresh asks for what
+/// the presented refresh token already is, so it is held even by a grant whose refresh token
+/// came from the client's `refresh_token` grant type rather than from that scope (MCP clients
+/// may repeat their authorization's `scope`); it is never added to a grant that lacks it.
 pub(crate) fn scopes(
     grant: &GrantRecord,
     requested: Option<&ScopeSet>,
+    offline_access_offered: bool,
 ) -> Result<ScopeSet, Refusal> {
-    match requested {
-        None => Ok(grant.scopes.clone()),
-        Some(narrower) if narrower.is_subset(&grant.scopes) => Ok(narrower.clone()),
-        Some(_) => Err(Refusal::ScopeWidened),
+    let Some(asked) = requested else {
+        return Ok(grant.scopes.clone());
+    };
+    let implied = offline_access_offered && !grant.scopes.iter().any(|n| n == OFFLINE_ACCESS);
+    let narrower = if implied {
+        asked.without(OFFLINE_ACCESS)
+    } else {
+        asked.clone()
+    };
+    if narrower.is_subset(&grant.scopes) {
+        Ok(narrower)
+    } else {
+        Err(Refusal::ScopeWidened)
     }
 }
 
