@@ -30,8 +30,10 @@
 //!      nothing and report [`Event::Conflicted`]: the request reads again and decides from the
 //!      state that won the race (for a code redeemed by a racing host, `invalid_grant`), and
 //!      answers `503` once it lost [`Policy::max_attempts`] times.
-//!    - [`Step::Respond`]: send [`Reply::response`] as it is — status, headers, body. The
-//!      [`Reply::outcome`] says what happened, and why if it was refused ([`Refusal`]).
+//!    - [`Step::Respond`]: send [`Reply::response`] as it is — status, headers, body — and
+//!      emit [`Reply::audit`]'s events as it is sent (the few answers that wrote nothing to
+//!      carry their event: a defect, a rotation's retry answered from a racing retry's write).
+//!      The [`Reply::outcome`] says what happened, and why if it was refused ([`Refusal`]).
 //!    - [`Step::Serve`]: the API call is authorized; answer it with the endpoint's handler
 //!      for the [`Principal`], and set [`Authorized::headers`] on the handler's response.
 //!    - [`Step::Verify`] (only for a client registered with keys, `private_key_jwt`): verify
@@ -129,8 +131,10 @@
 //! served beside it (RFC 9728), named by `resource_metadata` in every bearer challenge; and
 //! refresh-token [`Rotation`] (RFC 9700 §4.14.2) for refreshes made without a client secret (or
 //! every one): a retry of a rotated refresh inside its window gets the same answer — derived
-//! again from a [`RotationSeed`] in the grant, since only digests are stored, so the host sees
-//! a read and no write — and a superseded token at any other time revokes its grant.
+//! again from a [`RotationSeed`] in the grant, since only digests are stored; the retry writes
+//! the grant back unchanged so that its `refresh_token_retried` event is on record, or, when
+//! another retry of the same rotation won that write, answers from it with the event on
+//! [`Reply::audit`] — and a superseded token at any other time revokes its grant.
 //! The metadata reads no record (its partition is `None`); revocation and introspection route
 //! to the token's partition.
 //!
