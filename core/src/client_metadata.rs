@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::config::{check_redirect_uri, App, Config, DefaultTokenType, Permissions};
 use crate::credentials::SecretDigest;
+use crate::grant_type::GrantType;
 use crate::ids::{https_host, is_displayable, AppKey, RedirectUri};
 use crate::jose::client_keys;
 use crate::records::{AboutClient, AuthMethod, ClientKeys, RemoteKeys};
@@ -207,8 +208,9 @@ pub(crate) fn draft(
     }
     // The grant and response types this server has for such a client; the rest is left out
     // of the registration (§3.2.1), but the code flow must be among them.
-    let grant_types = list("grant_types", 8)?.unwrap_or(vec!["authorization_code"]);
-    if !grant_types.contains(&"authorization_code") {
+    let code_grant = GrantType::AuthorizationCode.name();
+    let grant_types = list("grant_types", 8)?.unwrap_or(vec![code_grant]);
+    if !grant_types.contains(&code_grant) {
         return metadata("grant_types must include authorization_code");
     }
     let response_types = list("response_types", 8)?.unwrap_or(vec!["code"]);
@@ -299,7 +301,7 @@ pub(crate) fn draft(
         redirect_uris,
         scopes,
         auth_method,
-        refresh_tokens: grant_types.contains(&"refresh_token"),
+        refresh_tokens: grant_types.contains(&GrantType::RefreshToken.name()),
         native,
         about,
         keys,

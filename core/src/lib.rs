@@ -179,7 +179,7 @@
 //! it, with no two modules importing each other (`tests/tests/layers.rs` checks both, from the
 //! `crate::` paths of every file). From the bottom:
 //!
-//! 1. `prelude`, `time`, `ids`, `scope`, `wire`, `jose`, `credentials`, `pages` — what std's prelude gave (the crate is `no_std`); values, their wire forms, client assertions and keys, secrets and digests, page templates
+//! 1. `prelude`, `time`, `ids`, `scope`, `grant_type`, `wire`, `jose`, `credentials`, `pages` — what std's prelude gave (the crate is `no_std`); values, the grant types, their wire forms, client assertions and keys, secrets and digests, page templates
 //! 2. `config`, `partition`, `pkce`, `refusal` — the configuration, where records live, PKCE, why a request is refused
 //! 3. `records` — what is stored, under which keys
 //! 4. `machines`, `client_metadata` — the state machines: pure transitions on records and time; client metadata (RFC 7591 §2) read and checked
@@ -294,6 +294,7 @@ mod ctx;
 mod documents;
 mod ending;
 mod endpoints;
+mod grant_type;
 mod ids;
 mod jose;
 mod machines;
@@ -325,6 +326,7 @@ pub use credentials::{
 pub use documents::{KEYS_REFETCH_AFTER, KEY_SET_MAX_BYTES};
 pub use endpoints::api::bearer_token_of;
 pub use endpoints::discovery::{protected_resource_metadata, protected_resource_metadata_url};
+pub use grant_type::GrantType;
 pub use ids::{AccountId, AppKey, GrantId, InvalidId, RedirectUri, Uid, User};
 pub use jose::{ClientKey, SigningAlg};
 pub use machines::attempts::{Attempter, MAX_ATTEMPTERS};

@@ -9,6 +9,7 @@ use crate::config::{Config, Issuer};
 use crate::cors;
 use crate::ending::{ConsentPage, Ending, Introspected, Registered, Revocation, TokenBody, Via};
 use crate::endpoints::discovery::{self, Metadata};
+use crate::grant_type::GrantType;
 use crate::jose::ClientKey;
 use crate::pages::{lookup, page_data};
 use crate::records::{ClientKeys, Provenance, TokenAccessType};
@@ -656,9 +657,9 @@ fn client_information(registered: &Registered, config: &Config) -> String {
         return JsonObject::new().finish();
     };
     let about = &registration.about;
-    let mut grant_types = vec!["authorization_code"];
+    let mut grant_types = vec![GrantType::AuthorizationCode.name()];
     if registration.refresh_tokens {
-        grant_types.push("refresh_token");
+        grant_types.push(GrantType::RefreshToken.name());
     }
     let mut json = JsonObject::new()
         .string(

@@ -6,6 +6,7 @@
 
 use crate::config::{Config, Issuer};
 use crate::credentials::AccessToken;
+use crate::grant_type::{GrantType, RoutedBy};
 use crate::ids::AppKey;
 use crate::partition::Partition;
 use crate::step::Input;
@@ -288,12 +289,12 @@ pub fn partition_of(config: &Config, input: &Input) -> Option<Partition> {
         }
         Locator::GrantCredential => {
             let params = token_params(config, request);
-            let credential = match params.one("grant_type") {
-                Ok(Some("authorization_code")) => params.one("code").ok()??,
-                Ok(Some("refresh_token")) => params.one("refresh_token").ok()??,
-                _ => return None,
+            let grant = GrantType::from_name(params.one("grant_type").ok()??)?;
+            return match grant.routed_by() {
+                RoutedBy::Credential(name) => {
+                    Partition::of_credential(key, params.one(name).ok()??)
+                }
             };
-            return Partition::of_credential(key, credential);
         }
         Locator::TokenParameter => {
             let params = token_params(config, request);

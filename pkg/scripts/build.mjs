@@ -195,8 +195,13 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * scopes when they differ from those asked (RFC 6749 §5.1), +0.2 and +0.3: 140.0 and 123.02
  * (`twiggy diff`: +0.1 KB of logic; the rest is `token::decide` no longer inlined into
  * `Route::decide`). Budgets 140.1 and 123.1.
+ *
+ * Issue 48 (grants without a person) may add at most 6 KiB to the module for configured apps in
+ * all: from 125968 bytes (123.02 KiB) at its start, so never above 129.0. Its steps: the grant
+ * type table and the token endpoint split per grant type, +0.1 and +0.13 (143421 and 126105
+ * bytes). Budgets 140.2 and 123.2.
  */
-const BUDGETS = { edgegrant_wasm: 140.1 * 1024, edgegrant_configured_apps: 123.1 * 1024, edgegrant_client: 69.8 * 1024 };
+const BUDGETS = { edgegrant_wasm: 140.2 * 1024, edgegrant_configured_apps: 123.2 * 1024, edgegrant_client: 69.8 * 1024 };
 
 // The server's module may use WebAssembly's 128-bit SIMD (LLVM moves memory 16 bytes at a time
 // with it: 0.7 KiB smaller gzipped): every runtime it serves has it (the package needs Node 20;

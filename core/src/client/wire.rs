@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{ClientConfig, ClientError, HeldAccessToken, HeldRefreshToken, Session};
+use crate::grant_type::GrantType;
 use crate::time::{Seconds, UnixTime};
 use crate::wire::form::Params;
 use crate::wire::http::HttpResponse;
@@ -79,7 +80,7 @@ fn form_post(url: &str, pairs: &[(&str, &str)]) -> ClientRequest {
 /// `client_id` and proves possession with the verifier.
 pub(super) fn exchange_request(config: &ClientConfig, code: &str, verifier: &str) -> ClientRequest {
     let mut pairs = vec![
-        ("grant_type", "authorization_code"),
+        ("grant_type", GrantType::AuthorizationCode.name()),
         ("code", code),
         ("client_id", config.client_id.as_str()),
         ("code_verifier", verifier),
@@ -95,7 +96,7 @@ pub(super) fn refresh_request(config: &ClientConfig, refresh_token: &str) -> Cli
     form_post(
         &config.token_url,
         &[
-            ("grant_type", "refresh_token"),
+            ("grant_type", GrantType::RefreshToken.name()),
             ("refresh_token", refresh_token),
             ("client_id", config.client_id.as_str()),
         ],

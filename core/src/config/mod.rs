@@ -9,6 +9,7 @@ use alloc::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::credentials::{SecretDigest, ServerKey};
+use crate::grant_type::GrantType;
 use crate::ids::{https_host, AppKey, RedirectUri};
 use crate::pages::{PageTemplates, Pages};
 use crate::scope::{LegacyAccess, Scope, ScopeSet, OFFLINE_ACCESS};
@@ -834,6 +835,14 @@ impl Config {
     /// profile (OAuth 2.1 §4.1.1 admits S256 alone).
     pub fn requires_s256(&self) -> bool {
         self.policy.require_s256 || self.issuer().is_some()
+    }
+
+    /// Whether the token endpoint takes `grant` (the metadata lists what it takes): the
+    /// authorization code and the refresh token in every deployment.
+    pub fn offers(&self, grant: GrantType) -> bool {
+        match grant {
+            GrantType::AuthorizationCode | GrantType::RefreshToken => true,
+        }
     }
 
     /// Whether a client may ask for a refresh token with the scope

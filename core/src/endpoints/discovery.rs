@@ -4,6 +4,7 @@
 //! to anyone, from any origin. They read no record and name no secret.
 
 use crate::config::{Config, Issuer};
+use crate::grant_type::GrantType;
 use crate::jose::SigningAlg;
 use crate::prelude::*;
 use crate::routes::{
@@ -150,7 +151,11 @@ pub(crate) fn document(config: &Config, issuer: &Issuer) -> String {
         .strings("code_challenge_methods_supported", ["S256"])
         .strings(
             "grant_types_supported",
-            with_implicit(&["authorization_code", "refresh_token"], "implicit"),
+            GrantType::ALL
+                .into_iter()
+                .filter(|grant| config.offers(*grant))
+                .map(GrantType::name)
+                .chain(implicit.then_some("implicit")),
         )
         .string(
             "introspection_endpoint",
