@@ -7,7 +7,7 @@ use crate::credentials::{
     AccessToken, AuthorizationCode, ClientSecret, RefreshToken, RegistrationToken,
 };
 use crate::endpoints::discovery::Metadata;
-use crate::ids::{AccountId, AppKey, GrantId, Uid, User};
+use crate::ids::{AccountId, AppKey, GrantId, Subject, Uid, User};
 use crate::prelude::*;
 use crate::records::{AppRecord, Resources};
 use crate::refusal::Refusal;
@@ -47,9 +47,9 @@ pub(crate) struct TokenBody {
     /// The reference service's extra fields of an exchange: account_id, uid.
     pub person: Option<(AccountId, Uid)>,
     /// A rotation's retry answered with no write of its own to carry its event: its app,
-    /// account and grant, for the reply's `refresh_token_retried`
+    /// subject and grant, for the reply's `refresh_token_retried`
     /// ([`Reply::audit`](crate::Reply::audit)).
-    pub retried: Option<(AppKey, AccountId, GrantId)>,
+    pub retried: Option<(AppKey, Subject, GrantId)>,
 }
 
 /// How a request ends, before it is written out.
@@ -103,7 +103,9 @@ pub(crate) struct Registered {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Introspected {
     pub app: AppKey,
-    pub account_id: AccountId,
+    /// Whom it acts for: its `sub` (RFC 7662 §2.2) is the person's account id, or the
+    /// client's own id.
+    pub subject: Subject,
     pub scopes: ScopeSet,
     pub expires_at: Option<UnixTime>,
     /// An access token (`token_type: bearer`), or a refresh token.

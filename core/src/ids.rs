@@ -417,3 +417,32 @@ pub struct User {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
 }
+
+/// Whom a grant and its tokens act for: a person, or the client itself.
+///
+/// Records, the principal of an API call, introspection (`sub`) and audit events carry it, so
+/// that a host can tell a person's app from a machine acting on its own behalf.
+///
+/// ```
+/// # use edgegrant::{AccountId, Subject};
+/// let alice = Subject::Account(AccountId::new("dbid:alice").unwrap());
+/// assert_eq!(alice.account_id().map(AccountId::as_str), Some("dbid:alice"));
+/// assert_eq!(Subject::Client.account_id(), None);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Subject {
+    /// A person, by the account the host signed in.
+    Account(AccountId),
+    /// The client itself (the record's app), acting on its own behalf: client credentials.
+    Client,
+}
+
+impl Subject {
+    /// The person's account, if the subject is a person.
+    pub fn account_id(&self) -> Option<&AccountId> {
+        match self {
+            Subject::Account(account) => Some(account),
+            Subject::Client => None,
+        }
+    }
+}

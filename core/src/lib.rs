@@ -173,6 +173,11 @@
 //! account has ended since, and the token alone decides; otherwise it reads the grant and link
 //! as well. A handful of records, however many tokens exist.
 //!
+//! A grant acts for a [`Subject`]: a person's account (every grant a code or a consent makes),
+//! or the client itself. A person's grant stands by its link; a client's own has no link and
+//! ends by revocation or with the client. The principal of an API call, introspection's `sub`
+//! and the audit events name the subject, so a host can tell a machine from a person.
+//!
 //! ## Layers
 //!
 //! The modules stand in layers, and a module imports only from its own layer or those below
@@ -327,7 +332,7 @@ pub use documents::{KEYS_REFETCH_AFTER, KEY_SET_MAX_BYTES};
 pub use endpoints::api::bearer_token_of;
 pub use endpoints::discovery::{protected_resource_metadata, protected_resource_metadata_url};
 pub use grant_type::GrantType;
-pub use ids::{AccountId, AppKey, GrantId, InvalidId, RedirectUri, Uid, User};
+pub use ids::{AccountId, AppKey, GrantId, InvalidId, RedirectUri, Subject, Uid, User};
 pub use jose::{ClientKey, SigningAlg};
 pub use machines::attempts::{Attempter, MAX_ATTEMPTERS};
 pub use pages::{PageTemplates, DEFAULT_CODE, DEFAULT_CONSENT, DEFAULT_ERROR, DEFAULT_SIGN_IN};

@@ -10,6 +10,7 @@ use crate::cors;
 use crate::ending::{ConsentPage, Ending, Introspected, Registered, Revocation, TokenBody, Via};
 use crate::endpoints::discovery::{self, Metadata};
 use crate::grant_type::GrantType;
+use crate::ids::Subject;
 use crate::jose::ClientKey;
 use crate::pages::{lookup, page_data};
 use crate::records::{ClientKeys, Provenance, TokenAccessType};
@@ -391,9 +392,13 @@ fn introspection_body(found: Option<&Introspected>, config: &Config) -> String {
     if let Some(issuer) = config.issuer() {
         body = body.string("iss", issuer.as_str());
     }
-    body = body
-        .string("scope", token.scopes.as_str())
-        .string("sub", token.account_id.as_str());
+    body = body.string("scope", token.scopes.as_str()).string(
+        "sub",
+        match &token.subject {
+            Subject::Account(account_id) => account_id.as_str(),
+            Subject::Client => token.app.as_str(),
+        },
+    );
     if token.access_token {
         body = body.string("token_type", "bearer");
     }
@@ -915,9 +920,9 @@ pub(crate) fn render(ending: Ending, config: &Config) -> Step {
             let response = json_response(200, token_body(&body), &[]);
             // A retry answered with no write of its own to carry its event: the reply does.
             let audit = match body.retried {
-                Some((app, account_id, grant)) => vec![AuditEvent::RefreshTokenRetried {
+                Some((app, subject, grant)) => vec![AuditEvent::RefreshTokenRetried {
                     app,
-                    account_id,
+                    subject,
                     grant,
                 }],
                 None => Vec::new(),

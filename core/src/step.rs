@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::config::ScopesJson;
 
 use crate::credentials::AuthorizationCode;
-use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, Uid, User};
+use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, Subject, Uid, User};
 use crate::jose::SigningAlg;
 use crate::machines::attempts::Attempter;
 use crate::partition::Partition;
@@ -146,10 +146,11 @@ pub enum AttemptStep {
 pub struct Principal {
     /// The calling app.
     pub app: AppKey,
-    /// The user's account.
-    pub account_id: AccountId,
-    /// The user's uid.
-    pub uid: Uid,
+    /// Whom the call acts for: a person's account, or the app itself (a machine acting on
+    /// its own behalf), so that a handler can tell the two apart.
+    pub subject: Subject,
+    /// The person's uid; `None` when the subject is the app itself.
+    pub uid: Option<Uid>,
     /// The scopes the token carries.
     pub scopes: ScopeSet,
     /// When the token expires (`None`: a legacy long-lived token).
@@ -449,8 +450,8 @@ pub enum AuditEvent {
     TokensIssued {
         /// The app.
         app: AppKey,
-        /// The user.
-        account_id: AccountId,
+        /// Whom the grant acts for.
+        subject: Subject,
         /// The new grant.
         grant: GrantId,
         /// Whether a refresh token was issued.
@@ -462,8 +463,8 @@ pub enum AuditEvent {
     AccessTokenRefreshed {
         /// The app.
         app: AppKey,
-        /// The user.
-        account_id: AccountId,
+        /// Whom the grant acts for.
+        subject: Subject,
         /// The grant.
         grant: GrantId,
     },
@@ -472,8 +473,8 @@ pub enum AuditEvent {
     RefreshTokenRotated {
         /// The app.
         app: AppKey,
-        /// The user.
-        account_id: AccountId,
+        /// Whom the grant acts for.
+        subject: Subject,
         /// The grant.
         grant: GrantId,
     },
@@ -483,8 +484,8 @@ pub enum AuditEvent {
     RefreshTokenRetried {
         /// The app.
         app: AppKey,
-        /// The user.
-        account_id: AccountId,
+        /// Whom the grant acts for.
+        subject: Subject,
         /// The grant.
         grant: GrantId,
     },
@@ -493,8 +494,8 @@ pub enum AuditEvent {
     RefreshTokenReused {
         /// The app.
         app: AppKey,
-        /// The user.
-        account_id: AccountId,
+        /// Whom the grant acts for.
+        subject: Subject,
         /// The revoked grant.
         grant: GrantId,
     },
@@ -503,8 +504,8 @@ pub enum AuditEvent {
     GrantEvicted {
         /// The app.
         app: AppKey,
-        /// The user.
-        account_id: AccountId,
+        /// Whom the grant acts for.
+        subject: Subject,
         /// The revoked grant.
         grant: GrantId,
     },
@@ -512,8 +513,8 @@ pub enum AuditEvent {
     CodeReused {
         /// The app.
         app: AppKey,
-        /// The user.
-        account_id: AccountId,
+        /// Whom the grant acts for.
+        subject: Subject,
         /// The revoked grant.
         grant: GrantId,
     },
@@ -521,8 +522,8 @@ pub enum AuditEvent {
     GrantRevoked {
         /// The app.
         app: AppKey,
-        /// The user.
-        account_id: AccountId,
+        /// Whom the grant acts for.
+        subject: Subject,
         /// The revoked grant.
         grant: GrantId,
     },
@@ -601,6 +602,7 @@ impl AuditEvent {
                 Member::MaybeText(None) | Member::MaybeNumber(None) => out.json(key, "null"),
                 Member::MaybeText(Some(text)) => out.string(key, text),
                 Member::MaybeNumber(Some(number)) => out.number(key, number),
+                Member::Client => out.string(key, "client"),
             };
         }
         out.finish()
@@ -609,37 +611,27 @@ impl AuditEvent {
     /// The members of the event's JSON form, in order: `event`, `app`, `account_id` where it
     /// names a user, then its own. One list for both writers (`to_json` and `Serialize`).
     fn members(&self) -> Vec<(&'static str, Member<'_>)> {
-        let (app, account_id) = match self {
+        let (app, subject) = match self {
             AuditEvent::CodeIssued {
-                app, account_id, ..
-            }
-            | AuditEvent::TokensIssued {
-                app, account_id, ..
-            }
-            | AuditEvent::AccessTokenRefreshed {
-                app, account_id, ..
-            }
-            | AuditEvent::RefreshTokenRotated {
-                app, account_id, ..
-            }
-            | AuditEvent::RefreshTokenRetried {
-                app, account_id, ..
-            }
-            | AuditEvent::RefreshTokenReused {
-                app, account_id, ..
-            }
-            | AuditEvent::CodeReused {
-                app, account_id, ..
-            }
-            | AuditEvent::GrantEvicted {
-                app, account_id, ..
-            }
-            | AuditEvent::GrantRevoked {
                 app, account_id, ..
             }
             | AuditEvent::Unlinked {
                 app, account_id, ..
-            } => (app, Some(account_id)),
+            } => (app, Some(Member::Text(account_id.as_str()))),
+            AuditEvent::TokensIssued { app, subject, .. }
+            | AuditEvent::AccessTokenRefreshed { app, subject, .. }
+            | AuditEvent::RefreshTokenRotated { app, subject, .. }
+            | AuditEvent::RefreshTokenRetried { app, subject, .. }
+            | AuditEvent::RefreshTokenReused { app, subject, .. }
+            | AuditEvent::CodeReused { app, subject, .. }
+            | AuditEvent::GrantEvicted { app, subject, .. }
+            | AuditEvent::GrantRevoked { app, subject, .. } => (
+                app,
+                Some(match subject {
+                    Subject::Account(account_id) => Member::Text(account_id.as_str()),
+                    Subject::Client => Member::Client,
+                }),
+            ),
             AuditEvent::ClientRegistered { app, .. }
             | AuditEvent::ClientUpdated { app }
             | AuditEvent::ClientDeleted { app }
@@ -654,8 +646,11 @@ impl AuditEvent {
         let mut members = Vec::with_capacity(7);
         members.push(("event", Member::Text(self.name())));
         members.push(("app", Member::Text(app.as_str())));
-        if let Some(account_id) = account_id {
-            members.push(("account_id", Member::Text(account_id.as_str())));
+        // A person's account as `account_id`; a grant to the app itself as `"subject": "client"`.
+        match subject {
+            Some(Member::Client) => members.push(("subject", Member::Text("client"))),
+            Some(account_id) => members.push(("account_id", account_id)),
+            None => {}
         }
         match self {
             AuditEvent::CodeIssued {
@@ -727,6 +722,8 @@ enum Member<'a> {
     MaybeNumber(Option<u64>),
     Flag(bool),
     Scopes(&'a ScopeSet),
+    /// A grant's subject when it is the app itself (written as `"subject": "client"`).
+    Client,
 }
 
 /// The event's JSON form, keys in the order of the serde derive it replaced.
@@ -743,6 +740,7 @@ impl Serialize for AuditEvent {
                 Member::MaybeNumber(number) => out.serialize_entry(key, &number)?,
                 Member::Flag(flag) => out.serialize_entry(key, &flag)?,
                 Member::Scopes(scopes) => out.serialize_entry(key, &ScopesJson(scopes))?,
+                Member::Client => out.serialize_entry(key, "client")?,
             }
         }
         out.end()
@@ -875,16 +873,18 @@ mod tests {
         (app, account_id, grant, scopes, access_type, pkce): User,
         (at, maybe_at, flag, by, auth_method, which): Rest,
     ) -> AuditEvent {
+        // Every other grant's subject is the app itself.
+        let subject = if flag { Subject::Account(account_id.clone()) } else { Subject::Client };
         match which {
             0 => AuditEvent::CodeIssued { app, account_id, scopes, access_type, pkce, expires_at: UnixTime(at) },
-            1 => AuditEvent::TokensIssued { app, account_id, grant, refresh_token: flag, access_expires_at: maybe_at.map(UnixTime) },
-            2 => AuditEvent::AccessTokenRefreshed { app, account_id, grant },
-            3 => AuditEvent::RefreshTokenRotated { app, account_id, grant },
-            4 => AuditEvent::RefreshTokenRetried { app, account_id, grant },
-            5 => AuditEvent::RefreshTokenReused { app, account_id, grant },
-            6 => AuditEvent::GrantEvicted { app, account_id, grant },
-            7 => AuditEvent::CodeReused { app, account_id, grant },
-            8 => AuditEvent::GrantRevoked { app, account_id, grant },
+            1 => AuditEvent::TokensIssued { app, subject, grant, refresh_token: flag, access_expires_at: maybe_at.map(UnixTime) },
+            2 => AuditEvent::AccessTokenRefreshed { app, subject, grant },
+            3 => AuditEvent::RefreshTokenRotated { app, subject, grant },
+            4 => AuditEvent::RefreshTokenRetried { app, subject, grant },
+            5 => AuditEvent::RefreshTokenReused { app, subject, grant },
+            6 => AuditEvent::GrantEvicted { app, subject, grant },
+            7 => AuditEvent::CodeReused { app, subject, grant },
+            8 => AuditEvent::GrantRevoked { app, subject, grant },
             9 => AuditEvent::Unlinked { app, account_id, by },
             10 => AuditEvent::ClientRegistered { app, auth_method },
             11 => AuditEvent::ClientUpdated { app },

@@ -199,9 +199,14 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * Issue 48 (grants without a person) may add at most 6 KiB to the module for configured apps in
  * all: from 125968 bytes (123.02 KiB) at its start, so never above 129.0. Its steps: the grant
  * type table and the token endpoint split per grant type, +0.1 and +0.13 (143421 and 126105
- * bytes). Budgets 140.2 and 123.2.
+ * bytes). The subject of grants and tokens (`Subject`, record format 11 with its upgrade, the
+ * principal, introspection's `sub`, audit events), +1.05 and +1.07 (144489 and 127198 bytes:
+ * `twiggy diff` before wasm-opt, +2.0 KB raw: the subject's serde code in three records'
+ * codecs, an optional uid, the grant's link now optional at four call sites; the upgrade finds
+ * the subject's place by string lengths, 0.3 KiB less than decoding the older layout).
+ * Budgets 141.2 and 124.3; issue 48 so far +1.2 KiB of its 6.
  */
-const BUDGETS = { edgegrant_wasm: 140.2 * 1024, edgegrant_configured_apps: 123.2 * 1024, edgegrant_client: 69.8 * 1024 };
+const BUDGETS = { edgegrant_wasm: 141.2 * 1024, edgegrant_configured_apps: 124.3 * 1024, edgegrant_client: 69.8 * 1024 };
 
 // The server's module may use WebAssembly's 128-bit SIMD (LLVM moves memory 16 bytes at a time
 // with it: 0.7 KiB smaller gzipped): every runtime it serves has it (the package needs Node 20;

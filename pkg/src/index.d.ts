@@ -64,11 +64,16 @@ export interface PurgeableStorage extends Storage {
   purge(now: number): Promise<number>;
 }
 
-/** The principal an authorized API call acts for. */
+/**
+ * The principal an authorized API call acts for: a person (`subject: "account"`, with their
+ * account id and uid), or the app itself, a machine acting on its own behalf (`subject: "client"`,
+ * both `null`).
+ */
 export interface Principal {
   app: string;
-  account_id: string;
-  uid: string;
+  subject: "account" | "client";
+  account_id: string | null;
+  uid: string | null;
   scopes: string[];
   /** Unix seconds; `null` for a legacy long-lived token. */
   expires_at: number | null;

@@ -79,7 +79,15 @@ export function readStep(address) {
     case "s":
       return {
         kind,
-        principal: { app: fields[0], account_id: fields[1], uid: fields[2], scopes: fieldsOf(fields[3], " "), expires_at: fields[4] === "" ? null : Number(fields[4]) },
+        // No account id (never empty) for the app acting for itself: a machine, not a person.
+        principal: {
+          app: fields[0],
+          subject: fields[1] === "" ? "client" : "account",
+          account_id: fields[1] === "" ? null : fields[1],
+          uid: fields[2] === "" ? null : fields[2],
+          scopes: fieldsOf(fields[3], " "),
+          expires_at: fields[4] === "" ? null : Number(fields[4]),
+        },
         headers: pairs(fields, 5),
       };
     case "f":

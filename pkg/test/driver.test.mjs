@@ -201,7 +201,7 @@ test("the plain-value entry takes node:http's values and answers plain values", 
   const call = await srv.handle({ method: "POST", url: `${GET_ACCOUNT}?ignored=1`, headers: ["Authorization", `Bearer ${access_token}`] });
   assert.deepEqual(call, {
     kind: "serve",
-    principal: { app: PKCE_APP, account_id: ALICE.account_id, uid: ALICE.uid, scopes: ["account_info.read", "files.metadata.read"], expires_at: 1_700_014_400 },
+    principal: { app: PKCE_APP, subject: "account", account_id: ALICE.account_id, uid: ALICE.uid, scopes: ["account_info.read", "files.metadata.read"], expires_at: 1_700_014_400 },
     // What the host's answer must carry: never cached, never sniffed.
     headers: [
       ["Cache-Control", "no-store"],

@@ -92,8 +92,8 @@ impl Host {
                 }
                 Step::Serve(Authorized { principal, headers }) => {
                     println!(
-                        "  → serve the call for {} ({}), scopes [{}], answer with {headers:?}",
-                        principal.account_id, principal.app, principal.scopes
+                        "  → serve the call for {:?} ({}), scopes [{}], answer with {headers:?}",
+                        principal.subject, principal.app, principal.scopes
                     );
                     return Ended::Serve(principal);
                 }

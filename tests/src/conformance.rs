@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use edgegrant::{
     AccountId, AppKey, Authorized, Config, ConfigDocument, Entropy, FetchFailure, Fetched,
-    HttpRequest, HttpResponse, Input, Outcome, Unlinker, User, ENTROPY_LEN,
+    HttpRequest, HttpResponse, Input, Outcome, Subject, Unlinker, User, ENTROPY_LEN,
 };
 use serde_json::{json, Map, Value};
 
@@ -391,7 +391,11 @@ fn observe(answer: &Answer, path: &str) -> Observation {
             Observation {
                 status: Some(200),
                 headers: observed,
-                json: Some(json!({"account_id": principal.account_id.as_str()})),
+                // The hosts' echo: a person's account, or the app acting for itself.
+                json: Some(match &principal.subject {
+                    Subject::Account(account) => json!({"account_id": account.as_str()}),
+                    Subject::Client => json!({"client_id": principal.app.as_str()}),
+                }),
                 ..Observation::default()
             }
         }

@@ -258,11 +258,17 @@ pub fn check_store(server_key: &ServerKey, store: &Store) {
             .record()
             .unwrap_or_else(|_| panic!("{key}: not a record"));
         assert!(stored.version >= 1, "{key}: version {}", stored.version);
-        let account = match &record {
-            Record::AccessToken(r) => Some(&r.account_id),
-            Record::RefreshToken(r) => Some(&r.account_id),
-            Record::Grant(r) => Some(&r.account_id),
-            Record::Code(r) => Some(&r.account_id),
+        // A person's records live in their account's partition; a grant to an app itself, and
+        // its tokens, in the app's.
+        let of_subject = |app: &AppKey, subject: &Subject| match subject {
+            Subject::Account(account) => Partition::of_account(server_key, account),
+            Subject::Client => Partition::of_app(server_key, app),
+        };
+        let partition = match &record {
+            Record::AccessToken(r) => Some(of_subject(&r.app, &r.subject)),
+            Record::RefreshToken(r) => Some(of_subject(&r.app, &r.subject)),
+            Record::Grant(r) => Some(of_subject(&r.app, &r.subject)),
+            Record::Code(r) => Some(Partition::of_account(server_key, &r.account_id)),
             Record::Link(_)
             | Record::Attempts(_)
             | Record::Member(_)
@@ -270,12 +276,8 @@ pub fn check_store(server_key: &ServerKey, store: &Store) {
             | Record::Assertion(_)
             | Record::Ledger(_) => None,
         };
-        if let Some(account) = account {
-            assert_eq!(
-                key.partition(),
-                Partition::of_account(server_key, account),
-                "{key}"
-            );
+        if let Some(partition) = partition {
+            assert_eq!(key.partition(), partition, "{key}");
         }
         let grant =
             |id: &GrantId| match store.record(&RecordKey::Grant(key.partition(), id.clone())) {
@@ -286,8 +288,8 @@ pub fn check_store(server_key: &ServerKey, store: &Store) {
             Record::AccessToken(token) => {
                 let owner = grant(&token.grant);
                 assert_eq!(
-                    (&token.app, &token.account_id),
-                    (&owner.app, &owner.account_id),
+                    (&token.app, &token.subject),
+                    (&owner.app, &owner.subject),
                     "{key}"
                 );
                 assert!(token.scopes.is_subset(&owner.scopes), "{key}: scopes");
@@ -301,20 +303,22 @@ pub fn check_store(server_key: &ServerKey, store: &Store) {
                         owner.revoked_at.is_none(),
                         "{key}: vouched for by {ledger:?}, its grant revoked"
                     );
-                    let link_key =
-                        RecordKey::link(server_key, owner.app.clone(), owner.account_id.clone());
-                    assert!(
-                        matches!(store.record(&link_key), Some(Record::Link(link))
-                            if link.epoch == owner.link_epoch),
-                        "{key}: vouched for by {ledger:?}, its link unlinked"
-                    );
+                    if let Subject::Account(account) = &owner.subject {
+                        let link_key =
+                            RecordKey::link(server_key, owner.app.clone(), account.clone());
+                        assert!(
+                            matches!(store.record(&link_key), Some(Record::Link(link))
+                                if link.epoch == owner.link_epoch),
+                            "{key}: vouched for by {ledger:?}, its link unlinked"
+                        );
+                    }
                 }
             }
             Record::RefreshToken(token) => {
                 let owner = grant(&token.grant);
                 assert_eq!(
-                    (&token.app, &token.account_id),
-                    (&owner.app, &owner.account_id),
+                    (&token.app, &token.subject),
+                    (&owner.app, &owner.subject),
                     "{key}"
                 );
             }
@@ -324,8 +328,15 @@ pub fn check_store(server_key: &ServerKey, store: &Store) {
                     let current = RecordKey::RefreshToken(key.partition(), current);
                     assert!(store.get(&current).is_some(), "{key}: no {current}");
                 }
-                let link_key =
-                    RecordKey::link(server_key, owner.app.clone(), owner.account_id.clone());
+                // A grant to an app itself has no link, and no member place.
+                let Subject::Account(account) = &owner.subject else {
+                    assert!(
+                        owner.member.is_none(),
+                        "{key}: an app's grant with a member place"
+                    );
+                    continue;
+                };
+                let link_key = RecordKey::link(server_key, owner.app.clone(), account.clone());
                 let Some(Record::Link(link)) = store.record(&link_key) else {
                     panic!("{key}: no link {link_key}");
                 };
@@ -337,12 +348,8 @@ pub fn check_store(server_key: &ServerKey, store: &Store) {
                 // link; a live one's member record names it.
                 if let Some(place) = owner.member {
                     assert!(place < link.members, "{key}: member {place} not counted");
-                    let member = RecordKey::member(
-                        server_key,
-                        owner.app.clone(),
-                        owner.account_id.clone(),
-                        place,
-                    );
+                    let member =
+                        RecordKey::member(server_key, owner.app.clone(), account.clone(), place);
                     if owner.revoked_at.is_none() && owner.link_epoch == link.epoch {
                         match store.record(&member) {
                             Some(Record::Member(m))

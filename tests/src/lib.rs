@@ -470,6 +470,47 @@ mod signatures;
 #[path = "../../examples/native/src/web.rs"]
 pub mod web;
 
+/// A grant's, access token's or refresh token's bytes as a release before record format 11
+/// laid them out (the current format's number kept): the account id where the subject's variant
+/// now precedes it, and a grant's uid without its option's tag. Every such record was a
+/// person's. For the tests of older formats, which set the format byte themselves.
+pub fn before_format_11(record: &Record) -> Vec<u8> {
+    let mut bytes = record.encode();
+    // One-byte lengths: ids shorter than 128 bytes, as the fixtures' are.
+    let text = |t: &str| {
+        assert!(t.len() < 128, "{t}: a longer id than this helper reads");
+        1 + t.len()
+    };
+    let person = |subject: &Subject| match subject {
+        Subject::Account(account) => account.clone(),
+        Subject::Client => panic!("no release before format 11 wrote an app's own grant"),
+    };
+    match record {
+        Record::AccessToken(r) => {
+            person(&r.subject);
+            let at = 2 + text(r.grant.as_str()) + text(r.app.as_str());
+            assert_eq!(bytes.remove(at), 0, "a person's subject");
+        }
+        Record::RefreshToken(r) => {
+            person(&r.subject);
+            let at = 2 + text(r.grant.as_str()) + text(r.app.as_str());
+            assert_eq!(bytes.remove(at), 0, "a person's subject");
+        }
+        Record::Grant(r) => {
+            let account = person(&r.subject);
+            let at = 2 + text(r.app.as_str());
+            assert_eq!(bytes.remove(at), 0, "a person's subject");
+            assert_eq!(
+                bytes.remove(at + text(account.as_str())),
+                1,
+                "the uid, some"
+            );
+        }
+        _ => {}
+    }
+    bytes
+}
+
 /// Deterministic entropy: SHA-256 in counter mode over a seed.
 pub fn entropy(seed: u64) -> Entropy {
     let mut bytes = [0u8; ENTROPY_LEN];

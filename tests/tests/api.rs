@@ -64,8 +64,8 @@ fn a_valid_bearer_token_yields_the_principal() {
         panic!("expected the principal")
     };
     assert_eq!(principal.app.as_str(), PKCE_APP);
-    assert_eq!(principal.account_id, alice().account_id);
-    assert_eq!(principal.uid, alice().uid);
+    assert_eq!(principal.subject, Subject::Account(alice().account_id));
+    assert_eq!(principal.uid, Some(alice().uid));
     assert_eq!(
         principal.scopes.to_string(),
         "account_info.read files.metadata.read"

@@ -546,7 +546,7 @@ fn the_code_is_bound_to_the_consenting_user() {
     else {
         panic!()
     };
-    assert_eq!(principal.account_id, bob().account_id);
+    assert_eq!(principal.subject, Subject::Account(bob().account_id));
 }
 
 /// Whether `GET /oauth2/authorize` completed at once (re-authorization: a redirect with a code

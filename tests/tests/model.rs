@@ -1081,8 +1081,12 @@ impl World {
                 assert!(has_scope, "{what}: authorized without the Required Scope");
                 let user = &self.users[grant.user];
                 assert_eq!(principal.app, grant.app.app_key(), "{what}");
-                assert_eq!(principal.account_id, user.account_id, "{what}");
-                assert_eq!(principal.uid, user.uid, "{what}");
+                assert_eq!(
+                    principal.subject,
+                    Subject::Account(user.account_id.clone()),
+                    "{what}"
+                );
+                assert_eq!(principal.uid.as_ref(), Some(&user.uid), "{what}");
                 assert_eq!(
                     principal.expires_at,
                     Some(UnixTime(entry.expires_at)),

@@ -543,8 +543,8 @@ fn an_unlink_purges_long_lived_tokens_and_many_grants_at_once() {
     assert_eq!(sim.store.len(), 0, "both links went with what they ended");
 }
 
-/// Links stored before the list of grants existed (format 2) are read with an empty list; any
-/// other record of format 2 reads as it was written. Unknown formats are refused.
+/// Links stored before the list of grants existed (format 2) are read with an empty list; a
+/// refresh token of format 2 reads as a person's. Unknown formats are refused.
 #[test]
 fn format_2_records_are_read_and_upgraded() {
     let mut sim = sim();
@@ -574,8 +574,68 @@ fn format_2_records_are_read_and_upgraded() {
             .unwrap();
     let mut refresh = sim.store.get(&refresh_key).unwrap().bytes.clone();
     let current = Record::decode(&refresh).unwrap();
+    refresh = before_format_11(&current);
     refresh[0] = 2;
     assert_eq!(Record::decode(&refresh), Ok(current));
     refresh[0] = 1;
     assert_eq!(Record::decode(&refresh), Err(BadRecord));
+}
+
+/// Grants and tokens stored before their subject was explicit (format 10: bytes that release
+/// wrote, `tests/fixtures/records-format-10.txt`) are a person's, and keep working as theirs: the
+/// access token authorizes an API call for that person (account and uid), the refresh token
+/// refreshes, and revocation ends them, its event naming the person.
+#[test]
+fn format_10_grants_and_tokens_keep_working_as_a_persons() {
+    let fixture = include_str!("../fixtures/records-format-10.txt");
+    let mut sim = sim();
+    let mut tokens = Value::Null;
+    for line in fixture.lines().filter(|line| !line.starts_with('#')) {
+        if let Some(json) = line.strip_prefix("TOKENS ") {
+            tokens = serde_json::from_str(json).unwrap();
+            continue;
+        }
+        let mut parts = line.strip_prefix("REC ").unwrap().split(' ');
+        let (key, hex) = (parts.next().unwrap(), parts.next().unwrap());
+        let bytes: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect();
+        assert_eq!(bytes[0], 10, "{key}: a record of format 10");
+        sim.store.put_bytes(key.parse().unwrap(), 1, bytes);
+    }
+    // The fixture drew its secrets from the sim's deterministic entropy: move past them, as a
+    // deployment's random draws would never meet them again.
+    for _ in 0..16 {
+        sim.next_entropy();
+    }
+    let person =
+        Subject::Account(AccountId::new("dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc").unwrap());
+    let grants: Vec<GrantRecord> = sim
+        .store
+        .iter()
+        .filter_map(|(_, stored)| match stored.record() {
+            Ok(Record::Grant(grant)) => Some(grant),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(grants.len(), 1);
+    assert_eq!(grants[0].subject, person);
+    assert_eq!(grants[0].uid, Some(Uid::new("12345").unwrap()));
+
+    let access = tokens["access_token"].as_str().unwrap();
+    let Answer::Serve(Authorized { principal, .. }) = sim.api(GET_ACCOUNT, access) else {
+        panic!("the format 10 access token no longer authorizes")
+    };
+    assert_eq!(principal.subject, person);
+    assert_eq!(principal.uid, Some(Uid::new("12345").unwrap()));
+    let refresh = tokens["refresh_token"].as_str().unwrap();
+    let refreshed = sim.refresh(refresh, PKCE_APP, None);
+    assert_eq!(refreshed.status, 200, "{}", refreshed.body);
+    assert_eq!(sim.revoke(access).status, 200);
+    let Some(AuditEvent::GrantRevoked { subject, .. }) = sim.audit.last() else {
+        panic!("no revocation on record: {:?}", sim.audit)
+    };
+    assert_eq!(subject, &person);
+    assert_eq!(sim.refresh(refresh, PKCE_APP, None).status, 400);
 }

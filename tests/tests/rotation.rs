@@ -447,7 +447,7 @@ fn grants_of_formats_3_and_4_read_as_never_rotated() {
         idle_until: None,
         ..grant_of(&sim, &refresh)
     };
-    let mut bytes = Record::Grant(grant.clone()).encode();
+    let mut bytes = before_format_11(&Record::Grant(grant.clone()));
     let tail = bytes.split_off(bytes.len() - 2);
     assert_eq!(
         tail,

@@ -28,7 +28,8 @@ fn pkce_offline_flow_end_to_end() {
     let Answer::Serve(Authorized { principal: p, .. }) = sim.api(GET_ACCOUNT, access) else {
         panic!()
     };
-    assert_eq!(p.account_id, alice().account_id);
+    assert_eq!(p.subject, Subject::Account(alice().account_id));
+    assert_eq!(p.uid, Some(alice().uid));
     let r = sim.refresh(&refresh, PKCE_APP, None);
     assert_eq!(r.status, 200, "{}", r.body);
     let new_access = json(&r)["access_token"].as_str().unwrap().to_owned();

@@ -849,7 +849,7 @@ fn the_reference_profile_ignores_resource_and_old_records_read_with_none() {
     };
     (token.generation, token.uid) = (None, None);
     let older = Record::AccessToken(token);
-    let mut bytes = older.encode();
+    let mut bytes = before_format_11(&older);
     let tail = bytes.split_off(bytes.len() - 2);
     assert_eq!(
         tail,

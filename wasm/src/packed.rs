@@ -91,8 +91,9 @@ pub(crate) fn step(step: &Step, buffer: &mut Vec<u8>) -> Result<(), JsError> {
         }
         Step::Serve(Authorized { principal, headers }) => {
             out.field(principal.app.as_str());
-            out.field(principal.account_id.as_str());
-            out.field(principal.uid.as_str());
+            // Empty for the app itself (no account id or uid is empty).
+            out.field(principal.subject.account_id().map_or("", |a| a.as_str()));
+            out.field(principal.uid.as_ref().map_or("", |u| u.as_str()));
             out.field(&principal.scopes.to_string());
             out.field(
                 &principal

@@ -12,11 +12,11 @@ use crate::ctx::{Ctx, Decision, Flow, Need};
 use crate::ending::{Ending, Revocation, Via};
 use crate::endpoints::issue::revoke_grant;
 use crate::endpoints::within_limit;
-use crate::ids::{AccountId, AppKey, GrantId};
+use crate::ids::{AppKey, GrantId, Subject};
 use crate::machines::grant::{self, Standing};
 use crate::machines::{access_token, ledger};
 use crate::prelude::*;
-use crate::records::view::{AccessTokenView, GrantView, LinkView};
+use crate::records::view::{AccessTokenView, GrantView, LinkView, SubjectView};
 use crate::records::{GrantRecord, LedgerRecord, RecordKey};
 use crate::refusal::Refusal;
 use crate::scope::Scope;
@@ -139,9 +139,11 @@ fn authenticate<'a>(
         None => token.app.parse().ok_or_else(fault)?,
     };
     let ledger = ctx.load::<LedgerRecord>(&ledger_key)?;
-    // A revocation reads the grant it writes: only an API call is answered by the token alone.
+    // A revocation reads the grant it writes: only an API call is answered by the token alone,
+    // and only by a token that holds all its principal needs (a person's uid: since format 8).
+    let whole = token.uid.is_some() || token.subject == SubjectView::Client;
     let vouched = matches!(purpose, Purpose::Call(_))
-        && token.uid.is_some()
+        && whole
         && ledger::vouches(token.generation, ledger.map(|l| l.record.generation));
     // Unless the ledger vouches for the token, its grant and link decide too; a stored app's
     // record comes in the same batch as they do (no round trip of its own).
@@ -149,15 +151,18 @@ fn authenticate<'a>(
         None
     } else {
         let grant_id: GrantId = token.grant.parse().ok_or_else(fault)?;
-        let account: AccountId = token.account_id.parse().ok_or_else(fault)?;
+        let subject = token.subject.to_subject().ok_or_else(fault)?;
         Some((
             RecordKey::Grant(partition, grant_id),
-            RecordKey::Link(partition, app.clone(), account),
+            grant::link_key(partition, &app, &subject),
         ))
     };
     match &grant_keys {
         None => ctx.need_with_app(&[], &app)?,
-        Some((grant_key, link_key)) => ctx.need_with_app(&[grant_key, link_key], &app)?,
+        Some((grant_key, link_key)) => {
+            let beside: Vec<&RecordKey> = core::iter::once(grant_key).chain(link_key).collect();
+            ctx.need_with_app(&beside, &app)?;
+        }
     }
     // Removing an app (from the configuration, or a stored app expiring) switches it off: its
     // tokens end with it.
@@ -175,12 +180,11 @@ fn authenticate<'a>(
     let Some((_, grant)) = ctx.view::<GrantView>(&grant_key)? else {
         return Ok(Err(Refusal::UnknownAccessToken));
     };
-    let link = ctx.view::<LinkView>(&link_key)?;
-    let standing = grant::standing(
-        grant.revoked_at.is_some(),
-        grant.link_epoch,
-        link.map(|(_, link)| link.epoch),
-    );
+    let link = match &link_key {
+        Some(key) => Some(ctx.view::<LinkView>(key)?.map(|(_, link)| link.epoch)),
+        None => None,
+    };
+    let standing = grant::standing(grant.revoked_at.is_some(), grant.link_epoch, link);
     Ok(match standing {
         Standing::Live => Ok(Bearer {
             key,
@@ -193,20 +197,28 @@ fn authenticate<'a>(
     })
 }
 
-/// The principal of an API call the token permits: the token's app, user and scopes (the uid
-/// from the grant where the token has none: one stored before format 8).
+/// The principal of an API call the token permits: the token's app, subject and scopes, and a
+/// person's uid (from the grant where the token has none: one stored before format 8).
 fn principal(bearer: Bearer<'_>) -> Flow<Principal> {
     let token = &bearer.token;
     let fault = |key: &RecordKey| Need::Fault(key.clone());
-    // (A token is vouched for only with its uid: without one, its grant was read.)
-    let uid = match (token.uid, &bearer.grant) {
-        (Some(uid), _) => uid.parse().ok_or_else(|| fault(bearer.key))?,
-        (None, Some((grant_key, grant))) => grant.uid.parse().ok_or_else(|| fault(grant_key))?,
-        (None, None) => return Err(fault(bearer.key).into()),
+    let subject = token
+        .subject
+        .to_subject()
+        .ok_or_else(|| fault(bearer.key))?;
+    // (A person's token is vouched for only with its uid: without one, its grant was read.)
+    let uid = match (&subject, token.uid, &bearer.grant) {
+        (Subject::Client, ..) => None,
+        (_, Some(uid), _) => Some(uid.parse().ok_or_else(|| fault(bearer.key))?),
+        (_, None, Some((grant_key, grant))) => {
+            let uid = grant.uid.and_then(|uid| uid.parse());
+            Some(uid.ok_or_else(|| fault(grant_key))?)
+        }
+        (_, None, None) => return Err(fault(bearer.key).into()),
     };
     Ok(Principal {
         app: bearer.app,
-        account_id: token.account_id.parse().ok_or_else(|| fault(bearer.key))?,
+        subject,
         uid,
         scopes: token.scopes.to_set().ok_or_else(|| fault(bearer.key))?,
         expires_at: token.expires_at,
@@ -245,7 +257,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
             let record = loaded.record;
             let audit = AuditEvent::GrantRevoked {
                 app: record.app.clone(),
-                account_id: record.account_id.clone(),
+                subject: record.subject.clone(),
                 grant: grant_id.clone(),
             };
             let puts = revoke_grant(ctx, grant_key.clone(), &loaded)?.puts;

@@ -12,7 +12,7 @@ use crate::ctx::{app_record, create, is_stored, replace, Ctx, Decision, Flow};
 use crate::ending::{ConsentPage, Ending, Via};
 use crate::endpoints::issue::{ended_ledger, issue_grant, minting_ledger, FirstToken, IssuedGrant};
 use crate::endpoints::within_limit;
-use crate::ids::{AppKey, RedirectUri, User};
+use crate::ids::{AppKey, RedirectUri, Subject, User};
 use crate::machines::code::{self, CodeTerms};
 use crate::machines::grant::GrantTerms;
 use crate::machines::{access_token, link};
@@ -670,7 +670,8 @@ fn issue_implicit(
         ctx.entropy.grant_id(),
         GrantTerms {
             app: &request.app,
-            user,
+            subject: Subject::Account(user.account_id.clone()),
+            uid: Some(user.uid.clone()),
             scopes: request.scopes.clone(),
             link_epoch: minted.link_epoch,
             pkce: false,
@@ -696,7 +697,7 @@ fn issue_implicit(
     ]);
     let audit = AuditEvent::TokensIssued {
         app: request.app.clone(),
-        account_id: user.account_id.clone(),
+        subject: grant.subject.clone(),
         grant: grant_id,
         refresh_token: false,
         access_expires_at: expires_in.map(|s| ctx.now.plus(s)),

@@ -91,17 +91,9 @@ pub(crate) fn issue_grant(
         .filter(|_| refresh.is_some())
         .map(|idle| ctx.now.plus(idle));
     let kept_until = grant::purge_after(&grant, policy);
-    let member_key = |place| {
-        RecordKey::Member(
-            partition,
-            grant.app.clone(),
-            grant.account_id.clone(),
-            place,
-        )
-    };
-    let member_put = grant.member.map(|place| {
+    let member_put = member_key(partition, &grant).map(|key| {
         create(
-            member_key(place),
+            key,
             &Record::Member(MemberRecord {
                 grant: grant_id.clone(),
             }),
@@ -161,10 +153,10 @@ pub(crate) fn revoke_grant(
     let grant = loaded.record;
     let partition = key.partition();
     let members = owned_keys(partition, grant);
-    let link_key = RecordKey::Link(partition, grant.app.clone(), grant.account_id.clone());
+    let link_key = grant::link_key(partition, &grant.app, &grant.subject);
     let ledger_key = RecordKey::Ledger(partition);
     let mut needed: Vec<&RecordKey> = members.iter().collect();
-    needed.extend([&link_key, &ledger_key]);
+    needed.extend(link_key.iter().chain([&ledger_key]));
     ctx.need(&needed)?;
     let purge = Some(ctx.now.plus(ctx.config.policy().access_token_ttl));
     let mut puts = vec![replace(
@@ -176,8 +168,11 @@ pub(crate) fn revoke_grant(
     puts.extend(purged_tokens(ctx, members, purge)?);
     let (generation, ledger) = ended_ledger(ctx, partition)?;
     puts.push(ledger);
-    if let (RecordKey::Grant(_, grant_id), Some(found)) = (&key, ctx.load::<LinkRecord>(&link_key)?)
-    {
+    let link = match &link_key {
+        Some(link_key) => ctx.load::<LinkRecord>(link_key)?,
+        None => None,
+    };
+    if let (RecordKey::Grant(_, grant_id), Some(found), Some(link_key)) = (&key, link, link_key) {
         if let Some(next) = link::without_grant(found.record, grant_id) {
             puts.push(replace(
                 link_key,
@@ -188,6 +183,18 @@ pub(crate) fn revoke_grant(
         }
     }
     Ok(Revoked { puts, generation })
+}
+
+/// Where a grant's place among its link's members is kept, if it has one (only a person's
+/// grant that never ends by itself has).
+fn member_key(partition: Partition, grant: &GrantRecord) -> Option<RecordKey> {
+    let (place, account) = grant.member.zip(grant.subject.account_id())?;
+    Some(RecordKey::Member(
+        partition,
+        grant.app.clone(),
+        account.clone(),
+        place,
+    ))
 }
 
 /// A grant's revocation ([`revoke_grant`]).
@@ -299,14 +306,7 @@ fn owned_keys(partition: Partition, grant: &GrantRecord) -> Vec<RecordKey> {
     let long_lived = grant
         .long_lived_token
         .map(|d| RecordKey::AccessToken(partition, d));
-    let member = grant.member.map(|place| {
-        RecordKey::Member(
-            partition,
-            grant.app.clone(),
-            grant.account_id.clone(),
-            place,
-        )
-    });
+    let member = member_key(partition, grant);
     refresh
         .into_iter()
         .chain(long_lived)

@@ -11,7 +11,7 @@ use crate::endpoints::client_auth::{
     authenticate, consume_assertion, decide_failed, form_parameters, verify, Client, FailedClient,
 };
 use crate::endpoints::issue::revoke_grant;
-use crate::ids::{AccountId, AppKey, GrantId};
+use crate::ids::{AppKey, GrantId, Subject};
 use crate::machines::grant::{self, Standing};
 use crate::machines::{access_token, refresh_token};
 use crate::prelude::*;
@@ -142,7 +142,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
 /// A token found, with its grant and where that grant stands.
 struct Held<'a> {
     app: &'a AppKey,
-    account_id: &'a AccountId,
+    subject: &'a Subject,
     grant_id: &'a GrantId,
     grant_key: RecordKey,
     grant: Loaded<'a, GrantRecord>,
@@ -158,36 +158,40 @@ struct Held<'a> {
 /// The token under `key` and its grant (with the link, in one batch), if both are there.
 fn held<'a>(ctx: &Ctx<'a>, key: &RecordKey) -> Flow<Option<Held<'a>>> {
     let partition = key.partition();
-    let (app, account_id, grant_id, access) = match key {
+    let (app, subject, grant_id, access) = match key {
         RecordKey::AccessToken(..) => match ctx.load::<AccessTokenRecord>(key)? {
             Some(found) => {
                 let r = found.record;
-                (&r.app, &r.account_id, &r.grant, Some(r))
+                (&r.app, &r.subject, &r.grant, Some(r))
             }
             None => return Ok(None),
         },
         RecordKey::RefreshToken(..) => match ctx.load::<RefreshTokenRecord>(key)? {
             Some(found) => {
                 let r = found.record;
-                (&r.app, &r.account_id, &r.grant, None)
+                (&r.app, &r.subject, &r.grant, None)
             }
             None => return Ok(None),
         },
         _ => return Ok(None),
     };
     let grant_key = RecordKey::Grant(partition, grant_id.clone());
-    let link_key = RecordKey::Link(partition, app.clone(), account_id.clone());
-    ctx.need_with_app(&[&grant_key, &link_key], app)?;
+    let link_key = grant::link_key(partition, app, subject);
+    let beside: Vec<&RecordKey> = core::iter::once(&grant_key).chain(&link_key).collect();
+    ctx.need_with_app(&beside, app)?;
     let Some(grant) = ctx.load::<GrantRecord>(&grant_key)? else {
         return Ok(None);
     };
     // Removing an app (from the configuration, or a stored app expiring) ends its tokens.
     let app_stands = ctx.app(app)?.is_some();
-    let link = ctx.load::<LinkRecord>(&link_key)?;
+    let link = match &link_key {
+        Some(key) => Some(ctx.load::<LinkRecord>(key)?.map(|l| l.record.epoch)),
+        None => None,
+    };
     let grant_live = grant::standing(
         grant.record.revoked_at.is_some(),
         grant.record.link_epoch,
-        link.map(|l| l.record.epoch),
+        link,
     ) == Standing::Live;
     // A refresh token a rotation superseded is no longer live, even inside its retry window.
     let superseded = match (key, &grant.record.refresh_token) {
@@ -196,7 +200,7 @@ fn held<'a>(ctx: &Ctx<'a>, key: &RecordKey) -> Flow<Option<Held<'a>>> {
     };
     Ok(Some(Held {
         app,
-        account_id,
+        subject,
         grant_id,
         grant_key,
         grant,
@@ -221,7 +225,7 @@ fn revoke(ctx: &Ctx<'_>, client: &Client, held: Option<Held<'_>>) -> Flow<Decisi
     }
     let audit = AuditEvent::GrantRevoked {
         app: held.app.clone(),
-        account_id: held.account_id.clone(),
+        subject: held.subject.clone(),
         grant: held.grant_id.clone(),
     };
     let puts = revoke_grant(ctx, held.grant_key, &held.grant)?.puts;
@@ -262,7 +266,7 @@ fn introspected(ctx: &Ctx<'_>, client: &Client, held: Held<'_>) -> Option<Intros
             access_token::check(token.expires_at, ctx.now).ok()?;
             Some(Introspected {
                 app: held.app.clone(),
-                account_id: held.account_id.clone(),
+                subject: held.subject.clone(),
                 scopes: token.scopes.clone(),
                 expires_at: token.expires_at,
                 access_token: true,
@@ -274,7 +278,7 @@ fn introspected(ctx: &Ctx<'_>, client: &Client, held: Held<'_>) -> Option<Intros
         None if refresh_token::check_idle(grant, ctx.now).is_err() => None,
         None => Some(Introspected {
             app: held.app.clone(),
-            account_id: held.account_id.clone(),
+            subject: held.subject.clone(),
             scopes: grant.scopes.clone(),
             expires_at: None,
             access_token: false,

@@ -45,12 +45,12 @@ pub(crate) fn mint(
     AccessTokenRecord {
         grant: grant_id.clone(),
         app: grant.app.clone(),
-        account_id: grant.account_id.clone(),
+        subject: grant.subject.clone(),
         scopes: terms.scopes,
         expires_at: terms.expires_at,
         audience: terms.audience,
         generation: terms.generation,
-        uid: Some(grant.uid.clone()),
+        uid: grant.uid.clone(),
     }
 }
 

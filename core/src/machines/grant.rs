@@ -2,8 +2,9 @@
 //! and every access token later minted from it. Revoking the grant ends all of them at once.
 
 use crate::config::Policy;
-use crate::ids::{AppKey, User};
-use crate::records::{GrantRecord, Resources};
+use crate::ids::{AppKey, Subject, Uid};
+use crate::partition::Partition;
+use crate::records::{GrantRecord, RecordKey, Resources};
 use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
 use crate::time::UnixTime;
@@ -11,7 +12,9 @@ use crate::time::UnixTime;
 /// What a grant is made of.
 pub(crate) struct GrantTerms<'a> {
     pub app: &'a AppKey,
-    pub user: &'a User,
+    /// Whom it acts for, and the person's uid (`None` for the app itself).
+    pub subject: Subject,
+    pub uid: Option<Uid>,
     pub scopes: ScopeSet,
     pub link_epoch: u64,
     pub pkce: bool,
@@ -23,8 +26,8 @@ pub(crate) struct GrantTerms<'a> {
 pub(crate) fn new(terms: GrantTerms<'_>) -> GrantRecord {
     GrantRecord {
         app: terms.app.clone(),
-        account_id: terms.user.account_id.clone(),
-        uid: terms.user.uid.clone(),
+        subject: terms.subject,
+        uid: terms.uid,
         scopes: terms.scopes,
         link_epoch: terms.link_epoch,
         pkce: terms.pkce,
@@ -38,6 +41,15 @@ pub(crate) fn new(terms: GrantTerms<'_>) -> GrantRecord {
     }
 }
 
+/// The key of the link a grant of `app` for `subject` stands by (in `partition`, the grant's):
+/// its person's link with the app; `None` for a grant to the app itself, which no person can
+/// unlink (it ends by revocation, or with the app).
+pub(crate) fn link_key(partition: Partition, app: &AppKey, subject: &Subject) -> Option<RecordKey> {
+    subject
+        .account_id()
+        .map(|account| RecordKey::Link(partition, app.clone(), account.clone()))
+}
+
 /// Whether a grant still stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Standing {
@@ -47,12 +59,13 @@ pub(crate) enum Standing {
     Unlinked,
 }
 
-/// Where a grant made in link epoch `epoch` stands, revoked or not, given its link's epoch
-/// (`None`: the link is gone).
-pub(crate) fn standing(revoked: bool, epoch: u64, link_epoch: Option<u64>) -> Standing {
+/// Where a grant made in link epoch `epoch` stands, revoked or not, given its link: `None` for
+/// a grant with no link (to the app itself), `Some(None)` when its link is gone, else the
+/// link's epoch.
+pub(crate) fn standing(revoked: bool, epoch: u64, link: Option<Option<u64>>) -> Standing {
     if revoked {
         Standing::Revoked
-    } else if super::link::stands(link_epoch, epoch) {
+    } else if link.is_none_or(|link_epoch| super::link::stands(link_epoch, epoch)) {
         Standing::Live
     } else {
         Standing::Unlinked

@@ -18,7 +18,7 @@ pub(crate) fn mint(grant_id: &GrantId, grant: &GrantRecord) -> RefreshTokenRecor
     RefreshTokenRecord {
         grant: grant_id.clone(),
         app: grant.app.clone(),
-        account_id: grant.account_id.clone(),
+        subject: grant.subject.clone(),
     }
 }
 

@@ -12,7 +12,7 @@ use crate::credentials::{
     AccessToken, AccessTokenDigest, AssertionDigest, AttempterDigest, AuthorizationCode,
     CodeDigest, RefreshToken, RefreshTokenDigest, RegistrationTokenDigest, RotationSeed, ServerKey,
 };
-use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, Uid};
+use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, Subject, Uid};
 use crate::jose::ClientKey;
 use crate::partition::Partition;
 use crate::pkce::CodeChallenge;
@@ -127,10 +127,10 @@ impl Resources {
 pub struct GrantRecord {
     /// The app the tokens belong to.
     pub app: AppKey,
-    /// The user's account.
-    pub account_id: AccountId,
-    /// The user's uid.
-    pub uid: Uid,
+    /// Whom the tokens act for: a person's account, or the app itself.
+    pub subject: Subject,
+    /// The person's uid; `None` for a grant to the app itself.
+    pub uid: Option<Uid>,
     /// The scopes granted.
     pub scopes: ScopeSet,
     /// The user's link epoch when the grant was made; an unlink bumps the epoch and ends it.
@@ -179,8 +179,8 @@ pub struct AccessTokenRecord {
     pub grant: GrantId,
     /// The app (copied from the grant so the second read can be batched).
     pub app: AppKey,
-    /// The user's account (copied from the grant likewise).
-    pub account_id: AccountId,
+    /// Whom it acts for (copied from the grant likewise).
+    pub subject: Subject,
     /// The scopes it carries (the grant's, or fewer after a narrowing refresh).
     pub scopes: ScopeSet,
     /// `None` for a legacy long-lived token.
@@ -222,8 +222,8 @@ pub struct RefreshTokenRecord {
     pub grant: GrantId,
     /// The app it was issued to.
     pub app: AppKey,
-    /// The user's account.
-    pub account_id: AccountId,
+    /// Whom it acts for (copied from the grant).
+    pub subject: Subject,
 }
 
 /// The standing link between one user and one app.
@@ -522,7 +522,9 @@ pub struct AboutClient {
 /// and link as before. Format 9 moved a stored app's last use to the front of its record (a
 /// bearer check reads only that); an older app's record is decoded as it was laid out and
 /// encoded anew when read. Format 10 added the link's consented redirect URI; an older link
-/// reads with none, so a client nobody verified asks for consent once more. (Keying the partitions under the server key moved every
+/// reads with none, so a client nobody verified asks for consent once more. Format 11 made whom a
+/// grant and its tokens act for explicit ([`Subject`]: a person's account, or the app itself);
+/// an older grant or token was a person's, and reads so. (Keying the partitions under the server key moved every
 /// account's records to keys nothing of the older releases named, as format 2 did: no format
 /// changed, older records are never read and are purged at their times.)
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -583,13 +585,14 @@ pub struct AssertionRecord {
 }
 
 /// The format of stored records: the first byte of every [`Record::encode`].
-pub const FORMAT: u8 = 10;
+pub const FORMAT: u8 = 11;
 
 /// The postcard tags of the variants (their index, one byte) whose record gained last fields
 /// since a format: each an empty list, an empty string or `None`, all one zero byte, so zero
 /// bytes appended read an older record as the new.
 const CODE_TAG: u8 = 0;
 pub(crate) const ACCESS_TOKEN_TAG: u8 = 1;
+const REFRESH_TOKEN_TAG: u8 = 2;
 pub(crate) const GRANT_TAG: u8 = 3;
 pub(crate) const LINK_TAG: u8 = 4;
 pub(crate) const APP_TAG: u8 = 7;
@@ -608,6 +611,29 @@ fn missing_trailing_fields(format: u8, tag: u8) -> usize {
         GRANT_TAG => added_since(&[4, 5, 7, 7]),
         _ => 0,
     }
+}
+
+/// Writes the body of a grant, access token or refresh token of a format before 11 as format 11
+/// lays it out: every such record was a person's, so the variant tag of [`Subject::Account`]
+/// (0) goes before the account id, and a grant's uid becomes `Some` (1). Found by the lengths
+/// of the strings before them, the rest copied as it is (no decoder of the older layout is
+/// linked). `None` if those strings are not there.
+fn with_subject(tag: u8, body: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    // Before the account: a grant's app; a token's grant id and app.
+    let account_at = view::texts_len(body, if tag == GRANT_TAG { 1 } else { 2 })?;
+    let (before, rest) = body.split_at(account_at);
+    out.extend_from_slice(before);
+    out.push(0);
+    if tag == GRANT_TAG {
+        let uid_at = view::texts_len(rest, 1)?;
+        let (account, rest) = rest.split_at(uid_at);
+        out.extend_from_slice(account);
+        out.push(1);
+        out.extend_from_slice(rest);
+    } else {
+        out.extend_from_slice(rest);
+    }
+    Some(())
 }
 
 impl Record {
@@ -634,9 +660,10 @@ impl Record {
 
     /// A record's stored form in the current [`FORMAT`]: as it is; for formats 2 to 8 a stored
     /// app's record with its last use moved to the front (decoded as it was laid out, encoded
-    /// anew); and for formats 2 to 9 any other record with each trailing field its format lacked
-    /// (see `missing_trailing_fields`) appended, one zero byte each. `None` for any other
-    /// format, or an older app's record that does not decode.
+    /// anew); and for formats 2 to 10 any other record with each trailing field its format
+    /// lacked (see `missing_trailing_fields`) appended, one zero byte each, and a grant's or
+    /// token's account read as its subject (see `with_subject`). `None` for any other format,
+    /// or an older record that does not decode.
     pub(crate) fn upgraded(bytes: &[u8]) -> Option<Cow<'_, [u8]>> {
         match bytes.split_first()? {
             (&FORMAT, _) => Some(Cow::Borrowed(bytes)),
@@ -652,14 +679,17 @@ impl Record {
                 });
                 Some(Cow::Owned(record.encode()))
             }
-            (&format @ 2..=9, rest) => {
-                let missing = rest
-                    .first()
-                    .map_or(0, |&tag| missing_trailing_fields(format, tag));
-                let mut upgraded = Vec::with_capacity(bytes.len() + missing);
-                upgraded.push(FORMAT);
-                upgraded.extend_from_slice(rest);
-                upgraded.resize(bytes.len() + missing, 0);
+            (&format @ 2..=10, [tag, body @ ..]) => {
+                let missing = missing_trailing_fields(format, *tag);
+                let mut upgraded = Vec::with_capacity(bytes.len() + missing + 2);
+                upgraded.extend_from_slice(&[FORMAT, *tag]);
+                match *tag {
+                    GRANT_TAG | ACCESS_TOKEN_TAG | REFRESH_TOKEN_TAG => {
+                        with_subject(*tag, body, &mut upgraded)?;
+                    }
+                    _ => upgraded.extend_from_slice(body),
+                }
+                upgraded.resize(upgraded.len() + missing, 0);
                 Some(Cow::Owned(upgraded))
             }
             _ => None,

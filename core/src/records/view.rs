@@ -13,7 +13,7 @@
 //! arbitrary and damaged records). A stored app's view reads its first field alone (its last
 //! use); the registration after it is checked when a request decodes it.
 
-use crate::ids::StoredId;
+use crate::ids::{StoredId, Subject};
 use crate::records::{ACCESS_TOKEN_TAG, APP_TAG, FORMAT, GRANT_TAG, LINK_TAG};
 use crate::scope::{Joined, Scope, ScopeSet};
 use crate::time::UnixTime;
@@ -85,6 +85,16 @@ impl<'a> Reader<'a> {
         self.bytes().map(Text)
     }
 
+    /// A grant's or token's [`Subject`](crate::Subject): a person's account id (variant 0),
+    /// or the app itself (variant 1).
+    fn subject(&mut self) -> Option<SubjectView<'a>> {
+        match self.varint(u32::BITS)? {
+            0 => self.text().map(SubjectView::Account),
+            1 => Some(SubjectView::Client),
+            _ => None,
+        }
+    }
+
     /// A list of strings (a set of scopes, a link's grants), located.
     fn names(&mut self) -> Option<ScopeNames<'a>> {
         let start = self.rest;
@@ -108,6 +118,16 @@ impl<'a> Reader<'a> {
     fn end<T>(self, value: T) -> Option<T> {
         self.rest.is_empty().then_some(value)
     }
+}
+
+/// How many bytes the first `count` strings of `bytes` take, as postcard wrote them (a length,
+/// then the text): `None` if they are not there.
+pub(crate) fn texts_len(bytes: &[u8], count: usize) -> Option<usize> {
+    let mut reader = Reader { rest: bytes };
+    for _ in 0..count {
+        reader.bytes()?;
+    }
+    Some(bytes.len() - reader.rest.len())
 }
 
 /// Whether `bytes` begin as a record with this tag would: the current format, then the tag
@@ -134,6 +154,25 @@ impl<'a> Text<'a> {
     /// Whether it is empty.
     pub fn is_empty(self) -> bool {
         self.0.is_empty()
+    }
+}
+
+/// A grant's or token's subject, read in place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SubjectView<'a> {
+    /// A person, by account id.
+    Account(Text<'a>),
+    /// The app itself.
+    Client,
+}
+
+impl SubjectView<'_> {
+    /// The subject, as decoding gives it: `None` if the account id is not one.
+    pub fn to_subject(self) -> Option<Subject> {
+        match self {
+            SubjectView::Account(text) => text.parse().map(Subject::Account),
+            SubjectView::Client => Some(Subject::Client),
+        }
     }
 }
 
@@ -176,6 +215,8 @@ enum Field {
     Int,
     Flag,
     Str,
+    /// A [`SubjectView`].
+    Who,
     /// A list of strings (a set of scopes, a link's grants).
     List,
     MaybeInt,
@@ -191,6 +232,7 @@ enum Value<'a> {
     /// A whole number, or a flag as 0 or 1.
     U64(u64),
     Text(Text<'a>),
+    Subject(SubjectView<'a>),
     Names(ScopeNames<'a>),
 }
 
@@ -229,6 +271,13 @@ impl<'a> Value<'a> {
         }
     }
 
+    fn subject(self) -> Option<SubjectView<'a>> {
+        match self {
+            Value::Subject(subject) => Some(subject),
+            _ => None,
+        }
+    }
+
     fn names(self) -> Option<ScopeNames<'a>> {
         match self {
             Value::Names(names) => Some(names),
@@ -248,6 +297,7 @@ fn locate<'a>(bytes: &'a [u8], tag: u8, layout: &[Field], values: &mut [Value<'a
             Int => Value::U64(r.u64()?),
             Flag => Value::U64(u64::from(r.bool()?)),
             Str => Value::Text(r.text()?),
+            Who => Value::Subject(r.subject()?),
             List => Value::Names(r.names()?),
             MaybeInt => r.option(Reader::u64)?.map_or(Value::Absent, Value::U64),
             MaybeStr => r.option(Reader::text)?.map_or(Value::Absent, Value::Text),
@@ -278,12 +328,12 @@ fn fields<'a, const N: usize>(
 use Field::*;
 
 /// [`AccessTokenRecord`](super::AccessTokenRecord)'s fields, in order.
-const ACCESS_TOKEN: [Field; 8] = [Str, Str, Str, List, MaybeInt, Str, MaybeInt, MaybeStr];
+const ACCESS_TOKEN: [Field; 8] = [Str, Str, Who, List, MaybeInt, Str, MaybeInt, MaybeStr];
 /// [`GrantRecord`](super::GrantRecord)'s fields, in order.
 const GRANT: [Field; 13] = [
     Str,
-    Str,
-    Str,
+    Who,
+    MaybeStr,
     List,
     Int,
     Flag,
@@ -309,7 +359,7 @@ pub(crate) trait RecordView<'a>: Sized {
 pub(crate) struct AccessTokenView<'a> {
     pub grant: Text<'a>,
     pub app: Text<'a>,
-    pub account_id: Text<'a>,
+    pub subject: SubjectView<'a>,
     pub scopes: ScopeNames<'a>,
     pub expires_at: Option<UnixTime>,
     pub audience: Text<'a>,
@@ -319,12 +369,12 @@ pub(crate) struct AccessTokenView<'a> {
 
 impl<'a> RecordView<'a> for AccessTokenView<'a> {
     fn read(bytes: &'a [u8]) -> Option<AccessTokenView<'a>> {
-        let [grant, app, account_id, scopes, expires_at, audience, generation, uid] =
+        let [grant, app, subject, scopes, expires_at, audience, generation, uid] =
             fields(bytes, ACCESS_TOKEN_TAG, &ACCESS_TOKEN)?;
         Some(AccessTokenView {
             grant: grant.text()?,
             app: app.text()?,
-            account_id: account_id.text()?,
+            subject: subject.subject()?,
             scopes: scopes.names()?,
             expires_at: expires_at.time()?,
             audience: audience.text()?,
@@ -348,7 +398,7 @@ impl AccessTokenView<'_> {
 /// check decides on and answers with.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct GrantView<'a> {
-    pub uid: Text<'a>,
+    pub uid: Option<Text<'a>>,
     pub link_epoch: u64,
     pub revoked_at: Option<UnixTime>,
 }
@@ -357,7 +407,7 @@ impl<'a> RecordView<'a> for GrantView<'a> {
     fn read(bytes: &'a [u8]) -> Option<GrantView<'a>> {
         let [_, _, uid, _, link_epoch, _, revoked_at, ..] = fields(bytes, GRANT_TAG, &GRANT)?;
         Some(GrantView {
-            uid: uid.text()?,
+            uid: uid.maybe_text()?,
             link_epoch: link_epoch.u64()?,
             revoked_at: revoked_at.time()?,
         })
@@ -441,18 +491,18 @@ mod tests {
         (
             id(),
             id(),
-            id(),
+            subject(),
             scopes(),
             prop::option::of(time()),
             resources(),
             (prop::option::of(any::<u64>()), prop::option::of(id())),
         )
             .prop_map(
-                |(grant, app, account, scopes, expires_at, audience, (generation, uid))| {
+                |(grant, app, subject, scopes, expires_at, audience, (generation, uid))| {
                     AccessTokenRecord {
                         grant: GrantId::parse(&grant).unwrap_or_else(|| unreachable!()),
                         app: AppKey::new(app).unwrap_or_else(|_| unreachable!()),
-                        account_id: AccountId::new(account).unwrap_or_else(|_| unreachable!()),
+                        subject,
                         scopes,
                         expires_at,
                         audience,
@@ -461,6 +511,16 @@ mod tests {
                     }
                 },
             )
+    }
+
+    /// A person's account, or the app itself.
+    fn subject() -> impl Strategy<Value = Subject> {
+        prop_oneof![
+            id().prop_map(|a| Subject::Account(
+                AccountId::new(a).unwrap_or_else(|_| unreachable!())
+            )),
+            Just(Subject::Client),
+        ]
     }
 
     fn grant() -> impl Strategy<Value = GrantRecord> {
@@ -473,7 +533,14 @@ mod tests {
             })
         });
         (
-            (id(), id(), id(), scopes(), any::<u64>(), any::<bool>()),
+            (
+                id(),
+                subject(),
+                prop::option::of(id()),
+                scopes(),
+                any::<u64>(),
+                any::<bool>(),
+            ),
             (
                 prop::option::of(time()),
                 prop::option::of(digest()),
@@ -485,12 +552,12 @@ mod tests {
         )
             .prop_map(
                 |(
-                    (app, account, uid, scopes, link_epoch, pkce),
+                    (app, subject, uid, scopes, link_epoch, pkce),
                     (revoked_at, refresh_token, resources, rotation, member, idle_until),
                 )| GrantRecord {
                     app: AppKey::new(app).unwrap_or_else(|_| unreachable!()),
-                    account_id: AccountId::new(account).unwrap_or_else(|_| unreachable!()),
-                    uid: Uid::new(uid).unwrap_or_else(|_| unreachable!()),
+                    subject,
+                    uid: uid.map(|uid| Uid::new(uid).unwrap_or_else(|_| unreachable!())),
                     scopes,
                     link_epoch,
                     pkce,
@@ -650,10 +717,7 @@ mod tests {
                 let v = token.ok_or_else(|| TestCaseError::fail("no token view"))?;
                 prop_assert_eq!(v.grant.parse::<GrantId>(), Some(r.grant.clone()));
                 prop_assert_eq!(v.app.parse::<AppKey>(), Some(r.app.clone()));
-                prop_assert_eq!(
-                    v.account_id.parse::<AccountId>(),
-                    Some(r.account_id.clone())
-                );
+                prop_assert_eq!(v.subject.to_subject(), Some(r.subject.clone()));
                 prop_assert_eq!(v.scopes.to_set(), Some(r.scopes.clone()));
                 prop_assert_eq!(v.expires_at, r.expires_at);
                 prop_assert_eq!(v.generation, r.generation);
@@ -672,7 +736,8 @@ mod tests {
             }
             Record::Grant(r) => {
                 let v = grant.ok_or_else(|| TestCaseError::fail("no grant view"))?;
-                prop_assert_eq!(v.uid.parse::<Uid>(), Some(r.uid.clone()));
+                prop_assert_eq!(v.uid.and_then(Text::parse::<Uid>), r.uid.clone());
+                prop_assert_eq!(v.uid.is_some(), r.uid.is_some());
                 prop_assert_eq!(v.link_epoch, r.link_epoch);
                 prop_assert_eq!(v.revoked_at, r.revoked_at);
                 prop_assert!(token.is_none() && link.is_none());

@@ -13,8 +13,8 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::response::Response;
 // The headers the core puts on the flow's pages: the host's own pages take them too.
 use edgegrant::{
-    AttemptStep, AttemptVerdict, Attempter, HttpRequest, HttpResponse, Input, Principal,
-    PAGE_HEADERS,
+    AccountId, AttemptStep, AttemptVerdict, Attempter, HttpRequest, HttpResponse, Input, Principal,
+    Subject, Uid, PAGE_HEADERS,
 };
 use http_body_util::BodyExt;
 use serde_json::{json, Value};
@@ -269,10 +269,15 @@ fn api(site: &Site, path: &str, principal: &Principal) -> Response {
     if path != "/2/users/get_current_account" {
         return json_response(StatusCode::NOT_FOUND, &Value::Null, &[]);
     }
-    let account = site.accounts.with_account_id(principal.account_id.as_str());
+    // An app acting for itself (client credentials) has no account: it is told its own id.
+    let (Subject::Account(account_id), Some(uid)) = (&principal.subject, &principal.uid) else {
+        let app = json!({"client_id": principal.app.as_str()});
+        return json_response(StatusCode::OK, &app, &[]);
+    };
+    let account = site.accounts.with_account_id(account_id.as_str());
     json_response(
         StatusCode::OK,
-        &account_json(principal, account.map(|a| &**a)),
+        &account_json(account_id, uid, account.map(|a| &**a)),
         &[],
     )
 }
@@ -282,7 +287,7 @@ fn api(site: &Site, path: &str, principal: &Principal) -> Response {
 /// `profile_photo_url`, `team`, `team_member_id` and root_info's `home_path`, are left out, as
 /// the reference service leaves out what is null). The configuration's checks (config.rs
 /// `accounts`) make the user's fields valid for that type.
-fn account_json(principal: &Principal, account: Option<&Account>) -> Value {
+fn account_json(account_id: &AccountId, uid: &Uid, account: Option<&Account>) -> Value {
     let (username, name, email, country) = match account {
         Some(a) => (
             a.username.as_str(),
@@ -295,9 +300,9 @@ fn account_json(principal: &Principal, account: Option<&Account>) -> Value {
     let display_name = name.unwrap_or(username);
     let (given, surname) = display_name.split_once(' ').unwrap_or((display_name, ""));
     let initial = |text: &str| text.chars().next().map(String::from).unwrap_or_default();
-    let uid = principal.uid.as_str();
+    let uid = uid.as_str();
     json!({
-        "account_id": principal.account_id.as_str(),
+        "account_id": account_id.as_str(),
         "name": {
             "given_name": given,
             "surname": surname,
@@ -617,14 +622,8 @@ mod tests {
 
     #[test]
     fn the_account_has_the_js_hosts_shape() {
-        let principal = Principal {
-            app: edgegrant::AppKey::new("app").unwrap(),
-            account_id: edgegrant::AccountId::new("dbid:x").unwrap(),
-            uid: edgegrant::Uid::new("7").unwrap(),
-            scopes: edgegrant::ScopeSet::parse("account_info.read").unwrap(),
-            expires_at: None,
-        };
-        let value = account_json(&principal, None);
+        let account_id = AccountId::new("dbid:x").unwrap();
+        let value = account_json(&account_id, &Uid::new("7").unwrap(), None);
         assert_eq!(value["name"]["display_name"], "unknown");
         assert_eq!(value["name"]["abbreviated_name"], "u");
         assert_eq!(value["email"], "unknown@example.com");

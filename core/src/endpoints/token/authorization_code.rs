@@ -9,7 +9,7 @@ use crate::endpoints::issue::{
     issue_grant, minting_ledger, outlives_tokens, revoke_grant, FirstToken, Revoked,
 };
 use crate::endpoints::token::one;
-use crate::ids::{AppKey, User};
+use crate::ids::{AppKey, Subject, User};
 use crate::machines::code::{self, Exchange};
 use crate::machines::grant::{self, GrantTerms};
 use crate::machines::{access_token, link};
@@ -149,7 +149,8 @@ fn exchange_code(
         grant_id,
         GrantTerms {
             app: &record.app,
-            user: &user,
+            subject: Subject::Account(user.account_id.clone()),
+            uid: Some(user.uid.clone()),
             scopes: record.scopes.clone(),
             link_epoch: record.link_epoch,
             pkce: record.challenge.is_some(),
@@ -164,7 +165,7 @@ fn exchange_code(
     );
     let audit = AuditEvent::TokensIssued {
         app: record.app.clone(),
-        account_id: record.account_id.clone(),
+        subject: issued.grant.subject.clone(),
         grant: issued.grant_id.clone(),
         refresh_token: issued.refresh_token.is_some(),
         access_expires_at: issued.expires_in.map(|s| ctx.now.plus(s)),
@@ -241,7 +242,7 @@ fn evicted(
     }
     let event = AuditEvent::GrantEvicted {
         app: app.clone(),
-        account_id: user.account_id.clone(),
+        subject: Subject::Account(user.account_id.clone()),
         grant: member.record.grant.clone(),
     };
     Ok(Some((revoke_grant(ctx, grant_key, &grant)?, event)))
@@ -258,7 +259,7 @@ fn code_reused(ctx: &Ctx<'_>, client: &Client, key: RecordKey) -> Flow<Decision>
         Some(loaded) if loaded.record.revoked_at.is_none() => {
             let audit = AuditEvent::CodeReused {
                 app: loaded.record.app.clone(),
-                account_id: loaded.record.account_id.clone(),
+                subject: loaded.record.subject.clone(),
                 grant: grant_id.clone(),
             };
             let puts = revoke_grant(ctx, key.clone(), &loaded)?.puts;

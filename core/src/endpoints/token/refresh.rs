@@ -102,19 +102,23 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
         return end(refusal);
     }
     let grant_key = RecordKey::Grant(partition, record.grant.clone());
-    let link_key = RecordKey::Link(partition, record.app.clone(), record.account_id.clone());
-    ctx.need(&[&grant_key, &link_key])?;
+    let link_key = grant::link_key(partition, &record.app, &record.subject);
+    let beside: Vec<&RecordKey> = core::iter::once(&grant_key).chain(&link_key).collect();
+    ctx.need(&beside)?;
     let Some(grant) = ctx.load::<GrantRecord>(&grant_key)? else {
         return end(Refusal::UnknownRefreshToken);
     };
     if let Err(refusal) = refresh_token::check_client(grant.record, client.has_secret) {
         return end(refusal);
     }
-    let link = ctx.load::<LinkRecord>(&link_key)?;
+    let link = match &link_key {
+        Some(key) => Some(ctx.load::<LinkRecord>(key)?.map(|l| l.record.epoch)),
+        None => None,
+    };
     match grant::standing(
         grant.record.revoked_at.is_some(),
         grant.record.link_epoch,
-        link.map(|l| l.record.epoch),
+        link,
     ) {
         Standing::Live => {}
         Standing::Revoked => return end(Refusal::RefreshTokenRevoked),
@@ -226,13 +230,8 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
             until,
         ));
     }
-    if let Some(place) = refreshed.member_moves {
-        let member = RecordKey::Member(
-            partition,
-            record.app.clone(),
-            record.account_id.clone(),
-            place,
-        );
+    if let Some((place, account)) = refreshed.member_moves.zip(record.subject.account_id()) {
+        let member = RecordKey::Member(partition, record.app.clone(), account.clone(), place);
         if let Some(found) = ctx.load::<MemberRecord>(&member)? {
             puts.push(replace(
                 member,
@@ -253,13 +252,13 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
     let audit = if successor.is_some() {
         AuditEvent::RefreshTokenRotated {
             app: record.app.clone(),
-            account_id: record.account_id.clone(),
+            subject: record.subject.clone(),
             grant: record.grant.clone(),
         }
     } else {
         AuditEvent::AccessTokenRefreshed {
             app: record.app.clone(),
-            account_id: record.account_id.clone(),
+            subject: record.subject.clone(),
             grant: record.grant.clone(),
         }
     };
@@ -351,14 +350,14 @@ fn retry(
         // Answered from another retry's write: none of its own, so the reply carries its event.
         answer.retried = Some((
             grant.app.clone(),
-            grant.account_id.clone(),
+            grant.subject.clone(),
             first.grant.clone(),
         ));
         return Ok(Decision::End(Ending::Tokens(answer)));
     }
     let audit = AuditEvent::RefreshTokenRetried {
         app: grant.app.clone(),
-        account_id: grant.account_id.clone(),
+        subject: grant.subject.clone(),
         grant: first.grant.clone(),
     };
     let kept = replace(
@@ -383,7 +382,7 @@ fn refresh_token_reused(
     };
     let audit = AuditEvent::RefreshTokenReused {
         app: grant.record.app.clone(),
-        account_id: grant.record.account_id.clone(),
+        subject: grant.record.subject.clone(),
         grant: grant_id.clone(),
     };
     let puts = revoke_grant(ctx, grant_key.clone(), grant)?.puts;
