@@ -159,10 +159,8 @@ fn authenticate<'a>(
     };
     match &grant_keys {
         None => ctx.need_with_app(&[], &app)?,
-        Some((grant_key, link_key)) => {
-            let beside: Vec<&RecordKey> = core::iter::once(grant_key).chain(link_key).collect();
-            ctx.need_with_app(&beside, &app)?;
-        }
+        Some((grant_key, Some(link_key))) => ctx.need_with_app(&[grant_key, link_key], &app)?,
+        Some((grant_key, None)) => ctx.need_with_app(&[grant_key], &app)?,
     }
     // Removing an app (from the configuration, or a stored app expiring) switches it off: its
     // tokens end with it.

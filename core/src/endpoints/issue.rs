@@ -197,6 +197,14 @@ fn member_key(partition: Partition, grant: &GrantRecord) -> Option<RecordKey> {
     ))
 }
 
+/// The epoch of the link under `link_key`, for [`grant::standing`]: `None` for a grant with no
+/// link (to the app itself), `Some(None)` when its link is gone.
+pub(crate) fn link_epoch(ctx: &Ctx<'_>, link_key: Option<&RecordKey>) -> Flow<Option<Option<u64>>> {
+    link_key
+        .map(|key| Ok(ctx.load::<LinkRecord>(key)?.map(|link| link.record.epoch)))
+        .transpose()
+}
+
 /// A grant's revocation ([`revoke_grant`]).
 pub(crate) struct Revoked {
     /// The writes that end the grant, its tokens and its place on the link, and move the ledger.

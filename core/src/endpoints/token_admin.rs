@@ -10,12 +10,12 @@ use crate::ending::{Ending, Introspected, Revocation};
 use crate::endpoints::client_auth::{
     authenticate, consume_assertion, decide_failed, form_parameters, verify, Client, FailedClient,
 };
-use crate::endpoints::issue::revoke_grant;
+use crate::endpoints::issue::{link_epoch, revoke_grant};
 use crate::ids::{AppKey, GrantId, Subject};
 use crate::machines::grant::{self, Standing};
 use crate::machines::{access_token, refresh_token};
 use crate::prelude::*;
-use crate::records::{AccessTokenRecord, GrantRecord, LinkRecord, RecordKey, RefreshTokenRecord};
+use crate::records::{AccessTokenRecord, GrantRecord, RecordKey, RefreshTokenRecord};
 use crate::refusal::Refusal;
 use crate::step::{AuditEvent, Transaction};
 use crate::wire::form::Repeated;
@@ -177,21 +177,19 @@ fn held<'a>(ctx: &Ctx<'a>, key: &RecordKey) -> Flow<Option<Held<'a>>> {
     };
     let grant_key = RecordKey::Grant(partition, grant_id.clone());
     let link_key = grant::link_key(partition, app, subject);
-    let beside: Vec<&RecordKey> = core::iter::once(&grant_key).chain(&link_key).collect();
-    ctx.need_with_app(&beside, app)?;
+    match &link_key {
+        Some(link_key) => ctx.need_with_app(&[&grant_key, link_key], app)?,
+        None => ctx.need_with_app(&[&grant_key], app)?,
+    }
     let Some(grant) = ctx.load::<GrantRecord>(&grant_key)? else {
         return Ok(None);
     };
     // Removing an app (from the configuration, or a stored app expiring) ends its tokens.
     let app_stands = ctx.app(app)?.is_some();
-    let link = match &link_key {
-        Some(key) => Some(ctx.load::<LinkRecord>(key)?.map(|l| l.record.epoch)),
-        None => None,
-    };
     let grant_live = grant::standing(
         grant.record.revoked_at.is_some(),
         grant.record.link_epoch,
-        link,
+        link_epoch(ctx, link_key.as_ref())?,
     ) == Standing::Live;
     // A refresh token a rotation superseded is no longer live, even inside its retry window.
     let superseded = match (key, &grant.record.refresh_token) {

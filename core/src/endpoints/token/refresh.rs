@@ -7,7 +7,7 @@ use crate::credentials::{RefreshToken, RotationSeed, ServerKey};
 use crate::ctx::{create, replace, Ctx, Decision, Flow, Loaded};
 use crate::ending::{Ending, TokenBody};
 use crate::endpoints::client_auth::Client;
-use crate::endpoints::issue::{minting_ledger, revoke_grant};
+use crate::endpoints::issue::{link_epoch, minting_ledger, revoke_grant};
 use crate::endpoints::token::one;
 use crate::machines::access_token::TokenTerms;
 use crate::machines::grant::{self, Standing};
@@ -16,8 +16,8 @@ use crate::machines::{access_token, refresh_token};
 use crate::partition::Partition;
 use crate::prelude::*;
 use crate::records::{
-    AccessTokenRecord, GrantRecord, LinkRecord, MemberRecord, Record, RecordKey,
-    RefreshTokenRecord, Resources, TokenAccessType,
+    AccessTokenRecord, GrantRecord, MemberRecord, Record, RecordKey, RefreshTokenRecord, Resources,
+    TokenAccessType,
 };
 use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
@@ -103,22 +103,20 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
     }
     let grant_key = RecordKey::Grant(partition, record.grant.clone());
     let link_key = grant::link_key(partition, &record.app, &record.subject);
-    let beside: Vec<&RecordKey> = core::iter::once(&grant_key).chain(&link_key).collect();
-    ctx.need(&beside)?;
+    match &link_key {
+        Some(link_key) => ctx.need(&[&grant_key, link_key])?,
+        None => ctx.need(&[&grant_key])?,
+    }
     let Some(grant) = ctx.load::<GrantRecord>(&grant_key)? else {
         return end(Refusal::UnknownRefreshToken);
     };
     if let Err(refusal) = refresh_token::check_client(grant.record, client.has_secret) {
         return end(refusal);
     }
-    let link = match &link_key {
-        Some(key) => Some(ctx.load::<LinkRecord>(key)?.map(|l| l.record.epoch)),
-        None => None,
-    };
     match grant::standing(
         grant.record.revoked_at.is_some(),
         grant.record.link_epoch,
-        link,
+        link_epoch(ctx, link_key.as_ref())?,
     ) {
         Standing::Live => {}
         Standing::Revoked => return end(Refusal::RefreshTokenRevoked),
