@@ -138,9 +138,23 @@ class Provider {
   }
 }
 
+/**
+ * fetch, but a request that `wrangler dev` answers "Your worker restarted mid-request" (its proxy's
+ * 503 when it reloaded the Worker while a POST was in flight; it retries only GET and HEAD itself,
+ * and asks the caller to send again) is sent once more, and counted: a local dev server's reload,
+ * not the server's answer. A clean clone's CI run met one once, cause not reproduced.
+ */
+const devServerRestarts = [];
+async function fetchThroughDevServer(input, init) {
+  const response = await fetch(input, init);
+  if (response.status !== 503 || !(await response.clone().text()).startsWith("Your worker restarted mid-request")) return response;
+  devServerRestarts.push(`${init?.method ?? "GET"} ${input}`);
+  return fetch(input, init);
+}
+
 /** A client of the MCP server at `url`, connected (or refused: the error). */
 async function connect(url, provider) {
-  const transport = new StreamableHTTPClientTransport(new URL(url), { authProvider: provider });
+  const transport = new StreamableHTTPClientTransport(new URL(url), { authProvider: provider, fetch: fetchThroughDevServer });
   const client = new Client({ name: "edgegrant-e2e", version: "1.0.0" });
   await client.connect(transport);
   return { client, transport };
@@ -226,6 +240,8 @@ for (const kind of hostKinds) {
       host = await kind.start(configOn(port, kind.name.split(" ")[0].toLowerCase()), tls, port);
     });
     after(async () => {
+      if (devServerRestarts.length) console.log(`wrangler dev restarted the Worker mid-request ${devServerRestarts.length} time(s), sent again: ${devServerRestarts.join(", ")}; its output:\n${host?.output?.() ?? ""}`);
+      devServerRestarts.length = 0;
       await host?.close();
       await document?.close();
     });
