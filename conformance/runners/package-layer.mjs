@@ -35,7 +35,10 @@ function packageLayer({ createAuthServer, entropyLength, migrateApp }) {
               const user = name && users.find((u) => u.name === name);
               return user ? { account_id: user.account_id, uid: user.uid } : null;
             },
-            api: { "/2/users/get_current_account": async (principal) => Response.json({ account_id: principal.account_id }) },
+            api: {
+              "/2/users/get_current_account": async (principal) =>
+                Response.json(principal.subject === "client" ? { client_id: principal.app } : { account_id: principal.account_id }),
+            },
           },
         });
       let current = config;

@@ -23,6 +23,8 @@ pub enum GrantType {
     AuthorizationCode,
     /// `refresh_token` (RFC 6749 §6): a new access token from a grant that has one.
     RefreshToken,
+    /// `client_credentials` (RFC 6749 §4.4): a client's token for itself, no person involved.
+    ClientCredentials,
 }
 
 /// Where a token request of a grant type lives: the request parameter holding a credential of
@@ -32,17 +34,24 @@ pub enum GrantType {
 pub(crate) enum RoutedBy {
     /// The credential in this parameter.
     Credential(&'static str),
+    /// The authenticating client: the request lives in the client's own partition.
+    Client,
 }
 
 impl GrantType {
     /// Every grant type, in the order the metadata lists them.
-    pub const ALL: [GrantType; 2] = [GrantType::AuthorizationCode, GrantType::RefreshToken];
+    pub const ALL: [GrantType; 3] = [
+        GrantType::AuthorizationCode,
+        GrantType::RefreshToken,
+        GrantType::ClientCredentials,
+    ];
 
     /// Its `grant_type` value.
     pub const fn name(self) -> &'static str {
         match self {
             GrantType::AuthorizationCode => "authorization_code",
             GrantType::RefreshToken => "refresh_token",
+            GrantType::ClientCredentials => "client_credentials",
         }
     }
 
@@ -58,6 +67,7 @@ impl GrantType {
         match self {
             GrantType::AuthorizationCode => RoutedBy::Credential("code"),
             GrantType::RefreshToken => RoutedBy::Credential("refresh_token"),
+            GrantType::ClientCredentials => RoutedBy::Client,
         }
     }
 }

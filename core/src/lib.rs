@@ -318,10 +318,10 @@ mod time;
 mod wire;
 
 pub use config::{
-    App, AttemptLimits, Config, ConfigDocument, ConfigError, DefaultTokenType, DocumentPolicy,
-    Issuer, Permissions, Policy, Profile, RegistrationPolicy, Resource, ResourceServer,
-    RotatedClients, Rotation, Standards, UnannouncedClients, UnannouncedRefresh, CONFIG_TYPESCRIPT,
-    DEFAULT_SCOPE_DESCRIPTIONS,
+    App, AttemptLimits, ClientCredentials, Config, ConfigDocument, ConfigError, DefaultTokenType,
+    DocumentPolicy, Issuer, Permissions, Policy, Profile, RegistrationPolicy, Resource,
+    ResourceServer, RotatedClients, Rotation, Standards, UnannouncedClients, UnannouncedRefresh,
+    CONFIG_TYPESCRIPT, DEFAULT_SCOPE_DESCRIPTIONS,
 };
 pub use credentials::{
     AccessToken, AccessTokenDigest, AssertionDigest, AttempterDigest, AuthorizationCode,

@@ -112,6 +112,9 @@ pub enum Refusal {
     GrantTypeMissing,
     /// `grant_type` is neither `authorization_code` nor `refresh_token`.
     UnsupportedGrantType,
+    /// The client may not use the grant type it asked for (RFC 6749 §5.2
+    /// `unauthorized_client`): client credentials for an app the configuration does not name.
+    GrantNotAllowed,
     /// No client authentication at all.
     ClientAuthenticationMissing,
     /// Malformed `Authorization: Basic` credentials.
@@ -422,6 +425,7 @@ names! {
     ParametersSplit => "parameters_split",
     GrantTypeMissing => "grant_type_missing",
     UnsupportedGrantType => "unsupported_grant_type",
+    GrantNotAllowed => "grant_not_allowed",
     ClientAuthenticationMissing => "client_authentication_missing",
     MalformedBasic => "malformed_basic",
     MultipleClientAuthentications => "multiple_client_authentications",

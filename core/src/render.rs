@@ -29,7 +29,7 @@ impl Refusal {
         use Refusal::*;
         match self {
             UnsupportedResponseType => "unsupported_response_type",
-            ImplicitNotAllowed => "unauthorized_client",
+            ImplicitNotAllowed | GrantNotAllowed => "unauthorized_client",
             MalformedScope | ScopeNotEnabled | ScopeWidened => "invalid_scope",
             AccessDenied => "access_denied",
             UnsupportedGrantType => "unsupported_grant_type",
@@ -191,7 +191,8 @@ impl Refusal {
             }
             ParametersSplit => "parameters in both the URL and the body",
             GrantTypeMissing => "grant_type is missing",
-            UnsupportedGrantType => "grant_type must be authorization_code or refresh_token",
+            UnsupportedGrantType => "this server does not take this grant_type",
+            GrantNotAllowed => "this client may not use this grant_type",
             ClientAuthenticationMissing => "client authentication is missing",
             MalformedBasic => "the Basic credentials are malformed",
             MultipleClientAuthentications => "use one client authentication method only",
@@ -587,6 +588,7 @@ fn bearer_challenge(
         | Refusal::ParametersSplit
         | Refusal::GrantTypeMissing
         | Refusal::UnsupportedGrantType
+        | Refusal::GrantNotAllowed
         | Refusal::ClientAuthenticationMissing
         | Refusal::MalformedBasic
         | Refusal::MultipleClientAuthentications

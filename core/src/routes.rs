@@ -11,6 +11,7 @@ use crate::ids::AppKey;
 use crate::partition::Partition;
 use crate::step::Input;
 use crate::wire::bearer::bearer_token;
+use crate::wire::client_auth::presented;
 use crate::wire::form::Params;
 use crate::wire::http::HttpRequest;
 
@@ -293,6 +294,12 @@ pub fn partition_of(config: &Config, input: &Input) -> Option<Partition> {
             return match grant.routed_by() {
                 RoutedBy::Credential(name) => {
                     Partition::of_credential(key, params.one(name).ok()??)
+                }
+                RoutedBy::Client => {
+                    let assertions = config.unannounced().is_some();
+                    let client = presented(request, &params, assertions).ok()?;
+                    let app = AppKey::new(client.client_id).ok()?;
+                    Some(Partition::of_app(key, &app))
                 }
             };
         }

@@ -335,7 +335,11 @@ function accounts(config, clock = systemClock) {
       // The consent page names the person: their name, else their user name.
       return user ? { account_id: user.account_id, uid: String(user.uid), name: user.name ?? user.username } : null;
     },
-    account: (principal) => account(byAccount.get(principal.account_id) ?? { account_id: principal.account_id, uid: principal.uid, username: "unknown" }),
+    // A client acting for itself (client credentials) has no account: it is told its own id.
+    account: (principal) =>
+      principal.subject === "client"
+        ? { client_id: principal.app }
+        : account(byAccount.get(principal.account_id) ?? { account_id: principal.account_id, uid: principal.uid, username: "unknown" }),
   };
 }
 

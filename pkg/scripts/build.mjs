@@ -204,9 +204,12 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * `twiggy diff` before wasm-opt, +2.0 KB raw: the subject's serde code in three records'
  * codecs, an optional uid, the grant's link now optional at four call sites; the upgrade finds
  * the subject's place by string lengths, 0.3 KiB less than decoding the older layout).
- * Budgets 141.2 and 124.3; issue 48 so far +1.2 KiB of its 6.
+ * Budgets 141.2 and 124.3; issue 48 so far +1.2 KiB of its 6. The client credentials grant
+ * (its module, its configuration read, written and checked, the refusal, routing by the
+ * client), +1.43 and +1.84 (146252 and 129079 bytes). Budgets 142.9 and 126.1; issue 48 so far
+ * +3.04 KiB of its 6 — the next two grants must share the rest.
  */
-const BUDGETS = { edgegrant_wasm: 141.2 * 1024, edgegrant_configured_apps: 124.3 * 1024, edgegrant_client: 69.8 * 1024 };
+const BUDGETS = { edgegrant_wasm: 142.9 * 1024, edgegrant_configured_apps: 126.1 * 1024, edgegrant_client: 69.8 * 1024 };
 
 // The server's module may use WebAssembly's 128-bit SIMD (LLVM moves memory 16 bytes at a time
 // with it: 0.7 KiB smaller gzipped): every runtime it serves has it (the package needs Node 20;

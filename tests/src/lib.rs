@@ -1106,6 +1106,7 @@ pub fn standards_config(rotation: Rotation) -> Config {
         rotation,
         resource_servers: Vec::new(),
         clients: None,
+        client_credentials: None,
     });
     Config::new(doc).expect("the fixture is valid")
 }

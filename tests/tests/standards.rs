@@ -17,6 +17,7 @@ fn standards(issuer: &str) -> Sim {
         rotation: Rotation::default(),
         resource_servers: Vec::new(),
         clients: None,
+        client_credentials: None,
     });
     Sim::new(Config::new(doc).unwrap())
 }
@@ -82,6 +83,7 @@ fn the_metadata_follows_the_policy_and_the_apps() {
         rotation: Rotation::default(),
         resource_servers: Vec::new(),
         clients: None,
+        client_credentials: None,
     });
     let mut sim = Sim::new(Config::new(doc).unwrap());
     let doc: Value = serde_json::from_str(&get(&mut sim, "GET", WELL_KNOWN).body).unwrap();
@@ -272,6 +274,7 @@ fn the_issuer_is_checked_when_the_configuration_is_read() {
             rotation: Rotation::default(),
             resource_servers: Vec::new(),
             clients: None,
+            client_credentials: None,
         }))
     );
     for (profile, why) in [
@@ -316,6 +319,7 @@ fn the_issuer_is_checked_when_the_configuration_is_read() {
         rotation: Rotation::default(),
         resource_servers: Vec::new(),
         clients: None,
+        client_credentials: None,
     });
     let again = ConfigDocument::from_json_value(&doc.to_json_value()).unwrap();
     assert_eq!(again.profile, doc.profile);
@@ -717,6 +721,7 @@ fn with_resources() -> Sim {
             resources: vec![Resource::new(MCP).unwrap(), Resource::new(ISSUER).unwrap()],
         }],
         clients: None,
+        client_credentials: None,
     });
     Sim::new(Config::new(doc).unwrap())
 }
@@ -921,6 +926,7 @@ fn resource_identifiers_compare_in_canonical_form() {
         rotation: Rotation::default(),
         resource_servers: Vec::new(),
         clients: None,
+        client_credentials: None,
     });
     let mut sim = Sim::new(Config::new(doc).unwrap());
     let metadata = get(&mut sim, "GET", "/.well-known/oauth-protected-resource");

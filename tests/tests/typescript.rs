@@ -36,6 +36,7 @@ fn every_field() -> Value {
             "resources": ["https://api.example"],
             "rotation": { "clients": "all", "retry_window": 30, "reuse_detection": 86400 },
             "resource_servers": [{ "app": "a", "resources": ["https://api.example"] }],
+            "client_credentials": { "apps": ["a"], "access_token_lifetime": 600 },
             "clients": {
                 "scopes": ["account_info.read"], "unused_lifetime": 864000,
                 "registration": { "initial_access_tokens": [digest], "per_source": 5 },

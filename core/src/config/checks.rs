@@ -209,7 +209,31 @@ impl Config {
             scope_descriptions: doc.scope_descriptions,
         };
         config.check_resource_servers()?;
+        config.check_client_credentials()?;
         Ok(config)
+    }
+
+    /// Each app the client credentials grant names is a configured app with a secret: a client
+    /// that cannot authenticate can never get a token for itself.
+    fn check_client_credentials(&self) -> Result<(), ConfigError> {
+        let Some(grant) = self.client_credentials() else {
+            return Ok(());
+        };
+        for (i, app) in grant.apps.iter().enumerate() {
+            if !self.app(app.as_str()).is_some_and(App::is_confidential) {
+                return Err(problem(
+                    &format!("profile.client_credentials.apps[{i}]"),
+                    "must be a registered app with a secret",
+                ));
+            }
+        }
+        if grant.access_token_lifetime.0 == 0 {
+            return Err(problem(
+                "profile.client_credentials.access_token_lifetime",
+                "must be at least one second",
+            ));
+        }
+        Ok(())
     }
 
     /// Each resource server is a confidential app (introspection takes a secret) and serves

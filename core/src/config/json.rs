@@ -54,11 +54,19 @@ export interface ConfigDocument {
   api_endpoints?: Record<string, Scope>;
   pages?: PageTemplates;
   /** The dialect: SPEC.md's reference service (default), or with the standards around it (RFC 8414, 9207, 7009, 7662, 8707, 9728, refresh-token rotation) under an issuer, with the resources it issues tokens for besides its own API (https URLs; http on loopback). */
-  profile?: { kind: "reference" } | { kind: "standards"; issuer: string; resources?: string[]; rotation?: Rotation; resource_servers?: { app: string; resources: string[] }[]; clients?: UnannouncedClients };
+  profile?: { kind: "reference" } | { kind: "standards"; issuer: string; resources?: string[]; rotation?: Rotation; resource_servers?: { app: string; resources: string[] }[]; clients?: UnannouncedClients; client_credentials?: ClientCredentials };
   /** What each scope lets an app do, in plain words, for the consent page: `{"mcp:tools": "Use the tools of …"}`. The reference scopes and offline_access have defaults. */
   scope_descriptions?: Record<Scope, string>;
   /** The server's own secret, required: 32 random bytes, base64url (43 characters). Partitions, the seal of every credential and rotated refresh tokens are derived under it; every instance of one deployment has the same; keep it out of the store and the logs. */
   server_key: string;
+}
+
+/** The client credentials grant (RFC 6749 §4.4; standards profile): apps that get tokens for themselves, with no person and no refresh token. */
+export interface ClientCredentials {
+  /** The configured apps that may use it; each must have a secret. */
+  apps: string[];
+  /** Seconds its access tokens live. Default 3600. */
+  access_token_lifetime?: number;
 }
 
 /** Clients nobody configured (standards profile): registered by themselves (RFC 7591) or named by a metadata document, their apps kept in the store. */
@@ -257,6 +265,9 @@ impl Serialize for ProfileJson<'_> {
                 if let Some(clients) = &standards.clients {
                     out.serialize_entry("clients", &ClientsJson(clients))?;
                 }
+                if let Some(grant) = &standards.client_credentials {
+                    out.serialize_entry("client_credentials", &ClientCredentialsJson(grant))?;
+                }
             }
         }
         out.end()
@@ -271,6 +282,17 @@ impl Serialize for DescriptionsJson<'_> {
         for (scope, words) in self.0 {
             out.serialize_entry(scope, words)?;
         }
+        out.end()
+    }
+}
+
+struct ClientCredentialsJson<'a>(&'a ClientCredentials);
+
+impl Serialize for ClientCredentialsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut out = s.serialize_map(Some(2))?;
+        out.serialize_entry("apps", &Each(&self.0.apps, AppKey::as_str))?;
+        out.serialize_entry("access_token_lifetime", &self.0.access_token_lifetime.0)?;
         out.end()
     }
 }

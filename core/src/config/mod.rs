@@ -215,6 +215,29 @@ pub struct Standards {
     /// Whether clients nobody configured may sign users in, and how; `None` (the default):
     /// only configured apps.
     pub clients: Option<UnannouncedClients>,
+    /// Which apps may get tokens for themselves with the client credentials grant (RFC 6749
+    /// §4.4); `None` (the default): none.
+    pub client_credentials: Option<ClientCredentials>,
+}
+
+/// The client credentials grant (RFC 6749 §4.4): a client that authenticates gets an access
+/// token for itself — a machine acting on its own behalf, with no person and no refresh token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientCredentials {
+    /// The configured apps that may use it; each must have a secret.
+    pub apps: Vec<AppKey>,
+    /// How long its access tokens live. Default 3600 s.
+    pub access_token_lifetime: Seconds,
+}
+
+impl ClientCredentials {
+    /// The grant for `apps`, its tokens living an hour.
+    pub fn new(apps: Vec<AppKey>) -> ClientCredentials {
+        ClientCredentials {
+            apps,
+            access_token_lifetime: Seconds(3600),
+        }
+    }
 }
 
 impl Standards {
@@ -226,6 +249,7 @@ impl Standards {
             rotation: Rotation::default(),
             resource_servers: Vec::new(),
             clients: None,
+            client_credentials: None,
         }
     }
 }
@@ -842,7 +866,20 @@ impl Config {
     pub fn offers(&self, grant: GrantType) -> bool {
         match grant {
             GrantType::AuthorizationCode | GrantType::RefreshToken => true,
+            GrantType::ClientCredentials => self.client_credentials().is_some(),
         }
+    }
+
+    /// The client credentials grant, if the deployment offers it (standards profile).
+    pub fn client_credentials(&self) -> Option<&ClientCredentials> {
+        self.standards()?.client_credentials.as_ref()
+    }
+
+    /// Whether `app` may get tokens for itself (RFC 6749 §4.4): a configured app the client
+    /// credentials grant names.
+    pub fn allows_client_credentials(&self, app: &AppKey) -> bool {
+        self.client_credentials()
+            .is_some_and(|grant| grant.apps.contains(app))
     }
 
     /// Whether a client may ask for a refresh token with the scope

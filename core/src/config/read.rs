@@ -386,6 +386,7 @@ fn profile_from_json(value: &Value, at: &Path<'_>) -> Read<Profile> {
                     "resource_servers",
                     "rotation",
                     "clients",
+                    "client_credentials",
                 ],
             )?;
             let issuer_at = at.field("issuer");
@@ -422,16 +423,44 @@ fn profile_from_json(value: &Value, at: &Path<'_>) -> Read<Profile> {
                 }
                 Some(value) => Some(clients_from_json(value, &at.field("clients"))?),
             };
+            let client_credentials = match profile.get("client_credentials") {
+                None | Some(Value::Null) => None,
+                Some(value) => Some(client_credentials_from_json(
+                    value,
+                    &at.field("client_credentials"),
+                )?),
+            };
             Ok(Profile::Standards(Standards {
                 issuer,
                 resources,
                 rotation,
                 resource_servers,
                 clients,
+                client_credentials,
             }))
         }
         _ => Err(kind_at.problem("expected reference or standards")),
     }
+}
+
+fn client_credentials_from_json(value: &Value, at: &Path<'_>) -> Read<ClientCredentials> {
+    let fields = object(value, at)?;
+    only(fields, at, &["apps", "access_token_lifetime"])?;
+    let mut apps = Vec::new();
+    each(
+        required(fields, at, "apps")?,
+        &at.field("apps"),
+        |app, at| {
+            let key = AppKey::new(string(app, at)?).map_err(|_| at.problem("is not an app key"))?;
+            apps.push(key);
+            Ok(())
+        },
+    )?;
+    let mut grant = ClientCredentials::new(apps);
+    if let Some(lifetime) = fields.get("access_token_lifetime") {
+        grant.access_token_lifetime = seconds(lifetime, &at.field("access_token_lifetime"))?;
+    }
+    Ok(grant)
 }
 
 fn rotation_from_json(value: &Value, at: &Path<'_>) -> Read<Rotation> {

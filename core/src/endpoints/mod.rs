@@ -129,7 +129,7 @@ impl Route {
     pub fn partition(&self) -> Option<Partition> {
         match self {
             Route::Authorize(parsed) => parsed.partition(),
-            Route::Token(parsed) => parsed.credential().map(RecordKey::partition),
+            Route::Token(parsed) => parsed.partition(),
             Route::Manage(parsed) => parsed.credential().map(RecordKey::partition),
             Route::Bearer(parsed) => parsed.token.as_ref().map(RecordKey::partition),
             Route::Unlink(parsed) => Some(parsed.partition()),

@@ -5,6 +5,7 @@
 //! time) and hashes the presented credential, once; deciding loads the records.
 
 mod authorization_code;
+mod client_credentials;
 mod refresh;
 
 use crate::config::Config;
@@ -17,6 +18,7 @@ use crate::endpoints::client_auth::{
 };
 use crate::grant_type::GrantType;
 use crate::ids::AppKey;
+use crate::partition::Partition;
 use crate::prelude::*;
 use crate::records::RecordKey;
 use crate::refusal::Refusal;
@@ -30,6 +32,8 @@ pub(crate) enum Parsed {
     Exchange(authorization_code::Parsed),
     /// `grant_type=refresh_token`.
     Refresh(refresh::Parsed),
+    /// `grant_type=client_credentials`.
+    ClientCredentials(client_credentials::Parsed),
     /// The client authentication failed.
     Failed(FailedClient),
 }
@@ -41,7 +45,16 @@ impl Parsed {
         match self {
             Parsed::Exchange(exchange) => exchange.code.as_ref(),
             Parsed::Refresh(refresh) => refresh.token.as_ref(),
-            Parsed::Failed(_) => None,
+            Parsed::ClientCredentials(_) | Parsed::Failed(_) => None,
+        }
+    }
+
+    /// The partition the request lives in: its credential's, or the authenticated client's
+    /// own for a grant to the client itself.
+    pub fn partition(&self) -> Option<Partition> {
+        match self {
+            Parsed::ClientCredentials(grant) => Some(grant.partition),
+            _ => self.credential().map(RecordKey::partition),
         }
     }
 
@@ -50,6 +63,7 @@ impl Parsed {
         match self {
             Parsed::Exchange(exchange) => Some(&exchange.client.app),
             Parsed::Refresh(refresh) => Some(&refresh.client.app),
+            Parsed::ClientCredentials(grant) => Some(&grant.client.app),
             Parsed::Failed(_) => None,
         }
     }
@@ -78,6 +92,10 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
         GrantType::RefreshToken => {
             refresh::parse(config, client, &params, resources).map(Parsed::Refresh)
         }
+        GrantType::ClientCredentials => {
+            client_credentials::parse(config, client, &params, resources)
+                .map(Parsed::ClientCredentials)
+        }
     }
 }
 
@@ -97,13 +115,12 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         Parsed::Failed(failed) => return decide_failed(failed, ctx),
         Parsed::Exchange(exchange) => &exchange.client,
         Parsed::Refresh(refresh) => &refresh.client,
+        Parsed::ClientCredentials(grant) => &grant.client,
     };
     // A stored app's authentication is checked with its record, read beside the credential's
     // and its account's ledger. The ledger is read in this first batch, before the grant and
     // link a mint reads next: what lets a mint leave it unwritten (see `machines::ledger`).
-    let ledger = parsed
-        .credential()
-        .map(|key| RecordKey::Ledger(key.partition()));
+    let ledger = parsed.partition().map(RecordKey::Ledger);
     let beside: Vec<&RecordKey> = parsed.credential().into_iter().chain(&ledger).collect();
     if let Err(failed) = verify(ctx, client, &beside)? {
         return decide_failed(&failed, ctx);
@@ -124,5 +141,6 @@ fn decide_grant(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         Parsed::Failed(failed) => decide_failed(failed, ctx),
         Parsed::Exchange(exchange) => authorization_code::decide(ctx, exchange),
         Parsed::Refresh(refresh) => refresh::decide(ctx, refresh),
+        Parsed::ClientCredentials(grant) => client_credentials::decide(ctx, grant),
     }
 }
