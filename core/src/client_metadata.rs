@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::config::{check_redirect_uri, App, Config, DefaultTokenType, Permissions};
 use crate::credentials::SecretDigest;
-use crate::grant_type::GrantType;
+use crate::grant_type::{GrantType, GrantTypes};
 use crate::ids::{https_host, is_displayable, AppKey, RedirectUri};
 use crate::jose::client_keys;
 use crate::records::{AboutClient, AuthMethod, ClientKeys, RemoteKeys};
@@ -33,7 +33,7 @@ pub(crate) struct Draft {
     pub auth_method: AuthMethod,
     /// Its public keys, for `private_key_jwt`: by value, or its `jwks_uri` (not fetched yet).
     pub keys: ClientKeys,
-    pub refresh_tokens: bool,
+    pub grant_types: GrantTypes,
     pub native: bool,
     pub about: AboutClient,
 }
@@ -72,7 +72,7 @@ impl Draft {
             },
             // A client that lists the refresh_token grant gets refresh tokens without asking
             // (the MCP TypeScript SDK 1.x never asks).
-            default_token_type: if self.refresh_tokens {
+            default_token_type: if self.grant_types.contains(GrantType::RefreshToken) {
                 DefaultTokenType::Offline
             } else {
                 DefaultTokenType::ShortLived
@@ -157,12 +157,42 @@ pub(crate) fn draft(
             Some(_) => metadata(format!("{name} must be a list of at most {max} strings")),
         }
     };
-    // Redirect URIs: required for the code flow (§2), each by the rules of configured apps.
+    // The grant types this server has for such a client; the rest is left out of the
+    // registration (§3.2.1). The code flow, or client credentials where the deployment lets
+    // unannounced clients have them: a machine, with no redirect URI and no response type.
+    let listed = list("grant_types", 8)?.unwrap_or(vec![GrantType::AuthorizationCode.name()]);
+    let machines = config
+        .client_credentials()
+        .is_some_and(|grant| grant.unannounced);
+    let kept: Vec<GrantType> = GrantType::ALL
+        .into_iter()
+        .filter(|grant| listed.contains(&grant.name()))
+        .filter(|grant| *grant != GrantType::ClientCredentials || machines)
+        .collect();
+    let grant_types = GrantTypes::of(&kept);
+    let code_flow = grant_types.contains(GrantType::AuthorizationCode);
+    if !code_flow && !grant_types.contains(GrantType::ClientCredentials) {
+        return metadata(if machines {
+            "grant_types must include authorization_code or client_credentials"
+        } else {
+            "grant_types must include authorization_code"
+        });
+    }
+    // Redirect URIs: required for the code flow (§2), each by the rules of configured apps;
+    // none for a machine.
     let uris = list("redirect_uris", MAX_REDIRECT_URIS)?.unwrap_or_default();
-    if uris.is_empty() {
-        return Err(MetadataFault::RedirectUri(
-            "redirect_uris must name at least one redirect URI".into(),
-        ));
+    match (code_flow, uris.is_empty()) {
+        (true, true) => {
+            return Err(MetadataFault::RedirectUri(
+                "redirect_uris must name at least one redirect URI".into(),
+            ))
+        }
+        (false, false) => {
+            return Err(MetadataFault::RedirectUri(
+                "a client without the authorization_code grant has no redirect_uris".into(),
+            ))
+        }
+        _ => {}
     }
     let mut redirect_uris = Vec::with_capacity(uris.len());
     for uri in uris {
@@ -206,15 +236,16 @@ pub(crate) fn draft(
     {
         return metadata("a metadata document holds no client_secret (CIMD §4.1)");
     }
-    // The grant and response types this server has for such a client; the rest is left out
-    // of the registration (§3.2.1), but the code flow must be among them.
-    let code_grant = GrantType::AuthorizationCode.name();
-    let grant_types = list("grant_types", 8)?.unwrap_or(vec![code_grant]);
-    if !grant_types.contains(&code_grant) {
-        return metadata("grant_types must include authorization_code");
+    // §4.4.2: a machine's token is had by authenticating, so it must be able to.
+    if grant_types.contains(GrantType::ClientCredentials) && auth_method == AuthMethod::None {
+        return metadata(
+            "the client_credentials grant needs a client that authenticates: \
+             client_secret_basic, client_secret_post or private_key_jwt",
+        );
     }
+    // The code flow's response type (a machine's are ignored: it has none).
     let response_types = list("response_types", 8)?.unwrap_or(vec!["code"]);
-    if !response_types.contains(&"code") {
+    if code_flow && !response_types.contains(&"code") {
         return metadata("response_types must include code");
     }
     let native = match text("application_type")?.as_deref() {
@@ -301,7 +332,7 @@ pub(crate) fn draft(
         redirect_uris,
         scopes,
         auth_method,
-        refresh_tokens: grant_types.contains(&GrantType::RefreshToken.name()),
+        grant_types,
         native,
         about,
         keys,

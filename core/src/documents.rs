@@ -132,7 +132,7 @@ pub(crate) fn accept(
         provenance: Provenance::Document(DocumentClient {
             fetched_at: now,
             fresh_until: now.plus(lifetime(fetched.cache_control.as_deref(), policy)),
-            refresh_tokens: metadata.refresh_tokens,
+            grant_types: metadata.grant_types,
             native: metadata.native,
             about: metadata.about,
             auth_method: metadata.auth_method,

@@ -71,3 +71,93 @@ impl GrantType {
         }
     }
 }
+
+/// The grant types a client that arrived unannounced registered or its metadata document lists,
+/// as this server keeps them (RFC 7591 §2 `grant_types`): those it has for such a client, the
+/// rest left out.
+///
+/// ```
+/// # use edgegrant::{GrantType, GrantTypes};
+/// let machine = GrantTypes::of(&[GrantType::ClientCredentials]);
+/// assert!(machine.contains(GrantType::ClientCredentials));
+/// assert!(!machine.contains(GrantType::AuthorizationCode));
+/// assert_eq!(GrantTypes::default(), GrantTypes::of(&[GrantType::AuthorizationCode]));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GrantTypes {
+    code: bool,
+    refresh: bool,
+    client_credentials: bool,
+}
+
+impl Default for GrantTypes {
+    /// The code flow alone: RFC 7591 §2's default.
+    fn default() -> GrantTypes {
+        GrantTypes::of(&[GrantType::AuthorizationCode])
+    }
+}
+
+impl GrantTypes {
+    /// The set of `grants`.
+    pub fn of(grants: &[GrantType]) -> GrantTypes {
+        GrantTypes {
+            code: grants.contains(&GrantType::AuthorizationCode),
+            refresh: grants.contains(&GrantType::RefreshToken),
+            client_credentials: grants.contains(&GrantType::ClientCredentials),
+        }
+    }
+
+    /// Whether `grant` is among them.
+    pub fn contains(self, grant: GrantType) -> bool {
+        match grant {
+            GrantType::AuthorizationCode => self.code,
+            GrantType::RefreshToken => self.refresh,
+            GrantType::ClientCredentials => self.client_credentials,
+        }
+    }
+
+    /// Their names, in the table's order.
+    pub fn names(self) -> impl Iterator<Item = &'static str> {
+        GrantType::ALL
+            .into_iter()
+            .filter(move |grant| self.contains(*grant))
+            .map(GrantType::name)
+    }
+}
+
+// Stored as one byte of flags, laid out so that the byte records of formats up to 11 hold — a
+// `bool`, whether the client listed `refresh_token` — reads as the same set: bit 0 the refresh
+// token, bit 1 client credentials, bit 2 set when the code flow is *not* among them.
+const REFRESH: u8 = 1;
+const CLIENT_CREDENTIALS: u8 = 2;
+const NO_CODE: u8 = 4;
+
+impl serde::Serialize for GrantTypes {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut flags = 0;
+        if self.refresh {
+            flags |= REFRESH;
+        }
+        if self.client_credentials {
+            flags |= CLIENT_CREDENTIALS;
+        }
+        if !self.code {
+            flags |= NO_CODE;
+        }
+        serializer.serialize_u8(flags)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for GrantTypes {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<GrantTypes, D::Error> {
+        let flags = u8::deserialize(deserializer)?;
+        if flags & !(REFRESH | CLIENT_CREDENTIALS | NO_CODE) != 0 {
+            return Err(serde::de::Error::custom("unknown grant type flags"));
+        }
+        Ok(GrantTypes {
+            code: flags & NO_CODE == 0,
+            refresh: flags & REFRESH != 0,
+            client_credentials: flags & CLIENT_CREDENTIALS != 0,
+        })
+    }
+}

@@ -331,7 +331,7 @@ pub use credentials::{
 pub use documents::{KEYS_REFETCH_AFTER, KEY_SET_MAX_BYTES};
 pub use endpoints::api::bearer_token_of;
 pub use endpoints::discovery::{protected_resource_metadata, protected_resource_metadata_url};
-pub use grant_type::GrantType;
+pub use grant_type::{GrantType, GrantTypes};
 pub use ids::{AccountId, AppKey, GrantId, InvalidId, RedirectUri, Subject, Uid, User};
 pub use jose::{ClientKey, SigningAlg};
 pub use machines::attempts::{Attempter, MAX_ATTEMPTERS};

@@ -664,10 +664,6 @@ fn client_information(registered: &Registered, config: &Config) -> String {
         return JsonObject::new().finish();
     };
     let about = &registration.about;
-    let mut grant_types = vec![GrantType::AuthorizationCode.name()];
-    if registration.refresh_tokens {
-        grant_types.push(GrantType::RefreshToken.name());
-    }
     let mut json = JsonObject::new()
         .string(
             "application_type",
@@ -686,7 +682,7 @@ fn client_information(registered: &Registered, config: &Config) -> String {
     if !about.contacts.is_empty() {
         json = json.strings("contacts", about.contacts.iter().map(String::as_str));
     }
-    json = json.strings("grant_types", grant_types);
+    json = json.strings("grant_types", registration.grant_types.names());
     json = match &registration.keys {
         ClientKeys::Inline(keys) if keys.is_empty() => json,
         ClientKeys::Inline(keys) => json.json("jwks", &jwks(keys)),
@@ -707,7 +703,14 @@ fn client_information(registered: &Registered, config: &Config) -> String {
                 app.key
             ),
         )
-        .strings("response_types", ["code"])
+        // A machine (client credentials only) takes no response type.
+        .strings(
+            "response_types",
+            registration
+                .grant_types
+                .contains(GrantType::AuthorizationCode)
+                .then_some("code"),
+        )
         .string("scope", app.scopes().as_str())
         .optional_string("software_id", about.software_id.as_deref())
         .optional_string("software_version", about.software_version.as_deref())

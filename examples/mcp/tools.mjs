@@ -12,8 +12,8 @@ function serverFor(principal) {
   const server = new McpServer({ name: "edgegrant-example", version: "1.0.0" });
   server.registerTool(
     "whoami",
-    { description: "The account the access token was issued for, and the app that holds it." },
-    async () => ({ content: [{ type: "text", text: JSON.stringify({ account_id: principal.account_id, app: principal.app, scopes: principal.scopes }) }] }),
+    { description: "Who the access token is for — a person's account, or the client itself (a machine) — and the app that holds it." },
+    async () => ({ content: [{ type: "text", text: JSON.stringify({ subject: principal.subject, account_id: principal.account_id, app: principal.app, scopes: principal.scopes }) }] }),
   );
   server.registerTool(
     "add",

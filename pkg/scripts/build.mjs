@@ -207,9 +207,12 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * Budgets 141.2 and 124.3; issue 48 so far +1.2 KiB of its 6. The client credentials grant
  * (its module, its configuration read, written and checked, the refusal, routing by the
  * client), +1.43 and +1.84 (146252 and 129079 bytes). Budgets 142.9 and 126.1; issue 48 so far
- * +3.04 KiB of its 6 — the next two grants must share the rest.
+ * +3.04 KiB of its 6 — the next two grants must share the rest. The grant for clients that
+ * arrive unannounced (registration of a machine, `GrantTypes` in a stored app, the grant's
+ * `unannounced` setting, the allowed check after the client's record is read), +0.92 and +0.28
+ * (147102 and 129363 bytes). Budgets 143.7 and 126.4; issue 48 so far +3.3 KiB of its 6.
  */
-const BUDGETS = { edgegrant_wasm: 142.9 * 1024, edgegrant_configured_apps: 126.1 * 1024, edgegrant_client: 69.8 * 1024 };
+const BUDGETS = { edgegrant_wasm: 143.7 * 1024, edgegrant_configured_apps: 126.4 * 1024, edgegrant_client: 69.8 * 1024 };
 
 // The server's module may use WebAssembly's 128-bit SIMD (LLVM moves memory 16 bytes at a time
 // with it: 0.7 KiB smaller gzipped): every runtime it serves has it (the package needs Node 20;

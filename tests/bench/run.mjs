@@ -37,6 +37,7 @@ const NATIVE = [
   { id: "code_flow", name: "the whole code flow (authorize page, consent, token request), fresh store" },
   { id: "refresh", name: "refresh (reusable refresh token, new access token)" },
   { id: "revocation", name: "revocation (no target)" },
+  { id: "client_credentials", name: "client credentials (a configured app's token for itself, by its secret; standards profile)" },
 ];
 // A user holding 1, 100 and 10 000 grants of one app (issue 25): the same cost whatever the count.
 const HELD = [1, 100, 10000];
@@ -82,6 +83,8 @@ const cpu = cpus()[0]?.model.trim() ?? "unknown CPU";
 const machine = `${cpu}, ${cpus().length} cores; ${output("rustc", ["--version"])}; Node ${process.version}`;
 const met = (ok) => (ok ? "met" : "**missed**");
 const FLOWS = { exchange: "code exchange", refresh: "refresh", bearer: "bearer check" };
+// Node also measures the client credentials grant (issue 48) against the peer's.
+const NODE_FLOWS = { ...FLOWS, machine: "client credentials" };
 const comparison = (id) => node.comparisons.find((c) => c.id === id);
 const nodeSummary = (subject, flow) => node.subjects[subject][flow];
 
@@ -220,13 +223,13 @@ const table = [
   "",
   `**Node**, side by side in one process — ${node.runtime}, peer ${node.peer} (ops/s, latency p50 / p99 in µs):`,
   "",
-  "| subject | code exchange | refresh | bearer check |",
-  "|---|---|---|---|",
-  ...Object.keys(node.subjects).map((subject) => `| ${subject} | ${Object.keys(FLOWS).map((flow) => nodeCell(subject, flow)).join(" | ")} |`),
+  `| subject | ${Object.values(NODE_FLOWS).join(" | ")} |`,
+  `|---|${Object.keys(NODE_FLOWS).map(() => "---|").join("")}`,
+  ...Object.keys(node.subjects).map((subject) => `| ${subject} | ${Object.keys(NODE_FLOWS).map((flow) => nodeCell(subject, flow)).join(" | ")} |`),
   "",
-  "| ratio (edgegrant ops/s ÷ the other's) | code exchange | refresh | bearer check |",
-  "|---|---|---|---|",
-  ...node.comparisons.map(({ title, flows }) => `| ${title} | ${Object.keys(FLOWS).map((flow) => (flows[flow] ? `**${fixed(flows[flow].ratio, 2)}×**` : "")).join(" | ")} |`),
+  `| ratio (edgegrant ops/s ÷ the other's) | ${Object.values(NODE_FLOWS).join(" | ")} |`,
+  `|---|${Object.keys(NODE_FLOWS).map(() => "---|").join("")}`,
+  ...node.comparisons.map(({ title, flows }) => `| ${title} | ${Object.keys(NODE_FLOWS).map((flow) => (flows[flow] ? `**${fixed(flows[flow].ratio, 2)}×**` : "")).join(" | ")} |`),
   "",
   `**workerd** — ${workerd.runtime}, peer ${workerd.peer} (ratio = edgegrant ops/s ÷ peer ops/s; latency p50 / p99 in µs, including the Node↔workerd hop):`,
   "",

@@ -17,13 +17,15 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
-use edgegrant::{HttpRequest, Input, Outcome, RecordKey, Step};
+use std::sync::Arc;
+
+use edgegrant::{Config, HttpRequest, Input, Outcome, RecordKey, Step};
 use edgegrant_tests::bench_host::{
     exchange_request, field, AppKinds, Host, Populated, RESTORE_EVERY,
 };
 use edgegrant_tests::{
-    alice, bearer_request, fixture_config, form_request, pkce_offline_query, user, Store,
-    GET_ACCOUNT, PKCE_APP, REVOKE,
+    alice, basic_header, bearer_request, client_credentials_document, fixture_config, form_request,
+    pkce_offline_query, user, Store, CONF_APP, CONF_SECRET, GET_ACCOUNT, PKCE_APP, REVOKE,
 };
 use sha2::{Digest, Sha256};
 
@@ -84,6 +86,35 @@ fn benches(c: &mut Criterion) {
     // grows rarely, and a restored copy would otherwise grow in every batch.
     let snapshot = host.store.clone();
     bench_refresh(c, "refresh", &mut host, &snapshot, &refresh);
+
+    // The client credentials grant (issue 48): conf-app's token for itself, by its secret in
+    // the Basic header, in the same 10 000-record store (the standards profile with the grant).
+    // Each call writes a grant and an access token; the store is put back as for the refresh.
+    let mut machines = Host::new(&Arc::new(
+        Config::new(client_credentials_document(&[CONF_APP])).expect("config"),
+    ));
+    machines.store = snapshot.clone();
+    let mut machine_request = form_request(&[("grant_type", "client_credentials")]);
+    machine_request
+        .headers
+        .push(("Authorization".into(), basic_header(CONF_APP, CONF_SECRET)));
+    c.bench_function("client_credentials", |b| {
+        b.iter_custom(|iterations| {
+            in_batches(iterations, &mut machines, &snapshot, |host, batch| {
+                let start = Instant::now();
+                for _ in 0..batch {
+                    black_box(host.expect(
+                        Input::Http {
+                            request: machine_request.clone(),
+                            user: None,
+                        },
+                        &Outcome::Tokens,
+                    ));
+                }
+                start.elapsed()
+            })
+        })
+    });
 
     // The code exchange: the token request that redeems a fresh code (PKCE, offline access),
     // in the bench host's store. Each redemption writes its grant and tokens; the store is put

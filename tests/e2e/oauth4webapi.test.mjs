@@ -1,7 +1,8 @@
 // Interop with a published standards-based client: oauth4webapi (npm), which finds the server
 // from a challenge of its API (RFC 9728) and discovers it from its issuer (RFC 8414), runs the
 // code flow with PKCE, checks the `iss` of the authorization response (RFC 9207), refreshes (the
-// public client's refresh token rotates), introspects (RFC 7662) and revokes (RFC 7009) —
+// public client's refresh token rotates), introspects (RFC 7662) and revokes (RFC 7009), and
+// gets the confidential app a token for itself (client credentials, RFC 6749 §4.4) —
 // unmodified, against the three hosts in the standards profile. Nothing is given to it but the
 // issuer URL and its client credentials.
 import { test } from "node:test";
@@ -25,7 +26,9 @@ function standardsConfig(sample, port, dir) {
   const path = join(dir, "config.json");
   const origin = `http://127.0.0.1:${port}`;
   const resource_servers = [{ app: apps[1].clientId, resources: [origin] }];
-  writeFileSync(path, JSON.stringify({ ...doc, profile: { kind: "standards", issuer: `${origin}/`, resource_servers }, server_key: SERVER_KEY }));
+  // The confidential app may also get tokens for itself (the client credentials grant).
+  const client_credentials = { apps: [apps[1].clientId] };
+  writeFileSync(path, JSON.stringify({ ...doc, profile: { kind: "standards", issuer: `${origin}/`, resource_servers, client_credentials }, server_key: SERVER_KEY }));
   return path;
 }
 
@@ -48,7 +51,7 @@ const insecure = { [oauth.allowInsecureRequests]: true }; // the hosts run on ht
 const [publicApp, confidentialApp] = apps;
 
 for (const [name, start] of Object.entries(hosts)) {
-  test(`oauth4webapi against the ${name} host: discovery, PKCE code flow with iss checked, refresh, introspection, revocation`, { timeout: 20 * 60_000 }, async (t) => {
+  test(`oauth4webapi against the ${name} host: discovery, PKCE code flow with iss checked, refresh, introspection, revocation, client credentials`, { timeout: 20 * 60_000 }, async (t) => {
     const dir = mkdtempSync(join(tmpdir(), `edgegrant-oauth4webapi-${name}-`));
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     const port = await freePort("127.0.0.1"); // the issuer names it before the host starts
@@ -127,5 +130,26 @@ for (const [name, start] of Object.entries(hosts)) {
     }
     const api = await fetch(`http://127.0.0.1:${port}/2/users/get_current_account`, { method: "POST", headers: { authorization: `Bearer ${refreshed.access_token}` } });
     assert.equal(api.status, 401);
+
+    // The confidential app, as a machine: a token for itself (RFC 6749 §4.4), by its secret, for
+    // one of its scopes; no refresh token. The API serves it as the client, introspection names
+    // the client as sub, and its revocation (RFC 7009) ends it.
+    assert.ok(as.grant_types_supported.includes("client_credentials"));
+    const machine = await oauth.processClientCredentialsResponse(
+      as,
+      server,
+      await oauth.clientCredentialsGrantRequest(as, server, serverAuth, new URLSearchParams({ scope: "account_info.read" }), insecure),
+    );
+    assert.equal(machine.scope, "account_info.read");
+    assert.equal(machine.refresh_token, undefined);
+    const served = await fetch(`http://127.0.0.1:${port}/2/users/get_current_account`, { method: "POST", headers: { authorization: `Bearer ${machine.access_token}` } });
+    assert.equal(served.status, 200);
+    assert.deepEqual(await served.json(), { client_id: confidentialApp.clientId });
+    const itself = await introspect(machine.access_token);
+    assert.equal(itself.active, true);
+    assert.equal(itself.sub, confidentialApp.clientId);
+    assert.equal(itself.client_id, confidentialApp.clientId);
+    await oauth.processRevocationResponse(await oauth.revocationRequest(as, server, serverAuth, machine.access_token, insecure));
+    assert.deepEqual(await introspect(machine.access_token), { active: false });
   });
 }

@@ -1096,6 +1096,20 @@ pub fn fixture_config() -> Config {
     Config::new(fixture_document()).expect("fixture config")
 }
 
+/// The fixture in the standards profile (issuer `https://auth.example`), with `apps` allowed
+/// the client credentials grant.
+pub fn client_credentials_document(apps: &[&str]) -> ConfigDocument {
+    let mut doc = fixture_document();
+    let mut standards = Standards::new(Issuer::new("https://auth.example").expect("issuer"));
+    standards.client_credentials = Some(ClientCredentials::new(
+        apps.iter()
+            .map(|app| AppKey::new(*app).expect("app key"))
+            .collect(),
+    ));
+    doc.profile = Profile::Standards(standards);
+    doc
+}
+
 /// The fixture in the standards profile (issuer `https://auth.example`), rotating refresh
 /// tokens as `rotation` says.
 pub fn standards_config(rotation: Rotation) -> Config {
@@ -1170,4 +1184,55 @@ pub fn conf_query(access: &str, state: &str) -> String {
         ("token_access_type", access),
         ("state", state),
     ])
+}
+
+// ---- Clients that prove themselves by their keys (RFC 7523 §2.2) --------------------------------
+
+/// `client_assertion_type` of a client assertion (RFC 7523 §2.2).
+pub const JWT_BEARER: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+
+/// A client's signing key (P-256), fixed: `seed` picks which.
+pub fn signing_key(seed: u8) -> p256::ecdsa::SigningKey {
+    p256::ecdsa::SigningKey::from_slice(&[seed; 32]).unwrap()
+}
+
+/// Its public key as a JWK with `kid`.
+pub fn public_jwk(key: &p256::ecdsa::SigningKey, kid: &str) -> Value {
+    let point = key.verifying_key().to_encoded_point(false);
+    let b64 = |bytes: &[u8]| URL_SAFE_NO_PAD.encode(bytes);
+    serde_json::json!({ "kty": "EC", "crv": "P-256", "kid": kid, "use": "sig",
+            "x": b64(point.x().unwrap()), "y": b64(point.y().unwrap()) })
+}
+
+/// A client assertion (ES256, `kid` k1) of `client` for `aud`, expiring at `exp`, with `jti`.
+pub fn assertion(
+    key: &p256::ecdsa::SigningKey,
+    client: &str,
+    aud: &str,
+    exp: u64,
+    jti: &str,
+) -> String {
+    use p256::ecdsa::signature::Signer as _;
+    let b64 = |bytes: &[u8]| URL_SAFE_NO_PAD.encode(bytes);
+    let header = b64(
+        serde_json::json!({ "alg": "ES256", "kid": "k1", "typ": "JWT" })
+            .to_string()
+            .as_bytes(),
+    );
+    let claims =
+        serde_json::json!({ "iss": client, "sub": client, "aud": aud, "exp": exp, "jti": jti });
+    let input = format!("{header}.{}", b64(claims.to_string().as_bytes()));
+    let signature: p256::ecdsa::Signature = key.sign(input.as_bytes());
+    format!("{input}.{}", b64(&signature.to_bytes()))
+}
+
+/// A registration request (RFC 7591) for `metadata`, from `source`.
+pub fn register_request(metadata: &Value, source: &str) -> HttpRequest {
+    let mut request = HttpRequest::new("POST", "/oauth2/register", "");
+    request
+        .headers
+        .push(("Content-Type".into(), "application/json".into()));
+    request.source = Some(source.into());
+    request.body = metadata.to_string().into_bytes();
+    request
 }

@@ -457,44 +457,6 @@ fn a_document_clients_key_is_escaped_in_storage_keys_and_read_back_whole() {
 
 // ---- private_key_jwt (RFC 7523) -----------------------------------------------------------------
 
-const JWT_BEARER: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
-
-/// A client's signing key (P-256), fixed: `seed` picks which.
-fn signing_key(seed: u8) -> p256::ecdsa::SigningKey {
-    p256::ecdsa::SigningKey::from_slice(&[seed; 32]).unwrap()
-}
-
-/// Its public key as a JWK with `kid`.
-fn public_jwk(key: &p256::ecdsa::SigningKey, kid: &str) -> Value {
-    let point = key.verifying_key().to_encoded_point(false);
-    let b64 = |bytes: &[u8]| {
-        base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, bytes)
-    };
-    json!({ "kty": "EC", "crv": "P-256", "kid": kid, "use": "sig",
-            "x": b64(point.x().unwrap()), "y": b64(point.y().unwrap()) })
-}
-
-/// A client assertion (ES256, `kid` k1) of `client` for `aud`, expiring at `exp`, with `jti`.
-fn assertion(
-    key: &p256::ecdsa::SigningKey,
-    client: &str,
-    aud: &str,
-    exp: u64,
-    jti: &str,
-) -> String {
-    use p256::ecdsa::signature::Signer as _;
-    let b64 = |bytes: &[u8]| {
-        base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, bytes)
-    };
-    let header = b64(json!({ "alg": "ES256", "kid": "k1", "typ": "JWT" })
-        .to_string()
-        .as_bytes());
-    let claims = json!({ "iss": client, "sub": client, "aud": aud, "exp": exp, "jti": jti });
-    let input = format!("{header}.{}", b64(claims.to_string().as_bytes()));
-    let signature: p256::ecdsa::Signature = key.sign(input.as_bytes());
-    format!("{input}.{}", b64(&signature.to_bytes()))
-}
-
 #[test]
 fn a_client_proves_itself_by_its_keys_once_per_assertion() {
     let mut sim = sim();
@@ -590,13 +552,7 @@ fn a_client_proves_itself_by_its_keys_once_per_assertion() {
 
 /// The registration's answer for `metadata` (its status and body), from `source`.
 fn try_register(sim: &mut Sim, metadata: Value, source: &str) -> HttpResponse {
-    let mut request = HttpRequest::new("POST", "/oauth2/register", "");
-    request
-        .headers
-        .push(("Content-Type".into(), "application/json".into()));
-    request.source = Some(source.into());
-    request.body = metadata.to_string().into_bytes();
-    http(sim.http(request, None))
+    http(sim.http(register_request(&metadata, source), None))
 }
 
 /// Registers a public client redirecting to `redirect_uri`; its client_id.

@@ -227,6 +227,12 @@ impl Config {
                 ));
             }
         }
+        if grant.unannounced && self.unannounced().is_none() {
+            return Err(problem(
+                "profile.client_credentials.unannounced",
+                "needs profile.clients (the clients that arrive unannounced)",
+            ));
+        }
         if grant.access_token_lifetime.0 == 0 {
             return Err(problem(
                 "profile.client_credentials.access_token_lifetime",

@@ -67,6 +67,8 @@ export interface ClientCredentials {
   apps: string[];
   /** Seconds its access tokens live. Default 3600. */
   access_token_lifetime?: number;
+  /** Whether clients that arrive unannounced (profile.clients) may use it too: a registered client (RFC 7591) listing client_credentials in its grant_types and authenticating with a secret or private_key_jwt (a machine: no redirect_uris). Default false. */
+  unannounced?: boolean;
 }
 
 /** Clients nobody configured (standards profile): registered by themselves (RFC 7591) or named by a metadata document, their apps kept in the store. */
@@ -290,9 +292,10 @@ struct ClientCredentialsJson<'a>(&'a ClientCredentials);
 
 impl Serialize for ClientCredentialsJson<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut out = s.serialize_map(Some(2))?;
+        let mut out = s.serialize_map(Some(3))?;
         out.serialize_entry("apps", &Each(&self.0.apps, AppKey::as_str))?;
         out.serialize_entry("access_token_lifetime", &self.0.access_token_lifetime.0)?;
+        out.serialize_entry("unannounced", &self.0.unannounced)?;
         out.end()
     }
 }

@@ -228,14 +228,20 @@ pub struct ClientCredentials {
     pub apps: Vec<AppKey>,
     /// How long its access tokens live. Default 3600 s.
     pub access_token_lifetime: Seconds,
+    /// Whether clients that arrive unannounced ([`UnannouncedClients`]) may use it too: a
+    /// registered client (RFC 7591) that lists `client_credentials` among its `grant_types` and
+    /// authenticates (a secret, or `private_key_jwt`). Default `false`: a registration that
+    /// asks for it alone is refused, and with the code flow it is left out.
+    pub unannounced: bool,
 }
 
 impl ClientCredentials {
-    /// The grant for `apps`, its tokens living an hour.
+    /// The grant for `apps`, its tokens living an hour, for no unannounced client.
     pub fn new(apps: Vec<AppKey>) -> ClientCredentials {
         ClientCredentials {
             apps,
             access_token_lifetime: Seconds(3600),
+            unannounced: false,
         }
     }
 }
@@ -873,13 +879,6 @@ impl Config {
     /// The client credentials grant, if the deployment offers it (standards profile).
     pub fn client_credentials(&self) -> Option<&ClientCredentials> {
         self.standards()?.client_credentials.as_ref()
-    }
-
-    /// Whether `app` may get tokens for itself (RFC 6749 §4.4): a configured app the client
-    /// credentials grant names.
-    pub fn allows_client_credentials(&self, app: &AppKey) -> bool {
-        self.client_credentials()
-            .is_some_and(|grant| grant.apps.contains(app))
     }
 
     /// Whether a client may ask for a refresh token with the scope

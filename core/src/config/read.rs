@@ -445,7 +445,11 @@ fn profile_from_json(value: &Value, at: &Path<'_>) -> Read<Profile> {
 
 fn client_credentials_from_json(value: &Value, at: &Path<'_>) -> Read<ClientCredentials> {
     let fields = object(value, at)?;
-    only(fields, at, &["apps", "access_token_lifetime"])?;
+    only(
+        fields,
+        at,
+        &["apps", "access_token_lifetime", "unannounced"],
+    )?;
     let mut apps = Vec::new();
     each(
         required(fields, at, "apps")?,
@@ -459,6 +463,9 @@ fn client_credentials_from_json(value: &Value, at: &Path<'_>) -> Read<ClientCred
     let mut grant = ClientCredentials::new(apps);
     if let Some(lifetime) = fields.get("access_token_lifetime") {
         grant.access_token_lifetime = seconds(lifetime, &at.field("access_token_lifetime"))?;
+    }
+    if let Some(unannounced) = fields.get("unannounced") {
+        grant.unannounced = boolean(unannounced, &at.field("unannounced"))?;
     }
     Ok(grant)
 }

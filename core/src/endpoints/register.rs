@@ -300,7 +300,7 @@ fn registered(
             issued_at,
             token: token.digest(),
             auth_method: draft.auth_method,
-            refresh_tokens: draft.refresh_tokens,
+            grant_types: draft.grant_types,
             native: draft.native,
             about: draft.about.clone(),
             keys: draft.keys.clone(),

@@ -12,6 +12,7 @@ use crate::credentials::{
     AccessToken, AccessTokenDigest, AssertionDigest, AttempterDigest, AuthorizationCode,
     CodeDigest, RefreshToken, RefreshTokenDigest, RegistrationTokenDigest, RotationSeed, ServerKey,
 };
+use crate::grant_type::GrantTypes;
 use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, Subject, Uid};
 use crate::jose::ClientKey;
 use crate::partition::Partition;
@@ -318,6 +319,14 @@ impl AppRecord {
         (method == AuthMethod::PrivateKeyJwt).then_some(keys)
     }
 
+    /// The grant types it registered or its document lists, as kept.
+    pub fn grant_types(&self) -> GrantTypes {
+        match &self.provenance {
+            Provenance::Registered(r) => r.grant_types,
+            Provenance::Document(d) => d.grant_types,
+        }
+    }
+
     /// The same app with its key set replaced (a fetched `jwks_uri`'s).
     pub fn with_keys(&self, keys: ClientKeys) -> AppRecord {
         let mut record = self.clone();
@@ -403,9 +412,10 @@ pub struct DocumentClient {
     /// after it fetches the document again; a bearer check, a revocation or an introspection
     /// goes on with the copy.
     pub fresh_until: UnixTime,
-    /// Whether it lists the `refresh_token` grant (it then gets a refresh token on every code
-    /// flow).
-    pub refresh_tokens: bool,
+    /// The grant types it lists that this server has for it: with `refresh_token`, it gets a
+    /// refresh token on every code flow. (A `bool`, whether it listed `refresh_token`, up to
+    /// format 11: the same byte.)
+    pub grant_types: GrantTypes,
     /// `native` or `web`.
     pub native: bool,
     /// The informational URLs and texts it gave: shown as asserted, never followed by the core.
@@ -426,9 +436,11 @@ pub struct Registration {
     pub token: RegistrationTokenDigest,
     /// How it authenticates at the token endpoint.
     pub auth_method: AuthMethod,
-    /// Whether it registered the `refresh_token` grant (it then gets a refresh token on every
-    /// code flow).
-    pub refresh_tokens: bool,
+    /// The grant types it registered that this server has for it: with `refresh_token`, it
+    /// gets a refresh token on every code flow; with `client_credentials` and no
+    /// `authorization_code`, it is a machine with no redirect URIs. (A `bool`, whether it
+    /// registered `refresh_token`, up to format 11: the same byte.)
+    pub grant_types: GrantTypes,
     /// `native` or `web` (OpenID Connect Registration §2; MCP clients send it).
     pub native: bool,
     /// The informational URLs and texts it gave: shown as asserted, never followed by the core.

@@ -454,6 +454,7 @@ mod tests {
     use crate::credentials::{
         Entropy, RefreshTokenDigest, RegistrationTokenDigest, RotationSeed, ENTROPY_LEN,
     };
+    use crate::grant_type::{GrantType, GrantTypes};
     use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, Uid};
     use crate::records::{
         AboutClient, AccessTokenRecord, AppRecord, AuthMethod, BadRecord, ClientKeys, GrantRecord,
@@ -637,7 +638,10 @@ mod tests {
                             token: RegistrationTokenDigest::from_base64(&token)
                                 .unwrap_or_else(|| unreachable!("32 bytes are a digest")),
                             auth_method: AuthMethod::None,
-                            refresh_tokens: true,
+                            grant_types: GrantTypes::of(&[
+                                GrantType::AuthorizationCode,
+                                GrantType::RefreshToken,
+                            ]),
                             native: false,
                             about: AboutClient {
                                 client_uri,

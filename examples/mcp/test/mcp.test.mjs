@@ -5,7 +5,9 @@
 // from a local server with a certificate of the test's own CA, in the other by registering
 // (RFC 7591) — signs alice in and consents (the browser played over HTTP), calls the tools,
 // refreshes once its access token has really expired (a rotated refresh token), and is refused
-// after the grant is revoked (RFC 7009): the SDK then asks for a new sign-in.
+// after the grant is revoked (RFC 7009): the SDK then asks for a new sign-in. And machines with
+// no person (the client credentials grant): the SDK's ClientCredentialsProvider and
+// PrivateKeyJwtProvider, each registered by RFC 7591, get tokens with no sign-in.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -17,6 +19,8 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { ClientCredentialsProvider, PrivateKeyJwtProvider } from "@modelcontextprotocol/sdk/client/auth-extensions.js";
+import { generateKeyPairSync } from "node:crypto";
 import { fetchDocumentNode } from "../../../pkg/src/documents-node.js";
 import { browse } from "../../../tests/e2e/interop.mjs";
 import { startMcpNode, startMcpWorker } from "../start.mjs";
@@ -217,6 +221,56 @@ async function run(t, host, { identify, document }) {
   await client.close();
 }
 
+/**
+ * A machine — no person, no browser — registers itself (RFC 7591: the client credentials grant
+ * alone, no redirect URI) and is handed to the SDK's own provider for it: by its secret
+ * (`ClientCredentialsProvider`) or by a key of its own whose public half it registered
+ * (`PrivateKeyJwtProvider`, ES256). The SDK gets a token on the first 401, with no sign-in; the
+ * tools see a client, not an account.
+ */
+async function runMachine(host, { auth }) {
+  const mcp = `${host.url}/mcp`;
+  const metadata = await (await fetch(`${host.url}/.well-known/oauth-authorization-server`)).json();
+  assert.ok(metadata.grant_types_supported.includes("client_credentials"), "the metadata names the grant");
+  let keys;
+  let jwks;
+  if (auth === "private_key_jwt") {
+    keys = generateKeyPairSync("ec", { namedCurve: "P-256" });
+    jwks = { keys: [{ ...keys.publicKey.export({ format: "jwk" }), alg: "ES256", use: "sig" }] };
+  }
+  const registered = await fetch(`${host.url}/oauth2/register`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ client_name: "edgegrant e2e machine", grant_types: ["client_credentials"], redirect_uris: [], token_endpoint_auth_method: auth, scope: "mcp:tools", ...(jwks ? { jwks } : {}) }),
+  });
+  const info = await registered.json();
+  assert.equal(registered.status, 201, JSON.stringify(info));
+  assert.deepEqual(info.grant_types, ["client_credentials"]);
+  const expectedIssuer = metadata.issuer;
+  const provider =
+    auth === "private_key_jwt"
+      ? new PrivateKeyJwtProvider({ clientId: info.client_id, privateKey: keys.privateKey.export({ format: "pem", type: "pkcs8" }), algorithm: "ES256", expectedIssuer, scope: "mcp:tools" })
+      : new ClientCredentialsProvider({ clientId: info.client_id, clientSecret: info.client_secret, expectedIssuer, scope: "mcp:tools" });
+
+  const { client } = await connect(mcp, provider);
+  assert.equal(provider.tokens().refresh_token, undefined, "no refresh token for a machine");
+  const tools = (await client.listTools()).tools.map((tool) => tool.name).sort();
+  assert.deepEqual(tools, ["add", "whoami"]);
+  const me = JSON.parse(text(await client.callTool({ name: "whoami", arguments: {} })));
+  assert.deepEqual(me, { subject: "client", account_id: null, app: info.client_id, scopes: ["mcp:tools"] });
+  await client.close();
+
+  // Its registration deleted (RFC 7592), its token ends with it.
+  const deleted = await fetch(info.registration_client_uri, { method: "DELETE", headers: { Authorization: `Bearer ${info.registration_access_token}` } });
+  assert.equal(deleted.status, 204);
+  const after = await fetch(mcp, {
+    method: "POST",
+    headers: { Authorization: `Bearer ${provider.tokens().access_token}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+  });
+  assert.equal(after.status, 401);
+}
+
 const hostKinds = [
   {
     name: "Node host",
@@ -247,5 +301,7 @@ for (const kind of hostKinds) {
     });
     test("identified by its Client ID Metadata Document (served over https): sign-in, tools, refresh after expiry, refused after revocation", (t) => run(t, host, { identify: "document", document }));
     test("identified by registering (RFC 7591): sign-in, tools, refresh after expiry, refused after revocation", (t) => run(t, host, { identify: "registration" }));
+    test("a machine by its secret (the SDK's ClientCredentialsProvider), registered by RFC 7591: tools, the client as principal, ended with its registration", () => runMachine(host, { auth: "client_secret_basic" }));
+    test("a machine by its own key (the SDK's PrivateKeyJwtProvider, ES256), its keys registered by RFC 7591: tools, the client as principal, ended with its registration", () => runMachine(host, { auth: "private_key_jwt" }));
   });
 }

@@ -33,6 +33,25 @@ function benchServer({ createAuthServer, secretDigest }, storage, user) {
   });
 }
 
+/**
+ * The server of the client credentials flow (issue 48): the bench app allowed the grant, which
+ * the standards profile offers — a server of its own, so that the other flows stay in the
+ * reference profile they have always been measured in.
+ */
+function machineServer({ createAuthServer, secretDigest }, storage) {
+  return createAuthServer({
+    serverKey: "YmVuY2gtc3ViamVjdC1zZXJ2ZXIta2V5LTMyYnl0ZXM",
+    profile: { kind: "standards", issuer: ORIGIN, client_credentials: { apps: [APP] } },
+    apps: [{ key: APP, name: "Bench App", secret_digest: secretDigest(SECRET), redirect_uris: [REDIRECT], permissions: { kind: "scoped", scopes: SCOPES.split(" ") } }],
+    apiEndpoints: { [GET_ACCOUNT]: "account_info.read" },
+    storage,
+    hooks: { currentUser: () => null, api: { [GET_ACCOUNT]: (principal) => Response.json({ client_id: principal.app }) } },
+  });
+}
+
+/** The client credentials request: the app's secret in the body, one of its scopes. */
+const machineForm = () => new URLSearchParams({ grant_type: "client_credentials", scope: "account_info.read", client_id: APP, client_secret: SECRET });
+
 /** A fresh user for each first-time authorization. */
 function users() {
   let count = 0;
@@ -51,11 +70,16 @@ const tokenForm = (pairs) => new URLSearchParams({ ...pairs, client_id: APP, cli
 const exchangeForm = (code) => tokenForm({ grant_type: "authorization_code", code, code_verifier: VERIFIER, redirect_uri: REDIRECT });
 const refreshForm = (refreshToken) => tokenForm({ grant_type: "refresh_token", refresh_token: refreshToken });
 
-/** `{ name, flows: { exchange, refresh, bearer } }` through `server.fetch`, over `storage`, with the package's `createAuthServer` and `secretDigest`. */
-export async function edgegrantSubject(pkg, storage, { name = "edgegrant" } = {}) {
+/**
+ * `{ name, flows: { exchange, refresh, bearer, machine? } }` through `server.fetch`, over
+ * `storage`, with the package's `createAuthServer` and `secretDigest`; `machine` (the client
+ * credentials grant) when `machineStorage` is given.
+ */
+export async function edgegrantSubject(pkg, storage, { name = "edgegrant", machineStorage } = {}) {
   const user = users();
   const server = benchServer(pkg, storage, user.current);
   const tokenRequest = (form) => new Request(`${ORIGIN}/oauth2/token`, { method: "POST", headers: { "content-type": FORM }, body: form });
+  const machines = machineStorage && machineServer(pkg, machineStorage);
 
   /** First-time authorization of a fresh user: consent page, consent, code exchange. */
   async function authorizeAndExchange() {
@@ -100,6 +124,13 @@ export async function edgegrantSubject(pkg, storage, { name = "edgegrant" } = {}
         const body = response.status === 200 ? await response.json() : {};
         expect(body.account_id === "dbid:bench-user-1", "edgegrant bearer call", response);
       },
+      ...(machines && {
+        async machine() {
+          const response = await machines.fetch(tokenRequest(machineForm()));
+          const body = response.status === 200 ? await response.json() : {};
+          expect(body.access_token && !body.refresh_token, "edgegrant client credentials", response);
+        },
+      }),
     },
   };
 }
@@ -108,14 +139,15 @@ export async function edgegrantSubject(pkg, storage, { name = "edgegrant" } = {}
 const header = (reply, name) => reply.headers.find(([key]) => key.toLowerCase() === name)?.[1];
 
 /**
- * `{ name, flows: { exchange, refresh, bearer } }` through the plain-value entry `server.handle`:
+ * `{ name, flows: { exchange, refresh, bearer, machine? } }` through the plain-value entry `server.handle`:
  * each request as node:http has it (`req.url`, `req.rawHeaders`, the body's bytes), the signed-in
  * user passed along; a reply is read as sent (status, headers, body text), and an authorized API
  * call is answered by the host with a small JSON string, as the Fetch subject's api hook does.
  */
-export async function edgegrantPlainSubject(pkg, storage, { name = "edgegrant (handle)" } = {}) {
+export async function edgegrantPlainSubject(pkg, storage, { name = "edgegrant (handle)", machineStorage } = {}) {
   const user = users();
   const server = benchServer(pkg, storage, user.current);
+  const machines = machineStorage && machineServer(pkg, machineStorage);
   // A url-encoded POST as it arrives: the client's encoding, the bytes on the wire.
   const post = (url, form, extra = []) => {
     const body = encoder.encode(form.toString());
@@ -164,6 +196,13 @@ export async function edgegrantPlainSubject(pkg, storage, { name = "edgegrant (h
         const sent = result.kind === "serve" ? JSON.stringify({ account_id: result.principal.account_id }) : "{}";
         expect(JSON.parse(sent).account_id === "dbid:bench-user-1", "edgegrant (handle) bearer call", result);
       },
+      ...(machines && {
+        async machine() {
+          const reply = await machines.handle(post("/oauth2/token", machineForm()));
+          const body = reply.kind === "reply" && reply.status === 200 ? JSON.parse(reply.body) : {};
+          expect(body.access_token && !body.refresh_token, "edgegrant (handle) client credentials", reply);
+        },
+      }),
     },
   };
 }

@@ -20,7 +20,7 @@ import { fetchFloorSubject } from "./subjects/fetch-floor.mjs";
 import { plainFloorSubject } from "./subjects/plain-floor.mjs";
 import { oauth2ServerFetchSubject, oauth2ServerSubject } from "./subjects/oauth2-server.mjs";
 
-export const FLOWS = ["exchange", "refresh", "bearer"];
+export const FLOWS = ["exchange", "refresh", "bearer", "machine"];
 export const PEER = "@node-oauth/oauth2-server 5.3.0";
 
 /** The subjects, by role; each name is how the results name it. */
@@ -55,6 +55,7 @@ export const FAIRNESS = [
   "Token generation: edgegrant draws its entropy with crypto.getRandomValues (synchronous, pooled across 64 requests) and derives tokens in wasm; the peer uses its default generator, crypto.randomBytes(32) through a callback (libuv thread pool), hex-encoded, once per code and token.",
   "The loop runs one operation at a time, so ops/s is 1 / latency. The peer's default generator makes a libuv thread-pool round trip per code and token (three per exchange, two per refresh, none per bearer check), which weighs on its exchange and refresh times and varies with how fast the pool thread wakes; a model with synchronous generateAuthorizationCode/generateAccessToken/generateRefreshToken runs those flows faster, and under concurrent load part of the wait would overlap other requests.",
   "Bearer floor: the plain-value entry's bearer check against the least a hashed check can do on the same request values — the authorization header found in the rawHeaders-style list, one crossing into edgegrant's wasm module that hashes the very token edgegrant's subject presents (secretDigest: SHA-256 and base64url), three Map lookups, each record naming the next (the floor issue 29 sets; edgegrant's check reads two records, the token and its account's ledger), and the same JSON answer read back.",
+  "Client credentials (machine): the confidential app's token for itself, its secret in the body, scope account_info.read, no refresh token. edgegrant runs it on a server of its own in the standards profile (the grant is not in the reference profile the other flows run in), writing a grant and an access token, digests only; the peer's model saves its plaintext token in a Map and answers getUserFromClient with the client.",
   "Every flow checks the status and the expected fields of its success response and throws otherwise.",
 ];
 

@@ -4,13 +4,14 @@
 //! ([`Subject::Client`]), and ends by revocation (RFC 7009), with its token's expiry, or with the
 //! client (removed from the configuration).
 
-use crate::config::Config;
+use crate::config::{ClientCredentials, Config};
 use crate::ctx::{create, Ctx, Decision, Flow};
 use crate::ending::{Ending, TokenBody};
 use crate::endpoints::client_auth::Client;
 use crate::endpoints::issue::minting_ledger;
 use crate::endpoints::token::one;
-use crate::ids::Subject;
+use crate::grant_type::GrantType;
+use crate::ids::{AppKey, Subject};
 use crate::machines::access_token::{self, TokenTerms};
 use crate::machines::grant::{self, GrantTerms};
 use crate::partition::Partition;
@@ -21,14 +22,16 @@ use crate::scope::{ScopeSet, OFFLINE_ACCESS};
 use crate::step::{AuditEvent, Transaction};
 use crate::wire::form::Params;
 
-/// A client credentials request as parsed: the client authenticated with its secret, allowed
-/// the grant, and what it asked for within what it may have.
+/// A client credentials request as parsed: the client authenticated (with a secret or a key)
+/// and what it asked for. Whether it may have the grant, and the scopes, are checked once its
+/// app is read (a stored app's record comes with the request's first batch).
 #[derive(Clone, Debug)]
 pub(crate) struct Parsed {
     pub client: Client,
     /// The client's own partition: where its grants to itself live.
     pub partition: Partition,
-    scopes: ScopeSet,
+    /// The scopes asked for; `None`: all of the client's.
+    asked: Option<ScopeSet>,
     /// `resource` (RFC 8707), among the configured ones; empty: the API served here.
     resources: Resources,
 }
@@ -43,51 +46,59 @@ pub(super) fn parse(
     if !client.has_secret {
         return Err(client.refuse(Refusal::ConfidentialClientRequired));
     }
-    let app = match config.app(client.app.as_str()) {
-        Some(app) if config.allows_client_credentials(&client.app) => app,
-        _ => return Err(client.refuse(Refusal::GrantNotAllowed)),
-    };
-    // §3.3: the scopes asked for, within the client's own; none asked, all of them. A token
-    // for no person carries no offline access.
-    let own = app.scopes().without(OFFLINE_ACCESS);
-    let scopes = match one(params, &client, "scope")? {
-        None => own,
+    let asked = match one(params, &client, "scope")? {
+        None => None,
         Some(text) => match ScopeSet::parse(text) {
-            Ok(asked) if !config.takes_scope_names(&asked) => {
-                return Err(client.refuse(Refusal::MalformedScope))
-            }
-            Ok(asked) if asked.is_subset(&own) => asked,
-            Ok(_) => return Err(client.refuse(Refusal::ScopeNotEnabled)),
-            Err(_) => return Err(client.refuse(Refusal::MalformedScope)),
+            Ok(asked) if config.takes_scope_names(&asked) => Some(asked),
+            _ => return Err(client.refuse(Refusal::MalformedScope)),
         },
     };
     Ok(Parsed {
         partition: Partition::of_app(config.server_key(), &client.app),
         client,
-        scopes,
+        asked,
         resources,
+    })
+}
+
+/// Whether `app` may get tokens for itself: a configured app the grant names, or a stored one
+/// that registered the grant where the grant takes unannounced clients.
+fn allowed(ctx: &Ctx<'_>, grant: &ClientCredentials, app: &AppKey) -> Flow<bool> {
+    Ok(match ctx.stored_app(app)? {
+        Some(record) => {
+            grant.unannounced && record.grant_types().contains(GrantType::ClientCredentials)
+        }
+        None => grant.apps.contains(app),
     })
 }
 
 pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
     let policy = ctx.config.policy();
-    let lifetime = match ctx.config.client_credentials() {
-        Some(grant) => grant.access_token_lifetime,
-        None => {
-            return Ok(Decision::End(
-                parsed.client.refuse(Refusal::GrantNotAllowed),
-            ))
-        }
+    let client = &parsed.client;
+    let (Some(grant), Some(app)) = (ctx.config.client_credentials(), ctx.app(&client.app)?) else {
+        return Ok(Decision::End(client.refuse(Refusal::GrantNotAllowed)));
     };
+    if !allowed(ctx, grant, &client.app)? {
+        return Ok(Decision::End(client.refuse(Refusal::GrantNotAllowed)));
+    }
+    // §3.3: the scopes asked for, within the client's own; none asked, all of them. A token
+    // for no person carries no offline access.
+    let own = app.scopes().without(OFFLINE_ACCESS);
+    let scopes = match &parsed.asked {
+        None => own,
+        Some(asked) if asked.is_subset(&own) => asked.clone(),
+        Some(_) => return Ok(Decision::End(client.refuse(Refusal::ScopeNotEnabled))),
+    };
+    let lifetime = grant.access_token_lifetime;
     let partition = parsed.partition;
     let expires_at = ctx.now.plus(lifetime);
     let (generation, ledger_put) = minting_ledger(ctx, partition, Some(expires_at), false)?;
     let grant_id = ctx.entropy.grant_id();
     let grant = grant::new(GrantTerms {
-        app: &parsed.client.app,
+        app: &client.app,
         subject: Subject::Client,
         uid: None,
-        scopes: parsed.scopes.clone(),
+        scopes: scopes.clone(),
         link_epoch: 0,
         pkce: false,
         resources: parsed.resources.clone(),
@@ -97,7 +108,7 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
         &grant_id,
         &grant,
         TokenTerms {
-            scopes: parsed.scopes.clone(),
+            scopes: scopes.clone(),
             expires_at: Some(expires_at),
             audience: parsed.resources.clone(),
             generation,
@@ -119,7 +130,7 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
     ];
     puts.extend(ledger_put);
     let audit = AuditEvent::TokensIssued {
-        app: parsed.client.app.clone(),
+        app: client.app.clone(),
         subject: Subject::Client,
         grant: grant_id,
         refresh_token: false,
@@ -134,7 +145,7 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
             access_token: access,
             expires_in: Some(lifetime),
             refresh_token: None,
-            scope: Some(parsed.scopes.clone()),
+            scope: Some(scopes.clone()),
             person: None,
             retried: None,
         })),

@@ -5,5 +5,5 @@ import * as edgegrant from "../../../../pkg/src/node.js";
 import { memoryStorage } from "../../../../pkg/src/adapters/memory.js";
 import { edgegrantPlainSubject as plain, edgegrantSubject as subject } from "../../lib/edgegrant-subject.mjs";
 
-export const edgegrantSubject = (options) => subject(edgegrant, memoryStorage(), options);
-export const edgegrantPlainSubject = (options) => plain(edgegrant, memoryStorage(), options);
+export const edgegrantSubject = (options) => subject(edgegrant, memoryStorage(), { ...options, machineStorage: memoryStorage() });
+export const edgegrantPlainSubject = (options) => plain(edgegrant, memoryStorage(), { ...options, machineStorage: memoryStorage() });

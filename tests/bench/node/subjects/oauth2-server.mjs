@@ -23,7 +23,7 @@ const decoder = new TextDecoder();
 /** The v5 model contract for authorization_code, refresh_token and authenticate, on Maps. */
 function memoryModel() {
   const clients = new Map([
-    [APP, { id: APP, secret: SECRET, redirectUris: [REDIRECT], grants: ["authorization_code", "refresh_token"], scopes: SCOPES.split(" ") }],
+    [APP, { id: APP, secret: SECRET, redirectUris: [REDIRECT], grants: ["authorization_code", "refresh_token", "client_credentials"], scopes: SCOPES.split(" ") }],
   ]);
   const codes = new Map();
   const accessTokens = new Map();
@@ -57,6 +57,8 @@ function memoryModel() {
       return scope.every((s) => client.scopes.includes(s)) ? scope : false;
     },
     verifyScope: async (token, scope) => Boolean(token.scope) && scope.every((s) => token.scope.includes(s)),
+    // The client credentials grant: the user its tokens are for is the client itself.
+    getUserFromClient: async (client) => ({ client_id: client.id }),
   };
 }
 
@@ -84,6 +86,7 @@ function peer() {
 const tokenForm = (pairs) => new URLSearchParams({ ...pairs, client_id: APP, client_secret: SECRET });
 const exchangeForm = (code) => tokenForm({ grant_type: "authorization_code", code, code_verifier: VERIFIER, redirect_uri: REDIRECT });
 const refreshForm = (refreshToken) => tokenForm({ grant_type: "refresh_token", refresh_token: refreshToken });
+const machineForm = () => tokenForm({ grant_type: "client_credentials", scope: "account_info.read" });
 
 /**
  * The peer's Request from what node:http and a web framework hand it: the headers object, the
@@ -148,6 +151,12 @@ export async function oauth2ServerSubject({ name = "@node-oauth/oauth2-server (d
         // The host answers the authorized call; the client reads the JSON.
         const sent = JSON.stringify({ account_id: token.user.account_id });
         expect(JSON.parse(sent).account_id === "dbid:bench-user-1", "bearer call", authenticated);
+      },
+      async machine() {
+        const response = new OAuthResponse();
+        await oauth.token(plainRequest("POST", "/oauth2/token", {}, machineForm()), response);
+        const body = response.status === 200 ? wire(response) : {};
+        expect(body.access_token && !body.refresh_token, "client credentials", response);
       },
     },
   };
@@ -231,6 +240,11 @@ export async function oauth2ServerFetchSubject({ name = "@node-oauth/oauth2-serv
         const response = await fetch(new Request(`${ORIGIN}${GET_ACCOUNT}`, { headers: { authorization: `Bearer ${setup.access_token}` } }));
         const body = response.status === 200 ? await response.json() : {};
         expect(body.account_id === "dbid:bench-user-1", "bearer call (Fetch shim)", response);
+      },
+      async machine() {
+        const response = await fetch(tokenRequest(machineForm()));
+        const body = response.status === 200 ? await response.json() : {};
+        expect(body.access_token && !body.refresh_token, "client credentials (Fetch shim)", response);
       },
     },
   };
