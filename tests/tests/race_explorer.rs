@@ -387,3 +387,53 @@ fn reauthorization_racing_unlink_never_issues_an_unapproved_code() {
     );
     assert!(redirected > 0 && asked > 0, "both orders were explored");
 }
+
+/// The client credentials grant (issue 48): two of a client's token requests for itself racing,
+/// with a host crash anywhere and the client's retry, and with a third racer revoking the
+/// client's earlier token (RFC 7009's bearer form): each request ends with a token of its own,
+/// live at the end; the revoked one is dead, and ended nothing else.
+#[test]
+fn racing_client_credentials_each_get_a_live_token_and_a_revocation_ends_only_its_own() {
+    let mut sim = Sim::new(Config::new(client_credentials_document(&[CONF_APP])).unwrap());
+    let mut request = form_request(&[("grant_type", "client_credentials")]);
+    request
+        .headers
+        .push(("Authorization".into(), basic_header(CONF_APP, CONF_SECRET)));
+    let (earlier, _) =
+        token_response(&sim.http(request.clone(), None)).expect("a token for the client itself");
+    let inputs = [
+        http_input(request.clone()),
+        http_input(request),
+        revoke_input(&earlier),
+    ];
+    for racers in [2, 3] {
+        let crashes: &[usize] = if racers == 2 { &[0, 1] } else { &[0] };
+        let and_a_revocation = if racers == 3 { " and a revocation" } else { "" };
+        scenario(
+            &format!("2 client credentials requests{and_a_revocation}"),
+            &sim,
+            &inputs[..racers],
+            crashes,
+            &mut |s| {
+                let mut delivered = Vec::new();
+                for actor in 0..2 {
+                    let tokens = tokens_of(s, &[actor]);
+                    assert_eq!(tokens.len(), 1, "request {actor}: {:?}", s.trace);
+                    assert!(tokens[0].1.is_none(), "no refresh token for a machine");
+                    delivered.extend(tokens);
+                }
+                assert_ne!(delivered[0].0, delivered[1].0);
+                for (token, _) in &delivered {
+                    assert!(
+                        validates(&sim.config, &s.store, sim.now, token),
+                        "{:?}",
+                        s.trace
+                    );
+                }
+                if racers == 3 {
+                    assert!(!validates(&sim.config, &s.store, sim.now, &earlier));
+                }
+            },
+        );
+    }
+}
