@@ -245,7 +245,11 @@ fn introspected(ctx: &Ctx<'_>, client: &Client, held: Held<'_>) -> Option<Intros
     if !held.live {
         return None;
     }
-    let own = held.app == &client.app;
+    let own = held.app == &client.app
+        || held
+            .access
+            .and_then(|token| token.exchanged_by.as_ref())
+            .is_some_and(|by| by == &client.app);
     let grant = held.grant.record;
     match held.access {
         Some(token) => {
@@ -269,6 +273,7 @@ fn introspected(ctx: &Ctx<'_>, client: &Client, held: Held<'_>) -> Option<Intros
                 expires_at: token.expires_at,
                 access_token: true,
                 audience: token.audience.clone(),
+                exchanged_by: token.exchanged_by.clone().map(|by| (by, token.acting)),
             })
         }
         None if !own => None,
@@ -281,6 +286,7 @@ fn introspected(ctx: &Ctx<'_>, client: &Client, held: Held<'_>) -> Option<Intros
             expires_at: None,
             access_token: false,
             audience: grant.resources.clone(),
+            exchanged_by: None,
         }),
     }
 }

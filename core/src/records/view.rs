@@ -328,7 +328,9 @@ fn fields<'a, const N: usize>(
 use Field::*;
 
 /// [`AccessTokenRecord`](super::AccessTokenRecord)'s fields, in order.
-const ACCESS_TOKEN: [Field; 8] = [Str, Str, Who, List, MaybeInt, Str, MaybeInt, MaybeStr];
+const ACCESS_TOKEN: [Field; 10] = [
+    Str, Str, Who, List, MaybeInt, Str, MaybeInt, MaybeStr, MaybeStr, Flag,
+];
 /// [`GrantRecord`](super::GrantRecord)'s fields, in order.
 const GRANT: [Field; 13] = [
     Str,
@@ -365,11 +367,15 @@ pub(crate) struct AccessTokenView<'a> {
     pub audience: Text<'a>,
     pub generation: Option<u64>,
     pub uid: Option<Text<'a>>,
+    /// The client that exchanged a token of the grant for this one (RFC 8693), if any.
+    pub exchanged_by: Option<Text<'a>>,
+    /// Whether it named itself the actor.
+    pub acting: bool,
 }
 
 impl<'a> RecordView<'a> for AccessTokenView<'a> {
     fn read(bytes: &'a [u8]) -> Option<AccessTokenView<'a>> {
-        let [grant, app, subject, scopes, expires_at, audience, generation, uid] =
+        let [grant, app, subject, scopes, expires_at, audience, generation, uid, exchanged_by, acting] =
             fields(bytes, ACCESS_TOKEN_TAG, &ACCESS_TOKEN)?;
         Some(AccessTokenView {
             grant: grant.text()?,
@@ -380,6 +386,8 @@ impl<'a> RecordView<'a> for AccessTokenView<'a> {
             audience: audience.text()?,
             generation: generation.maybe_u64()?,
             uid: uid.maybe_text()?,
+            exchanged_by: exchanged_by.maybe_text()?,
+            acting: acting.u64()? == 1,
         })
     }
 }
