@@ -118,6 +118,13 @@ fn a_resource_server_narrows_a_users_token_and_the_grant_ends_it() {
     let stranger = exchange(&mut sim, &[("subject_token", &users)], (LEGACY_APP, LEGACY_SECRET));
     assert_eq!(oauth_error(&stranger), "invalid_request", "{}", stranger.body);
 
+    // team-app revokes the token it was issued (RFC 7009): that token ends, alice's grant stands.
+    let ended = sim.post_form("/oauth2/revoke", &[("token", &token)], Some(team));
+    assert_eq!(ended.status, 200);
+    assert_eq!(introspect_as(&mut sim, &token, team), json!({ "active": false }));
+    assert_eq!(introspect_as(&mut sim, &acting, team)["active"], true);
+    assert_eq!(introspect_as(&mut sim, &users, (CONF_APP, CONF_SECRET))["active"], true);
+
     // alice's grant revoked by its app: every token exchanged from it ends too.
     let revoked = sim.post_form("/oauth2/revoke", &[("token", &users)], Some((CONF_APP, CONF_SECRET)));
     assert_eq!(revoked.status, 200);
