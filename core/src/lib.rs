@@ -321,8 +321,7 @@ pub use config::{
     App, AttemptLimits, ClientCredentials, Config, ConfigDocument, ConfigError, DefaultTokenType,
     DocumentPolicy, Issuer, Permissions, Policy, Profile, RegistrationPolicy, Resource,
     ResourceServer, RotatedClients, Rotation, Standards, TokenExchange, UnannouncedClients,
-    UnannouncedRefresh,
-    CONFIG_TYPESCRIPT, DEFAULT_SCOPE_DESCRIPTIONS,
+    UnannouncedRefresh, CONFIG_TYPESCRIPT, DEFAULT_SCOPE_DESCRIPTIONS,
 };
 pub use credentials::{
     AccessToken, AccessTokenDigest, AssertionDigest, AttempterDigest, AuthorizationCode,

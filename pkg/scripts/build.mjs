@@ -210,9 +210,13 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * +3.04 KiB of its 6 — the next two grants must share the rest. The grant for clients that
  * arrive unannounced (registration of a machine, `GrantTypes` in a stored app, the grant's
  * `unannounced` setting, the allowed check after the client's record is read), +0.92 and +0.28
- * (147102 and 129363 bytes). Budgets 143.7 and 126.4; issue 48 so far +3.3 KiB of its 6.
+ * (147102 and 129363 bytes). Budgets 143.7 and 126.4; issue 48 so far +3.3 KiB of its 6. Token
+ * exchange (wip branch; its module, the config, record format 12, introspection's act, the
+ * holder's revocation), +2.36 and +2.60 (149516 and 132028 bytes): issue 48 at 5.9 KiB of its 6
+ * with ID-JAG still to come — to be paid back (`twiggy diff`) before this branch is merged.
+ * Budgets 146.1 and 129.0.
  */
-const BUDGETS = { edgegrant_wasm: 143.7 * 1024, edgegrant_configured_apps: 126.4 * 1024, edgegrant_client: 69.8 * 1024 };
+const BUDGETS = { edgegrant_wasm: 146.1 * 1024, edgegrant_configured_apps: 129.0 * 1024, edgegrant_client: 69.8 * 1024 };
 
 // The server's module may use WebAssembly's 128-bit SIMD (LLVM moves memory 16 bytes at a time
 // with it: 0.7 KiB smaller gzipped): every runtime it serves has it (the package needs Node 20;

@@ -23,7 +23,8 @@ fn sim() -> Sim {
         app: AppKey::new(TEAM_APP).unwrap(),
         resources: vec![Resource::new(MCP).unwrap()],
     }];
-    standards.client_credentials = Some(ClientCredentials::new(vec![AppKey::new(TEAM_APP).unwrap()]));
+    standards.client_credentials =
+        Some(ClientCredentials::new(vec![AppKey::new(TEAM_APP).unwrap()]));
     standards.token_exchange = Some(TokenExchange::default());
     doc.profile = Profile::Standards(standards);
     Sim::new(Config::new(doc).unwrap())
@@ -43,7 +44,10 @@ fn users_token(sim: &mut Sim) -> String {
 }
 
 fn exchange(sim: &mut Sim, extra: &[(&str, &str)], client: (&str, &str)) -> HttpResponse {
-    let mut form = vec![("grant_type", EXCHANGE), ("subject_token_type", ACCESS_TOKEN_TYPE)];
+    let mut form = vec![
+        ("grant_type", EXCHANGE),
+        ("subject_token_type", ACCESS_TOKEN_TYPE),
+    ];
     form.extend_from_slice(extra);
     sim.token(&form, Some(client))
 }
@@ -69,7 +73,11 @@ fn a_resource_server_narrows_a_users_token_and_the_grant_ends_it() {
     // Narrowed to one scope and the resource team-app serves: issued to team-app, alice's.
     let narrowed = exchange(
         &mut sim,
-        &[("subject_token", &users), ("scope", "account_info.read"), ("resource", MCP)],
+        &[
+            ("subject_token", &users),
+            ("scope", "account_info.read"),
+            ("resource", MCP),
+        ],
         team,
     );
     assert_eq!(narrowed.status, 200, "{}", narrowed.body);
@@ -100,14 +108,32 @@ fn a_resource_server_narrows_a_users_token_and_the_grant_ends_it() {
     );
     assert_eq!(acting.status, 200, "{}", acting.body);
     let acting = json(&acting)["access_token"].as_str().unwrap().to_owned();
-    assert_eq!(introspect_as(&mut sim, &acting, team)["act"], json!({ "sub": TEAM_APP }));
+    assert_eq!(
+        introspect_as(&mut sim, &acting, team)["act"],
+        json!({ "sub": TEAM_APP })
+    );
 
     // Never wider, never elsewhere, never another's token, never another's actor.
     for (extra, error) in [
         (vec![("scope", "files.metadata.read")], "invalid_scope"),
-        (vec![("resource", "https://elsewhere.example/")], "invalid_target"),
-        (vec![("requested_token_type", "urn:ietf:params:oauth:token-type:refresh_token")], "invalid_request"),
-        (vec![("actor_token", users.as_str()), ("actor_token_type", ACCESS_TOKEN_TYPE)], "invalid_request"),
+        (
+            vec![("resource", "https://elsewhere.example/")],
+            "invalid_target",
+        ),
+        (
+            vec![(
+                "requested_token_type",
+                "urn:ietf:params:oauth:token-type:refresh_token",
+            )],
+            "invalid_request",
+        ),
+        (
+            vec![
+                ("actor_token", users.as_str()),
+                ("actor_token_type", ACCESS_TOKEN_TYPE),
+            ],
+            "invalid_request",
+        ),
     ] {
         let mut form = vec![("subject_token", users.as_str())];
         form.extend(extra);
@@ -115,20 +141,42 @@ fn a_resource_server_narrows_a_users_token_and_the_grant_ends_it() {
         assert_eq!(oauth_error(&refused), error, "{form:?}: {}", refused.body);
     }
     // A client that neither holds the token nor serves its resources learns nothing.
-    let stranger = exchange(&mut sim, &[("subject_token", &users)], (LEGACY_APP, LEGACY_SECRET));
-    assert_eq!(oauth_error(&stranger), "invalid_request", "{}", stranger.body);
+    let stranger = exchange(
+        &mut sim,
+        &[("subject_token", &users)],
+        (LEGACY_APP, LEGACY_SECRET),
+    );
+    assert_eq!(
+        oauth_error(&stranger),
+        "invalid_request",
+        "{}",
+        stranger.body
+    );
 
     // team-app revokes the token it was issued (RFC 7009): that token ends, alice's grant stands.
     let ended = sim.post_form("/oauth2/revoke", &[("token", &token)], Some(team));
     assert_eq!(ended.status, 200);
-    assert_eq!(introspect_as(&mut sim, &token, team), json!({ "active": false }));
+    assert_eq!(
+        introspect_as(&mut sim, &token, team),
+        json!({ "active": false })
+    );
     assert_eq!(introspect_as(&mut sim, &acting, team)["active"], true);
-    assert_eq!(introspect_as(&mut sim, &users, (CONF_APP, CONF_SECRET))["active"], true);
+    assert_eq!(
+        introspect_as(&mut sim, &users, (CONF_APP, CONF_SECRET))["active"],
+        true
+    );
 
     // alice's grant revoked by its app: every token exchanged from it ends too.
-    let revoked = sim.post_form("/oauth2/revoke", &[("token", &users)], Some((CONF_APP, CONF_SECRET)));
+    let revoked = sim.post_form(
+        "/oauth2/revoke",
+        &[("token", &users)],
+        Some((CONF_APP, CONF_SECRET)),
+    );
     assert_eq!(revoked.status, 200);
     for token in [&token, &acting] {
-        assert_eq!(introspect_as(&mut sim, token, team), json!({ "active": false }));
+        assert_eq!(
+            introspect_as(&mut sim, token, team),
+            json!({ "active": false })
+        );
     }
 }

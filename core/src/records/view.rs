@@ -367,15 +367,12 @@ pub(crate) struct AccessTokenView<'a> {
     pub audience: Text<'a>,
     pub generation: Option<u64>,
     pub uid: Option<Text<'a>>,
-    /// The client that exchanged a token of the grant for this one (RFC 8693), if any.
-    pub exchanged_by: Option<Text<'a>>,
-    /// Whether it named itself the actor.
-    pub acting: bool,
 }
 
 impl<'a> RecordView<'a> for AccessTokenView<'a> {
     fn read(bytes: &'a [u8]) -> Option<AccessTokenView<'a>> {
-        let [grant, app, subject, scopes, expires_at, audience, generation, uid, exchanged_by, acting] =
+        // (The exchanging client and whether it acts: read whole by introspection.)
+        let [grant, app, subject, scopes, expires_at, audience, generation, uid, ..] =
             fields(bytes, ACCESS_TOKEN_TAG, &ACCESS_TOKEN)?;
         Some(AccessTokenView {
             grant: grant.text()?,
@@ -386,8 +383,6 @@ impl<'a> RecordView<'a> for AccessTokenView<'a> {
             audience: audience.text()?,
             generation: generation.maybe_u64()?,
             uid: uid.maybe_text()?,
-            exchanged_by: exchanged_by.maybe_text()?,
-            acting: acting.u64()? == 1,
         })
     }
 }
@@ -504,10 +499,23 @@ mod tests {
             scopes(),
             prop::option::of(time()),
             resources(),
-            (prop::option::of(any::<u64>()), prop::option::of(id())),
+            (
+                prop::option::of(any::<u64>()),
+                prop::option::of(id()),
+                prop::option::of(id()),
+                any::<bool>(),
+            ),
         )
             .prop_map(
-                |(grant, app, subject, scopes, expires_at, audience, (generation, uid))| {
+                |(
+                    grant,
+                    app,
+                    subject,
+                    scopes,
+                    expires_at,
+                    audience,
+                    (generation, uid, by, acting),
+                )| {
                     AccessTokenRecord {
                         grant: GrantId::parse(&grant).unwrap_or_else(|| unreachable!()),
                         app: AppKey::new(app).unwrap_or_else(|_| unreachable!()),
@@ -517,6 +525,9 @@ mod tests {
                         audience,
                         generation,
                         uid: uid.map(|uid| Uid::new(uid).unwrap_or_else(|_| unreachable!())),
+                        exchanged_by: by
+                            .map(|by| AppKey::new(by).unwrap_or_else(|_| unreachable!())),
+                        acting,
                     }
                 },
             )

@@ -6,6 +6,8 @@
 //! The new token belongs to the same grant, in the same partition: revoking the grant, or
 //! anything else that ends it, ends the exchanged token too.
 
+use crate::config::Config;
+use crate::credentials::AccessToken;
 use crate::ctx::{create, Ctx, Decision, Flow};
 use crate::ending::{Ending, TokenBody};
 use crate::endpoints::api::{authenticate, Check};
@@ -13,13 +15,12 @@ use crate::endpoints::client_auth::Client;
 use crate::endpoints::issue::minting_ledger;
 use crate::endpoints::token::one;
 use crate::machines::{access_token, grant};
+use crate::partition::Partition;
 use crate::prelude::*;
-use crate::records::view::SubjectView;
 use crate::records::{AccessTokenRecord, GrantRecord, Record, RecordKey, Resources};
 use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
 use crate::step::{AuditEvent, Transaction};
-use crate::config::Config;
 use crate::time::{Seconds, UnixTime};
 use crate::wire::form::Params;
 
@@ -32,8 +33,8 @@ pub(crate) struct Parsed {
     pub client: Client,
     /// Where the subject token's record is; `None` if it is not of the shape the core mints.
     pub subject: Option<RecordKey>,
-    /// Where the actor token's record is, if one was sent (`Some(None)`: not of the shape).
-    actor: Option<Option<RecordKey>>,
+    /// Whether the client named itself the actor, with a token of its own partition.
+    acting: bool,
     /// `scope`: `Err` when malformed.
     scope: Option<Result<ScopeSet, ()>>,
     /// `resource` (RFC 8707), among the configured ones.
@@ -73,9 +74,23 @@ pub(super) fn parse(
         _ => Err(()),
     });
     let key = config.server_key();
+    // The actor: the client itself, by a token this server sealed for the client's own
+    // partition — where only its grants to itself live. Its record is not read: a request
+    // reads one partition, and that is the subject token's. (So a revoked or expired token of
+    // the client's still names it; the actor adds no access, only its name to `act`.)
+    let acting = match actor {
+        None => false,
+        Some(token) => {
+            let sealed = token.strip_prefix(AccessToken::PREFIX).unwrap_or(token);
+            if Partition::of_credential(key, sealed) != Some(Partition::of_app(key, &client.app)) {
+                return Err(client.refuse(Refusal::ActorTokenInvalid));
+            }
+            true
+        }
+    };
     Ok(Parsed {
         subject: RecordKey::of_access_token(key, subject),
-        actor: actor.map(|token| RecordKey::of_access_token(key, token)),
+        acting,
         client,
         scope,
         resources,
@@ -96,8 +111,7 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
         return end(Refusal::SubjectTokenInvalid);
     };
     let key = subject.key;
-    let (Some(token), Some((grant_key, _))) =
-        (ctx.load::<AccessTokenRecord>(key)?, &subject.grant)
+    let (Some(token), Some((grant_key, _))) = (ctx.load::<AccessTokenRecord>(key)?, &subject.grant)
     else {
         return end(Refusal::SubjectTokenInvalid);
     };
@@ -119,18 +133,7 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
     if !holds {
         return end(Refusal::SubjectTokenInvalid);
     }
-    // The actor: the client itself, by its own token for itself.
-    let acting = match &parsed.actor {
-        None => false,
-        Some(actor) => match authenticate(ctx, actor.as_ref(), Check::Exchange)? {
-            Ok(actor)
-                if actor.token.subject == SubjectView::Client && actor.app == client.app =>
-            {
-                true
-            }
-            _ => return end(Refusal::ActorTokenInvalid),
-        },
-    };
+    let acting = parsed.acting;
     // §2.1: the scopes asked for, among the subject token's; none asked, all of them.
     let scopes = match &parsed.scope {
         None => token.scopes.clone(),
