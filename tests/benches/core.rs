@@ -98,23 +98,13 @@ fn benches(c: &mut Criterion) {
     machine_request
         .headers
         .push(("Authorization".into(), basic_header(CONF_APP, CONF_SECRET)));
-    c.bench_function("client_credentials", |b| {
-        b.iter_custom(|iterations| {
-            in_batches(iterations, &mut machines, &snapshot, |host, batch| {
-                let start = Instant::now();
-                for _ in 0..batch {
-                    black_box(host.expect(
-                        Input::Http {
-                            request: machine_request.clone(),
-                            user: None,
-                        },
-                        &Outcome::Tokens,
-                    ));
-                }
-                start.elapsed()
-            })
-        })
-    });
+    bench_token_request(
+        c,
+        "client_credentials",
+        &mut machines,
+        &snapshot,
+        &machine_request,
+    );
 
     // The code exchange: the token request that redeems a fresh code (PKCE, offline access),
     // in the bench host's store. Each redemption writes its grant and tokens; the store is put
@@ -201,6 +191,18 @@ fn bench_refresh(c: &mut Criterion, name: &str, host: &mut Host, snapshot: &Stor
         ("refresh_token", refresh),
         ("client_id", PKCE_APP),
     ]);
+    bench_token_request(c, name, host, snapshot, &refresh_request);
+}
+
+/// A token request that mints (`request`, the same every call), answered with tokens each
+/// time; the store is put back to `snapshot` every `RESTORE_EVERY` calls (untimed).
+fn bench_token_request(
+    c: &mut Criterion,
+    name: &str,
+    host: &mut Host,
+    snapshot: &Store,
+    request: &HttpRequest,
+) {
     c.bench_function(name, |b| {
         b.iter_custom(|iterations| {
             in_batches(iterations, host, snapshot, |host, batch| {
@@ -208,7 +210,7 @@ fn bench_refresh(c: &mut Criterion, name: &str, host: &mut Host, snapshot: &Stor
                 for _ in 0..batch {
                     black_box(host.expect(
                         Input::Http {
-                            request: refresh_request.clone(),
+                            request: request.clone(),
                             user: None,
                         },
                         &Outcome::Tokens,
