@@ -489,7 +489,10 @@ pub fn before_format_11(record: &Record) -> Vec<u8> {
     match record {
         Record::AccessToken(r) => {
             person(&r.subject);
-            assert!(r.exchanged_by.is_none() && !r.acting, "no exchange before format 12");
+            assert!(
+                r.exchanged_by.is_none() && !r.acting,
+                "no exchange before format 12"
+            );
             // Format 12's last fields: no exchanging client, not acting.
             assert_eq!(bytes.split_off(bytes.len() - 2), [0, 0]);
             let at = 2 + text(r.grant.as_str()) + text(r.app.as_str());
