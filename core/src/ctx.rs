@@ -258,6 +258,10 @@ impl<'a> Ctx<'a> {
     /// Where the app `key` is stored, if it is not configured and clients may arrive
     /// unannounced: a key to read in the same batch as the request's other records.
     pub fn app_record(&self, key: &AppKey) -> Option<RecordKey> {
+        // None in a build without them: its records then never hold an app.
+        if !cfg!(feature = "unannounced") {
+            return None;
+        }
         match self.loads.app_key(key) {
             Some(loaded) => Some(loaded.clone()),
             None => app_record(self.config, key),

@@ -50,6 +50,8 @@ pub(crate) struct TokenBody {
     /// subject and grant, for the reply's `refresh_token_retried`
     /// ([`Reply::audit`](crate::Reply::audit)).
     pub retried: Option<(AppKey, Subject, GrantId)>,
+    /// A token exchange's answer (RFC 8693 §2.2.1): it names the type of the token issued.
+    pub exchanged: bool,
 }
 
 /// How a request ends, before it is written out.
@@ -112,6 +114,9 @@ pub(crate) struct Introspected {
     pub access_token: bool,
     /// The resources it is for (RFC 8707); empty: none named.
     pub audience: Resources,
+    /// The client an exchanged token was issued to (RFC 8693), its `client_id` then, and
+    /// whether it acts (`act`).
+    pub exchanged_by: Option<(AppKey, bool)>,
 }
 
 /// The consent page's content.

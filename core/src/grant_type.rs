@@ -25,6 +25,9 @@ pub enum GrantType {
     RefreshToken,
     /// `client_credentials` (RFC 6749 §4.4): a client's token for itself, no person involved.
     ClientCredentials,
+    /// `urn:ietf:params:oauth:grant-type:token-exchange` (RFC 8693): an access token of this
+    /// server exchanged for a narrower one, by the client that holds it.
+    TokenExchange,
 }
 
 /// Where a token request of a grant type lives: the request parameter holding a credential of
@@ -40,10 +43,11 @@ pub(crate) enum RoutedBy {
 
 impl GrantType {
     /// Every grant type, in the order the metadata lists them.
-    pub const ALL: [GrantType; 3] = [
+    pub const ALL: [GrantType; 4] = [
         GrantType::AuthorizationCode,
         GrantType::RefreshToken,
         GrantType::ClientCredentials,
+        GrantType::TokenExchange,
     ];
 
     /// Its `grant_type` value.
@@ -52,6 +56,7 @@ impl GrantType {
             GrantType::AuthorizationCode => "authorization_code",
             GrantType::RefreshToken => "refresh_token",
             GrantType::ClientCredentials => "client_credentials",
+            GrantType::TokenExchange => "urn:ietf:params:oauth:grant-type:token-exchange",
         }
     }
 
@@ -68,6 +73,7 @@ impl GrantType {
             GrantType::AuthorizationCode => RoutedBy::Credential("code"),
             GrantType::RefreshToken => RoutedBy::Credential("refresh_token"),
             GrantType::ClientCredentials => RoutedBy::Client,
+            GrantType::TokenExchange => RoutedBy::Credential("subject_token"),
         }
     }
 }
@@ -113,6 +119,8 @@ impl GrantTypes {
             GrantType::AuthorizationCode => self.code,
             GrantType::RefreshToken => self.refresh,
             GrantType::ClientCredentials => self.client_credentials,
+            // Not a grant a client registers: whoever holds a token may exchange it.
+            GrantType::TokenExchange => false,
         }
     }
 

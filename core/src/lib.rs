@@ -320,8 +320,8 @@ mod wire;
 pub use config::{
     App, AttemptLimits, ClientCredentials, Config, ConfigDocument, ConfigError, DefaultTokenType,
     DocumentPolicy, Issuer, Permissions, Policy, Profile, RegistrationPolicy, Resource,
-    ResourceServer, RotatedClients, Rotation, Standards, UnannouncedClients, UnannouncedRefresh,
-    CONFIG_TYPESCRIPT, DEFAULT_SCOPE_DESCRIPTIONS,
+    ResourceServer, RotatedClients, Rotation, Standards, TokenExchange, UnannouncedClients,
+    UnannouncedRefresh, CONFIG_TYPESCRIPT, DEFAULT_SCOPE_DESCRIPTIONS,
 };
 pub use credentials::{
     AccessToken, AccessTokenDigest, AssertionDigest, AttempterDigest, AuthorizationCode,

@@ -155,6 +155,16 @@ pub enum Refusal {
     CodeUnlinked,
     /// `refresh_token` is missing.
     RefreshTokenMissing,
+    /// Token exchange (RFC 8693 §2.2.2 `invalid_request`): `subject_token` or its type is
+    /// missing, or a token type is not an access token's.
+    SubjectTokenMissing,
+    /// Token exchange: a token type this server does not exchange (only access tokens).
+    UnsupportedTokenType,
+    /// Token exchange: the subject token is not a live access token of this server, or not
+    /// one the client holds (issued to it, or for a resource it serves).
+    SubjectTokenInvalid,
+    /// Token exchange: the actor token is not the client's own live client credentials token.
+    ActorTokenInvalid,
     /// No such refresh token.
     UnknownRefreshToken,
     /// The refresh token's grant was revoked.
@@ -446,6 +456,10 @@ names! {
     CodeExpired => "code_expired",
     CodeUnlinked => "code_unlinked",
     RefreshTokenMissing => "refresh_token_missing",
+    SubjectTokenMissing => "subject_token_missing",
+    UnsupportedTokenType => "unsupported_token_type",
+    SubjectTokenInvalid => "subject_token_invalid",
+    ActorTokenInvalid => "actor_token_invalid",
     UnknownRefreshToken => "unknown_refresh_token",
     RefreshTokenRevoked => "refresh_token_revoked",
     RefreshTokenIdle => "refresh_token_idle",

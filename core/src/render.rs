@@ -9,6 +9,7 @@ use crate::config::{Config, Issuer};
 use crate::cors;
 use crate::ending::{ConsentPage, Ending, Introspected, Registered, Revocation, TokenBody, Via};
 use crate::endpoints::discovery::{self, Metadata};
+use crate::endpoints::token::ACCESS_TOKEN_TYPE;
 use crate::grant_type::GrantType;
 use crate::ids::Subject;
 use crate::jose::ClientKey;
@@ -112,6 +113,10 @@ impl Refusal {
             | CodeMissing
             | MalformedVerifier
             | RefreshTokenMissing
+            | SubjectTokenMissing
+            | UnsupportedTokenType
+            | SubjectTokenInvalid
+            | ActorTokenInvalid
             | BearerMissing
             | MalformedBearer
             | TokenMissing => "invalid_request",
@@ -215,6 +220,15 @@ impl Refusal {
             CodeExpired => "the code has expired",
             CodeUnlinked => "the user unlinked the app since consenting",
             RefreshTokenMissing => "refresh_token is missing",
+            SubjectTokenMissing => "subject_token and subject_token_type are required",
+            UnsupportedTokenType => {
+                "this server exchanges access tokens only \
+                 (urn:ietf:params:oauth:token-type:access_token)"
+            }
+            SubjectTokenInvalid => "subject_token is not a live access token this client holds",
+            ActorTokenInvalid => {
+                "actor_token must be this client's own live client credentials token"
+            }
             TokenMissing => "token is missing",
             TokenOfAnotherApp => "the token was issued to another app",
             ConfidentialClientRequired => {
@@ -382,11 +396,21 @@ fn introspection_body(found: Option<&Introspected>, config: &Config) -> String {
     let Some(token) = found else {
         return JsonObject::new().boolean("active", false).finish();
     };
-    let mut body = JsonObject::new().boolean("active", true);
+    let mut body = JsonObject::new();
+    // RFC 8693 §4.1: the client that acts, where an exchange named it.
+    if let Some((actor, true)) = &token.exchanged_by {
+        body = body.json(
+            "act",
+            &JsonObject::new().string("sub", actor.as_str()).finish(),
+        );
+    }
+    body = body.boolean("active", true);
     if !token.audience.is_empty() {
         body = body.strings("aud", token.audience.iter());
     }
-    body = body.string("client_id", token.app.as_str());
+    // An exchanged token was issued to the client that exchanged it.
+    let holder = token.exchanged_by.as_ref().map_or(&token.app, |(by, _)| by);
+    body = body.string("client_id", holder.as_str());
     if let Some(at) = token.expires_at {
         body = body.number("exp", at.0);
     }
@@ -609,6 +633,10 @@ fn bearer_challenge(
         | Refusal::CodeExpired
         | Refusal::CodeUnlinked
         | Refusal::RefreshTokenMissing
+        | Refusal::SubjectTokenMissing
+        | Refusal::UnsupportedTokenType
+        | Refusal::SubjectTokenInvalid
+        | Refusal::ActorTokenInvalid
         | Refusal::UnknownRefreshToken
         | Refusal::RefreshTokenRevoked
         | Refusal::RefreshTokenUnlinked
@@ -737,6 +765,9 @@ fn token_body(body: &TokenBody) -> String {
     }
     if let Some(expires_in) = body.expires_in {
         json = json.number("expires_in", expires_in.0);
+    }
+    if body.exchanged {
+        json = json.string("issued_token_type", ACCESS_TOKEN_TYPE);
     }
     if let Some(refresh) = &body.refresh_token {
         json = json.string("refresh_token", refresh.expose());

@@ -423,6 +423,13 @@ impl Request {
         match *need {
             Need::Records(keys) => self.read(keys),
             Need::Fault(key) => self.refuse(Refusal::StorageFault(key.to_string())),
+            // Only a client that arrived unannounced is verified or fetched for: a build
+            // without them never asks, and links neither path.
+            Need::Signature(_) | Need::Document { .. } | Need::Keys { .. }
+                if !cfg!(feature = "unannounced") =>
+            {
+                self.refuse(Refusal::Defect(Defect::UnexpectedNeed))
+            }
             Need::Signature(verify) => {
                 if self.verified.is_some() {
                     // One signature per request: asked twice would be a bug, never a loop.

@@ -293,7 +293,12 @@ pub fn partition_of(config: &Config, input: &Input) -> Option<Partition> {
             let grant = GrantType::from_name(params.one("grant_type").ok()??)?;
             return match grant.routed_by() {
                 RoutedBy::Credential(name) => {
-                    Partition::of_credential(key, params.one(name).ok()??)
+                    // An access token (a token exchange's subject) routes as a bearer does.
+                    let credential = params.one(name).ok()??;
+                    let credential = credential
+                        .strip_prefix(AccessToken::PREFIX)
+                        .unwrap_or(credential);
+                    Partition::of_credential(key, credential)
                 }
                 RoutedBy::Client => {
                     let assertions = config.unannounced().is_some();

@@ -38,6 +38,7 @@ const NATIVE = [
   { id: "refresh", name: "refresh (reusable refresh token, new access token)" },
   { id: "revocation", name: "revocation (no target)" },
   { id: "client_credentials", name: "client credentials (a configured app's token for itself, by its secret; standards profile)" },
+  { id: "token_exchange", name: "token exchange (RFC 8693: that app's own token for another, by its secret)" },
 ];
 // A user holding 1, 100 and 10 000 grants of one app (issue 25): the same cost whatever the count.
 const HELD = [1, 100, 10000];
@@ -84,7 +85,7 @@ const machine = `${cpu}, ${cpus().length} cores; ${output("rustc", ["--version"]
 const met = (ok) => (ok ? "met" : "**missed**");
 const FLOWS = { exchange: "code exchange", refresh: "refresh", bearer: "bearer check" };
 // Node also measures the client credentials grant (issue 48) against the peer's.
-const NODE_FLOWS = { ...FLOWS, machine: "client credentials" };
+const NODE_FLOWS = { ...FLOWS, machine: "client credentials", narrow: "token exchange" };
 const comparison = (id) => node.comparisons.find((c) => c.id === id);
 const nodeSummary = (subject, flow) => node.subjects[subject][flow];
 

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use std::sync::Arc;
 
-use edgegrant::{Config, HttpRequest, Input, Outcome, RecordKey, Step};
+use edgegrant::{Config, HttpRequest, Input, Outcome, Profile, RecordKey, Step, TokenExchange};
 use edgegrant_tests::bench_host::{
     exchange_request, field, AppKinds, Host, Populated, RESTORE_EVERY,
 };
@@ -104,6 +104,49 @@ fn benches(c: &mut Criterion) {
         &mut machines,
         &snapshot,
         &machine_request,
+    );
+
+    // Token exchange (RFC 8693, issue 48): conf-app exchanges its own client credentials token
+    // for another (the same scopes; no resource asked), in the same store with token exchange
+    // on. Each call reads the subject token and its grant and writes a token; the store is put
+    // back as for the refresh.
+    let mut exchange_document = client_credentials_document(&[CONF_APP]);
+    if let Profile::Standards(standards) = &mut exchange_document.profile {
+        standards.token_exchange = Some(TokenExchange::default());
+    }
+    let mut exchanges = Host::new(&Arc::new(Config::new(exchange_document).expect("config")));
+    exchanges.store = snapshot.clone();
+    let subject = field(
+        &exchanges.expect(
+            Input::Http {
+                request: machine_request.clone(),
+                user: None,
+            },
+            &Outcome::Tokens,
+        ),
+        "access_token",
+    );
+    let exchange_snapshot = exchanges.store.clone();
+    let mut token_exchange_request = form_request(&[
+        (
+            "grant_type",
+            "urn:ietf:params:oauth:grant-type:token-exchange",
+        ),
+        ("subject_token", &subject),
+        (
+            "subject_token_type",
+            "urn:ietf:params:oauth:token-type:access_token",
+        ),
+    ]);
+    token_exchange_request
+        .headers
+        .push(("Authorization".into(), basic_header(CONF_APP, CONF_SECRET)));
+    bench_token_request(
+        c,
+        "token_exchange",
+        &mut exchanges,
+        &exchange_snapshot,
+        &token_exchange_request,
     );
 
     // The code exchange: the token request that redeems a fresh code (PKCE, offline access),

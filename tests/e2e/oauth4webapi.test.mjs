@@ -26,9 +26,11 @@ function standardsConfig(sample, port, dir) {
   const path = join(dir, "config.json");
   const origin = `http://127.0.0.1:${port}`;
   const resource_servers = [{ app: apps[1].clientId, resources: [origin] }];
-  // The confidential app may also get tokens for itself (the client credentials grant).
+  // The confidential app may also get tokens for itself (the client credentials grant), and
+  // exchange tokens it holds (RFC 8693).
   const client_credentials = { apps: [apps[1].clientId] };
-  writeFileSync(path, JSON.stringify({ ...doc, profile: { kind: "standards", issuer: `${origin}/`, resource_servers, client_credentials }, server_key: SERVER_KEY }));
+  const token_exchange = {};
+  writeFileSync(path, JSON.stringify({ ...doc, profile: { kind: "standards", issuer: `${origin}/`, resource_servers, client_credentials, token_exchange }, server_key: SERVER_KEY }));
   return path;
 }
 
@@ -51,7 +53,7 @@ const insecure = { [oauth.allowInsecureRequests]: true }; // the hosts run on ht
 const [publicApp, confidentialApp] = apps;
 
 for (const [name, start] of Object.entries(hosts)) {
-  test(`oauth4webapi against the ${name} host: discovery, PKCE code flow with iss checked, refresh, introspection, revocation, client credentials`, { timeout: 20 * 60_000 }, async (t) => {
+  test(`oauth4webapi against the ${name} host: discovery, PKCE code flow with iss checked, refresh, introspection, revocation, client credentials, token exchange`, { timeout: 20 * 60_000 }, async (t) => {
     const dir = mkdtempSync(join(tmpdir(), `edgegrant-oauth4webapi-${name}-`));
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     const port = await freePort("127.0.0.1"); // the issuer names it before the host starts
@@ -122,10 +124,47 @@ for (const [name, start] of Object.entries(hosts)) {
     assert.equal(live.sub, ALICE.account_id);
     assert.equal(live.iss, issuer.href);
 
+    // The resource server passes the user's token on narrowed (RFC 8693, by oauth4webapi's
+    // generic grant request): one scope, and itself named the actor by its own client
+    // credentials token. Introspection shows it holds the new token, for alice, acting.
+    const TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange";
+    const ACCESS_TOKEN = "urn:ietf:params:oauth:token-type:access_token";
+    assert.ok(as.grant_types_supported.includes(TOKEN_EXCHANGE));
+    const own = await oauth.processClientCredentialsResponse(
+      as,
+      server,
+      await oauth.clientCredentialsGrantRequest(as, server, serverAuth, new URLSearchParams({ scope: "account_info.read" }), insecure),
+    );
+    const exchange = (parameters) => oauth.genericTokenEndpointRequest(as, server, serverAuth, TOKEN_EXCHANGE, parameters, insecure);
+    const narrowed = await oauth.processGenericTokenEndpointResponse(
+      as,
+      server,
+      await exchange({
+        subject_token: refreshed.access_token,
+        subject_token_type: ACCESS_TOKEN,
+        actor_token: own.access_token,
+        actor_token_type: ACCESS_TOKEN,
+        scope: "account_info.read",
+      }),
+    );
+    assert.equal(narrowed.issued_token_type, ACCESS_TOKEN);
+    assert.equal(narrowed.scope, "account_info.read");
+    assert.equal(narrowed.refresh_token, undefined);
+    const passedOn = await introspect(narrowed.access_token);
+    assert.equal(passedOn.active, true);
+    assert.equal(passedOn.sub, ALICE.account_id);
+    assert.equal(passedOn.client_id, confidentialApp.clientId);
+    assert.deepEqual(passedOn.act, { sub: confidentialApp.clientId });
+    // Never wider than the token it came from: a scope the user's token lacks is refused.
+    const widened = await exchange({ subject_token: refreshed.access_token, subject_token_type: ACCESS_TOKEN, scope: "account_info.read files.content.read" });
+    assert.equal(widened.status, 400);
+    assert.equal((await widened.json()).error, "invalid_scope");
+
     // The public client revokes its first refresh token, superseded as it is: the whole grant
     // ends (only the grant's holders have that token).
     await oauth.processRevocationResponse(await oauth.revocationRequest(as, client, oauth.None(), tokens.refresh_token, insecure));
-    for (const token of [tokens.access_token, refreshed.access_token, refreshed.refresh_token]) {
+    // The token exchanged from it ends with the grant.
+    for (const token of [tokens.access_token, refreshed.access_token, refreshed.refresh_token, narrowed.access_token]) {
       assert.deepEqual(await introspect(token), { active: false });
     }
     const api = await fetch(`http://127.0.0.1:${port}/2/users/get_current_account`, { method: "POST", headers: { authorization: `Bearer ${refreshed.access_token}` } });

@@ -472,7 +472,8 @@ pub mod web;
 
 /// A grant's, access token's or refresh token's bytes as a release before record format 11
 /// laid them out (the current format's number kept): the account id where the subject's variant
-/// now precedes it, and a grant's uid without its option's tag. Every such record was a
+/// now precedes it, a grant's uid without its option's tag, and an access token without format
+/// 12's exchanging client and acting flag. Every such record was a
 /// person's. For the tests of older formats, which set the format byte themselves.
 pub fn before_format_11(record: &Record) -> Vec<u8> {
     let mut bytes = record.encode();
@@ -488,6 +489,12 @@ pub fn before_format_11(record: &Record) -> Vec<u8> {
     match record {
         Record::AccessToken(r) => {
             person(&r.subject);
+            assert!(
+                r.exchanged_by.is_none() && !r.acting,
+                "no exchange before format 12"
+            );
+            // Format 12's last fields: no exchanging client, not acting.
+            assert_eq!(bytes.split_off(bytes.len() - 2), [0, 0]);
             let at = 2 + text(r.grant.as_str()) + text(r.app.as_str());
             assert_eq!(bytes.remove(at), 0, "a person's subject");
         }
@@ -1121,6 +1128,7 @@ pub fn standards_config(rotation: Rotation) -> Config {
         resource_servers: Vec::new(),
         clients: None,
         client_credentials: None,
+        token_exchange: None,
     });
     Config::new(doc).expect("the fixture is valid")
 }

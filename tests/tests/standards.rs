@@ -18,6 +18,7 @@ fn standards(issuer: &str) -> Sim {
         resource_servers: Vec::new(),
         clients: None,
         client_credentials: None,
+        token_exchange: None,
     });
     Sim::new(Config::new(doc).unwrap())
 }
@@ -84,6 +85,7 @@ fn the_metadata_follows_the_policy_and_the_apps() {
         resource_servers: Vec::new(),
         clients: None,
         client_credentials: None,
+        token_exchange: None,
     });
     let mut sim = Sim::new(Config::new(doc).unwrap());
     let doc: Value = serde_json::from_str(&get(&mut sim, "GET", WELL_KNOWN).body).unwrap();
@@ -275,6 +277,7 @@ fn the_issuer_is_checked_when_the_configuration_is_read() {
             resource_servers: Vec::new(),
             clients: None,
             client_credentials: None,
+            token_exchange: None,
         }))
     );
     for (profile, why) in [
@@ -320,6 +323,7 @@ fn the_issuer_is_checked_when_the_configuration_is_read() {
         resource_servers: Vec::new(),
         clients: None,
         client_credentials: None,
+        token_exchange: None,
     });
     let again = ConfigDocument::from_json_value(&doc.to_json_value()).unwrap();
     assert_eq!(again.profile, doc.profile);
@@ -722,6 +726,7 @@ fn with_resources() -> Sim {
         }],
         clients: None,
         client_credentials: None,
+        token_exchange: None,
     });
     Sim::new(Config::new(doc).unwrap())
 }
@@ -927,6 +932,7 @@ fn resource_identifiers_compare_in_canonical_form() {
         resource_servers: Vec::new(),
         clients: None,
         client_credentials: None,
+        token_exchange: None,
     });
     let mut sim = Sim::new(Config::new(doc).unwrap());
     let metadata = get(&mut sim, "GET", "/.well-known/oauth-protected-resource");

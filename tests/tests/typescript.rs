@@ -37,6 +37,7 @@ fn every_field() -> Value {
             "rotation": { "clients": "all", "retry_window": 30, "reuse_detection": 86400 },
             "resource_servers": [{ "app": "a", "resources": ["https://api.example"] }],
             "client_credentials": { "apps": ["a"], "access_token_lifetime": 600 },
+            "token_exchange": { "access_token_lifetime": 300 },
             "clients": {
                 "scopes": ["account_info.read"], "unused_lifetime": 864000,
                 "registration": { "initial_access_tokens": [digest], "per_source": 5 },

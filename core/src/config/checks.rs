@@ -210,6 +210,15 @@ impl Config {
         };
         config.check_resource_servers()?;
         config.check_client_credentials()?;
+        if config
+            .token_exchange()
+            .is_some_and(|grant| grant.access_token_lifetime.0 == 0)
+        {
+            return Err(problem(
+                "profile.token_exchange.access_token_lifetime",
+                "must be at least one second",
+            ));
+        }
         Ok(config)
     }
 

@@ -54,7 +54,7 @@ export interface ConfigDocument {
   api_endpoints?: Record<string, Scope>;
   pages?: PageTemplates;
   /** The dialect: SPEC.md's reference service (default), or with the standards around it (RFC 8414, 9207, 7009, 7662, 8707, 9728, refresh-token rotation) under an issuer, with the resources it issues tokens for besides its own API (https URLs; http on loopback). */
-  profile?: { kind: "reference" } | { kind: "standards"; issuer: string; resources?: string[]; rotation?: Rotation; resource_servers?: { app: string; resources: string[] }[]; clients?: UnannouncedClients; client_credentials?: ClientCredentials };
+  profile?: { kind: "reference" } | { kind: "standards"; issuer: string; resources?: string[]; rotation?: Rotation; resource_servers?: { app: string; resources: string[] }[]; clients?: UnannouncedClients; client_credentials?: ClientCredentials; token_exchange?: TokenExchange };
   /** What each scope lets an app do, in plain words, for the consent page: `{"mcp:tools": "Use the tools of …"}`. The reference scopes and offline_access have defaults. */
   scope_descriptions?: Record<Scope, string>;
   /** The server's own secret, required: 32 random bytes, base64url (43 characters). Partitions, the seal of every credential and rotated refresh tokens are derived under it; every instance of one deployment has the same; keep it out of the store and the logs. */
@@ -69,6 +69,12 @@ export interface ClientCredentials {
   access_token_lifetime?: number;
   /** Whether clients that arrive unannounced (profile.clients) may use it too: a registered client (RFC 7591) listing client_credentials in its grant_types and authenticating with a secret or private_key_jwt (a machine: no redirect_uris). Default false. */
   unannounced?: boolean;
+}
+
+/** Token exchange (RFC 8693; standards profile): the client an access token was issued to, or a resource server it was issued for, exchanges it for a narrower one (fewer scopes, one of its grant's resources), optionally as the actor with its own client credentials token; the result ends with the grant. */
+export interface TokenExchange {
+  /** Seconds an exchanged token lives at most, never past the token it came from. Default 3600. */
+  access_token_lifetime?: number;
 }
 
 /** Clients nobody configured (standards profile): registered by themselves (RFC 7591) or named by a metadata document, their apps kept in the store. */
@@ -269,6 +275,14 @@ impl Serialize for ProfileJson<'_> {
                 }
                 if let Some(grant) = &standards.client_credentials {
                     out.serialize_entry("client_credentials", &ClientCredentialsJson(grant))?;
+                }
+                if let Some(grant) = &standards.token_exchange {
+                    out.serialize_entry(
+                        "token_exchange",
+                        &[("access_token_lifetime", grant.access_token_lifetime.0)]
+                            .into_iter()
+                            .collect::<BTreeMap<_, _>>(),
+                    )?;
                 }
             }
         }

@@ -218,6 +218,8 @@ pub struct Standards {
     /// Which apps may get tokens for themselves with the client credentials grant (RFC 6749
     /// §4.4); `None` (the default): none.
     pub client_credentials: Option<ClientCredentials>,
+    /// Token exchange (RFC 8693); `None` (the default): off.
+    pub token_exchange: Option<TokenExchange>,
 }
 
 /// The client credentials grant (RFC 6749 §4.4): a client that authenticates gets an access
@@ -246,6 +248,26 @@ impl ClientCredentials {
     }
 }
 
+/// Token exchange (RFC 8693): a client that holds an access token of this server — the app it
+/// was issued to, or a resource server it was issued for — exchanges it for a narrower one
+/// (fewer scopes, one of the grant's resources) to pass on, optionally naming itself as the
+/// actor with its own client credentials token. The exchanged token belongs to the same grant:
+/// it ends with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenExchange {
+    /// How long an exchanged token lives at most (never past the token it was exchanged
+    /// from). Default 3600 s.
+    pub access_token_lifetime: Seconds,
+}
+
+impl Default for TokenExchange {
+    fn default() -> TokenExchange {
+        TokenExchange {
+            access_token_lifetime: Seconds(3600),
+        }
+    }
+}
+
 impl Standards {
     /// The standards profile with `issuer` and every other setting at its default.
     pub fn new(issuer: Issuer) -> Standards {
@@ -256,6 +278,7 @@ impl Standards {
             resource_servers: Vec::new(),
             clients: None,
             client_credentials: None,
+            token_exchange: None,
         }
     }
 }
@@ -873,7 +896,13 @@ impl Config {
         match grant {
             GrantType::AuthorizationCode | GrantType::RefreshToken => true,
             GrantType::ClientCredentials => self.client_credentials().is_some(),
+            GrantType::TokenExchange => self.token_exchange().is_some(),
         }
+    }
+
+    /// Token exchange, if the deployment offers it (standards profile).
+    pub fn token_exchange(&self) -> Option<&TokenExchange> {
+        self.standards()?.token_exchange.as_ref()
     }
 
     /// The client credentials grant, if the deployment offers it (standards profile).

@@ -387,6 +387,7 @@ fn profile_from_json(value: &Value, at: &Path<'_>) -> Read<Profile> {
                     "rotation",
                     "clients",
                     "client_credentials",
+                    "token_exchange",
                 ],
             )?;
             let issuer_at = at.field("issuer");
@@ -430,6 +431,13 @@ fn profile_from_json(value: &Value, at: &Path<'_>) -> Read<Profile> {
                     &at.field("client_credentials"),
                 )?),
             };
+            let token_exchange = match profile.get("token_exchange") {
+                None | Some(Value::Null) => None,
+                Some(value) => Some(token_exchange_from_json(
+                    value,
+                    &at.field("token_exchange"),
+                )?),
+            };
             Ok(Profile::Standards(Standards {
                 issuer,
                 resources,
@@ -437,6 +445,7 @@ fn profile_from_json(value: &Value, at: &Path<'_>) -> Read<Profile> {
                 resource_servers,
                 clients,
                 client_credentials,
+                token_exchange,
             }))
         }
         _ => Err(kind_at.problem("expected reference or standards")),
@@ -466,6 +475,16 @@ fn client_credentials_from_json(value: &Value, at: &Path<'_>) -> Read<ClientCred
     }
     if let Some(unannounced) = fields.get("unannounced") {
         grant.unannounced = boolean(unannounced, &at.field("unannounced"))?;
+    }
+    Ok(grant)
+}
+
+fn token_exchange_from_json(value: &Value, at: &Path<'_>) -> Read<TokenExchange> {
+    let fields = object(value, at)?;
+    only(fields, at, &["access_token_lifetime"])?;
+    let mut grant = TokenExchange::default();
+    if let Some(lifetime) = fields.get("access_token_lifetime") {
+        grant.access_token_lifetime = seconds(lifetime, &at.field("access_token_lifetime"))?;
     }
     Ok(grant)
 }

@@ -94,22 +94,34 @@ pub fn bearer_token_of(authorization: Option<&str>) -> Result<&str, Refusal> {
 }
 
 /// A bearer token that checked out, read in place, with its grant where that was read.
-struct Bearer<'a> {
-    key: &'a RecordKey,
-    token: AccessTokenView<'a>,
+pub(crate) struct Bearer<'a> {
+    pub key: &'a RecordKey,
+    pub token: AccessTokenView<'a>,
     /// The token's app, configured or stored (a configured app's key shares its text).
-    app: AppKey,
+    pub app: AppKey,
     /// The token's grant (its key, and the record read in place); `None` where the ledger
     /// vouched for the token, which then answers alone.
-    grant: Option<(RecordKey, GrantView<'a>)>,
+    pub grant: Option<(RecordKey, GrantView<'a>)>,
+}
+
+/// What an access token is checked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Check {
+    /// An API call here: a token bound to resources must name this host's, and its account's
+    /// ledger may vouch for it.
+    Call,
+    /// Its revocation in the bearer form: a token for this host's API; the grant read.
+    Revoke,
+    /// A token exchange (RFC 8693): a token for any resource, the grant read.
+    Exchange,
 }
 
 /// The token must be known, unexpired, and its grant neither revoked nor unlinked: vouched for
 /// by its account's ledger (an API call only), or checked against the grant and the link.
-fn authenticate<'a>(
+pub(crate) fn authenticate<'a>(
     ctx: &Ctx<'a>,
     key: Option<&'a RecordKey>,
-    purpose: &Purpose,
+    check: Check,
 ) -> Flow<Result<Bearer<'a>, Refusal>> {
     let Some(key) = key else {
         return Ok(Err(Refusal::UnknownAccessToken));
@@ -124,7 +136,8 @@ fn authenticate<'a>(
         return Ok(Err(refusal));
     }
     // A token bound to resources (RFC 8707) serves only them: here, the API of this host.
-    if !token.audience.is_empty()
+    if check != Check::Exchange
+        && !token.audience.is_empty()
         && !ctx
             .config
             .issuer()
@@ -142,7 +155,7 @@ fn authenticate<'a>(
     // A revocation reads the grant it writes: only an API call is answered by the token alone,
     // and only by a token that holds all its principal needs (a person's uid: since format 8).
     let whole = token.uid.is_some() || token.subject == SubjectView::Client;
-    let vouched = matches!(purpose, Purpose::Call(_))
+    let vouched = check == Check::Call
         && whole
         && ledger::vouches(token.generation, ledger.map(|l| l.record.generation));
     // Unless the ledger vouches for the token, its grant and link decide too; a stored app's
@@ -230,7 +243,11 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
             parsed.purpose.channel(),
         )))
     };
-    let bearer = match authenticate(ctx, parsed.token.as_ref(), &parsed.purpose)? {
+    let check = match parsed.purpose {
+        Purpose::Call(_) => Check::Call,
+        Purpose::Revoke => Check::Revoke,
+    };
+    let bearer = match authenticate(ctx, parsed.token.as_ref(), check)? {
         Ok(bearer) => bearer,
         Err(refusal) => return refused(refusal),
     };

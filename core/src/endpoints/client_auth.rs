@@ -196,7 +196,12 @@ pub(crate) fn verify<'a>(
     client: &Client,
     beside: &[&RecordKey],
 ) -> Flow<Result<&'a App, FailedClient>> {
-    let Some(check) = &client.stored else {
+    // (A build without clients that arrive unannounced has no stored app to check.)
+    let stored = client
+        .stored
+        .as_ref()
+        .filter(|_| cfg!(feature = "unannounced"));
+    let Some(check) = stored else {
         // The configuration cannot change within a request: the app found when parsing.
         return Ok(ctx.config.app(client.app.as_str()).ok_or(FailedClient {
             via_basic: client.via_basic,
@@ -292,6 +297,7 @@ pub(crate) fn consume_assertion(client: &Client, decision: Decision) -> Decision
     let Some((assertion, used)) = client
         .stored
         .as_ref()
+        .filter(|_| cfg!(feature = "unannounced"))
         .and_then(|check| check.assertion.as_ref())
     else {
         return decision;

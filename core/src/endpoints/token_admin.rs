@@ -5,7 +5,7 @@
 //! `token_type_hint` is ignored (RFC 7009 §2.1 allows it).
 
 use crate::config::{App, Config};
-use crate::ctx::{Ctx, Decision, Flow, Loaded};
+use crate::ctx::{replace, Ctx, Decision, Flow, Loaded};
 use crate::ending::{Ending, Introspected, Revocation};
 use crate::endpoints::client_auth::{
     authenticate, consume_assertion, decide_failed, form_parameters, verify, Client, FailedClient,
@@ -15,7 +15,7 @@ use crate::ids::{AppKey, GrantId, Subject};
 use crate::machines::grant::{self, Standing};
 use crate::machines::{access_token, refresh_token};
 use crate::prelude::*;
-use crate::records::{AccessTokenRecord, GrantRecord, RecordKey, RefreshTokenRecord};
+use crate::records::{AccessTokenRecord, GrantRecord, Record, RecordKey, RefreshTokenRecord};
 use crate::refusal::Refusal;
 use crate::step::{AuditEvent, Transaction};
 use crate::wire::form::Repeated;
@@ -151,8 +151,10 @@ struct Held<'a> {
     /// Whether the token itself is live: its grant and its app stand and, for a refresh token,
     /// it was not superseded by a rotation.
     live: bool,
-    /// For an access token, its record; `None` for a refresh token.
-    access: Option<&'a AccessTokenRecord>,
+    /// For an access token, its record and the version read; `None` for a refresh token.
+    access: Option<(&'a AccessTokenRecord, u64)>,
+    /// Where the token is.
+    key: RecordKey,
 }
 
 /// The token under `key` and its grant (with the link, in one batch), if both are there.
@@ -162,7 +164,7 @@ fn held<'a>(ctx: &Ctx<'a>, key: &RecordKey) -> Flow<Option<Held<'a>>> {
         RecordKey::AccessToken(..) => match ctx.load::<AccessTokenRecord>(key)? {
             Some(found) => {
                 let r = found.record;
-                (&r.app, &r.subject, &r.grant, Some(r))
+                (&r.app, &r.subject, &r.grant, Some((r, found.version)))
             }
             None => return Ok(None),
         },
@@ -205,6 +207,7 @@ fn held<'a>(ctx: &Ctx<'a>, key: &RecordKey) -> Flow<Option<Held<'a>>> {
         grant_live,
         live: grant_live && !superseded && app_stands,
         access,
+        key: key.clone(),
     }))
 }
 
@@ -215,6 +218,13 @@ fn revoke(ctx: &Ctx<'_>, client: &Client, held: Option<Held<'_>>) -> Flow<Decisi
     let Some(held) = held else {
         return Ok(Decision::End(Ending::Revoked(Revocation::Standard)));
     };
+    // A token exchanged by another client than the app (RFC 8693) was issued to that client:
+    // its revocation ends that token alone — it expires now — never the app's grant.
+    if let Some((token, version)) = held.access {
+        if held.app != &client.app && token.exchanged_by.as_ref() == Some(&client.app) {
+            return Ok(end_exchanged(ctx, &held.key, token, version));
+        }
+    }
     if held.app != &client.app {
         return Ok(Decision::End(client.refuse(Refusal::TokenOfAnotherApp)));
     }
@@ -236,6 +246,35 @@ fn revoke(ctx: &Ctx<'_>, client: &Client, held: Option<Held<'_>>) -> Flow<Decisi
     ))
 }
 
+/// An exchanged access token ended by its holder: written back expiring now, on the condition
+/// of the version read.
+fn end_exchanged(
+    ctx: &Ctx<'_>,
+    key: &RecordKey,
+    token: &AccessTokenRecord,
+    version: u64,
+) -> Decision {
+    if token.expires_at.is_some_and(|at| at <= ctx.now) {
+        return Decision::End(Ending::Revoked(Revocation::Standard));
+    }
+    let ended = AccessTokenRecord {
+        expires_at: Some(ctx.now),
+        ..token.clone()
+    };
+    Decision::Commit(
+        Transaction {
+            puts: vec![replace(
+                key.clone(),
+                Some(version),
+                &Record::AccessToken(ended),
+                access_token::purge_after(Some(ctx.now), ctx.config.policy()),
+            )],
+            audit: Vec::new(),
+        },
+        Ending::Revoked(Revocation::Standard),
+    )
+}
+
 /// RFC 7662 §2.2: what a live token carries; `None` — `active: false` and nothing else — for
 /// anything not live (expired, revoked, unlinked, of a removed app), and for anything `client`
 /// may not learn of (§4): it learns of its own tokens, and a resource server of the access
@@ -245,10 +284,14 @@ fn introspected(ctx: &Ctx<'_>, client: &Client, held: Held<'_>) -> Option<Intros
     if !held.live {
         return None;
     }
-    let own = held.app == &client.app;
+    let own = held.app == &client.app
+        || held
+            .access
+            .and_then(|(token, _)| token.exchanged_by.as_ref())
+            .is_some_and(|by| by == &client.app);
     let grant = held.grant.record;
     match held.access {
-        Some(token) => {
+        Some((token, _)) => {
             // A token naming no resource is for the API served here, the issuer's origin.
             let here = ctx.config.issuer().map(|issuer| issuer.resource());
             let served = || {
@@ -269,6 +312,7 @@ fn introspected(ctx: &Ctx<'_>, client: &Client, held: Held<'_>) -> Option<Intros
                 expires_at: token.expires_at,
                 access_token: true,
                 audience: token.audience.clone(),
+                exchanged_by: token.exchanged_by.clone().map(|by| (by, token.acting)),
             })
         }
         None if !own => None,
@@ -281,6 +325,7 @@ fn introspected(ctx: &Ctx<'_>, client: &Client, held: Held<'_>) -> Option<Intros
             expires_at: None,
             access_token: false,
             audience: grant.resources.clone(),
+            exchanged_by: None,
         }),
     }
 }

@@ -51,6 +51,8 @@ pub(crate) fn mint(
         audience: terms.audience,
         generation: terms.generation,
         uid: grant.uid.clone(),
+        exchanged_by: None,
+        acting: false,
     }
 }
 

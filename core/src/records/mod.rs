@@ -195,6 +195,12 @@ pub struct AccessTokenRecord {
     /// The user's uid (copied from the grant, for a check decided on the token alone); `None`
     /// for a token stored before format 8.
     pub uid: Option<Uid>,
+    /// The client that exchanged another token of the grant for this one (RFC 8693), to whom it
+    /// was issued; `None`: issued to the app (and for every token stored before format 12).
+    pub exchanged_by: Option<AppKey>,
+    /// Whether that client named itself the actor (its own token as `actor_token`):
+    /// introspection's `act`.
+    pub acting: bool,
 }
 
 /// An account's ledger: a generation that moves on with everything that ends access in the
@@ -536,7 +542,9 @@ pub struct AboutClient {
 /// encoded anew when read. Format 10 added the link's consented redirect URI; an older link
 /// reads with none, so a client nobody verified asks for consent once more. Format 11 made whom a
 /// grant and its tokens act for explicit ([`Subject`]: a person's account, or the app itself);
-/// an older grant or token was a person's, and reads so. (Keying the partitions under the server key moved every
+/// an older grant or token was a person's, and reads so. Format 12 added the access token's
+/// exchanging client and whether it acts (RFC 8693); an older token was issued to its app.
+/// (Keying the partitions under the server key moved every
 /// account's records to keys nothing of the older releases named, as format 2 did: no format
 /// changed, older records are never read and are purged at their times.)
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -597,7 +605,7 @@ pub struct AssertionRecord {
 }
 
 /// The format of stored records: the first byte of every [`Record::encode`].
-pub const FORMAT: u8 = 11;
+pub const FORMAT: u8 = 12;
 
 /// The postcard tags of the variants (their index, one byte) whose record gained last fields
 /// since a format: each an empty list, an empty string or `None`, all one zero byte, so zero
@@ -614,12 +622,13 @@ fn missing_trailing_fields(format: u8, tag: u8) -> usize {
     // Format 3 added the link's grants; format 4 the code's, grant's and access token's
     // resources; format 5 the grant's last rotation; format 6 the link's resources; format 7
     // the link's three member places, the grant's own and its idle deadline; format 8 the
-    // access token's generation and uid; format 10 the link's consented redirect URI.
+    // access token's generation and uid; format 10 the link's consented redirect URI; format
+    // 12 the access token's exchanging client and whether it acts.
     let added_since = |formats: &[u8]| formats.iter().filter(|&&f| format < f).count();
     match tag {
         LINK_TAG => added_since(&[3, 6, 7, 7, 7, 10]),
         CODE_TAG => added_since(&[4]),
-        ACCESS_TOKEN_TAG => added_since(&[4, 8, 8]),
+        ACCESS_TOKEN_TAG => added_since(&[4, 8, 8, 12, 12]),
         GRANT_TAG => added_since(&[4, 5, 7, 7]),
         _ => 0,
     }
@@ -672,9 +681,9 @@ impl Record {
 
     /// A record's stored form in the current [`FORMAT`]: as it is; for formats 2 to 8 a stored
     /// app's record with its last use moved to the front (decoded as it was laid out, encoded
-    /// anew); and for formats 2 to 10 any other record with each trailing field its format
-    /// lacked (see `missing_trailing_fields`) appended, one zero byte each, and a grant's or
-    /// token's account read as its subject (see `with_subject`). `None` for any other format,
+    /// anew); and for formats 2 to 11 any other record with each trailing field its format
+    /// lacked (see `missing_trailing_fields`) appended, one zero byte each, and (before 11) a
+    /// grant's or token's account read as its subject (see `with_subject`). `None` for any other format,
     /// or an older record that does not decode.
     pub(crate) fn upgraded(bytes: &[u8]) -> Option<Cow<'_, [u8]>> {
         match bytes.split_first()? {
@@ -691,12 +700,12 @@ impl Record {
                 });
                 Some(Cow::Owned(record.encode()))
             }
-            (&format @ 2..=10, [tag, body @ ..]) => {
+            (&format @ 2..=11, [tag, body @ ..]) => {
                 let missing = missing_trailing_fields(format, *tag);
                 let mut upgraded = Vec::with_capacity(bytes.len() + missing + 2);
                 upgraded.extend_from_slice(&[FORMAT, *tag]);
                 match *tag {
-                    GRANT_TAG | ACCESS_TOKEN_TAG | REFRESH_TOKEN_TAG => {
+                    GRANT_TAG | ACCESS_TOKEN_TAG | REFRESH_TOKEN_TAG if format < 11 => {
                         with_subject(*tag, body, &mut upgraded)?;
                     }
                     _ => upgraded.extend_from_slice(body),

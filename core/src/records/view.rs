@@ -328,7 +328,9 @@ fn fields<'a, const N: usize>(
 use Field::*;
 
 /// [`AccessTokenRecord`](super::AccessTokenRecord)'s fields, in order.
-const ACCESS_TOKEN: [Field; 8] = [Str, Str, Who, List, MaybeInt, Str, MaybeInt, MaybeStr];
+const ACCESS_TOKEN: [Field; 10] = [
+    Str, Str, Who, List, MaybeInt, Str, MaybeInt, MaybeStr, MaybeStr, Flag,
+];
 /// [`GrantRecord`](super::GrantRecord)'s fields, in order.
 const GRANT: [Field; 13] = [
     Str,
@@ -369,7 +371,8 @@ pub(crate) struct AccessTokenView<'a> {
 
 impl<'a> RecordView<'a> for AccessTokenView<'a> {
     fn read(bytes: &'a [u8]) -> Option<AccessTokenView<'a>> {
-        let [grant, app, subject, scopes, expires_at, audience, generation, uid] =
+        // (The exchanging client and whether it acts: read whole by introspection.)
+        let [grant, app, subject, scopes, expires_at, audience, generation, uid, ..] =
             fields(bytes, ACCESS_TOKEN_TAG, &ACCESS_TOKEN)?;
         Some(AccessTokenView {
             grant: grant.text()?,
@@ -496,10 +499,23 @@ mod tests {
             scopes(),
             prop::option::of(time()),
             resources(),
-            (prop::option::of(any::<u64>()), prop::option::of(id())),
+            (
+                prop::option::of(any::<u64>()),
+                prop::option::of(id()),
+                prop::option::of(id()),
+                any::<bool>(),
+            ),
         )
             .prop_map(
-                |(grant, app, subject, scopes, expires_at, audience, (generation, uid))| {
+                |(
+                    grant,
+                    app,
+                    subject,
+                    scopes,
+                    expires_at,
+                    audience,
+                    (generation, uid, by, acting),
+                )| {
                     AccessTokenRecord {
                         grant: GrantId::parse(&grant).unwrap_or_else(|| unreachable!()),
                         app: AppKey::new(app).unwrap_or_else(|_| unreachable!()),
@@ -509,6 +525,9 @@ mod tests {
                         audience,
                         generation,
                         uid: uid.map(|uid| Uid::new(uid).unwrap_or_else(|_| unreachable!())),
+                        exchanged_by: by
+                            .map(|by| AppKey::new(by).unwrap_or_else(|_| unreachable!())),
+                        acting,
                     }
                 },
             )

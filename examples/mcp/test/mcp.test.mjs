@@ -260,6 +260,31 @@ async function runMachine(host, { auth }) {
   assert.deepEqual(me, { subject: "client", account_id: null, app: info.client_id, scopes: ["mcp:tools"] });
   await client.close();
 
+  // The machine exchanges its token before passing it on (RFC 8693: within the old token's
+  // scope, resource and life): the new token serves the tools too. By its secret, in a plain
+  // request: the SDK has no token exchange.
+  if (auth === "client_secret_basic") {
+    const exchanged = await fetch(metadata.token_endpoint, {
+      method: "POST",
+      headers: { "Content-Type": "application/x-www-form-urlencoded", Authorization: `Basic ${btoa(`${encodeURIComponent(info.client_id)}:${encodeURIComponent(info.client_secret)}`)}` },
+      body: new URLSearchParams({
+        grant_type: "urn:ietf:params:oauth:grant-type:token-exchange",
+        subject_token: provider.tokens().access_token,
+        subject_token_type: "urn:ietf:params:oauth:token-type:access_token",
+        scope: "mcp:tools",
+      }),
+    });
+    const narrowed = await exchanged.json();
+    assert.equal(exchanged.status, 200, JSON.stringify(narrowed));
+    assert.equal(narrowed.issued_token_type, "urn:ietf:params:oauth:token-type:access_token");
+    const listed = await fetch(mcp, {
+      method: "POST",
+      headers: { Authorization: `Bearer ${narrowed.access_token}`, "Content-Type": "application/json", Accept: "application/json, text/event-stream" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    assert.equal(listed.status, 200, await listed.clone().text());
+  }
+
   // Its registration deleted (RFC 7592), its token ends with it.
   const deleted = await fetch(info.registration_client_uri, { method: "DELETE", headers: { Authorization: `Bearer ${info.registration_access_token}` } });
   assert.equal(deleted.status, 204);

@@ -34,14 +34,15 @@ function benchServer({ createAuthServer, secretDigest }, storage, user) {
 }
 
 /**
- * The server of the client credentials flow (issue 48): the bench app allowed the grant, which
- * the standards profile offers — a server of its own, so that the other flows stay in the
- * reference profile they have always been measured in.
+ * The server of the client credentials and token exchange flows (issue 48): the bench app
+ * allowed the one, token exchange (RFC 8693) on, which the standards profile offers — a server
+ * of its own, so that the other flows stay in the reference profile they have always been
+ * measured in.
  */
 function machineServer({ createAuthServer, secretDigest }, storage) {
   return createAuthServer({
     serverKey: "YmVuY2gtc3ViamVjdC1zZXJ2ZXIta2V5LTMyYnl0ZXM",
-    profile: { kind: "standards", issuer: ORIGIN, client_credentials: { apps: [APP] } },
+    profile: { kind: "standards", issuer: ORIGIN, client_credentials: { apps: [APP] }, token_exchange: {} },
     apps: [{ key: APP, name: "Bench App", secret_digest: secretDigest(SECRET), redirect_uris: [REDIRECT], permissions: { kind: "scoped", scopes: SCOPES.split(" ") } }],
     apiEndpoints: { [GET_ACCOUNT]: "account_info.read" },
     storage,
@@ -51,6 +52,12 @@ function machineServer({ createAuthServer, secretDigest }, storage) {
 
 /** The client credentials request: the app's secret in the body, one of its scopes. */
 const machineForm = () => new URLSearchParams({ grant_type: "client_credentials", scope: "account_info.read", client_id: APP, client_secret: SECRET });
+
+const TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange";
+const ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token";
+/** The token exchange request: the app's own token (`subject`) for one with the same scope. */
+const narrowForm = (subject) =>
+  new URLSearchParams({ grant_type: TOKEN_EXCHANGE, subject_token: subject, subject_token_type: ACCESS_TOKEN_TYPE, scope: "account_info.read", client_id: APP, client_secret: SECRET });
 
 /** A fresh user for each first-time authorization. */
 function users() {
@@ -71,9 +78,9 @@ const exchangeForm = (code) => tokenForm({ grant_type: "authorization_code", cod
 const refreshForm = (refreshToken) => tokenForm({ grant_type: "refresh_token", refresh_token: refreshToken });
 
 /**
- * `{ name, flows: { exchange, refresh, bearer, machine? } }` through `server.fetch`, over
+ * `{ name, flows: { exchange, refresh, bearer, machine?, narrow? } }` through `server.fetch`, over
  * `storage`, with the package's `createAuthServer` and `secretDigest`; `machine` (the client
- * credentials grant) when `machineStorage` is given.
+ * credentials grant) and `narrow` (token exchange) when `machineStorage` is given.
  */
 export async function edgegrantSubject(pkg, storage, { name = "edgegrant", machineStorage } = {}) {
   const user = users();
@@ -106,6 +113,8 @@ export async function edgegrantSubject(pkg, storage, { name = "edgegrant", machi
   }
 
   const setup = await authorizeAndExchange();
+  // The token the narrow flow exchanges: the app's own, by client credentials.
+  const subject = machines && (await (await machines.fetch(tokenRequest(machineForm()))).json()).access_token;
 
   return {
     name,
@@ -130,6 +139,11 @@ export async function edgegrantSubject(pkg, storage, { name = "edgegrant", machi
           const body = response.status === 200 ? await response.json() : {};
           expect(body.access_token && !body.refresh_token, "edgegrant client credentials", response);
         },
+        async narrow() {
+          const response = await machines.fetch(tokenRequest(narrowForm(subject)));
+          const body = response.status === 200 ? await response.json() : {};
+          expect(body.access_token && body.issued_token_type === ACCESS_TOKEN_TYPE, "edgegrant token exchange", response);
+        },
       }),
     },
   };
@@ -139,7 +153,7 @@ export async function edgegrantSubject(pkg, storage, { name = "edgegrant", machi
 const header = (reply, name) => reply.headers.find(([key]) => key.toLowerCase() === name)?.[1];
 
 /**
- * `{ name, flows: { exchange, refresh, bearer, machine? } }` through the plain-value entry `server.handle`:
+ * `{ name, flows: { exchange, refresh, bearer, machine?, narrow? } }` through the plain-value entry `server.handle`:
  * each request as node:http has it (`req.url`, `req.rawHeaders`, the body's bytes), the signed-in
  * user passed along; a reply is read as sent (status, headers, body text), and an authorized API
  * call is answered by the host with a small JSON string, as the Fetch subject's api hook does.
@@ -175,6 +189,7 @@ export async function edgegrantPlainSubject(pkg, storage, { name = "edgegrant (h
   }
 
   const setup = await authorizeAndExchange();
+  const subject = machines && JSON.parse((await machines.handle(post("/oauth2/token", machineForm()))).body).access_token;
   const bearer = { method: "GET", url: GET_ACCOUNT, headers: ["host", HOST, "authorization", `Bearer ${setup.access_token}`] };
 
   return {
@@ -201,6 +216,11 @@ export async function edgegrantPlainSubject(pkg, storage, { name = "edgegrant (h
           const reply = await machines.handle(post("/oauth2/token", machineForm()));
           const body = reply.kind === "reply" && reply.status === 200 ? JSON.parse(reply.body) : {};
           expect(body.access_token && !body.refresh_token, "edgegrant (handle) client credentials", reply);
+        },
+        async narrow() {
+          const reply = await machines.handle(post("/oauth2/token", narrowForm(subject)));
+          const body = reply.kind === "reply" && reply.status === 200 ? JSON.parse(reply.body) : {};
+          expect(body.access_token && body.issued_token_type === ACCESS_TOKEN_TYPE, "edgegrant (handle) token exchange", reply);
         },
       }),
     },

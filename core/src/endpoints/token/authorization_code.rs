@@ -207,6 +207,7 @@ fn exchange_code(
             scope: Some(issued.grant.scopes),
             person: Some((user.account_id, user.uid)),
             retried: None,
+            exchanged: false,
         })),
     ))
 }

@@ -148,6 +148,7 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
             scope: Some(scopes.clone()),
             person: None,
             retried: None,
+            exchanged: false,
         })),
     ))
 }

@@ -7,6 +7,9 @@
 mod authorization_code;
 mod client_credentials;
 mod refresh;
+mod token_exchange;
+
+pub(crate) use token_exchange::ACCESS_TOKEN_TYPE;
 
 use crate::config::Config;
 use crate::ctx::{Ctx, Decision, Flow};
@@ -34,6 +37,8 @@ pub(crate) enum Parsed {
     Refresh(refresh::Parsed),
     /// `grant_type=client_credentials`.
     ClientCredentials(client_credentials::Parsed),
+    /// `grant_type=urn:ietf:params:oauth:grant-type:token-exchange`.
+    TokenExchange(token_exchange::Parsed),
     /// The client authentication failed.
     Failed(FailedClient),
 }
@@ -45,6 +50,7 @@ impl Parsed {
         match self {
             Parsed::Exchange(exchange) => exchange.code.as_ref(),
             Parsed::Refresh(refresh) => refresh.token.as_ref(),
+            Parsed::TokenExchange(exchange) => exchange.subject.as_ref(),
             Parsed::ClientCredentials(_) | Parsed::Failed(_) => None,
         }
     }
@@ -64,6 +70,7 @@ impl Parsed {
             Parsed::Exchange(exchange) => Some(&exchange.client.app),
             Parsed::Refresh(refresh) => Some(&refresh.client.app),
             Parsed::ClientCredentials(grant) => Some(&grant.client.app),
+            Parsed::TokenExchange(exchange) => Some(&exchange.client.app),
             Parsed::Failed(_) => None,
         }
     }
@@ -96,6 +103,9 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
             client_credentials::parse(config, client, &params, resources)
                 .map(Parsed::ClientCredentials)
         }
+        GrantType::TokenExchange => {
+            token_exchange::parse(config, client, &params, resources).map(Parsed::TokenExchange)
+        }
     }
 }
 
@@ -116,6 +126,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         Parsed::Exchange(exchange) => &exchange.client,
         Parsed::Refresh(refresh) => &refresh.client,
         Parsed::ClientCredentials(grant) => &grant.client,
+        Parsed::TokenExchange(exchange) => &exchange.client,
     };
     // A stored app's authentication is checked with its record, read beside the credential's
     // and its account's ledger. The ledger is read in this first batch, before the grant and
@@ -142,5 +153,6 @@ fn decide_grant(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         Parsed::Exchange(exchange) => authorization_code::decide(ctx, exchange),
         Parsed::Refresh(refresh) => refresh::decide(ctx, refresh),
         Parsed::ClientCredentials(grant) => client_credentials::decide(ctx, grant),
+        Parsed::TokenExchange(exchange) => token_exchange::decide(ctx, exchange),
     }
 }

@@ -272,6 +272,7 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
             scope: named,
             person: None,
             retried: None,
+            exchanged: false,
         })),
     ))
 }
@@ -343,6 +344,7 @@ fn retry(
         scope: named.cloned(),
         person: None,
         retried: None,
+        exchanged: false,
     });
     if ctx.rewritten_as_read(&retried.grant_key) {
         // Answered from another retry's write: none of its own, so the reply carries its event.
