@@ -53,10 +53,20 @@ cargo test -q -p edgegrant-tests --bench core 2>&1 | tee -a "$log" | tail -n 3
 passed=$(grep -oE 'test result: ok\. [0-9]+ passed' "$log" | awk '{s+=$4} END {print s+0}')
 failed=$(grep -oE '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
 
-# The native host that the JavaScript tests start (examples/native/start.mjs), built here, in
-# the Rust phase, rather than inside the first test that starts it.
-phase "the native host (cargo build, as the JavaScript tests start it)"
-cargo build -q -p edgegrant-native-host --bin edgegrant-native
+# The native host that the JavaScript tests start (examples/native/start.mjs): the binary cargo
+# test built for the host's own tests, handed to them by its path. (A `cargo build -p` of it
+# resolves the workspace's features without the test dependencies', so it compiled the core and
+# the host again: 1:41 of a clean run.)
+phase "the native host (the binary cargo test built, as the JavaScript tests start it)"
+EDGEGRANT_NATIVE_BIN=$(cargo test -q --workspace --no-run --message-format=json 2>/dev/null | node -e '
+  let found = "";
+  require("readline").createInterface({ input: process.stdin }).on("line", (line) => {
+    const m = JSON.parse(line);
+    if (m.reason === "compiler-artifact" && m.target.name === "edgegrant-native" && m.target.kind.includes("bin") && !m.profile.test && m.executable) found = m.executable;
+  }).on("close", () => console.log(found));')
+[ -x "$EDGEGRANT_NATIVE_BIN" ] || { echo "cargo test built no native host binary" >&2; exit 1; }
+export EDGEGRANT_NATIVE_BIN
+echo "native host: $EDGEGRANT_NATIVE_BIN"
 
 phase "fuzz smoke: every cargo-fuzz target for 15 s (nightly toolchain; installs cargo-fuzz if missing)"
 rustup toolchain list | grep -q '^nightly' || { echo "the fuzz targets need the nightly toolchain (rustup toolchain install nightly)" >&2; exit 1; }

@@ -9,6 +9,8 @@ cd "$(dirname "$0")"
 seconds="${1:-20}"
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --version 0.13.2
 node seeds.mjs
+# Every target in one build (the three link in parallel); each run below then finds it fresh.
+cargo +nightly fuzz build >/dev/null 2>&1 || cargo +nightly fuzz build
 for target in request records client; do
   mkdir -p "corpus/$target"
   log=$(mktemp)

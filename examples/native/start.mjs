@@ -15,9 +15,12 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
  * Builds the native host (`cargo build`, a no-op when it is up to date) once per process, when a
  * host is first started. Resolves the path of its binary, as cargo reports it (so
  * CARGO_TARGET_DIR is honoured). Building from a clean target directory takes minutes on two cores.
+ * `EDGEGRANT_NATIVE_BIN`, when set, names a binary built already (tests/all.sh: the one cargo
+ * test built), which is used as it is.
  */
 let nativeBuild;
 export function nativeBinary() {
+  if (process.env.EDGEGRANT_NATIVE_BIN) return Promise.resolve(process.env.EDGEGRANT_NATIVE_BIN);
   nativeBuild ??= new Promise((resolve, reject) => {
     const cargo = spawn("cargo", ["build", "-p", "edgegrant-native-host", "--bin", "edgegrant-native", "--message-format=json-render-diagnostics"], {
       cwd: ROOT,
