@@ -20,7 +20,9 @@ import { fetchFloorSubject } from "./subjects/fetch-floor.mjs";
 import { plainFloorSubject } from "./subjects/plain-floor.mjs";
 import { oauth2ServerFetchSubject, oauth2ServerSubject } from "./subjects/oauth2-server.mjs";
 
-export const FLOWS = ["exchange", "refresh", "bearer", "machine", "narrow"];
+/** The flows the peer has too; edgegrant's token exchange ("narrow") is its alone. */
+export const PEER_FLOWS = ["exchange", "refresh", "bearer", "machine"];
+export const FLOWS = [...PEER_FLOWS, "narrow"];
 export const PEER = "@node-oauth/oauth2-server 5.3.0";
 
 /** The subjects, by role; each name is how the results name it. */
@@ -38,9 +40,9 @@ export const SUBJECTS = {
  * is faster); for the floor, its inverse is edgegrant's time as a multiple of the floor's.
  */
 export const COMPARISONS = [
-  { id: "fetch", title: "Fetch driver vs the peer behind a Fetch shim", ours: SUBJECTS.edgegrantFetch, theirs: SUBJECTS.peerFetch, flows: FLOWS },
+  { id: "fetch", title: "Fetch driver vs the peer behind a Fetch shim", ours: SUBJECTS.edgegrantFetch, theirs: SUBJECTS.peerFetch, flows: PEER_FLOWS },
   { id: "floor", title: "Fetch driver vs an empty Fetch handler", ours: SUBJECTS.edgegrantFetch, theirs: SUBJECTS.fetchFloor, flows: ["bearer"] },
-  { id: "plain", title: "plain-value entry vs the peer driven directly", ours: SUBJECTS.edgegrantPlain, theirs: SUBJECTS.peerDirect, flows: FLOWS },
+  { id: "plain", title: "plain-value entry vs the peer driven directly", ours: SUBJECTS.edgegrantPlain, theirs: SUBJECTS.peerDirect, flows: PEER_FLOWS },
   { id: "plainFloor", title: "plain-value entry vs its bearer floor", ours: SUBJECTS.edgegrantPlain, theirs: SUBJECTS.plainFloor, flows: ["bearer"] },
 ];
 
@@ -82,10 +84,7 @@ export async function benchNode({ rounds = 20, batch = 1000, warmup = 500 } = {}
     title,
     ours,
     theirs,
-    // Only the flows both have (the peer has no token exchange).
-    flows: Object.fromEntries(
-      flows.filter((flow) => summaries[ours][flow] && summaries[theirs][flow]).map((flow) => [flow, { ratio: summaries[ours][flow].opsPerSecond / summaries[theirs][flow].opsPerSecond }]),
-    ),
+    flows: Object.fromEntries(flows.map((flow) => [flow, { ratio: summaries[ours][flow].opsPerSecond / summaries[theirs][flow].opsPerSecond }])),
   }));
   return { runtime: `node ${process.version}`, peer: PEER, subjects: summaries, comparisons, fairness: FAIRNESS };
 }

@@ -3,16 +3,16 @@
 // has its ratios.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { benchNode, COMPARISONS, FLOWS, SUBJECTS } from "./bench.mjs";
+import { benchNode, COMPARISONS, FLOWS, PEER_FLOWS, SUBJECTS } from "./bench.mjs";
 
-// The flows each subject has: the empty Fetch handler and the bearer floor are floors for the
-// bearer check only.
+// The flows each subject has: the peer has no token exchange; the empty Fetch handler and the
+// bearer floor are floors for the bearer check only.
 const EXPECTED = {
   [SUBJECTS.edgegrantFetch]: FLOWS,
-  [SUBJECTS.peerFetch]: FLOWS,
+  [SUBJECTS.peerFetch]: PEER_FLOWS,
   [SUBJECTS.fetchFloor]: ["bearer"],
   [SUBJECTS.edgegrantPlain]: FLOWS,
-  [SUBJECTS.peerDirect]: FLOWS,
+  [SUBJECTS.peerDirect]: PEER_FLOWS,
   [SUBJECTS.plainFloor]: ["bearer"],
 };
 
