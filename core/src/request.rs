@@ -4,6 +4,7 @@
 
 use crate::prelude::*;
 use alloc::sync::Arc;
+use core::cell::Cell;
 
 use crate::config::Config;
 use crate::cors;

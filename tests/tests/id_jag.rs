@@ -111,15 +111,37 @@ fn an_assertion_holds_only_for_this_server_this_client_and_now() {
     };
     let key = signing_key(7);
     let refused = [
-        ("another audience", with(&sim, "a", json!({ "aud": "https://other.example" }))),
-        ("two audiences", with(&sim, "b", json!({ "aud": [ISSUER, "https://other.example"] }))),
-        ("another client", with(&sim, "c", json!({ "client_id": TEAM_APP }))),
+        (
+            "another audience",
+            with(&sim, "a", json!({ "aud": "https://other.example" })),
+        ),
+        (
+            "two audiences",
+            with(
+                &sim,
+                "b",
+                json!({ "aud": [ISSUER, "https://other.example"] }),
+            ),
+        ),
+        (
+            "another client",
+            with(&sim, "c", json!({ "client_id": TEAM_APP })),
+        ),
         ("no client", with(&sim, "d", json!({ "client_id": null }))),
         ("expiring now", with(&sim, "e", json!({ "exp": now }))),
-        ("living too long", with(&sim, "f", json!({ "exp": now + 601 }))),
-        ("issued in the future", with(&sim, "g", json!({ "iat": now + 61 }))),
+        (
+            "living too long",
+            with(&sim, "f", json!({ "exp": now + 601 })),
+        ),
+        (
+            "issued in the future",
+            with(&sim, "g", json!({ "iat": now + 61 })),
+        ),
         ("no iat", with(&sim, "h", json!({ "iat": null }))),
-        ("an untrusted issuer", with(&sim, "i", json!({ "iss": "https://evil.example" }))),
+        (
+            "an untrusted issuer",
+            with(&sim, "i", json!({ "iss": "https://evil.example" })),
+        ),
     ];
     for (why, claims) in refused {
         let response = present(&mut sim, &id_jag(&key, &claims), &[]);
@@ -131,7 +153,8 @@ fn an_assertion_holds_only_for_this_server_this_client_and_now() {
         ("k", json!({ "exp": now + 600 })),
         ("l", json!({ "iat": now + 60, "nbf": now + 60 })),
     ] {
-        let response = present(&mut sim, &id_jag(&key, &with(&sim, jti, changes)), &[]);
+        let assertion = id_jag(&key, &with(&sim, jti, changes));
+        let response = present(&mut sim, &assertion, &[]);
         assert_eq!(response.status, 200, "{jti}: {}", response.body);
     }
     // Signed by another key, or typed as another kind of JWT: refused.
@@ -158,9 +181,10 @@ fn the_scope_is_the_assertions_and_the_apps_at_most() {
     let mut sim = sim();
     let key = signing_key(7);
     // Asking beyond the assertion's scope: invalid_scope.
+    let assertion = id_jag(&key, &claims(&sim, "p"));
     let response = present(
         &mut sim,
-        &id_jag(&key, &claims(&sim, "p")),
+        &assertion,
         &[("scope", "account_info.read files.content.write")],
     );
     assert_eq!(error_of(&response), "invalid_scope");
@@ -172,7 +196,8 @@ fn the_scope_is_the_assertions_and_the_apps_at_most() {
         "invalid_scope"
     );
     // None asked: the assertion's.
-    let response = present(&mut sim, &id_jag(&key, &claims(&sim, "r")), &[]);
+    let assertion = id_jag(&key, &claims(&sim, "r"));
+    let response = present(&mut sim, &assertion, &[]);
     assert_eq!(response.status, 200, "{}", response.body);
     assert_eq!(
         json(&response)["scope"],
@@ -201,7 +226,12 @@ fn only_an_authenticated_client_presents_an_assertion() {
         ],
         None,
     );
-    assert_eq!(json(&response)["error"], "invalid_client", "{}", response.body);
+    assert_eq!(
+        json(&response)["error"],
+        "invalid_client",
+        "{}",
+        response.body
+    );
     // conf-app with a wrong secret: invalid_client, the assertion unused.
     let response = sim.token(
         &[("grant_type", JWT_BEARER_GRANT), ("assertion", &assertion)],

@@ -481,13 +481,21 @@ fn racing_one_identity_assertion_yields_at_most_one_token() {
             &[crash],
             &mut |s| {
                 let tokens = tokens_of(s, &[0, 1]);
-                assert!(tokens.len() <= 1, "one assertion, two tokens: {:?}", s.trace);
+                assert!(
+                    tokens.len() <= 1,
+                    "one assertion, two tokens: {:?}",
+                    s.trace
+                );
                 if crash == 0 {
                     assert_eq!(tokens.len(), 1, "no crash, no token: {:?}", s.trace);
                 }
                 for (token, refresh) in &tokens {
                     assert!(refresh.is_none(), "no refresh token");
-                    assert!(validates(&sim.config, &s.store, sim.now, token), "{:?}", s.trace);
+                    assert!(
+                        validates(&sim.config, &s.store, sim.now, token),
+                        "{:?}",
+                        s.trace
+                    );
                 }
             },
         );

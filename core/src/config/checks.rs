@@ -2,8 +2,8 @@
 //! the profile's rotation and resource servers. A configuration exists only valid.
 
 use super::{
-    App, Config, ConfigDocument, DefaultTokenType, DocumentPolicy, Permissions, Policy, Profile,
-    Rotation, UnannouncedClients,
+    App, Config, ConfigDocument, DefaultTokenType, DocumentPolicy, Issuer, Permissions, Policy,
+    Profile, Rotation, UnannouncedClients,
 };
 use crate::ids::{AppKey, RedirectUri};
 use crate::pages::{Pages, TemplateError};
@@ -240,7 +240,12 @@ impl Config {
             if let Err(why) = Issuer::new(&provider.issuer) {
                 return Err(problem(&at("issuer"), why));
             }
-            if grant.providers[..i].iter().any(|p| p.issuer == provider.issuer) {
+            if grant
+                .providers
+                .iter()
+                .take(i)
+                .any(|p| p.issuer == provider.issuer)
+            {
                 return Err(problem(&at("issuer"), "names a provider named before"));
             }
             if provider.keys.is_empty() {

@@ -293,8 +293,9 @@ pub struct IdentityProvider {
     /// The public keys its assertions are signed with (a JWK set's ES256 and RS256 keys).
     pub keys: Vec<ClientKey>,
     /// Its subjects (`sub`) that are people here, each with the account they are; an assertion
-    /// naming any other is refused.
-    pub accounts: BTreeMap<String, ProviderAccount>,
+    /// naming any other is refused. (A list, not a map: the module for configured apps, which
+    /// never reads it, then links no map's code for it.)
+    pub accounts: Vec<(String, ProviderAccount)>,
 }
 
 /// The account an identity provider's subject is.
@@ -965,11 +966,15 @@ impl Config {
     /// checked: the token endpoint checks it). Routing reads it for the partition: the
     /// account's its subject is.
     pub(crate) fn identify(&self, text: &str) -> Option<Identity<'_>> {
+        // The grant first: a build without it reads no assertion.
+        let grant = self.identity_assertions()?;
         let assertion = crate::jose::assertion(text)?;
-        let provider = self
-            .identity_assertions()?
-            .provider(&assertion.claims.iss)?;
-        let account = provider.accounts.get(&assertion.claims.sub);
+        let provider = grant.provider(&assertion.claims.iss)?;
+        let account = provider
+            .accounts
+            .iter()
+            .find(|(subject, _)| *subject == assertion.claims.sub)
+            .map(|(_, account)| account);
         Some(Identity {
             assertion,
             provider,

@@ -515,19 +515,20 @@ fn identity_assertions_from_json(value: &Value, at: &Path<'_>) -> Read<IdentityA
             let issuer = string(required(fields, at, "issuer")?, &at.field("issuer"))?;
             let keys = crate::jose::client_keys(required(fields, at, "jwks")?)
                 .map_err(|why| at.field("jwks").problem(why))?;
-            let mut accounts = BTreeMap::new();
+            let mut accounts = Vec::new();
             let accounts_at = at.field("accounts");
             for (subject, account) in object(required(fields, at, "accounts")?, &accounts_at)? {
                 let at = accounts_at.field(subject);
                 let fields = object(account, &at)?;
                 only(fields, &at, &["account_id", "uid"])?;
                 let id_at = at.field("account_id");
-                let account_id = AccountId::new(string(required(fields, &at, "account_id")?, &id_at)?)
-                    .map_err(|e| id_at.problem(e.reason))?;
+                let account_id =
+                    AccountId::new(string(required(fields, &at, "account_id")?, &id_at)?)
+                        .map_err(|e| id_at.problem(e.reason))?;
                 let uid_at = at.field("uid");
                 let uid = Uid::new(string(required(fields, &at, "uid")?, &uid_at)?)
                     .map_err(|e| uid_at.problem(e.reason))?;
-                accounts.insert(subject.clone(), ProviderAccount { account_id, uid });
+                accounts.push((subject.clone(), ProviderAccount { account_id, uid }));
             }
             providers.push(IdentityProvider {
                 issuer: issuer.to_owned(),

@@ -27,15 +27,12 @@ use crate::machines::grant::{self, GrantTerms};
 use crate::machines::{access_token, link};
 use crate::partition::Partition;
 use crate::prelude::*;
-use crate::records::{
-    AssertionRecord, LinkRecord, Record, RecordKey, Resources, TokenAccessType,
-};
+use crate::records::{AssertionRecord, LinkRecord, Record, RecordKey, Resources, TokenAccessType};
 use crate::refusal::Refusal;
 use crate::scope::{ScopeSet, OFFLINE_ACCESS};
 use crate::step::{AuditEvent, Transaction, Verify};
 use crate::time::UnixTime;
 use crate::wire::form::Params;
-
 
 /// The `typ` of an identity assertion (ID-JAG §3.1), and its long form (RFC 7515 §4.1.9).
 const TYP: &str = "oauth-id-jag+jwt";
@@ -101,9 +98,12 @@ pub(super) fn parse(
         ));
         Box::new(Asserted {
             issuer: found.provider.issuer.clone(),
-            account: found
-                .account
-                .map(|account| (account.clone(), Partition::of_account(key, &account.account_id))),
+            account: found.account.map(|account| {
+                (
+                    account.clone(),
+                    Partition::of_account(key, &account.account_id),
+                )
+            }),
             assertion: found.assertion,
             used,
         })
@@ -226,7 +226,8 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
     // use, its link and the account's ledger are read in one batch.
     let link_key = RecordKey::Link(partition, client.app.clone(), account.account_id.clone());
     ctx.need(&[&asserted.used, &link_key, &RecordKey::Ledger(partition)])?;
-    if ctx.load::<AssertionRecord>(&asserted.used)?.is_some() && !ctx.written.contains(&asserted.used)
+    if ctx.load::<AssertionRecord>(&asserted.used)?.is_some()
+        && !ctx.written.contains(&asserted.used)
     {
         return end(Refusal::AssertionReused);
     }
@@ -249,7 +250,8 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
         (None, Some(made)) => made.epoch,
         (None, None) => return end(Refusal::AssertionInvalid),
     };
-    let expires_at = access_token::expires_at(TokenAccessType::Online, ctx.now, ctx.config.policy());
+    let expires_at =
+        access_token::expires_at(TokenAccessType::Online, ctx.now, ctx.config.policy());
     let (generation, ledger_put) = minting_ledger(ctx, partition, expires_at, false)?;
     let issued = issue_grant(
         ctx,
@@ -295,7 +297,13 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
         audit: Vec::new(),
     };
     Ok(Decision::Each(
-        vec![used, Transaction { puts, audit: vec![audit] }],
+        vec![
+            used,
+            Transaction {
+                puts,
+                audit: vec![audit],
+            },
+        ],
         Ending::Tokens(Box::new(TokenBody {
             access_token: issued.access_token,
             expires_in: issued.expires_in,

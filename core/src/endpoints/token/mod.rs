@@ -111,9 +111,11 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
         GrantType::TokenExchange => {
             token_exchange::parse(config, client, &params, resources).map(Parsed::TokenExchange)
         }
-        GrantType::JwtBearer => {
+        // (Never offered by a build without the `unannounced` feature: it links none of it.)
+        GrantType::JwtBearer if cfg!(feature = "unannounced") => {
             jwt_bearer::parse(config, client, &params, resources).map(Parsed::JwtBearer)
         }
+        GrantType::JwtBearer => Err(client.refuse(Refusal::UnsupportedGrantType)),
     }
 }
 
