@@ -68,9 +68,16 @@ EDGEGRANT_NATIVE_BIN=$(cargo test -q --workspace --no-run --message-format=json 
 export EDGEGRANT_NATIVE_BIN
 echo "native host: $EDGEGRANT_NATIVE_BIN"
 
-phase "fuzz smoke: every cargo-fuzz target for 15 s (nightly toolchain; installs cargo-fuzz if missing)"
+# The fuzz smoke runs in the background, beside the installs and the npm setup below (network,
+# a C compile of SQLite, the wasm build), which leave a core idle much of the time; the
+# JavaScript tests wait for it, so that nothing competes with their timing. (In turn, it took
+# 4:49 of the last clean run.)
+phase "fuzz smoke, started in the background: every cargo-fuzz target for 15 s (nightly toolchain; installs cargo-fuzz if missing)"
 rustup toolchain list | grep -q '^nightly' || { echo "the fuzz targets need the nightly toolchain (rustup toolchain install nightly)" >&2; exit 1; }
-core/fuzz/run.sh 15
+fuzzlog=$(mktemp)
+core/fuzz/run.sh 15 >"$fuzzlog" 2>&1 &
+fuzz_pid=$!
+trap 'kill "$fuzz_pid" 2>/dev/null || true; rm -f "$log" "$report" "$fuzzlog"' EXIT
 
 phase "Chromium for the browser test (Debian's package; playwright never downloads one)"
 if ! command -v chromium >/dev/null; then
@@ -93,10 +100,14 @@ fi
 phase "Python and the official Dropbox Python SDK for the interop test (tests/e2e/.venv; python3-venv with apt when missing)"
 tests/e2e/python/setup.sh
 
-phase "npm package, hosts and interop clients: install, build the wasm (fails over its size budget), node --test"
+phase "npm package, hosts and interop clients: install, build the wasm (fails over its size budget)"
 pkg/scripts/setup.sh examples/worker examples/mcp tests/e2e conformance tests/bench
 jslog=$(mktemp)
-trap 'rm -f "$log" "$report" "$jslog"' EXIT
+trap 'kill "$fuzz_pid" 2>/dev/null || true; rm -f "$log" "$report" "$fuzzlog" "$jslog"' EXIT
+phase "fuzz smoke: its result (waited for before the JavaScript tests)"
+if ! wait "$fuzz_pid"; then cat "$fuzzlog" >&2; echo "fuzz smoke FAILED" >&2; exit 1; fi
+cat "$fuzzlog"
+phase "node --test"
 # One test file per core at once (at least two): most files wait on processes — wrangler,
 # workerd, PostgreSQL, Chromium, the native host — rather than compute; two at once took the
 # suite from 20 to 14.6 minutes on two cores. Node's default is one fewer than the cores.

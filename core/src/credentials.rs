@@ -216,6 +216,17 @@ impl AssertionDigest {
         AssertionDigest(key.mac(&[b"assertion\0", client.as_bytes(), b"\0", jti.as_bytes()]))
     }
 
+    /// The digest of the identity assertion `jti` of the provider `issuer` (ID-JAG): its own
+    /// domain, so that it never meets a client assertion's.
+    pub(crate) fn of_identity(key: &ServerKey, issuer: &str, jti: &str) -> AssertionDigest {
+        AssertionDigest(key.mac(&[
+            b"identity-assertion\0",
+            issuer.as_bytes(),
+            b"\0",
+            jti.as_bytes(),
+        ]))
+    }
+
     pub(crate) fn as_bytes(&self) -> &[u8; 32] {
         &self.0
     }

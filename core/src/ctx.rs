@@ -5,6 +5,8 @@
 //! [`Need`], carried by `?`. The request is parsed once, so walking the decision again when the
 //! records arrive costs a few lookups: no parsing, no hashing.
 
+use core::cell::Cell;
+
 use crate::config::App;
 use crate::config::Config;
 use crate::credentials::Entropy;
@@ -234,8 +236,11 @@ pub(crate) struct Ctx<'a> {
     /// The keys of the transactions this request has committed so far (of a [`Decision::Each`]
     /// whose later transaction lost a race).
     pub written: &'a [RecordKey],
-    /// Whether the signature this request had verified holds, once the host said.
-    pub verified: Option<bool>,
+    /// Whether each signature this request had verified holds, in the order asked.
+    pub verified: &'a [bool],
+    /// How many signatures this run of the decision asked for so far: the next one asked is
+    /// answered by `verified` at that place, or asked of the host.
+    pub signatures_asked: Cell<usize>,
     /// Whether this request fetched a client's key set already (once per request).
     pub keys_fetched: bool,
 }
@@ -290,10 +295,13 @@ impl<'a> Ctx<'a> {
         Ok(self.stored_app(key)?.map(|record| &record.app))
     }
 
-    /// Whether the signature `verify` holds: asked of the host once per request.
+    /// Whether the signature `verify` holds: asked of the host once per request, each in the
+    /// order the decision asks (a decision runs again after every answer, asking the same).
     pub fn signature(&self, verify: impl FnOnce() -> Verify) -> Flow<bool> {
-        match self.verified {
-            Some(holds) => Ok(holds),
+        let place = self.signatures_asked.get();
+        self.signatures_asked.set(place + 1);
+        match self.verified.get(place) {
+            Some(holds) => Ok(*holds),
             None => Err(Box::new(Need::Signature(verify()))),
         }
     }

@@ -28,6 +28,10 @@ pub enum GrantType {
     /// `urn:ietf:params:oauth:grant-type:token-exchange` (RFC 8693): an access token of this
     /// server exchanged for a narrower one, by the client that holds it.
     TokenExchange,
+    /// `urn:ietf:params:oauth:grant-type:jwt-bearer` (RFC 7523 §2.1) with an Identity Assertion
+    /// JWT Authorization Grant (ID-JAG): a trusted identity provider's signed word that one of
+    /// its users may have this client act for them, with no consent page here.
+    JwtBearer,
 }
 
 /// Where a token request of a grant type lives: the request parameter holding a credential of
@@ -39,15 +43,19 @@ pub(crate) enum RoutedBy {
     Credential(&'static str),
     /// The authenticating client: the request lives in the client's own partition.
     Client,
+    /// The identity assertion in this parameter: the request lives in the partition of the
+    /// account its provider's subject is mapped to.
+    Assertion(&'static str),
 }
 
 impl GrantType {
     /// Every grant type, in the order the metadata lists them.
-    pub const ALL: [GrantType; 4] = [
+    pub const ALL: [GrantType; 5] = [
         GrantType::AuthorizationCode,
         GrantType::RefreshToken,
         GrantType::ClientCredentials,
         GrantType::TokenExchange,
+        GrantType::JwtBearer,
     ];
 
     /// Its `grant_type` value.
@@ -57,6 +65,7 @@ impl GrantType {
             GrantType::RefreshToken => "refresh_token",
             GrantType::ClientCredentials => "client_credentials",
             GrantType::TokenExchange => "urn:ietf:params:oauth:grant-type:token-exchange",
+            GrantType::JwtBearer => "urn:ietf:params:oauth:grant-type:jwt-bearer",
         }
     }
 
@@ -74,6 +83,7 @@ impl GrantType {
             GrantType::RefreshToken => RoutedBy::Credential("refresh_token"),
             GrantType::ClientCredentials => RoutedBy::Client,
             GrantType::TokenExchange => RoutedBy::Credential("subject_token"),
+            GrantType::JwtBearer => RoutedBy::Assertion("assertion"),
         }
     }
 }
@@ -119,8 +129,9 @@ impl GrantTypes {
             GrantType::AuthorizationCode => self.code,
             GrantType::RefreshToken => self.refresh,
             GrantType::ClientCredentials => self.client_credentials,
-            // Not a grant a client registers: whoever holds a token may exchange it.
-            GrantType::TokenExchange => false,
+            // Not grants a client registers: whoever holds a token may exchange it, and the
+            // identity provider names the client its assertion is for.
+            GrantType::TokenExchange | GrantType::JwtBearer => false,
         }
     }
 

@@ -138,13 +138,16 @@ fn public_jwk(alg: SigningAlg, kid: Option<&str>) -> JsonObject {
 pub(crate) struct Assertion {
     pub alg: SigningAlg,
     pub kid: Option<String>,
+    /// The header's `typ` (RFC 7515 §4.1.9), if it has one.
+    pub typ: Option<String>,
     /// `<header>.<payload>`, as signed.
     pub signing_input: String,
     pub signature: Vec<u8>,
     pub claims: Claims,
 }
 
-/// The claims RFC 7523 §3 asks of a client assertion.
+/// The claims RFC 7523 §3 asks of an assertion, and those an identity assertion (ID-JAG §3)
+/// adds, which a client assertion does without.
 #[derive(Clone, Debug)]
 pub(crate) struct Claims {
     pub iss: String,
@@ -153,6 +156,13 @@ pub(crate) struct Claims {
     pub exp: u64,
     pub nbf: Option<u64>,
     pub jti: String,
+    pub iat: Option<u64>,
+    /// The client the assertion is for (ID-JAG).
+    pub client_id: Option<String>,
+    /// The scopes it grants, space-separated (ID-JAG).
+    pub scope: Option<String>,
+    /// The resources (RFC 8707) it grants access to (ID-JAG): a string or a list.
+    pub resource: Vec<String>,
 }
 
 /// Reads a compact JWS with the claims of a client assertion; `None` when it is none (its
@@ -184,18 +194,33 @@ pub(crate) fn assertion(text: &str) -> Option<Assertion> {
         object.get(name).and_then(Value::as_str).map(str::to_owned)
     };
     let number = |name: &str| claims.get(name).and_then(Value::as_u64);
-    let aud = match claims.get("aud")? {
-        Value::String(one) => vec![one.clone()],
+    // A member that is absent or null reads as none; of another type, as no assertion.
+    let optional_number = |name: &str| match claims.get(name) {
+        None | Some(Value::Null) => Some(None),
+        Some(value) => value.as_u64().map(Some),
+    };
+    let optional_string = |name: &str| match claims.get(name) {
+        None | Some(Value::Null) => Some(None),
+        Some(value) => value.as_str().map(|text| Some(text.to_owned())),
+    };
+    let strings = |value: &Value| match value {
+        Value::String(one) => Some(vec![one.clone()]),
         Value::Array(many) => many
             .iter()
             .map(|a| a.as_str().map(str::to_owned))
-            .collect::<Option<Vec<_>>>()?,
-        _ => return None,
+            .collect::<Option<Vec<_>>>(),
+        _ => None,
+    };
+    let aud = strings(claims.get("aud")?)?;
+    let resource = match claims.get("resource") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(value) => strings(value)?,
     };
     let jti = string(&claims, "jti").filter(|j| !j.is_empty() && j.len() <= 256)?;
     Some(Assertion {
         alg: SigningAlg::named(&string(&header, "alg")?)?,
         kid: string(&header, "kid"),
+        typ: string(&header, "typ"),
         signing_input: text_before_last_dot(text)?.to_owned(),
         signature: Base64UrlUnpadded::decode_vec(signature).ok()?,
         claims: Claims {
@@ -208,6 +233,10 @@ pub(crate) fn assertion(text: &str) -> Option<Assertion> {
                 Some(_) => Some(number("nbf")?),
             },
             jti,
+            iat: optional_number("iat")?,
+            client_id: optional_string("client_id")?,
+            scope: optional_string("scope")?,
+            resource,
         },
     })
 }

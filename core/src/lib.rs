@@ -319,9 +319,10 @@ mod wire;
 
 pub use config::{
     App, AttemptLimits, ClientCredentials, Config, ConfigDocument, ConfigError, DefaultTokenType,
-    DocumentPolicy, Issuer, Permissions, Policy, Profile, RegistrationPolicy, Resource,
-    ResourceServer, RotatedClients, Rotation, Standards, TokenExchange, UnannouncedClients,
-    UnannouncedRefresh, CONFIG_TYPESCRIPT, DEFAULT_SCOPE_DESCRIPTIONS,
+    DocumentPolicy, IdentityAssertions, IdentityProvider, Issuer, Permissions, Policy, Profile,
+    ProviderAccount, RegistrationPolicy, Resource, ResourceServer, RotatedClients, Rotation,
+    Standards, TokenExchange, UnannouncedClients, UnannouncedRefresh, CONFIG_TYPESCRIPT,
+    DEFAULT_SCOPE_DESCRIPTIONS,
 };
 pub use credentials::{
     AccessToken, AccessTokenDigest, AssertionDigest, AttempterDigest, AuthorizationCode,

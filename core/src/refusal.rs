@@ -165,6 +165,16 @@ pub enum Refusal {
     SubjectTokenInvalid,
     /// Token exchange: the actor token is not the client's own live client credentials token.
     ActorTokenInvalid,
+    /// The JWT-bearer grant (RFC 7523 §2.1) without its `assertion`.
+    AssertionMissing,
+    /// The JWT-bearer grant: the assertion is not an identity assertion (ID-JAG) of a trusted
+    /// provider, for this server and this client, live, correctly signed (RFC 7523 §3.1
+    /// `invalid_grant`).
+    AssertionInvalid,
+    /// The JWT-bearer grant: the identity assertion was used before (its `jti`).
+    AssertionReused,
+    /// The JWT-bearer grant: the provider's subject is no account here.
+    AssertionSubjectUnknown,
     /// No such refresh token.
     UnknownRefreshToken,
     /// The refresh token's grant was revoked.
@@ -460,6 +470,10 @@ names! {
     UnsupportedTokenType => "unsupported_token_type",
     SubjectTokenInvalid => "subject_token_invalid",
     ActorTokenInvalid => "actor_token_invalid",
+    AssertionMissing => "assertion_missing",
+    AssertionInvalid => "assertion_invalid",
+    AssertionReused => "assertion_reused",
+    AssertionSubjectUnknown => "assertion_subject_unknown",
     UnknownRefreshToken => "unknown_refresh_token",
     RefreshTokenRevoked => "refresh_token_revoked",
     RefreshTokenIdle => "refresh_token_idle",

@@ -58,6 +58,9 @@ impl Refusal {
             | RefreshTokenReused
             | RetryDiffers
             | RefreshTokenOfAnotherApp
+            | AssertionInvalid
+            | AssertionReused
+            | AssertionSubjectUnknown
             | TokenOfAnotherApp => "invalid_grant",
             UnknownAccessToken
             | AccessTokenExpired
@@ -117,6 +120,7 @@ impl Refusal {
             | UnsupportedTokenType
             | SubjectTokenInvalid
             | ActorTokenInvalid
+            | AssertionMissing
             | BearerMissing
             | MalformedBearer
             | TokenMissing => "invalid_request",
@@ -226,6 +230,13 @@ impl Refusal {
                  (urn:ietf:params:oauth:token-type:access_token)"
             }
             SubjectTokenInvalid => "subject_token is not a live access token this client holds",
+            AssertionMissing => "assertion is missing",
+            AssertionInvalid => {
+                "the assertion is not an identity assertion (typ oauth-id-jag+jwt) of a trusted \
+                 provider for this server and this client, live and correctly signed"
+            }
+            AssertionReused => "the assertion was used before",
+            AssertionSubjectUnknown => "the identity provider's subject is no account here",
             ActorTokenInvalid => {
                 "actor_token must be this client's own live client credentials token"
             }
@@ -637,6 +648,10 @@ fn bearer_challenge(
         | Refusal::UnsupportedTokenType
         | Refusal::SubjectTokenInvalid
         | Refusal::ActorTokenInvalid
+        | Refusal::AssertionMissing
+        | Refusal::AssertionInvalid
+        | Refusal::AssertionReused
+        | Refusal::AssertionSubjectUnknown
         | Refusal::UnknownRefreshToken
         | Refusal::RefreshTokenRevoked
         | Refusal::RefreshTokenUnlinked

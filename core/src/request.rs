@@ -4,6 +4,7 @@
 
 use crate::prelude::*;
 use alloc::sync::Arc;
+use core::cell::Cell;
 
 use crate::config::Config;
 use crate::cors;
@@ -98,6 +99,10 @@ pub const SWEEP_PAGES_PER_REQUEST: u32 = 64;
 /// refresh: the count of a failed client, then token, grant, link and member).
 const READS_PER_DECISION: u32 = 5;
 
+/// The most signatures one request has the host verify: a client assertion's and an identity
+/// assertion's.
+const MAX_SIGNATURES: usize = 2;
+
 /// A request in progress. See the [crate documentation](crate) for the calling contract.
 ///
 /// It is `Clone`, so a test can fork it at any step and play both continuations.
@@ -121,8 +126,9 @@ pub struct Request {
     steps: u32,
     /// The sweep pages written so far (an unlink's).
     pages: u32,
-    /// Whether the client assertion's signature holds, once the host said (one per request).
-    verified: Option<bool>,
+    /// Whether each signature asked for holds, in the order the decision asked, once the host
+    /// said (a client assertion's, then an identity assertion's: at most two per request).
+    verified: Vec<bool>,
     /// Whether a client's key set was fetched (one per request).
     keys_fetched: bool,
 }
@@ -158,7 +164,7 @@ impl Request {
             conflicts: 0,
             steps: 0,
             pages: 0,
-            verified: None,
+            verified: Vec::new(),
             keys_fetched: false,
         };
         let step = request.decide();
@@ -231,7 +237,7 @@ impl Request {
             // without them treats either answer as out of turn, and links neither path.
             (State::Verifying, Event::Verified(holds)) if cfg!(feature = "unannounced") => {
                 // The records loaded stay: the decision goes on where it stopped.
-                self.verified = Some(holds);
+                self.verified.push(holds);
                 Ok(self.decide())
             }
             (State::Fetching(_), Event::Fetched(fetched)) if cfg!(feature = "unannounced") => {
@@ -395,7 +401,8 @@ impl Request {
             entropy: &self.entropy,
             loads: &self.loads,
             written: &self.written,
-            verified: self.verified,
+            verified: &self.verified,
+            signatures_asked: Cell::new(0),
             keys_fetched: self.keys_fetched,
         }
     }
@@ -431,8 +438,8 @@ impl Request {
                 self.refuse(Refusal::Defect(Defect::UnexpectedNeed))
             }
             Need::Signature(verify) => {
-                if self.verified.is_some() {
-                    // One signature per request: asked twice would be a bug, never a loop.
+                if self.verified.len() >= MAX_SIGNATURES {
+                    // Two signatures per request at most: more would be a bug, never a loop.
                     return self.refuse(Refusal::Defect(Defect::SecondSignature));
                 }
                 if !self.take_step() {

@@ -300,6 +300,11 @@ pub fn partition_of(config: &Config, input: &Input) -> Option<Partition> {
                         .unwrap_or(credential);
                     Partition::of_credential(key, credential)
                 }
+                RoutedBy::Assertion(name) => {
+                    // The account the provider's subject is: checked again when decided.
+                    let found = config.identify(params.one(name).ok()??)?;
+                    Some(Partition::of_account(key, &found.account?.account_id))
+                }
                 RoutedBy::Client => {
                     let assertions = config.unannounced().is_some();
                     let client = presented(request, &params, assertions).ok()?;

@@ -222,9 +222,17 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * reached through a value (`Client::stored`, a `Need`, a loaded key) the compiler cannot see is
  * never there; each now also asks `cfg!(feature = "unannounced")`, -2.98: 129050 bytes, 313
  * below the figure before token exchange. Budgets 146.1 and 126.1; issue 48 so far +3.0 KiB of
- * its 6 on the module for configured apps.
+ * its 6 on the module for configured apps. Enterprise-managed authorization (ID-JAG: the
+ * JWT-bearer grant's module, the identity assertion's claims, the providers' configuration read,
+ * written and checked, two signatures per request, the metadata's profile), +4.04 on the whole
+ * module (153704 bytes) and +0.65 on the module for configured apps (129720), which refuses the
+ * setting and links none of the grant: what it carries is the refusals' texts (the refusal map
+ * is exhaustive), the configuration's new field and the request's new variant (`twiggy diff`;
+ * the accounts as a map had linked a BTreeMap's drop code there, 0.3 KiB; the assertion read
+ * before the grant's setting was asked, 0.3). Budgets 150.2 and 126.7; issue 48 so far +3.66
+ * KiB of its 6 on the module for configured apps.
  */
-const BUDGETS = { edgegrant_wasm: 146.1 * 1024, edgegrant_configured_apps: 126.1 * 1024, edgegrant_client: 69.8 * 1024 };
+const BUDGETS = { edgegrant_wasm: 150.2 * 1024, edgegrant_configured_apps: 126.7 * 1024, edgegrant_client: 69.8 * 1024 };
 
 // The server's module may use WebAssembly's 128-bit SIMD (LLVM moves memory 16 bytes at a time
 // with it: 0.7 KiB smaller gzipped): every runtime it serves has it (the package needs Node 20;

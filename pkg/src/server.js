@@ -107,7 +107,7 @@ async function answerFetch(request, { url, maxBytes, timeoutMs }, fetcher) {
   return request.fetched(answer.status, answer.cacheControl ?? undefined, answer.body ?? NO_BODY);
 }
 
-/** WebCrypto's parameters for each algorithm of a client assertion: to import the key, to verify. */
+/** WebCrypto's parameters for each algorithm of an assertion: to import the key, to verify. */
 const SIGNATURES = {
   ES256: [{ name: "ECDSA", namedCurve: "P-256" }, { name: "ECDSA", hash: "SHA-256" }],
   RS256: [{ name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" }, { name: "RSASSA-PKCS1-v1_5" }],
@@ -115,9 +115,11 @@ const SIGNATURES = {
 const encoder = new TextEncoder();
 
 /**
- * Answers the core's `v` step: whether a client assertion's signature holds under the client's
- * key (a JWK), verified by the platform's WebCrypto (Node and workerd alike), and returns the
- * next step. A key or a signature WebCrypto cannot take does not hold.
+ * Answers the core's `v` step: whether an assertion's signature holds under the key (a JWK) —
+ * a client assertion's under the client's key, an identity assertion's (ID-JAG) under its
+ * provider's; a request may ask for both, one after the other — verified by the platform's
+ * WebCrypto (Node and workerd alike), and returns the next step. A key or a signature
+ * WebCrypto cannot take does not hold.
  */
 async function answerVerify(request, { alg, key, message, signature }) {
   const [imported, verify] = SIGNATURES[alg] ?? [];

@@ -32,6 +32,13 @@ test("the module for configured apps refuses a configuration that lets clients a
   assert.deepEqual(checkConfig(config()), { tag: "ok" });
 });
 
+test("the module for configured apps refuses identity providers' assertions (ID-JAG), which only the whole module checks", () => {
+  const providers = [{ issuer: "https://idp.example", jwks: { keys: [] }, accounts: {} }];
+  const answer = checkConfig({ ...standardsConfig(), profile: { kind: "standards", issuer: "https://auth.example", identity_assertions: { providers } } });
+  assert.equal(answer.tag, "invalid");
+  assert.match(answer.content, /^invalid configuration: profile\.identity_assertions: this build has no clients that arrive unannounced and checks no signed assertion/);
+});
+
 test("the module for configured apps is the smaller one the package ships", () => {
   const gzipped = (name) => gzipSync(readFileSync(new URL(`../dist/${name}_bg.wasm`, import.meta.url)), { level: 9 }).length;
   const [whole, configured] = [gzipped("edgegrant_wasm"), gzipped("edgegrant_configured_apps")];

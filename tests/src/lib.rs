@@ -1129,6 +1129,7 @@ pub fn standards_config(rotation: Rotation) -> Config {
         clients: None,
         client_credentials: None,
         token_exchange: None,
+        identity_assertions: None,
     });
     Config::new(doc).expect("the fixture is valid")
 }
@@ -1220,18 +1221,37 @@ pub fn assertion(
     exp: u64,
     jti: &str,
 ) -> String {
+    signed_jwt(
+        key,
+        &serde_json::json!({ "alg": "ES256", "kid": "k1", "typ": "JWT" }),
+        &serde_json::json!({ "iss": client, "sub": client, "aud": aud, "exp": exp, "jti": jti }),
+    )
+}
+
+/// A compact JWS of `claims` under `header`, signed ES256 by `key`.
+pub fn signed_jwt(key: &p256::ecdsa::SigningKey, header: &Value, claims: &Value) -> String {
     use p256::ecdsa::signature::Signer as _;
     let b64 = |bytes: &[u8]| URL_SAFE_NO_PAD.encode(bytes);
-    let header = b64(
-        serde_json::json!({ "alg": "ES256", "kid": "k1", "typ": "JWT" })
-            .to_string()
-            .as_bytes(),
+    let input = format!(
+        "{}.{}",
+        b64(header.to_string().as_bytes()),
+        b64(claims.to_string().as_bytes())
     );
-    let claims =
-        serde_json::json!({ "iss": client, "sub": client, "aud": aud, "exp": exp, "jti": jti });
-    let input = format!("{header}.{}", b64(claims.to_string().as_bytes()));
     let signature: p256::ecdsa::Signature = key.sign(input.as_bytes());
     format!("{input}.{}", b64(&signature.to_bytes()))
+}
+
+/// The JWT-bearer grant's `grant_type` (RFC 7523 §2.1).
+pub const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+
+/// An identity assertion (ID-JAG, `typ` oauth-id-jag+jwt, ES256, `kid` idp-1) with `claims`,
+/// signed by `key`: what an enterprise identity provider hands a client.
+pub fn id_jag(key: &p256::ecdsa::SigningKey, claims: &Value) -> String {
+    signed_jwt(
+        key,
+        &serde_json::json!({ "alg": "ES256", "kid": "idp-1", "typ": "oauth-id-jag+jwt" }),
+        claims,
+    )
 }
 
 /// A registration request (RFC 7591) for `metadata`, from `source`.

@@ -437,3 +437,67 @@ fn racing_client_credentials_each_get_a_live_token_and_a_revocation_ends_only_it
         );
     }
 }
+
+/// An identity assertion (ID-JAG, issue 48) presented by two racing requests of its client,
+/// with a host crash anywhere and the client's retry: one assertion yields at most one token
+/// in every schedule, and exactly one where no host crashed (a crash between the assertion's
+/// use and its grant costs the client the assertion, never a second token: it asks its
+/// provider again).
+#[test]
+fn racing_one_identity_assertion_yields_at_most_one_token() {
+    let mut doc = fixture_document().to_json_value();
+    doc["profile"] = serde_json::json!({
+        "kind": "standards",
+        "issuer": "https://auth.example",
+        "identity_assertions": { "providers": [{
+            "issuer": "https://idp.example",
+            "jwks": { "keys": [ public_jwk(&signing_key(7), "idp-1") ] },
+            "accounts": { "alice@corp.example": {
+                "account_id": alice().account_id.as_str(),
+                "uid": alice().uid.as_str(),
+            } },
+        }] },
+    });
+    let config = Config::new(ConfigDocument::from_json_value(&doc).unwrap()).unwrap();
+    let sim = Sim::new(config);
+    let assertion = id_jag(
+        &signing_key(7),
+        &serde_json::json!({
+            "iss": "https://idp.example", "sub": "alice@corp.example",
+            "aud": "https://auth.example", "client_id": CONF_APP, "jti": "raced",
+            "iat": sim.now.0, "exp": sim.now.0 + 300, "scope": "account_info.read",
+        }),
+    );
+    let mut request = form_request(&[("grant_type", JWT_BEARER_GRANT), ("assertion", &assertion)]);
+    request
+        .headers
+        .push(("Authorization".into(), basic_header(CONF_APP, CONF_SECRET)));
+    let inputs = [http_input(request.clone()), http_input(request)];
+    for crash in [0, 1] {
+        scenario(
+            "one identity assertion presented twice",
+            &sim,
+            &inputs,
+            &[crash],
+            &mut |s| {
+                let tokens = tokens_of(s, &[0, 1]);
+                assert!(
+                    tokens.len() <= 1,
+                    "one assertion, two tokens: {:?}",
+                    s.trace
+                );
+                if crash == 0 {
+                    assert_eq!(tokens.len(), 1, "no crash, no token: {:?}", s.trace);
+                }
+                for (token, refresh) in &tokens {
+                    assert!(refresh.is_none(), "no refresh token");
+                    assert!(
+                        validates(&sim.config, &s.store, sim.now, token),
+                        "{:?}",
+                        s.trace
+                    );
+                }
+            },
+        );
+    }
+}

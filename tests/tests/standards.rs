@@ -19,6 +19,7 @@ fn standards(issuer: &str) -> Sim {
         clients: None,
         client_credentials: None,
         token_exchange: None,
+        identity_assertions: None,
     });
     Sim::new(Config::new(doc).unwrap())
 }
@@ -86,6 +87,7 @@ fn the_metadata_follows_the_policy_and_the_apps() {
         clients: None,
         client_credentials: None,
         token_exchange: None,
+        identity_assertions: None,
     });
     let mut sim = Sim::new(Config::new(doc).unwrap());
     let doc: Value = serde_json::from_str(&get(&mut sim, "GET", WELL_KNOWN).body).unwrap();
@@ -278,6 +280,7 @@ fn the_issuer_is_checked_when_the_configuration_is_read() {
             clients: None,
             client_credentials: None,
             token_exchange: None,
+            identity_assertions: None,
         }))
     );
     for (profile, why) in [
@@ -324,6 +327,7 @@ fn the_issuer_is_checked_when_the_configuration_is_read() {
         clients: None,
         client_credentials: None,
         token_exchange: None,
+        identity_assertions: None,
     });
     let again = ConfigDocument::from_json_value(&doc.to_json_value()).unwrap();
     assert_eq!(again.profile, doc.profile);
@@ -727,6 +731,7 @@ fn with_resources() -> Sim {
         clients: None,
         client_credentials: None,
         token_exchange: None,
+        identity_assertions: None,
     });
     Sim::new(Config::new(doc).unwrap())
 }
@@ -933,6 +938,7 @@ fn resource_identifiers_compare_in_canonical_form() {
         clients: None,
         client_credentials: None,
         token_exchange: None,
+        identity_assertions: None,
     });
     let mut sim = Sim::new(Config::new(doc).unwrap());
     let metadata = get(&mut sim, "GET", "/.well-known/oauth-protected-resource");

@@ -38,6 +38,13 @@ fn every_field() -> Value {
             "resource_servers": [{ "app": "a", "resources": ["https://api.example"] }],
             "client_credentials": { "apps": ["a"], "access_token_lifetime": 600 },
             "token_exchange": { "access_token_lifetime": 300 },
+            "identity_assertions": { "providers": [{
+                "issuer": "https://idp.example",
+                "jwks": { "keys": [{ "kty": "EC", "crv": "P-256", "kid": "idp-1",
+                    "x": "HhhTL9R1TALzBB2cdc6zO4P_2BrHzk_ogsyxyYvFiW4",
+                    "y": "pGwxHE4v9A3ZajZT5uRURdMt_khuztdcepDGoYiBwKM" }] },
+                "accounts": { "alice@corp.example": { "account_id": "dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc", "uid": "12345" } },
+            }] },
             "clients": {
                 "scopes": ["account_info.read"], "unused_lifetime": 864000,
                 "registration": { "initial_access_tokens": [digest], "per_source": 5 },
@@ -61,8 +68,16 @@ fn keys_and_tags(value: &Value, keys: &mut BTreeSet<String>, tags: &mut BTreeSet
                 {
                     tags.insert(tag.clone());
                 }
-                if key != "api_endpoints" && key != "scope_descriptions" {
-                    keys_and_tags(inner, keys, tags);
+                match (key.as_str(), inner) {
+                    // Maps keyed by the deployment's own names: their keys are not the format's.
+                    ("api_endpoints" | "scope_descriptions", _) => {}
+                    // A provider's subjects: the accounts they map to are the format's.
+                    ("accounts", Value::Object(subjects)) => subjects
+                        .values()
+                        .for_each(|account| keys_and_tags(account, keys, tags)),
+                    // A JWK set: its keys are JOSE's (RFC 7517), not the format's.
+                    ("jwks", Value::Object(set)) => keys.extend(set.keys().cloned()),
+                    _ => keys_and_tags(inner, keys, tags),
                 }
             }
         }

@@ -2,8 +2,8 @@
 //! the profile's rotation and resource servers. A configuration exists only valid.
 
 use super::{
-    App, Config, ConfigDocument, DefaultTokenType, DocumentPolicy, Permissions, Policy, Profile,
-    Rotation, UnannouncedClients,
+    App, Config, ConfigDocument, DefaultTokenType, DocumentPolicy, Issuer, Permissions, Policy,
+    Profile, Rotation, UnannouncedClients,
 };
 use crate::ids::{AppKey, RedirectUri};
 use crate::pages::{Pages, TemplateError};
@@ -210,6 +210,7 @@ impl Config {
         };
         config.check_resource_servers()?;
         config.check_client_credentials()?;
+        config.check_identity_assertions()?;
         if config
             .token_exchange()
             .is_some_and(|grant| grant.access_token_lifetime.0 == 0)
@@ -220,6 +221,41 @@ impl Config {
             ));
         }
         Ok(config)
+    }
+
+    /// Each identity provider is named once, by an https issuer identifier, with a key to check
+    /// its assertions by.
+    fn check_identity_assertions(&self) -> Result<(), ConfigError> {
+        let Some(standards) = self.standards() else {
+            return Ok(());
+        };
+        let Some(grant) = &standards.identity_assertions else {
+            return Ok(());
+        };
+        if !cfg!(feature = "unannounced") {
+            return Err(problem("profile.identity_assertions", WITHOUT_UNANNOUNCED));
+        }
+        for (i, provider) in grant.providers.iter().enumerate() {
+            let at = |field: &str| format!("profile.identity_assertions.providers[{i}].{field}");
+            if let Err(why) = Issuer::new(&provider.issuer) {
+                return Err(problem(&at("issuer"), why));
+            }
+            if grant
+                .providers
+                .iter()
+                .take(i)
+                .any(|p| p.issuer == provider.issuer)
+            {
+                return Err(problem(&at("issuer"), "names a provider named before"));
+            }
+            if provider.keys.is_empty() {
+                return Err(problem(
+                    &at("jwks"),
+                    "holds no ES256 or RS256 signing key to check its assertions by",
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Each app the client credentials grant names is a configured app with a secret: a client
@@ -461,10 +497,12 @@ fn check_rotation(rotation: &Rotation, policy: &Policy) -> Result<(), ConfigErro
     Ok(())
 }
 
-/// Why `profile.clients` is refused by a build without the `unannounced` feature.
+/// Why `profile.clients` and `profile.identity_assertions` are refused by a build without the
+/// `unannounced` feature.
 pub(super) const WITHOUT_UNANNOUNCED: &str = "this build has no clients that arrive unannounced \
-     (the core without its `unannounced` feature, as in the npm package's `configured-apps` \
-     entry points): use the whole build for this setting (edgegrant/node, edgegrant/workers)";
+     and checks no signed assertion (the core without its `unannounced` feature, as in the npm \
+     package's `configured-apps` entry points): use the whole build for this setting \
+     (edgegrant/node, edgegrant/workers)";
 
 pub(super) fn problem(field: &str, problem: &str) -> ConfigError {
     ConfigError::Field {

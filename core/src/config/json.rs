@@ -54,7 +54,7 @@ export interface ConfigDocument {
   api_endpoints?: Record<string, Scope>;
   pages?: PageTemplates;
   /** The dialect: SPEC.md's reference service (default), or with the standards around it (RFC 8414, 9207, 7009, 7662, 8707, 9728, refresh-token rotation) under an issuer, with the resources it issues tokens for besides its own API (https URLs; http on loopback). */
-  profile?: { kind: "reference" } | { kind: "standards"; issuer: string; resources?: string[]; rotation?: Rotation; resource_servers?: { app: string; resources: string[] }[]; clients?: UnannouncedClients; client_credentials?: ClientCredentials; token_exchange?: TokenExchange };
+  profile?: { kind: "reference" } | { kind: "standards"; issuer: string; resources?: string[]; rotation?: Rotation; resource_servers?: { app: string; resources: string[] }[]; clients?: UnannouncedClients; client_credentials?: ClientCredentials; token_exchange?: TokenExchange; identity_assertions?: IdentityAssertions };
   /** What each scope lets an app do, in plain words, for the consent page: `{"mcp:tools": "Use the tools of …"}`. The reference scopes and offline_access have defaults. */
   scope_descriptions?: Record<Scope, string>;
   /** The server's own secret, required: 32 random bytes, base64url (43 characters). Partitions, the seal of every credential and rotated refresh tokens are derived under it; every instance of one deployment has the same; keep it out of the store and the logs. */
@@ -75,6 +75,22 @@ export interface ClientCredentials {
 export interface TokenExchange {
   /** Seconds an exchanged token lives at most, never past the token it came from. Default 3600. */
   access_token_lifetime?: number;
+}
+
+/** Enterprise-managed authorization (standards profile; the whole build): the JWT-bearer grant (RFC 7523) with an Identity Assertion JWT Authorization Grant (ID-JAG, typ oauth-id-jag+jwt) signed by a trusted identity provider, naming one of its users (sub), this server (aud) and the authenticated client (client_id); used once (jti), it gives that user's access token with no consent page and no refresh token. */
+export interface IdentityAssertions {
+  /** The trusted providers. (Its access tokens are a person's, living policy.access_token_ttl.) */
+  providers: IdentityProvider[];
+}
+
+/** An identity provider whose assertions this server takes. */
+export interface IdentityProvider {
+  /** Its issuer identifier, exactly as its assertions' iss names it (https). */
+  issuer: string;
+  /** Its public signing keys, a JWK set (ES256 on P-256, RS256 of 2048 bits or more). */
+  jwks: { keys: object[] };
+  /** Its subjects that are people here: sub → the account. An assertion naming another is refused (invalid_grant). */
+  accounts: Record<string, { account_id: string; uid: string }>;
 }
 
 /** Clients nobody configured (standards profile): registered by themselves (RFC 7591) or named by a metadata document, their apps kept in the store. */
@@ -284,6 +300,9 @@ impl Serialize for ProfileJson<'_> {
                             .collect::<BTreeMap<_, _>>(),
                     )?;
                 }
+                if let Some(grant) = &standards.identity_assertions {
+                    out.serialize_entry("identity_assertions", &IdentityAssertionsJson(grant))?;
+                }
             }
         }
         out.end()
@@ -310,6 +329,46 @@ impl Serialize for ClientCredentialsJson<'_> {
         out.serialize_entry("apps", &Each(&self.0.apps, AppKey::as_str))?;
         out.serialize_entry("access_token_lifetime", &self.0.access_token_lifetime.0)?;
         out.serialize_entry("unannounced", &self.0.unannounced)?;
+        out.end()
+    }
+}
+
+struct IdentityAssertionsJson<'a>(&'a IdentityAssertions);
+
+impl Serialize for IdentityAssertionsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let providers: Vec<Value> = self
+            .0
+            .providers
+            .iter()
+            .map(|provider| {
+                // Each key as its JWK (only the members that make it), read back as JSON.
+                let keys: Vec<Value> = provider
+                    .keys
+                    .iter()
+                    .filter_map(|key| serde_json::from_str(&key.jwk).ok())
+                    .collect();
+                let accounts: serde_json::Map<String, Value> = provider
+                    .accounts
+                    .iter()
+                    .map(|(subject, account)| {
+                        let mut fields = serde_json::Map::new();
+                        fields.insert("account_id".into(), account.account_id.as_str().into());
+                        fields.insert("uid".into(), account.uid.as_str().into());
+                        (subject.clone(), Value::Object(fields))
+                    })
+                    .collect();
+                let mut jwks = serde_json::Map::new();
+                jwks.insert("keys".into(), Value::Array(keys));
+                let mut fields = serde_json::Map::new();
+                fields.insert("issuer".into(), provider.issuer.as_str().into());
+                fields.insert("jwks".into(), Value::Object(jwks));
+                fields.insert("accounts".into(), Value::Object(accounts));
+                Value::Object(fields)
+            })
+            .collect();
+        let mut out = s.serialize_map(Some(1))?;
+        out.serialize_entry("providers", &providers)?;
         out.end()
     }
 }

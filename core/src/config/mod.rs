@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::credentials::{SecretDigest, ServerKey};
 use crate::grant_type::GrantType;
-use crate::ids::{https_host, AppKey, RedirectUri};
+use crate::ids::{https_host, AccountId, AppKey, RedirectUri, Uid};
+use crate::jose::{Assertion, ClientKey};
 use crate::pages::{PageTemplates, Pages};
 use crate::scope::{LegacyAccess, Scope, ScopeSet, OFFLINE_ACCESS};
 use crate::time::{Seconds, UnixTime};
@@ -220,6 +221,9 @@ pub struct Standards {
     pub client_credentials: Option<ClientCredentials>,
     /// Token exchange (RFC 8693); `None` (the default): off.
     pub token_exchange: Option<TokenExchange>,
+    /// The identity providers whose identity assertions (ID-JAG, presented with the RFC 7523
+    /// JWT-bearer grant) give a client a person's token; `None` (the default): off.
+    pub identity_assertions: Option<IdentityAssertions>,
 }
 
 /// The client credentials grant (RFC 6749 §4.4): a client that authenticates gets an access
@@ -268,6 +272,62 @@ impl Default for TokenExchange {
     }
 }
 
+/// Enterprise-managed authorization: the JWT-bearer grant (RFC 7523 §2.1) with an Identity
+/// Assertion JWT Authorization Grant (ID-JAG). A trusted identity provider signs that one of its
+/// users (`sub`) may have a client (`client_id`) act for them here, within a scope; the client,
+/// authenticated, presents it once and gets an access token for that user's account, with no
+/// consent page and no refresh token. The provider's subject is mapped to an account by the
+/// configuration ([`IdentityProvider::accounts`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdentityAssertions {
+    /// The providers whose assertions are taken, each by its issuer identifier. (Its access
+    /// tokens are a person's, living [`Policy::access_token_ttl`] as theirs do.)
+    pub providers: Vec<IdentityProvider>,
+}
+
+/// An identity provider whose assertions this server takes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IdentityProvider {
+    /// Its issuer identifier, exactly as its assertions' `iss` names it (an https URL).
+    pub issuer: String,
+    /// The public keys its assertions are signed with (a JWK set's ES256 and RS256 keys).
+    pub keys: Vec<ClientKey>,
+    /// Its subjects (`sub`) that are people here, each with the account they are; an assertion
+    /// naming any other is refused. (A list, not a map: the module for configured apps, which
+    /// never reads it, then links no map's code for it.)
+    pub accounts: Vec<(String, ProviderAccount)>,
+}
+
+/// The account an identity provider's subject is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProviderAccount {
+    /// The account's id.
+    pub account_id: AccountId,
+    /// The user's uid.
+    pub uid: Uid,
+}
+
+/// An identity assertion as read for routing and parsing ([`Config::identify`]): the provider
+/// it names and the account its subject is here, its signature and claims not checked yet.
+pub(crate) struct Identity<'c> {
+    pub assertion: Assertion,
+    pub provider: &'c IdentityProvider,
+    /// `None`: the provider's subject is no account here.
+    pub account: Option<&'c ProviderAccount>,
+}
+
+impl IdentityAssertions {
+    /// The grant for `providers`.
+    pub fn new(providers: Vec<IdentityProvider>) -> IdentityAssertions {
+        IdentityAssertions { providers }
+    }
+
+    /// The provider whose issuer identifier is `issuer`.
+    pub fn provider(&self, issuer: &str) -> Option<&IdentityProvider> {
+        self.providers.iter().find(|p| p.issuer == issuer)
+    }
+}
+
 impl Standards {
     /// The standards profile with `issuer` and every other setting at its default.
     pub fn new(issuer: Issuer) -> Standards {
@@ -279,6 +339,7 @@ impl Standards {
             clients: None,
             client_credentials: None,
             token_exchange: None,
+            identity_assertions: None,
         }
     }
 }
@@ -897,7 +958,38 @@ impl Config {
             GrantType::AuthorizationCode | GrantType::RefreshToken => true,
             GrantType::ClientCredentials => self.client_credentials().is_some(),
             GrantType::TokenExchange => self.token_exchange().is_some(),
+            GrantType::JwtBearer => self.identity_assertions().is_some(),
         }
+    }
+
+    /// The identity assertion `text`, if it is one of a provider this server trusts (read, not
+    /// checked: the token endpoint checks it). Routing reads it for the partition: the
+    /// account's its subject is.
+    pub(crate) fn identify(&self, text: &str) -> Option<Identity<'_>> {
+        // The grant first: a build without it reads no assertion.
+        let grant = self.identity_assertions()?;
+        let assertion = crate::jose::assertion(text)?;
+        let provider = grant.provider(&assertion.claims.iss)?;
+        let account = provider
+            .accounts
+            .iter()
+            .find(|(subject, _)| *subject == assertion.claims.sub)
+            .map(|(_, account)| account);
+        Some(Identity {
+            assertion,
+            provider,
+            account,
+        })
+    }
+
+    /// The JWT-bearer grant with identity assertions (ID-JAG), if the deployment offers it
+    /// (standards profile). Always `None` in a build without the `unannounced` feature, which
+    /// verifies no signature (its [`Config::new`] refuses `profile.identity_assertions`).
+    pub fn identity_assertions(&self) -> Option<&IdentityAssertions> {
+        if !cfg!(feature = "unannounced") {
+            return None;
+        }
+        self.standards()?.identity_assertions.as_ref()
     }
 
     /// Token exchange, if the deployment offers it (standards profile).

@@ -388,6 +388,7 @@ fn profile_from_json(value: &Value, at: &Path<'_>) -> Read<Profile> {
                     "clients",
                     "client_credentials",
                     "token_exchange",
+                    "identity_assertions",
                 ],
             )?;
             let issuer_at = at.field("issuer");
@@ -438,6 +439,17 @@ fn profile_from_json(value: &Value, at: &Path<'_>) -> Read<Profile> {
                     &at.field("token_exchange"),
                 )?),
             };
+            let identity_assertions = match profile.get("identity_assertions") {
+                None | Some(Value::Null) => None,
+                // Refused before it is read, as `clients` is: signatures are the whole build's.
+                Some(_) if !cfg!(feature = "unannounced") => {
+                    return Err(at.field("identity_assertions").problem(WITHOUT_UNANNOUNCED));
+                }
+                Some(value) => Some(identity_assertions_from_json(
+                    value,
+                    &at.field("identity_assertions"),
+                )?),
+            };
             Ok(Profile::Standards(Standards {
                 issuer,
                 resources,
@@ -446,6 +458,7 @@ fn profile_from_json(value: &Value, at: &Path<'_>) -> Read<Profile> {
                 clients,
                 client_credentials,
                 token_exchange,
+                identity_assertions,
             }))
         }
         _ => Err(kind_at.problem("expected reference or standards")),
@@ -487,6 +500,45 @@ fn token_exchange_from_json(value: &Value, at: &Path<'_>) -> Read<TokenExchange>
         grant.access_token_lifetime = seconds(lifetime, &at.field("access_token_lifetime"))?;
     }
     Ok(grant)
+}
+
+fn identity_assertions_from_json(value: &Value, at: &Path<'_>) -> Read<IdentityAssertions> {
+    let fields = object(value, at)?;
+    only(fields, at, &["providers"])?;
+    let mut providers = Vec::new();
+    each(
+        required(fields, at, "providers")?,
+        &at.field("providers"),
+        |provider, at| {
+            let fields = object(provider, at)?;
+            only(fields, at, &["issuer", "jwks", "accounts"])?;
+            let issuer = string(required(fields, at, "issuer")?, &at.field("issuer"))?;
+            let keys = crate::jose::client_keys(required(fields, at, "jwks")?)
+                .map_err(|why| at.field("jwks").problem(why))?;
+            let mut accounts = Vec::new();
+            let accounts_at = at.field("accounts");
+            for (subject, account) in object(required(fields, at, "accounts")?, &accounts_at)? {
+                let at = accounts_at.field(subject);
+                let fields = object(account, &at)?;
+                only(fields, &at, &["account_id", "uid"])?;
+                let id_at = at.field("account_id");
+                let account_id =
+                    AccountId::new(string(required(fields, &at, "account_id")?, &id_at)?)
+                        .map_err(|e| id_at.problem(e.reason))?;
+                let uid_at = at.field("uid");
+                let uid = Uid::new(string(required(fields, &at, "uid")?, &uid_at)?)
+                    .map_err(|e| uid_at.problem(e.reason))?;
+                accounts.push((subject.clone(), ProviderAccount { account_id, uid }));
+            }
+            providers.push(IdentityProvider {
+                issuer: issuer.to_owned(),
+                keys,
+                accounts,
+            });
+            Ok(())
+        },
+    )?;
+    Ok(IdentityAssertions::new(providers))
 }
 
 fn rotation_from_json(value: &Value, at: &Path<'_>) -> Read<Rotation> {

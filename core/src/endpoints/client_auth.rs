@@ -285,7 +285,7 @@ fn assertion_holds(ctx: &Ctx<'_>, client: &AppKey, assertion: &Assertion) -> Flo
 
 /// Whether `key` may have signed `assertion`: of its algorithm, and the key its header names
 /// if it names one.
-fn signs(key: &ClientKey, assertion: &Assertion) -> bool {
+pub(crate) fn signs(key: &ClientKey, assertion: &Assertion) -> bool {
     key.alg == assertion.alg
         && (assertion.kid.is_none() || key.kid.as_deref() == assertion.kid.as_deref())
 }

@@ -138,9 +138,14 @@ pub(crate) fn document(config: &Config, issuer: &Issuer) -> String {
             .into_iter()
             .chain(keys.then_some(PRIVATE_KEY_JWT))
     };
-    let json = JsonObject::new()
-        .string("authorization_endpoint", &format!("{origin}{AUTHORIZE}"))
-        .boolean("authorization_response_iss_parameter_supported", true);
+    let json = JsonObject::new().string("authorization_endpoint", &format!("{origin}{AUTHORIZE}"));
+    // ID-JAG §7.2 (and MCP's enterprise-managed authorization): the identity assertion's
+    // profile of the JWT-bearer grant — never which providers are trusted.
+    let json = match config.identity_assertions() {
+        Some(_) => json.strings("authorization_grant_profiles_supported", [ID_JAG_PROFILE]),
+        None => json,
+    };
+    let json = json.boolean("authorization_response_iss_parameter_supported", true);
     // CIMD §5: a client whose client_id is a URL tries it only where this says so.
     let json = match config.documents() {
         Some(_) => json.boolean("client_id_metadata_document_supported", true),
@@ -193,6 +198,9 @@ pub(crate) fn document(config: &Config, issuer: &Issuer) -> String {
         .strings("token_endpoint_auth_methods_supported", methods());
     signing_algs(json, "token", keys).finish()
 }
+
+/// The profile of the JWT-bearer grant that identity assertions are (ID-JAG §7.2).
+const ID_JAG_PROFILE: &str = "urn:ietf:params:oauth:grant-profile:id-jag";
 
 /// RFC 8414 §2: the algorithms client assertions may be signed with, beside every list of
 /// methods that names `private_key_jwt` (it MUST be there then).

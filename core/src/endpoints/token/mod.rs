@@ -6,6 +6,7 @@
 
 mod authorization_code;
 mod client_credentials;
+mod jwt_bearer;
 mod refresh;
 mod token_exchange;
 
@@ -39,6 +40,8 @@ pub(crate) enum Parsed {
     ClientCredentials(client_credentials::Parsed),
     /// `grant_type=urn:ietf:params:oauth:grant-type:token-exchange`.
     TokenExchange(token_exchange::Parsed),
+    /// `grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer` (an identity assertion).
+    JwtBearer(jwt_bearer::Parsed),
     /// The client authentication failed.
     Failed(FailedClient),
 }
@@ -51,15 +54,16 @@ impl Parsed {
             Parsed::Exchange(exchange) => exchange.code.as_ref(),
             Parsed::Refresh(refresh) => refresh.token.as_ref(),
             Parsed::TokenExchange(exchange) => exchange.subject.as_ref(),
-            Parsed::ClientCredentials(_) | Parsed::Failed(_) => None,
+            Parsed::ClientCredentials(_) | Parsed::JwtBearer(_) | Parsed::Failed(_) => None,
         }
     }
 
-    /// The partition the request lives in: its credential's, or the authenticated client's
-    /// own for a grant to the client itself.
+    /// The partition the request lives in: its credential's, the authenticated client's own
+    /// for a grant to the client itself, or the account an identity assertion names.
     pub fn partition(&self) -> Option<Partition> {
         match self {
             Parsed::ClientCredentials(grant) => Some(grant.partition),
+            Parsed::JwtBearer(bearer) => bearer.partition(),
             _ => self.credential().map(RecordKey::partition),
         }
     }
@@ -71,6 +75,7 @@ impl Parsed {
             Parsed::Refresh(refresh) => Some(&refresh.client.app),
             Parsed::ClientCredentials(grant) => Some(&grant.client.app),
             Parsed::TokenExchange(exchange) => Some(&exchange.client.app),
+            Parsed::JwtBearer(bearer) => Some(&bearer.client.app),
             Parsed::Failed(_) => None,
         }
     }
@@ -106,6 +111,11 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
         GrantType::TokenExchange => {
             token_exchange::parse(config, client, &params, resources).map(Parsed::TokenExchange)
         }
+        // (Never offered by a build without the `unannounced` feature: it links none of it.)
+        GrantType::JwtBearer if cfg!(feature = "unannounced") => {
+            jwt_bearer::parse(config, client, &params, resources).map(Parsed::JwtBearer)
+        }
+        GrantType::JwtBearer => Err(client.refuse(Refusal::UnsupportedGrantType)),
     }
 }
 
@@ -127,6 +137,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         Parsed::Refresh(refresh) => &refresh.client,
         Parsed::ClientCredentials(grant) => &grant.client,
         Parsed::TokenExchange(exchange) => &exchange.client,
+        Parsed::JwtBearer(bearer) => &bearer.client,
     };
     // A stored app's authentication is checked with its record, read beside the credential's
     // and its account's ledger. The ledger is read in this first batch, before the grant and
@@ -154,5 +165,6 @@ fn decide_grant(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         Parsed::Refresh(refresh) => refresh::decide(ctx, refresh),
         Parsed::ClientCredentials(grant) => client_credentials::decide(ctx, grant),
         Parsed::TokenExchange(exchange) => token_exchange::decide(ctx, exchange),
+        Parsed::JwtBearer(bearer) => jwt_bearer::decide(ctx, bearer),
     }
 }
