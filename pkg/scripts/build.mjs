@@ -230,9 +230,11 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * is exhaustive), the configuration's new field and the request's new variant (`twiggy diff`;
  * the accounts as a map had linked a BTreeMap's drop code there, 0.3 KiB; the assertion read
  * before the grant's setting was asked, 0.3). Budgets 150.2 and 126.7; issue 48 so far +3.66
- * KiB of its 6 on the module for configured apps.
+ * KiB of its 6 on the module for configured apps. The token requests' `scope` read and narrowed
+ * by one helper each instead of three and two copies, +0.1 (129829 bytes, +273 raw): kept for
+ * the one rule it gives the three grants. Budget 126.8; issue 48 so far +3.77 KiB of its 6.
  */
-const BUDGETS = { edgegrant_wasm: 150.2 * 1024, edgegrant_configured_apps: 126.7 * 1024, edgegrant_client: 69.8 * 1024 };
+const BUDGETS = { edgegrant_wasm: 150.2 * 1024, edgegrant_configured_apps: 126.8 * 1024, edgegrant_client: 69.8 * 1024 };
 
 // The server's module may use WebAssembly's 128-bit SIMD (LLVM moves memory 16 bytes at a time
 // with it: 0.7 KiB smaller gzipped): every runtime it serves has it (the package needs Node 20;

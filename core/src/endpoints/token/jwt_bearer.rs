@@ -20,7 +20,7 @@ use crate::ending::{Ending, TokenBody};
 
 use crate::endpoints::client_auth::{signs, Client};
 use crate::endpoints::issue::{issue_grant, minting_ledger, FirstToken};
-use crate::endpoints::token::one;
+use crate::endpoints::token::{asked_scope, narrowed, one, AskedScope};
 use crate::ids::Subject;
 use crate::jose::Assertion;
 use crate::machines::grant::{self, GrantTerms};
@@ -52,7 +52,7 @@ pub(crate) struct Parsed {
     /// The assertion; `None` when it is no identity assertion of a trusted provider.
     assertion: Option<Box<Asserted>>,
     /// `scope`: `Err` when malformed.
-    scope: Option<Result<ScopeSet, ()>>,
+    scope: AskedScope,
     /// `resource` (RFC 8707), among the configured ones.
     resources: Resources,
 }
@@ -85,10 +85,7 @@ pub(super) fn parse(
     let Some(text) = one(params, &client, "assertion")? else {
         return Err(client.refuse(Refusal::AssertionMissing));
     };
-    let scope = one(params, &client, "scope")?.map(|text| match ScopeSet::parse(text) {
-        Ok(set) if config.takes_scope_names(&set) => Ok(set),
-        _ => Err(()),
-    });
+    let scope = asked_scope(config, params, &client)?;
     let key = config.server_key();
     let assertion = config.identify(text).map(|found| {
         let used = RecordKey::Assertion(AssertionDigest::of_identity(
@@ -178,13 +175,10 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
             Err(_) => return end(Refusal::AssertionInvalid),
         },
     };
-    let scopes = match &parsed.scope {
-        None => asserted_scopes,
-        Some(Ok(asked)) if asked.is_subset(&asserted_scopes) => asked.clone(),
-        Some(Ok(_)) => return end(Refusal::ScopeWidened),
-        Some(Err(())) => return end(Refusal::MalformedScope),
-    }
-    .without(OFFLINE_ACCESS);
+    let scopes = match narrowed(&parsed.scope, &asserted_scopes) {
+        Ok(scopes) => scopes.without(OFFLINE_ACCESS),
+        Err(refusal) => return end(refusal),
+    };
     if scopes.is_empty() || !scopes.is_subset(&app.scopes()) {
         return end(Refusal::ScopeNotEnabled);
     }
@@ -234,21 +228,19 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
     // The person's link with the app: the grant stands by its epoch. One is made where there is
     // none, with nothing consented on it (the provider's word is for this grant alone: a later
     // authorization here still asks the person).
-    let link = ctx.load::<LinkRecord>(&link_key)?;
-    let new_link = link.is_none().then(|| {
-        link::consented(
-            None,
-            &ScopeSet::default(),
-            TokenAccessType::Online,
-            &Resources::default(),
-            None,
-            ctx.entropy.link_epoch(),
-        )
-    });
-    let link_epoch = match (&link, &new_link) {
-        (Some(found), _) => found.record.epoch,
-        (None, Some(made)) => made.epoch,
-        (None, None) => return end(Refusal::AssertionInvalid),
+    let (link_epoch, new_link) = match ctx.load::<LinkRecord>(&link_key)? {
+        Some(found) => (found.record.epoch, None),
+        None => {
+            let made = link::consented(
+                None,
+                &ScopeSet::default(),
+                TokenAccessType::Online,
+                &Resources::default(),
+                None,
+                ctx.entropy.link_epoch(),
+            );
+            (made.epoch, Some(made))
+        }
     };
     let expires_at =
         access_token::expires_at(TokenAccessType::Online, ctx.now, ctx.config.policy());

@@ -26,6 +26,7 @@ use crate::partition::Partition;
 use crate::prelude::*;
 use crate::records::RecordKey;
 use crate::refusal::Refusal;
+use crate::scope::ScopeSet;
 use crate::wire::form::{Params, Repeated};
 use crate::wire::http::HttpRequest;
 
@@ -116,6 +117,36 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
             jwt_bearer::parse(config, client, &params, resources).map(Parsed::JwtBearer)
         }
         GrantType::JwtBearer => Err(client.refuse(Refusal::UnsupportedGrantType)),
+    }
+}
+
+/// `scope` as a token request sent it: `None` when absent, `Err` when malformed or naming a
+/// scope this server does not have — refused only once the grant's credential checks out.
+pub(crate) type AskedScope = Option<Result<ScopeSet, ()>>;
+
+/// Reads `scope` (RFC 6749 §3.3) of a token request.
+fn asked_scope(
+    config: &Config,
+    params: &Params<'_>,
+    client: &Client,
+) -> Result<AskedScope, Ending> {
+    Ok(
+        one(params, client, "scope")?.map(|text| match ScopeSet::parse(text) {
+            Ok(set) if config.takes_scope_names(&set) => Ok(set),
+            _ => Err(()),
+        }),
+    )
+}
+
+/// The scopes of a request that may only narrow `within` (a token exchange's subject token, an
+/// identity assertion's grant: RFC 8693 §2.1, RFC 7521 §4.1): those asked, all among `within`
+/// (else `invalid_scope`); none asked, all of `within`.
+fn narrowed(asked: &AskedScope, within: &ScopeSet) -> Result<ScopeSet, Refusal> {
+    match asked {
+        None => Ok(within.clone()),
+        Some(Ok(asked)) if asked.is_subset(within) => Ok(asked.clone()),
+        Some(Ok(_)) => Err(Refusal::ScopeWidened),
+        Some(Err(())) => Err(Refusal::MalformedScope),
     }
 }
 

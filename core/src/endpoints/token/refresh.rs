@@ -8,7 +8,7 @@ use crate::ctx::{create, replace, Ctx, Decision, Flow, Loaded};
 use crate::ending::{Ending, TokenBody};
 use crate::endpoints::client_auth::Client;
 use crate::endpoints::issue::{link_epoch, minting_ledger, revoke_grant};
-use crate::endpoints::token::one;
+use crate::endpoints::token::{asked_scope, one, AskedScope};
 use crate::machines::access_token::TokenTerms;
 use crate::machines::grant::{self, Standing};
 use crate::machines::refresh_token::{Position, Rotated};
@@ -35,7 +35,7 @@ pub(crate) struct Parsed {
     /// successors from it); the reference profile has no use for a copy.
     presented: Option<RefreshToken>,
     /// `scope`: `Err` when malformed, refused only once the token checks out.
-    scope: Option<Result<ScopeSet, ()>>,
+    scope: AskedScope,
     /// `resource`, as for the exchange: a narrowing of the grant's.
     resources: Resources,
 }
@@ -49,10 +49,7 @@ pub(super) fn parse(
     let Some(token) = one(params, &client, "refresh_token")? else {
         return Err(client.refuse(Refusal::RefreshTokenMissing));
     };
-    let scope = one(params, &client, "scope")?.map(|text| match ScopeSet::parse(text) {
-        Ok(set) if config.takes_scope_names(&set) => Ok(set),
-        _ => Err(()),
-    });
+    let scope = asked_scope(config, params, &client)?;
     Ok(Parsed {
         token: RecordKey::of_refresh_token(config.server_key(), token),
         presented: config.rotation().map(|_| RefreshToken::presented(token)),

@@ -13,13 +13,12 @@ use crate::ending::{Ending, TokenBody};
 use crate::endpoints::api::{authenticate, Check};
 use crate::endpoints::client_auth::Client;
 use crate::endpoints::issue::minting_ledger;
-use crate::endpoints::token::one;
+use crate::endpoints::token::{asked_scope, narrowed, one, AskedScope};
 use crate::machines::{access_token, grant};
 use crate::partition::Partition;
 use crate::prelude::*;
 use crate::records::{AccessTokenRecord, GrantRecord, Record, RecordKey, Resources};
 use crate::refusal::Refusal;
-use crate::scope::ScopeSet;
 use crate::step::{AuditEvent, Transaction};
 use crate::time::{Seconds, UnixTime};
 use crate::wire::form::Params;
@@ -36,7 +35,7 @@ pub(crate) struct Parsed {
     /// Whether the client named itself the actor, with a token of its own partition.
     acting: bool,
     /// `scope`: `Err` when malformed.
-    scope: Option<Result<ScopeSet, ()>>,
+    scope: AskedScope,
     /// `resource` (RFC 8707), among the configured ones.
     resources: Resources,
 }
@@ -69,10 +68,7 @@ pub(super) fn parse(
     if one(params, &client, "audience")?.is_some() {
         return Err(client.refuse(Refusal::InvalidTarget));
     }
-    let scope = one(params, &client, "scope")?.map(|text| match ScopeSet::parse(text) {
-        Ok(set) if config.takes_scope_names(&set) => Ok(set),
-        _ => Err(()),
-    });
+    let scope = asked_scope(config, params, &client)?;
     let key = config.server_key();
     // The actor: the client itself, by a token this server sealed for the client's own
     // partition — where only its grants to itself live. Its record is not read: a request
@@ -135,11 +131,9 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
     }
     let acting = parsed.acting;
     // §2.1: the scopes asked for, among the subject token's; none asked, all of them.
-    let scopes = match &parsed.scope {
-        None => token.scopes.clone(),
-        Some(Ok(asked)) if asked.is_subset(&token.scopes) => asked.clone(),
-        Some(Ok(_)) => return end(Refusal::ScopeWidened),
-        Some(Err(())) => return end(Refusal::MalformedScope),
+    let scopes = match narrowed(&parsed.scope, &token.scopes) {
+        Ok(scopes) => scopes,
+        Err(refusal) => return end(refusal),
     };
     // A resource among those the grant allows; none asked, the subject token's own.
     let audience = if parsed.resources.is_empty() {
