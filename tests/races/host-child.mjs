@@ -5,13 +5,14 @@
 //   { "kind": "sqlite", "path": "…" } | { "kind": "postgres", "url": "…", "table": "…" }
 //   | { "kind": "durable-object" | "kv", "url": "<the workerd test Worker>", "db": "…" }
 //
-// Messages: {id, op: "handle", input, profile?: "reference" | "standards"} → {id, result}; {id, op: "unlink", app, account} →
+// Messages: {id, op: "handle", input, profile?: "reference" | "standards" | "identity"} → {id, result}; {id, op: "unlink", app, account} →
 // {id, result}; {id, op: "stats"} → {id, result: {conflicts, unavailable, explained}}. It exits when the
 // channel closes.
 import { AsyncLocalStorage } from "node:async_hooks";
 import { createAuthServer } from "../../pkg/src/node.js";
 import { config, standardsConfig } from "../../pkg/test/fixtures.mjs";
 import { remoteStorage } from "../../pkg/test/workerd-storage.js";
+import { identityConfig } from "./identity.mjs";
 
 const spec = JSON.parse(process.argv[2]);
 
@@ -62,10 +63,12 @@ const storage = {
     return applied;
   },
 };
-// One server per profile on the same store: the rotation race runs in the standards profile.
+// One server per profile on the same store: the rotation race runs in the standards profile, the
+// assertion race in the identity profile (identity.mjs: standards, trusting an identity provider).
 const servers = {
   reference: createAuthServer({ config: config(), storage, onAudit: () => {} }),
   standards: createAuthServer({ config: standardsConfig(), storage, onAudit: () => {} }),
+  identity: createAuthServer({ config: identityConfig(), storage, onAudit: () => {} }),
 };
 
 /** The parts of a driver result the race suite judges (and nothing it cannot clone). */

@@ -5,15 +5,20 @@
 //   code      one authorization code presented to every host at once;
 //   revoke    one host revokes a grant while the others refresh its refresh token;
 //   unlink    one host unlinks the app while another redeems a code of it and the rest refresh;
-//   rotate    (standards profile) every host refreshes one rotating refresh token at once.
+//   rotate    (standards profile) every host refreshes one rotating refresh token at once;
+//   assertion (identity profile, identity.mjs) one identity assertion (ID-JAG, the JWT-bearer
+//             grant, conf-app authenticated) presented to every host at once.
 //
 // Invariants, judged after every race: no code yields tokens twice (0 double redemptions); after
 // an acknowledged revocation or unlink no access token of the grant or link is served and its
 // refresh token is refused (0 tokens alive); a code replay ends what the code produced; the
 // refreshes of one rotating token all get one and the same answer (0 split answers), whose token
-// then rotates in turn, after which the superseded one ends the grant. The
-// hosts' own counts of lost conditional writes show that the races were real (they met in the
-// store, not one after another).
+// then rotates in turn, after which the superseded one ends the grant; one identity assertion
+// yields tokens exactly once (0 assertion replays; none lost, unless an attempt was answered 5xx
+// — it may have kept the assertion's use — counted apart), every other presentation refused
+// invalid_grant as assertion_reused, its token served at the API and a later replay on another
+// host refused as reused. The hosts' own counts of lost conditional writes show that the races
+// were real (they met in the store, not one after another).
 //
 //   node tests/races/races.mjs [sqlite|postgres|durable-object|kv|memory ...] [--rounds N] [--hosts K] [--rotate-each R]
 //
@@ -29,6 +34,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { createAuthServer } from "../../pkg/src/node.js";
 import { memoryStorage } from "../../pkg/src/adapters/memory.js";
 import { GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, VERIFIER, config, form, pkceQuery, standardsConfig } from "../../pkg/test/fixtures.mjs";
+import { assertionRequest, identityAssertion, identityConfig } from "./identity.mjs";
 
 const CHILD = fileURLToPath(new URL("./host-child.mjs", import.meta.url));
 
@@ -90,6 +96,7 @@ export function memoryHosts(count) {
     const servers = {
       reference: createAuthServer({ config: config(), storage, onAudit: () => {} }),
       standards: createAuthServer({ config: standardsConfig(), storage, onAudit: () => {} }),
+      identity: createAuthServer({ config: identityConfig(), storage, onAudit: () => {} }),
     };
     const summary = (r) => ({ kind: r.kind, status: r.status, outcome: r.outcome, refusal: r.refusal, body: r.body, headers: r.headers });
     return {
@@ -111,14 +118,14 @@ const codeRequest = (code) => tokenRequest({ grant_type: "authorization_code", c
 const accountOf = (round) => ({ account_id: `dbid:race${String(round).padStart(31, "0")}`, uid: String(1000 + round) });
 
 /**
- * Runs `rounds` rounds of the three races on `hosts`, `lanes` rounds at a time. Resolves the
+ * Runs `rounds` rounds of the five races on `hosts`, `lanes` rounds at a time. Resolves the
  * counts; `violations` lists every broken invariant (empty when all held).
  */
 export async function runRaces(hosts, { rounds = 100, lanes = 4, rotateEach = 1 } = {}) {
-  const counts = { races: 0, codeRaces: 0, revokeRaces: 0, unlinkRaces: 0, rotateRaces: 0, tokensChecked: 0, doubleRedemptions: 0, splitAnswers: 0, aliveAfterEnd: 0, unavailable: 0 };
+  const counts = { races: 0, codeRaces: 0, revokeRaces: 0, unlinkRaces: 0, rotateRaces: 0, assertionRaces: 0, tokensChecked: 0, doubleRedemptions: 0, assertionReplays: 0, assertionsLost: 0, assertionsLostAfter5xx: 0, splitAnswers: 0, aliveAfterEnd: 0, unavailable: 0 };
   // Per race: the racing requests sent, and those answered 5xx (each retried, so each is one
   // more request), by refusal; `setup` is everything else (consents, exchanges, the checks).
-  counts.byRace = Object.fromEntries(["code", "revoke", "unlink", "rotate", "setup"].map((race) => [race, { requests: 0, unavailable: 0, refusals: {} }]));
+  counts.byRace = Object.fromEntries(["code", "revoke", "unlink", "rotate", "assertion", "setup"].map((race) => [race, { requests: 0, unavailable: 0, refusals: {} }]));
   const violations = [];
   const violate = (what) => {
     violations.push(what);
@@ -139,6 +146,7 @@ export async function runRaces(hosts, { rounds = 100, lanes = 4, rotateEach = 1 
       if (tries >= 50) throw new Error(`a request was refused ${tries} times in a row: ${result.status} ${result.body}`);
       return must(host, input, profile, race, tries + 1); // the store was busy (503): the client retries, as it is told to
     }
+    result.retried = tries - 1; // how many 5xx answers came before this one
     return result;
   }
   async function consent(host, account) {
@@ -177,6 +185,13 @@ export async function runRaces(hosts, { rounds = 100, lanes = 4, rotateEach = 1 
   }
   /** The same request on every host at once (retrying a 503 on its host). */
   const everywhere = (input, profile, race) => Promise.all(hosts.map((host) => must(host, input, profile, race)));
+  const errorOf = (r) => {
+    try {
+      return JSON.parse(r.body).error;
+    } catch {
+      return undefined;
+    }
+  };
   const minted = (results) => results.filter((r) => r.outcome === "tokens").map((r) => JSON.parse(r.body).access_token);
 
   async function round(n) {
@@ -247,7 +262,37 @@ export async function runRaces(hosts, { rounds = 100, lanes = 4, rotateEach = 1 
         else await allDead([bodies[0].access_token, JSON.parse(next.body).access_token], JSON.parse(next.body).refresh_token, "after a superseded token was reused", n);
       }
     }
-    counts.races += 4;
+
+    // One identity assertion, every host at once (identity profile: conf-app, authenticated,
+    // presents a provider's ID-JAG for one of its subjects; a fresh jti each round).
+    const assertion = assertionRequest(identityAssertion(n));
+    const presented = await everywhere(assertion, "identity", "assertion");
+    counts.assertionRaces++;
+    const issued = minted(presented);
+    const answer = (r) => `${r.status} ${r.refusal ?? r.outcome}${r.outcome === "tokens" ? "" : ` ${errorOf(r)}`}`;
+    if (issued.length > 1) {
+      counts.assertionReplays++;
+      violate(`round ${n}: one identity assertion gave tokens ${issued.length} times`);
+    }
+    const others = presented.filter((r) => r.outcome !== "tokens" && !(r.refusal === "assertion_reused" && errorOf(r) === "invalid_grant"));
+    if (others.length) violate(`round ${n}: an identity assertion raced was answered ${others.map(answer).join(", ")}`);
+    if (issued.length === 0) {
+      // Lost: no host issued its token. Only a 5xx answer (retried) may have cost it — that
+      // attempt may have kept the assertion's use and failed to write its grant.
+      counts.assertionsLost++;
+      if (presented.some((r) => r.retried > 0)) counts.assertionsLostAfter5xx++;
+      else violate(`round ${n}: one identity assertion gave no tokens at all (${presented.map(answer).join(", ")})`);
+    } else {
+      const won = presented.findIndex((r) => r.outcome === "tokens");
+      const served = await must(hosts[(won + 1) % K], apiCall(issued[0]), "identity");
+      if (served.kind !== "serve") violate(`round ${n}: the identity assertion's token is not served: ${served.kind} ${served.status} ${served.body}`);
+      const replay = await must(hosts[(won + 2) % K], assertion, "identity");
+      if (replay.outcome === "tokens") {
+        counts.assertionReplays++;
+        violate(`round ${n}: a replayed identity assertion gave tokens`);
+      } else if (replay.refusal !== "assertion_reused") violate(`round ${n}: a replayed identity assertion was not caught as reused: ${answer(replay)}`);
+    }
+    counts.races += 5;
   }
 
   let next = 0;
@@ -268,8 +313,9 @@ export async function runRaces(hosts, { rounds = 100, lanes = 4, rotateEach = 1 
 
 /** One line of a run's figures. */
 export const lineOf = (name, { counts }) =>
-  `races ${name}: ${counts.races} races (${counts.codeRaces} code, ${counts.revokeRaces} revoke, ${counts.unlinkRaces} unlink, ${counts.rotateRaces} rotate) in ${counts.seconds.toFixed(1)} s; ` +
+  `races ${name}: ${counts.races} races (${counts.codeRaces} code, ${counts.revokeRaces} revoke, ${counts.unlinkRaces} unlink, ${counts.rotateRaces} rotate, ${counts.assertionRaces} assertion) in ${counts.seconds.toFixed(1)} s; ` +
   `${counts.conflicts} lost conditional writes, ${counts.unavailable} busy retries; ${counts.doubleRedemptions} double redemptions, ${counts.splitAnswers} split rotation answers, ` +
+  `${counts.assertionReplays} assertion replays, ${counts.assertionsLost} assertions lost (${counts.assertionsLostAfter5xx} after a 5xx), ` +
   `${counts.aliveAfterEnd} tokens alive after revoke/unlink/reuse (${counts.tokensChecked} checked)\n` +
   `  5xx answers per race (of the racing requests): ${Object.entries(counts.byRace)
     .map(([race, t]) => `${race} ${t.unavailable}/${t.requests}${t.unavailable ? ` (${Object.entries(t.refusals).map(([why, n]) => `${n} ${why}`).join(", ")})` : ""}`)
