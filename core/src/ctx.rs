@@ -19,7 +19,7 @@ use crate::records::view::{self, AppView, RecordView};
 use crate::records::{
     AccessTokenRecord, AppRecord, AssertionRecord, AttemptsRecord, ClientKeys, CodeRecord,
     GrantRecord, LedgerRecord, LinkRecord, MemberRecord, Provenance, Record, RecordKey,
-    RefreshTokenRecord, Stored, ACCESS_TOKEN_TAG, APP_TAG, GRANT_TAG, LINK_TAG,
+    RefreshTokenRecord, RemoteKeys, Stored, ACCESS_TOKEN_TAG, APP_TAG, GRANT_TAG, LINK_TAG,
 };
 use crate::step::{AuditEvent, Expect, Put, Transaction, Verify};
 use crate::time::{Seconds, UnixTime};
@@ -45,7 +45,16 @@ pub(crate) enum Need {
         version: u64,
         url: String,
     },
-    /// Whether this signature holds (a client assertion's; one per request).
+    /// The JWK set at `url`, the `jwks_uri` of an identity provider, fetched and kept under
+    /// `record` (read at `version`; `None`: absent) before the request decides again; `client`
+    /// presented the provider's assertion.
+    ProviderKeys {
+        record: RecordKey,
+        version: Option<u64>,
+        url: String,
+        client: AppKey,
+    },
+    /// Whether this signature holds (a client assertion's, an identity assertion's).
     Signature(Verify),
     /// Nothing: the record under this key is not one the core can read (a storage fault).
     Fault(RecordKey),
@@ -227,6 +236,7 @@ record_kind!(MemberRecord, Member);
 record_kind!(AppRecord, App);
 record_kind!(AssertionRecord, Assertion);
 record_kind!(LedgerRecord, Ledger);
+record_kind!(RemoteKeys, ProviderKeys);
 
 pub(crate) struct Ctx<'a> {
     pub config: &'a Config,
@@ -327,14 +337,7 @@ impl<'a> Ctx<'a> {
             Some(ClientKeys::Inline(keys)) => return Ok(Some(keys)),
             Some(ClientKeys::Remote(remote)) => remote,
         };
-        let stale = match remote.fetched_at {
-            None => true,
-            Some(at) => {
-                self.now >= remote.fresh_until
-                    || (!remote.keys.iter().any(wanted) && self.now >= at.plus(KEYS_REFETCH_AFTER))
-            }
-        };
-        if stale && !self.keys_fetched {
+        if stale(self.now, remote, &wanted) && !self.keys_fetched {
             return Err(Box::new(Need::Keys {
                 record: record_key,
                 version: loaded.version,
@@ -342,6 +345,34 @@ impl<'a> Ctx<'a> {
             }));
         }
         Ok(Some(&remote.keys))
+    }
+
+    /// The keys of the identity provider `issuer` whose key set is at `url`, as kept under
+    /// `record`: fetched first ([`Need::ProviderKeys`], for `client`) as a client's are (see
+    /// [`assertion_keys`](Self::assertion_keys)) when never fetched, past their cache lifetime,
+    /// or holding none `wanted` for [`KEYS_REFETCH_AFTER`]. At most one fetch per request.
+    pub fn provider_keys(
+        &self,
+        record: &RecordKey,
+        url: &str,
+        client: &AppKey,
+        wanted: impl Fn(&ClientKey) -> bool,
+    ) -> Flow<&'a [ClientKey]> {
+        let loaded = self.load::<RemoteKeys>(record)?;
+        let version = loaded.as_ref().map(|loaded| loaded.version);
+        // Kept from another URL (the configuration changed since): fetched anew.
+        let kept = loaded
+            .map(|loaded| loaded.record)
+            .filter(|kept| kept.url == url);
+        if kept.is_none_or(|kept| stale(self.now, kept, &wanted)) && !self.keys_fetched {
+            return Err(Box::new(Need::ProviderKeys {
+                record: record.clone(),
+                version,
+                url: url.to_owned(),
+                client: client.clone(),
+            }));
+        }
+        Ok(kept.map_or(&[], |kept| &kept.keys))
     }
 
     /// The record of the stored app `key` (not configured), unless it has expired unused.
@@ -533,5 +564,19 @@ pub(crate) fn replace(
         expect: version.map_or(Expect::Absent, Expect::Version),
         bytes: record.encode(),
         purge_after,
+    }
+}
+
+/// Whether a key set kept from a `jwks_uri` is to be fetched again at `now`: never fetched, past
+/// its cache lifetime, or holding no key `wanted` (the one an assertion names) and fetched at
+/// least [`KEYS_REFETCH_AFTER`] ago (a signer's new key is found soon, a stranger's name does
+/// not make every request fetch).
+fn stale(now: UnixTime, remote: &RemoteKeys, wanted: impl Fn(&ClientKey) -> bool) -> bool {
+    match remote.fetched_at {
+        None => true,
+        Some(at) => {
+            now >= remote.fresh_until
+                || (!remote.keys.iter().any(wanted) && now >= at.plus(KEYS_REFETCH_AFTER))
+        }
     }
 }

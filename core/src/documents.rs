@@ -40,12 +40,20 @@ pub(crate) fn fetch(config: &Config, app: &AppKey) -> Result<Fetch, DocumentFaul
 
 /// The fetch of the JWK set at `url` (a client's `jwks_uri`), if its host may be fetched from.
 pub(crate) fn fetch_keys(config: &Config, url: &str) -> Result<Fetch, DocumentFault> {
-    let policy = fetchable(config, url)?;
-    Ok(Fetch {
+    Ok(key_set_fetch(fetchable(config, url)?, url))
+}
+
+/// The fetch of the JWK set at `url` (an identity provider's `jwks_uri`, the operator's own).
+pub(crate) fn fetch_provider_keys(config: &Config, url: &str) -> Fetch {
+    key_set_fetch(config.key_fetch_policy(), url)
+}
+
+fn key_set_fetch(policy: &DocumentPolicy, url: &str) -> Fetch {
+    Fetch {
         url: url.to_owned(),
         max_bytes: KEY_SET_MAX_BYTES,
         timeout_ms: policy.timeout_ms,
-    })
+    }
 }
 
 /// The policy `url` is fetched under, or why it is not fetched.
@@ -55,15 +63,14 @@ fn fetchable<'c>(config: &'c Config, url: &str) -> Result<&'c DocumentPolicy, Do
         .ok_or(DocumentFault::HostNotAllowed)
 }
 
-/// The key set `fetched` from `url` at `now`, or why it cannot be used: a `200` with a JWK set
-/// holding at least one usable key (RFC 7517 §5).
+/// The key set `fetched` from `url` at `now` under `policy`, or why it cannot be used: a `200`
+/// with a JWK set holding at least one usable key (RFC 7517 §5).
 pub(crate) fn accept_keys(
-    config: &Config,
+    policy: &DocumentPolicy,
     url: &str,
     fetched: &Fetched,
     now: UnixTime,
 ) -> Result<RemoteKeys, DocumentFault> {
-    let policy = fetchable(config, url)?;
     let set = json_object(fetched, KEY_SET_MAX_BYTES)?;
     let keys = client_keys(&set).map_err(|why| DocumentFault::Invalid(why.to_owned()))?;
     Ok(RemoteKeys {

@@ -87,7 +87,10 @@
 //! pure function of the input that reads nothing: every credential carries its partition
 //! sealed under the [`ServerKey`] (`sl.<route>.<secret>`), which that function opens. It runs
 //! the request where that partition lives; only the failure count of a client authentication
-//! that failed lies elsewhere (read and written alone: a correct secret reads no count).
+//! that failed lies elsewhere (read and written alone: a correct secret reads no count), and,
+//! in the whole build, a stored app's record, a used assertion and an identity provider's key
+//! set fetched from its `jwks_uri` (each in a partition of its own, read beside the request's
+//! records, written alone).
 //! Partitions are derived under the server key, so they tell no one who the user is; a
 //! credential whose route is garbled or forged names no partition and is refused without any
 //! read, before it reaches any store or object.
@@ -320,8 +323,8 @@ mod wire;
 pub use config::{
     App, AttemptLimits, ClientCredentials, Config, ConfigDocument, ConfigError, DefaultTokenType,
     DocumentPolicy, IdentityAssertions, IdentityProvider, Issuer, Permissions, Policy, Profile,
-    ProviderAccount, RegistrationPolicy, Resource, ResourceServer, RotatedClients, Rotation,
-    Standards, TokenExchange, UnannouncedClients, UnannouncedRefresh, CONFIG_TYPESCRIPT,
+    ProviderAccount, ProviderKeys, RegistrationPolicy, Resource, ResourceServer, RotatedClients,
+    Rotation, Standards, TokenExchange, UnannouncedClients, UnannouncedRefresh, CONFIG_TYPESCRIPT,
     DEFAULT_SCOPE_DESCRIPTIONS,
 };
 pub use credentials::{

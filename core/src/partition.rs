@@ -5,8 +5,9 @@
 //! consent, exchange, refresh, bearer check, revocation or unlink touches. The count of failed
 //! attempts of one attempter is a partition of its own, since it is shared by every account an
 //! attacker tries; the token endpoint reads such a count beside the code it exchanges (reads may
-//! cross partitions), but writes it alone. So is a stored app's record, and the record of a used
-//! client assertion, each read beside the request's first records and written alone.
+//! cross partitions), but writes it alone. So is a stored app's record, the record of a used
+//! client or identity assertion, and an identity provider's key set fetched from its `jwks_uri`,
+//! each read beside the request's records and written alone.
 //!
 //! Partitions are derived under the [`ServerKey`], so no one without it can compute a user's
 //! partition from an account id, or confirm a guessed account id from a partition.
@@ -68,6 +69,12 @@ impl Partition {
     /// user's requests read it, derived under the server key like an account's.
     pub fn of_app(key: &ServerKey, app: &AppKey) -> Partition {
         Partition::prefix(&key.mac(&[b"edgegrant partition of app\0", app.as_str().as_bytes()]))
+    }
+
+    /// The partition of the key set of the identity provider `issuer` (fetched from its
+    /// `jwks_uri`): its own, under `key`.
+    pub fn of_provider(key: &ServerKey, issuer: &str) -> Partition {
+        Partition::prefix(&key.mac(&[b"edgegrant partition of provider\0", issuer.as_bytes()]))
     }
 
     /// The partition of a used client assertion: its own, from the digest it is stored under.

@@ -257,6 +257,9 @@ pub enum Refusal {
     /// The JWK set the client's `jwks_uri` names could not be used (`invalid_client`): which,
     /// and why.
     ClientKeys(Box<UnusableDocument>),
+    /// The JWK set of the identity provider whose assertion was presented (its `jwks_uri`)
+    /// could not be used (`invalid_grant`: the assertion cannot be checked): which, and why.
+    ProviderKeys(Box<UnusableDocument>),
 }
 
 /// A client's metadata document or key set that could not be used: its URL, and why. (Boxed in
@@ -347,17 +350,10 @@ impl DocumentFault {
         }
     }
 
-    /// The sentence sent as `error_description` for the metadata document at `url`.
-    pub fn description(&self, url: &str) -> String {
-        format!("the client's metadata document {url} {}", self.reason())
-    }
-
-    /// The sentence sent as `error_description` for the key set at `url` (a `jwks_uri`).
-    pub fn key_set_description(&self, url: &str) -> String {
-        format!(
-            "the client's key set (its jwks_uri) {url} {}",
-            self.reason()
-        )
+    /// The sentence sent as `error_description` for `what` (whose document or key set) at `url`:
+    /// the URL and a fixed reason, never the remote detail.
+    pub fn described(&self, what: &str, url: &str) -> String {
+        format!("{what} {url} {}", self.reason())
     }
 
     /// What happened, for the operator's log: the remote status, the kind of failure, what
@@ -503,4 +499,5 @@ names! {
     TokenForAnotherResource => "token_for_another_resource",
     ClientDocument => "client_document",
     ClientKeys => "client_keys",
+    ProviderKeys => "provider_keys",
 }

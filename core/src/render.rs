@@ -61,6 +61,7 @@ impl Refusal {
             | AssertionInvalid
             | AssertionReused
             | AssertionSubjectUnknown
+            | ProviderKeys(_)
             | TokenOfAnotherApp => "invalid_grant",
             UnknownAccessToken
             | AccessTokenExpired
@@ -133,11 +134,13 @@ impl Refusal {
         Cow::Borrowed(match self {
             Repeated(name) => return Cow::Owned(format!("{name} is repeated")),
             InvalidRedirectUri(why) | InvalidClientMetadata(why) => return Cow::Owned(why.clone()),
-            ClientDocument(unusable) => {
-                return Cow::Owned(unusable.fault.description(&unusable.url))
-            }
-            ClientKeys(unusable) => {
-                return Cow::Owned(unusable.fault.key_set_description(&unusable.url))
+            ClientDocument(unusable) | ClientKeys(unusable) | ProviderKeys(unusable) => {
+                let what = match self {
+                    ClientDocument(_) => "the client's metadata document",
+                    ClientKeys(_) => "the client's key set (its jwks_uri)",
+                    _ => "the identity provider's key set",
+                };
+                return Cow::Owned(unusable.fault.described(what, &unusable.url));
             }
             InitialAccessTokenInvalid => "registration takes an initial access token",
             RegistrationTokenInvalid => "not this client's registration access token",
@@ -670,7 +673,8 @@ fn bearer_challenge(
         | Refusal::TooManyRegistrations(_)
         | Refusal::InvalidClientMetadata(_)
         | Refusal::ClientDocument(_)
-        | Refusal::ClientKeys(_) => (
+        | Refusal::ClientKeys(_)
+        | Refusal::ProviderKeys(_) => (
             400,
             format!(
                 "Bearer realm=\"api\", error=\"invalid_request\", error_description=\"{}\"",

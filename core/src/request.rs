@@ -24,7 +24,7 @@ use crate::step::{
     AuditEvent, Authorized, Event, Fetch, FetchFailure, Fetched, Input, Misuse, Reply, Step,
     Transaction,
 };
-use crate::time::{Seconds, UnixTime};
+use crate::time::UnixTime;
 use crate::wire::http::HttpResponse;
 
 #[derive(Clone, Debug)]
@@ -67,6 +67,8 @@ enum Sought {
     Document(AppKey),
     /// The JWK set of the client whose record it is kept in, at this URL.
     Keys(String),
+    /// The JWK set of an identity provider, at `url`, for an assertion `client` presented.
+    ProviderKeys { url: String, client: AppKey },
 }
 
 impl Sought {
@@ -74,7 +76,7 @@ impl Sought {
     fn url(&self) -> &str {
         match self {
             Sought::Document(app) => app.document_url().unwrap_or_default(),
-            Sought::Keys(url) => url,
+            Sought::Keys(url) | Sought::ProviderKeys { url, .. } => url,
         }
     }
 
@@ -87,6 +89,7 @@ impl Sought {
         match self {
             Sought::Document(_) => Refusal::ClientDocument(unusable),
             Sought::Keys(_) => Refusal::ClientKeys(unusable),
+            Sought::ProviderKeys { .. } => Refusal::ProviderKeys(unusable),
         }
     }
 }
@@ -260,8 +263,8 @@ impl Request {
 
     /// The partition every record this request reads or writes lies in, but for a count of
     /// failed attempts read beside a token request's credential, a stored app's record read
-    /// beside the request's first records and a client assertion's use, each in a partition of
-    /// its own (see [`Partition`]); `None` when it needs none. Equal to
+    /// beside the request's first records, an assertion's use and an identity provider's key
+    /// set, each in a partition of its own (see [`Partition`]); `None` when it needs none. Equal to
     /// [`partition_of`](crate::partition_of) of its input whenever it is `Some`.
     pub fn partition(&self) -> Option<Partition> {
         self.route.partition()
@@ -298,9 +301,10 @@ impl Request {
         }
     }
 
-    /// A client's metadata document or key set came (or did not): kept in its app's record — a
-    /// transaction of its own, conditional on the version read, after which the request decides
-    /// again from what the store then holds — or the request refused with why not.
+    /// A client's metadata document or key set, or an identity provider's key set, came (or did
+    /// not): kept in its record — a transaction of its own, conditional on the version read,
+    /// after which the request decides again from what the store then holds — or the request
+    /// refused with why not.
     fn fetched(&mut self, answer: Result<Fetched, FetchFailure>) -> Step {
         let State::Fetching(fetching) = core::mem::replace(&mut self.state, State::Over) else {
             return self.refuse(Refusal::Defect(Defect::OutOfState));
@@ -310,11 +314,26 @@ impl Request {
             record,
             version,
         } = *fetching;
+        let (config, now, earlier) = (&self.config, self.now, self.loads.app_record(&record));
+        let fetched = answer.map_err(documents::failed);
+        if let Sought::ProviderKeys { url, .. } = &sought {
+            self.keys_fetched = true;
+            let policy = config.key_fetch_policy();
+            return match fetched
+                .and_then(|fetched| documents::accept_keys(policy, url, &fetched, now))
+            {
+                Ok(keys) => {
+                    // Kept while fresh: a record past it is fetched anew anyway.
+                    let purge = Some(keys.fresh_until);
+                    let put = replace(record, version, &Record::ProviderKeys(keys), purge);
+                    self.keep(put)
+                }
+                Err(fault) => self.fetch_failed(&sought, &record, fault),
+            };
+        }
         let Some(clients) = self.config.unannounced() else {
             return self.refuse(Refusal::UnknownClient);
         };
-        let (config, now, earlier) = (&self.config, self.now, self.loads.app_record(&record));
-        let fetched = answer.map_err(documents::failed);
         let kept = match &sought {
             Sought::Document(app) => fetched
                 .and_then(|fetched| documents::accept(config, app, &fetched, earlier, now))
@@ -328,35 +347,41 @@ impl Request {
                 }),
             Sought::Keys(url) => {
                 self.keys_fetched = true;
+                let policy = config
+                    .fetch_policy(url)
+                    .ok_or(DocumentFault::HostNotAllowed);
                 match earlier {
                     Some(earlier) => fetched
-                        .and_then(|fetched| documents::accept_keys(config, url, &fetched, now))
+                        .and_then(|fetched| documents::accept_keys(policy?, url, &fetched, now))
                         .map(|keys| (earlier.with_keys(ClientKeys::Remote(keys)), earlier.used_at)),
                     None => return self.refuse(Refusal::UnknownClient),
                 }
             }
+            Sought::ProviderKeys { .. } => return self.refuse(Refusal::Defect(Defect::OutOfState)),
         };
         match kept {
             Ok((kept, used_at)) => {
                 let purge = Some(used_at.plus(clients.unused_lifetime));
                 let put = replace(record, version, &Record::App(kept), purge);
-                let transaction = Transaction {
-                    puts: vec![put],
-                    audit: Vec::new(),
-                };
-                self.hand_over(transaction, Vec::new().into_iter(), None)
+                self.keep(put)
             }
             Err(fault) => self.fetch_failed(&sought, &record, fault),
         }
     }
 
+    /// Writes what a fetch brought, in a transaction of its own, and decides again.
+    fn keep(&mut self, put: crate::step::Put) -> Step {
+        let transaction = Transaction {
+            puts: vec![put],
+            audit: Vec::new(),
+        };
+        self.hand_over(transaction, Vec::new().into_iter(), None)
+    }
+
     /// The guards a fetch of `url` is made under: the URL's own failures (one bars it for the
     /// backoff), then the request's source's failed attempts.
     fn fetch_guards(&self, url: &str) -> Vec<Guard> {
-        let backoff = self
-            .config
-            .documents()
-            .map_or(Seconds(0), |policy| policy.failure_backoff);
+        let backoff = self.config.key_fetch_policy().failure_backoff;
         let mut guards = vec![attempts::fetch_failures(&self.config, url, backoff)];
         guards.extend(attempts::source_guards(
             &self.config,
@@ -369,8 +394,9 @@ impl Request {
     /// backoff, counted against the source, with the detail in the audit event; the client is
     /// told a fixed reason.
     fn fetch_failed(&mut self, sought: &Sought, record: &RecordKey, fault: DocumentFault) -> Step {
-        let RecordKey::App(_, app) = record else {
-            return self.refuse(sought.refusal(fault));
+        let app = match (sought, record) {
+            (Sought::ProviderKeys { client, .. }, _) | (_, RecordKey::App(_, client)) => client,
+            _ => return self.refuse(sought.refusal(fault)),
         };
         let audit = AuditEvent::FetchFailed {
             app: app.clone(),
@@ -432,7 +458,10 @@ impl Request {
             Need::Fault(key) => self.refuse(Refusal::StorageFault(key.to_string())),
             // Only a client that arrived unannounced is verified or fetched for: a build
             // without them never asks, and links neither path.
-            Need::Signature(_) | Need::Document { .. } | Need::Keys { .. }
+            Need::Signature(_)
+            | Need::Document { .. }
+            | Need::Keys { .. }
+            | Need::ProviderKeys { .. }
                 if !cfg!(feature = "unannounced") =>
             {
                 self.refuse(Refusal::Defect(Defect::UnexpectedNeed))
@@ -463,6 +492,15 @@ impl Request {
             } => {
                 let fetch = documents::fetch_keys(&self.config, &url);
                 self.fetch(fetch, Sought::Keys(url), record, Some(version))
+            }
+            Need::ProviderKeys {
+                record,
+                version,
+                url,
+                client,
+            } => {
+                let fetch = Ok(documents::fetch_provider_keys(&self.config, &url));
+                self.fetch(fetch, Sought::ProviderKeys { url, client }, record, version)
             }
         }
     }

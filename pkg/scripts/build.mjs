@@ -233,8 +233,13 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * KiB of its 6 on the module for configured apps. The token requests' `scope` read and narrowed
  * by one helper each instead of three and two copies, +0.1 (129829 bytes, +273 raw): kept for
  * the one rule it gives the three grants. Budget 126.8; issue 48 so far +3.77 KiB of its 6.
+ * An identity provider's keys by `jwks_uri` (fetched through the fetch step, kept in a record of
+ * its own, fetched again on a rotation; the refusal `provider_keys`): +0.87 on the whole module
+ * (154668 bytes), +0.19 on the module for configured apps (130025), which fetches nothing: the
+ * record key's text form, the refusal's name and text. Budgets 151.1 and 127.0; issue 48 so
+ * far +3.96 KiB of its 6.
  */
-const BUDGETS = { edgegrant_wasm: 150.2 * 1024, edgegrant_configured_apps: 126.8 * 1024, edgegrant_client: 69.8 * 1024 };
+const BUDGETS = { edgegrant_wasm: 151.1 * 1024, edgegrant_configured_apps: 127.0 * 1024, edgegrant_client: 69.8 * 1024 };
 
 // The server's module may use WebAssembly's 128-bit SIMD (LLVM moves memory 16 bytes at a time
 // with it: 0.7 KiB smaller gzipped): every runtime it serves has it (the package needs Node 20;

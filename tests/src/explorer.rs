@@ -274,7 +274,8 @@ pub fn check_store(server_key: &ServerKey, store: &Store) {
             | Record::Member(_)
             | Record::App(_)
             | Record::Assertion(_)
-            | Record::Ledger(_) => None,
+            | Record::Ledger(_)
+            | Record::ProviderKeys(_) => None,
         };
         if let Some(partition) = partition {
             assert_eq!(key.partition(), partition, "{key}");
@@ -378,7 +379,11 @@ pub fn check_store(server_key: &ServerKey, store: &Store) {
             // A count may be back at zero: a successful check takes its reservation back.
             // A used client assertion holds only its expiry.
             // A ledger is a generation (what it vouches for is checked with each token).
-            Record::Attempts(_) | Record::Assertion(_) | Record::Ledger(_) => {}
+            // A provider's key set is a cache of its jwks_uri.
+            Record::Attempts(_)
+            | Record::Assertion(_)
+            | Record::Ledger(_)
+            | Record::ProviderKeys(_) => {}
             // A stored app lies in its own partition, under its own key.
             Record::App(stored) => {
                 assert_eq!(

@@ -410,12 +410,15 @@ fn checked(partition: Option<Partition>, transaction: &Transaction) -> &Transact
     transaction
 }
 
-/// A record a request touches lies in its partition (failure counts and stored apps in their
-/// own).
+/// A record a request touches lies in its partition (failure counts, stored apps, used
+/// assertions and providers' key sets in their own).
 fn check_partition(partition: Option<Partition>, key: &RecordKey) {
     if !matches!(
         key,
-        RecordKey::Attempts(_) | RecordKey::App(..) | RecordKey::Assertion(_)
+        RecordKey::Attempts(_)
+            | RecordKey::App(..)
+            | RecordKey::Assertion(_)
+            | RecordKey::ProviderKeys(_)
     ) {
         assert_eq!(
             Some(key.partition()),

@@ -241,3 +241,145 @@ fn only_an_authenticated_client_presents_an_assertion() {
     let response = present(&mut sim, &assertion, &[]);
     assert_eq!(response.status, 200, "{}", response.body);
 }
+
+const IDP_KEYS: &str = "https://idp.example/.well-known/jwks.json";
+
+/// A provider that publishes its keys at `IDP_KEYS` instead of the configuration holding them.
+fn sim_with_keys_at_url() -> Sim {
+    let mut doc = fixture_document().to_json_value();
+    doc["profile"] = json!({
+        "kind": "standards",
+        "issuer": ISSUER,
+        "identity_assertions": { "providers": [{
+            "issuer": IDP,
+            "jwks_uri": IDP_KEYS,
+            "accounts": { ALICE_AT_IDP: {
+                "account_id": alice().account_id.as_str(),
+                "uid": alice().uid.as_str(),
+            } },
+        }] },
+    });
+    let doc = ConfigDocument::from_json_value(&doc).expect("the document reads");
+    Sim::new(Config::new(doc).expect("the configuration holds"))
+}
+
+/// The provider publishes `keys` (JWKs), cacheable for `max_age` seconds.
+fn publish_keys(sim: &mut Sim, keys: &[Value], max_age: u64) {
+    sim.store.web.insert(
+        IDP_KEYS.to_owned(),
+        Ok(Fetched {
+            status: 200,
+            cache_control: Some(format!("max-age={max_age}")),
+            body: json!({ "keys": keys }).to_string().into_bytes(),
+        }),
+    );
+}
+
+/// An assertion signed by `signing_key(seed)` under `kid`.
+fn signed_by(sim: &Sim, seed: u8, kid: &str, jti: &str) -> String {
+    signed_jwt(
+        &signing_key(seed),
+        &json!({ "alg": "ES256", "kid": kid, "typ": "oauth-id-jag+jwt" }),
+        &claims(sim, jti),
+    )
+}
+
+#[test]
+fn a_providers_keys_are_fetched_from_its_jwks_uri_kept_and_fetched_again_when_they_must() {
+    let mut sim = sim_with_keys_at_url();
+    let first_key = public_jwk(&signing_key(7), "idp-1");
+    publish_keys(&mut sim, std::slice::from_ref(&first_key), 3600);
+    let fetched_at = sim.now;
+    let ok = |response: HttpResponse| assert_eq!(response.status, 200, "{}", response.body);
+    let assertion = signed_by(&sim, 7, "idp-1", "k-1");
+    ok(present(&mut sim, &assertion, &[]));
+    // Kept in a record of its own, purged when it is no longer fresh.
+    let kept = sim
+        .store
+        .iter()
+        .find_map(|(key, stored)| match stored.record() {
+            Ok(Record::ProviderKeys(keys)) => Some((key.clone(), keys)),
+            _ => None,
+        })
+        .expect("the provider's keys are kept");
+    assert_eq!(kept.1.url, IDP_KEYS);
+    assert_eq!(kept.1.fresh_until, fetched_at.plus(Seconds(3600)));
+    assert!(
+        kept.0.to_string().ends_with("/provider-keys:"),
+        "{}",
+        kept.0
+    );
+
+    // The provider's host goes away: the kept keys serve, with no fetch, until their max-age.
+    sim.store.web.clear();
+    sim.now = fetched_at.plus(Seconds(3599));
+    let assertion = signed_by(&sim, 7, "idp-1", "k-2");
+    ok(present(&mut sim, &assertion, &[]));
+
+    // A rotation: a new key the kept set lacks is fetched for — but not within 30 s of the last
+    // fetch (a made-up kid does not make every request fetch).
+    sim.now = fetched_at;
+    sim.store.web.clear();
+    let rotated = [first_key.clone(), public_jwk(&signing_key(8), "idp-2")];
+    publish_keys(&mut sim, &rotated, 3600);
+    sim.now = fetched_at.plus(Seconds(29));
+    let assertion = signed_by(&sim, 8, "idp-2", "k-3");
+    let refused = present(&mut sim, &assertion, &[]);
+    assert_eq!(error_of(&refused), "invalid_grant");
+    sim.now = fetched_at.plus(Seconds(30));
+    let assertion = signed_by(&sim, 8, "idp-2", "k-4");
+    ok(present(&mut sim, &assertion, &[]));
+    let refetched_at = sim.now;
+
+    // Past the max-age, a provider that does not answer: refused, saying whose keys, with no
+    // remote detail; within the backoff (300 s) not fetched again even once it is back.
+    sim.store.web.clear();
+    sim.now = refetched_at.plus(Seconds(3600));
+    let assertion = signed_by(&sim, 7, "idp-1", "k-5");
+    sim.audit.clear();
+    let response = present(&mut sim, &assertion, &[]);
+    let audit = &sim.audit;
+    assert_eq!(error_of(&response), "invalid_grant");
+    assert_eq!(
+        json(&response)["error_description"],
+        format!("the identity provider's key set {IDP_KEYS} could not be fetched")
+    );
+    assert!(
+        audit.iter().any(|event| matches!(event,
+            AuditEvent::FetchFailed { url, app, .. } if url == IDP_KEYS && app.as_str() == CONF_APP)),
+        "{audit:?}"
+    );
+    publish_keys(&mut sim, &rotated, 3600);
+    sim.now = refetched_at.plus(Seconds(3600 + 299));
+    let assertion = signed_by(&sim, 7, "idp-1", "k-6");
+    assert_eq!(
+        error_of(&present(&mut sim, &assertion, &[])),
+        "invalid_grant"
+    );
+    sim.now = refetched_at.plus(Seconds(3600 + 300));
+    let assertion = signed_by(&sim, 7, "idp-1", "k-7");
+    ok(present(&mut sim, &assertion, &[]));
+}
+
+#[test]
+fn a_provider_names_its_keys_once_by_an_https_url() {
+    let with = |provider: Value| {
+        let mut doc = fixture_document().to_json_value();
+        doc["profile"] = json!({ "kind": "standards", "issuer": ISSUER,
+            "identity_assertions": { "providers": [provider] } });
+        ConfigDocument::from_json_value(&doc)
+            .map_err(|e| e.to_string())
+            .and_then(|doc| Config::new(doc).map_err(|e| e.to_string()))
+    };
+    let accounts = json!({});
+    let jwks = json!({ "keys": [public_jwk(&signing_key(7), "idp-1")] });
+    let both =
+        with(json!({ "issuer": IDP, "jwks": jwks, "jwks_uri": IDP_KEYS, "accounts": accounts }));
+    assert!(both.unwrap_err().contains("jwks or jwks_uri"));
+    let neither = with(json!({ "issuer": IDP, "accounts": accounts }));
+    assert!(neither.unwrap_err().contains("jwks or jwks_uri"));
+    let plain =
+        with(json!({ "issuer": IDP, "jwks_uri": "http://idp.example/jwks", "accounts": accounts }));
+    assert!(plain.unwrap_err().contains("jwks_uri"));
+    assert!(with(json!({ "issuer": IDP, "jwks_uri": IDP_KEYS, "accounts": accounts })).is_ok());
+}

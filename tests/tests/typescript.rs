@@ -44,6 +44,10 @@ fn every_field() -> Value {
                     "x": "HhhTL9R1TALzBB2cdc6zO4P_2BrHzk_ogsyxyYvFiW4",
                     "y": "pGwxHE4v9A3ZajZT5uRURdMt_khuztdcepDGoYiBwKM" }] },
                 "accounts": { "alice@corp.example": { "account_id": "dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc", "uid": "12345" } },
+            }, {
+                "issuer": "https://idp2.example",
+                "jwks_uri": "https://idp2.example/jwks.json",
+                "accounts": {},
             }] },
             "clients": {
                 "scopes": ["account_info.read"], "unused_lifetime": 864000,

@@ -3,9 +3,9 @@
 
 use super::{
     App, Config, ConfigDocument, DefaultTokenType, DocumentPolicy, Issuer, Permissions, Policy,
-    Profile, Rotation, UnannouncedClients,
+    Profile, ProviderKeys, Rotation, UnannouncedClients,
 };
-use crate::ids::{AppKey, RedirectUri};
+use crate::ids::{https_host, AppKey, RedirectUri};
 use crate::pages::{Pages, TemplateError};
 use crate::prelude::*;
 use crate::scope::{Scope, OFFLINE_ACCESS};
@@ -248,11 +248,21 @@ impl Config {
             {
                 return Err(problem(&at("issuer"), "names a provider named before"));
             }
-            if provider.keys.is_empty() {
-                return Err(problem(
-                    &at("jwks"),
-                    "holds no ES256 or RS256 signing key to check its assertions by",
-                ));
+            match &provider.keys {
+                ProviderKeys::Inline(keys) if keys.is_empty() => {
+                    return Err(problem(
+                        &at("jwks"),
+                        "holds no ES256 or RS256 signing key to check its assertions by",
+                    ))
+                }
+                ProviderKeys::Remote(url) if https_host(url).is_none() => {
+                    return Err(problem(
+                        &at("jwks_uri"),
+                        "must be an https URL with a host and a path, without credentials, a \
+                         fragment or dot segments",
+                    ))
+                }
+                _ => {}
             }
         }
         Ok(())

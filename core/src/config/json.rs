@@ -87,8 +87,10 @@ export interface IdentityAssertions {
 export interface IdentityProvider {
   /** Its issuer identifier, exactly as its assertions' iss names it (https). */
   issuer: string;
-  /** Its public signing keys, a JWK set (ES256 on P-256, RS256 of 2048 bits or more). */
-  jwks: { keys: object[] };
+  /** Its public signing keys, a JWK set (ES256 on P-256, RS256 of 2048 bits or more). Give this or jwks_uri. */
+  jwks?: { keys: object[] };
+  /** The https URL of its JWK set: fetched by the host's document fetcher (its address checks and limits, at most 32 KiB), kept for its Cache-Control max-age within documents' min_cache and max_cache (their defaults without documents), and fetched again when an assertion names a key it lacks (at most once every 30 s). Give this or jwks. */
+  jwks_uri?: string;
   /** Its subjects that are people here: sub → the account. An assertion naming another is refused (invalid_grant). */
   accounts: Record<string, { account_id: string; uid: string }>;
 }
@@ -342,12 +344,23 @@ impl Serialize for IdentityAssertionsJson<'_> {
             .providers
             .iter()
             .map(|provider| {
-                // Each key as its JWK (only the members that make it), read back as JSON.
-                let keys: Vec<Value> = provider
-                    .keys
-                    .iter()
-                    .filter_map(|key| serde_json::from_str(&key.jwk).ok())
-                    .collect();
+                let mut fields = serde_json::Map::new();
+                fields.insert("issuer".into(), provider.issuer.as_str().into());
+                match &provider.keys {
+                    ProviderKeys::Inline(keys) => {
+                        // Each key as its JWK (only the members that make it), read back.
+                        let keys: Vec<Value> = keys
+                            .iter()
+                            .filter_map(|key| serde_json::from_str(&key.jwk).ok())
+                            .collect();
+                        let mut jwks = serde_json::Map::new();
+                        jwks.insert("keys".into(), Value::Array(keys));
+                        fields.insert("jwks".into(), Value::Object(jwks));
+                    }
+                    ProviderKeys::Remote(url) => {
+                        fields.insert("jwks_uri".into(), url.as_str().into());
+                    }
+                }
                 let accounts: serde_json::Map<String, Value> = provider
                     .accounts
                     .iter()
@@ -358,11 +371,6 @@ impl Serialize for IdentityAssertionsJson<'_> {
                         (subject.clone(), Value::Object(fields))
                     })
                     .collect();
-                let mut jwks = serde_json::Map::new();
-                jwks.insert("keys".into(), Value::Array(keys));
-                let mut fields = serde_json::Map::new();
-                fields.insert("issuer".into(), provider.issuer.as_str().into());
-                fields.insert("jwks".into(), Value::Object(jwks));
                 fields.insert("accounts".into(), Value::Object(accounts));
                 Value::Object(fields)
             })

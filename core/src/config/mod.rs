@@ -290,12 +290,23 @@ pub struct IdentityAssertions {
 pub struct IdentityProvider {
     /// Its issuer identifier, exactly as its assertions' `iss` names it (an https URL).
     pub issuer: String,
-    /// The public keys its assertions are signed with (a JWK set's ES256 and RS256 keys).
-    pub keys: Vec<ClientKey>,
+    /// The public keys its assertions are signed with: given here, or its key set's URL.
+    pub keys: ProviderKeys,
     /// Its subjects (`sub`) that are people here, each with the account they are; an assertion
     /// naming any other is refused. (A list, not a map: the module for configured apps, which
     /// never reads it, then links no map's code for it.)
     pub accounts: Vec<(String, ProviderAccount)>,
+}
+
+/// Where an identity provider's signing keys come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProviderKeys {
+    /// Given in the configuration: a JWK set's ES256 and RS256 keys.
+    Inline(Vec<ClientKey>),
+    /// The https URL of its JWK set (its `jwks_uri`): fetched by the host's fetch step with the
+    /// guards and limits of metadata documents ([`Config::key_fetch_policy`]), kept in the store
+    /// for its cache lifetime, and fetched again sooner when an assertion names a key it lacks.
+    Remote(String),
 }
 
 /// The account an identity provider's subject is.
@@ -450,18 +461,21 @@ pub struct DocumentPolicy {
 
 impl Default for DocumentPolicy {
     fn default() -> Self {
-        DocumentPolicy {
-            hosts: Vec::new(),
-            max_bytes: 5120,
-            timeout_ms: 5000,
-            min_cache: Seconds(300),
-            max_cache: Seconds(86_400),
-            failure_backoff: Seconds(300),
-        }
+        DocumentPolicy::DEFAULTS
     }
 }
 
 impl DocumentPolicy {
+    /// Every setting at its default.
+    const DEFAULTS: DocumentPolicy = DocumentPolicy {
+        hosts: Vec::new(),
+        max_bytes: 5120,
+        timeout_ms: 5000,
+        min_cache: Seconds(300),
+        max_cache: Seconds(86_400),
+        failure_backoff: Seconds(300),
+    };
+
     /// Whether documents may be fetched from `host` (the URL's authority, as written).
     ///
     /// ```
@@ -907,6 +921,14 @@ impl Config {
     /// Which Client ID Metadata Documents are fetched, if any are.
     pub fn documents(&self) -> Option<&DocumentPolicy> {
         self.unannounced()?.documents.as_ref()
+    }
+
+    /// The policy an identity provider's key set is fetched under: that of metadata documents
+    /// when they are fetched here, else their defaults. (Its URL is the operator's own, so the
+    /// documents' host list does not apply to it.)
+    pub fn key_fetch_policy(&self) -> &DocumentPolicy {
+        static DEFAULTS: DocumentPolicy = DocumentPolicy::DEFAULTS;
+        self.documents().unwrap_or(&DEFAULTS)
     }
 
     /// The policy a document at `url` (a metadata document, a key set) is fetched under: if

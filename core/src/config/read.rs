@@ -511,10 +511,17 @@ fn identity_assertions_from_json(value: &Value, at: &Path<'_>) -> Read<IdentityA
         &at.field("providers"),
         |provider, at| {
             let fields = object(provider, at)?;
-            only(fields, at, &["issuer", "jwks", "accounts"])?;
+            only(fields, at, &["issuer", "jwks", "jwks_uri", "accounts"])?;
             let issuer = string(required(fields, at, "issuer")?, &at.field("issuer"))?;
-            let keys = crate::jose::client_keys(required(fields, at, "jwks")?)
-                .map_err(|why| at.field("jwks").problem(why))?;
+            let keys = match (fields.get("jwks"), fields.get("jwks_uri")) {
+                (Some(jwks), None) => ProviderKeys::Inline(
+                    crate::jose::client_keys(jwks).map_err(|why| at.field("jwks").problem(why))?,
+                ),
+                (None, Some(url)) => {
+                    ProviderKeys::Remote(string(url, &at.field("jwks_uri"))?.to_owned())
+                }
+                _ => return Err(at.problem("needs its keys: jwks or jwks_uri, one of them")),
+            };
             let mut accounts = Vec::new();
             let accounts_at = at.field("accounts");
             for (subject, account) in object(required(fields, at, "accounts")?, &accounts_at)? {

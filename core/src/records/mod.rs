@@ -564,36 +564,39 @@ pub enum Record {
     /// Under [`RecordKey::Member`].
     Member(MemberRecord),
     /// Under [`RecordKey::App`].
-    #[serde(with = "stored_app")]
+    #[serde(with = "only_unannounced")]
     App(AppRecord),
     /// Under [`RecordKey::Assertion`].
     Assertion(AssertionRecord),
     /// Under [`RecordKey::Ledger`].
     Ledger(LedgerRecord),
+    /// Under [`RecordKey::ProviderKeys`]: an identity provider's key set as last fetched.
+    #[serde(with = "only_unannounced")]
+    ProviderKeys(RemoteKeys),
 }
 
-/// A stored app's record in [`Record`]'s codec. A build without clients that arrive unannounced
-/// stores no app and never asks for one's record: it refuses to read or write one, so that it
-/// links neither codec.
-mod stored_app {
-    use super::AppRecord;
+/// A record of the whole build only (a stored app's, an identity provider's keys) in
+/// [`Record`]'s codec. A build without clients that arrive unannounced stores none and never
+/// asks for one: it refuses to read or write one, so that it links neither codec.
+mod only_unannounced {
     use serde::{de, ser, Deserialize, Deserializer, Serialize, Serializer};
 
-    const NOT_HERE: &str =
-        "a stored app's record, in a build without clients that arrive unannounced";
+    const NOT_HERE: &str = "a record of the whole build, in the build for configured apps";
 
-    pub fn serialize<S: Serializer>(record: &AppRecord, to: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<T: Serialize, S: Serializer>(record: &T, to: S) -> Result<S::Ok, S::Error> {
         if !cfg!(feature = "unannounced") {
             return Err(ser::Error::custom(NOT_HERE));
         }
         record.serialize(to)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(from: D) -> Result<AppRecord, D::Error> {
+    pub fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+        from: D,
+    ) -> Result<T, D::Error> {
         if !cfg!(feature = "unannounced") {
             return Err(de::Error::custom(NOT_HERE));
         }
-        AppRecord::deserialize(from)
+        T::deserialize(from)
     }
 }
 
@@ -731,6 +734,7 @@ impl Record {
                 | (Record::App(_), RecordKey::App(..))
                 | (Record::Assertion(_), RecordKey::Assertion(..))
                 | (Record::Ledger(_), RecordKey::Ledger(..))
+                | (Record::ProviderKeys(_), RecordKey::ProviderKeys(..))
         )
     }
 }
@@ -788,6 +792,9 @@ pub enum RecordKey {
     /// The ledger of the account whose partition this is (one per account: the partition is
     /// the account's).
     Ledger(Partition),
+    /// An identity provider's fetched key set, in a partition of its own (see
+    /// [`Partition::of_provider`]).
+    ProviderKeys(Partition),
 }
 
 impl RecordKey {
@@ -847,7 +854,8 @@ impl RecordKey {
             | RecordKey::Link(p, ..)
             | RecordKey::Member(p, ..)
             | RecordKey::App(p, _)
-            | RecordKey::Ledger(p) => *p,
+            | RecordKey::Ledger(p)
+            | RecordKey::ProviderKeys(p) => *p,
             RecordKey::Attempts(digest) => Partition::of_attempter(digest),
             RecordKey::Assertion(digest) => Partition::of_assertion(digest),
         }
@@ -872,6 +880,7 @@ impl fmt::Display for RecordKey {
             RecordKey::App(_, app) => write!(f, "{p}/app:{}", escaped(app)),
             RecordKey::Assertion(d) => write!(f, "{p}/assertion:{}", d.to_base64()),
             RecordKey::Ledger(_) => write!(f, "{p}/ledger:"),
+            RecordKey::ProviderKeys(_) => write!(f, "{p}/provider-keys:"),
         }
     }
 }
@@ -929,6 +938,7 @@ impl FromStr for RecordKey {
             "grant" => GrantId::parse(rest).map(|id| RecordKey::Grant(p, id)),
             "app" => unescaped(rest).map(|app| RecordKey::App(p, app)),
             "ledger" => rest.is_empty().then_some(RecordKey::Ledger(p)),
+            "provider-keys" => rest.is_empty().then_some(RecordKey::ProviderKeys(p)),
             "link" => rest.split_once(':').and_then(|(app, account)| {
                 Some(RecordKey::Link(
                     p,

@@ -13,7 +13,7 @@
 //! grant is that person's, on their link with the app (made if there is none, with nothing
 //! consented on it), so that their unlinking, revocation or the ledger end it as any other.
 
-use crate::config::{Config, ProviderAccount, Resource};
+use crate::config::{Config, ProviderAccount, ProviderKeys, Resource};
 use crate::credentials::AssertionDigest;
 use crate::ctx::{create, Ctx, Decision, Flow};
 use crate::ending::{Ending, TokenBody};
@@ -67,6 +67,8 @@ struct Asserted {
     account: Option<(ProviderAccount, Partition)>,
     /// Where its use is kept.
     used: RecordKey,
+    /// Where the provider's key set is kept, when it is fetched from its `jwks_uri`.
+    keys_kept: Option<RecordKey>,
 }
 
 impl Parsed {
@@ -93,7 +95,15 @@ pub(super) fn parse(
             &found.provider.issuer,
             &found.assertion.claims.jti,
         ));
+        let keys_kept = match &found.provider.keys {
+            ProviderKeys::Inline(_) => None,
+            ProviderKeys::Remote(_) => Some(RecordKey::ProviderKeys(Partition::of_provider(
+                key,
+                &found.provider.issuer,
+            ))),
+        };
         Box::new(Asserted {
+            keys_kept,
             issuer: found.provider.issuer.clone(),
             account: found.account.map(|account| {
                 (
@@ -198,8 +208,15 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
         Err(refusal) => return end(refusal),
     };
     // Signed by one of the provider's keys: the one its header names, or the only one of its
-    // algorithm.
-    let mut candidates = provider.keys.iter().filter(|key| signs(key, assertion));
+    // algorithm. Keys of a `jwks_uri` are read from where they are kept, fetched when they must.
+    let keys = match (&provider.keys, &asserted.keys_kept) {
+        (ProviderKeys::Inline(keys), _) => keys.as_slice(),
+        (ProviderKeys::Remote(url), Some(kept)) => {
+            ctx.provider_keys(kept, url, &client.app, |key| signs(key, assertion))?
+        }
+        (ProviderKeys::Remote(_), None) => &[],
+    };
+    let mut candidates = keys.iter().filter(|key| signs(key, assertion));
     let (Some(key), None) = (candidates.next(), candidates.next()) else {
         return end(Refusal::AssertionInvalid);
     };
