@@ -3,7 +3,9 @@
 // tap that keeps every byte a client sent (plain or behind TLS), the user's browser played over
 // HTTP, and subtests that hand back a value.
 import assert from "node:assert/strict";
-import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import https from "node:https";
 import net from "node:net";
 import tls from "node:tls";
 import { tmpdir } from "node:os";
@@ -227,3 +229,38 @@ export async function step(t, name, fn) {
 }
 
 export const b64url = (bytes) => Buffer.from(bytes).toString("base64url");
+
+// ---- https of the test's own -----------------------------------------------------------------
+
+/**
+ * A CA of the test's own in `dir`, and a certificate it signed for 127.0.0.1 (openssl): for the
+ * https servers the hosts fetch from (a client's metadata document, an identity provider's keys).
+ */
+export function testCertificates(dir) {
+  const file = (name) => join(dir, name);
+  const openssl = (...args) => execFileSync("openssl", args, { stdio: "pipe" });
+  openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", "/CN=edgegrant test CA", "-keyout", file("ca.key"), "-out", file("ca.pem"));
+  openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", file("doc.key"), "-out", file("doc.csr"));
+  writeFileSync(file("ext.cnf"), "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n");
+  openssl("x509", "-req", "-in", file("doc.csr"), "-CA", file("ca.pem"), "-CAkey", file("ca.key"), "-CAcreateserial", "-days", "1", "-extfile", file("ext.cnf"), "-out", file("doc.pem"));
+  return { caPath: file("ca.pem"), ca: readFileSync(file("ca.pem"), "utf8"), key: readFileSync(file("doc.key")), cert: readFileSync(file("doc.pem")) };
+}
+
+/** A fetch (for a client library's custom fetch) that trusts `ca` besides nothing: node:https. */
+export function fetchTrusting(ca) {
+  return async (input, init = {}) => {
+    const url = new URL(input instanceof Request ? input.url : input);
+    const headers = new Headers(init.headers ?? (input instanceof Request ? input.headers : undefined));
+    const body = init.body === undefined || init.body === null ? null : Buffer.from(await new Response(init.body).arrayBuffer());
+    return new Promise((ok, fail) => {
+      const req = https.request(url, { method: init.method ?? "GET", headers: Object.fromEntries(headers), ca }, (res) => {
+        const chunks = [];
+        res.on("data", (chunk) => chunks.push(chunk));
+        res.on("end", () => ok(new Response(Buffer.concat(chunks), { status: res.statusCode, headers: Object.entries(res.headers).map(([k, v]) => [k, String(v)]) })));
+      });
+      req.on("error", fail);
+      req.end(body);
+    });
+  };
+}
+

@@ -2,10 +2,13 @@
 // from a challenge of its API (RFC 9728) and discovers it from its issuer (RFC 8414), runs the
 // code flow with PKCE, checks the `iss` of the authorization response (RFC 9207), refreshes (the
 // public client's refresh token rotates), introspects (RFC 7662) and revokes (RFC 7009), and
-// gets the confidential app a token for itself (client credentials, RFC 6749 §4.4) —
-// unmodified, against the three hosts in the standards profile. Nothing is given to it but the
-// issuer URL and its client credentials.
-import { test } from "node:test";
+// gets the confidential app a token for itself (client credentials, RFC 6749 §4.4), exchanges a
+// token (RFC 8693) and, on the Node and Worker hosts, presents an identity assertion (ID-JAG,
+// the JWT-bearer grant of RFC 7523) that a test identity provider — a process of its own, with
+// its own key, published at its jwks_uri over https — minted for alice — unmodified, against the
+// three hosts in the standards profile. Nothing is given to it but the issuer URL and its client
+// credentials.
+import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,7 +16,8 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import * as oauth from "oauth4webapi";
 import { freePort } from "../../examples/worker/dev.mjs";
-import { ALICE, REDIRECT, SERVER_KEY, apps, browse, root } from "./interop.mjs";
+import { ALICE, REDIRECT, SERVER_KEY, apps, browse, fetchTrusting, root, testCertificates } from "./interop.mjs";
+import { startIdentityProvider } from "./identity-provider.mjs";
 
 
 /**
@@ -21,7 +25,7 @@ import { ALICE, REDIRECT, SERVER_KEY, apps, browse, root } from "./interop.mjs";
  * the confidential app is the resource server of the API served there (RFC 7662 §4: it may
  * introspect the access tokens issued for it).
  */
-function standardsConfig(sample, port, dir) {
+function standardsConfig(sample, port, dir, idp) {
   const doc = JSON.parse(readFileSync(sample, "utf8"));
   const path = join(dir, "config.json");
   const origin = `http://127.0.0.1:${port}`;
@@ -30,14 +34,26 @@ function standardsConfig(sample, port, dir) {
   // exchange tokens it holds (RFC 8693).
   const client_credentials = { apps: [apps[1].clientId] };
   const token_exchange = {};
-  writeFileSync(path, JSON.stringify({ ...doc, profile: { kind: "standards", issuer: `${origin}/`, resource_servers, client_credentials, token_exchange }, server_key: SERVER_KEY }));
+  // The enterprise's identity provider, trusted by its jwks_uri; its alice is alice here.
+  const identity_assertions = idp && { providers: [{ issuer: idp.issuer, jwks_uri: idp.jwksUri, accounts: { [IDP_ALICE]: { account_id: ALICE.account_id, uid: "12345" } } }] };
+  writeFileSync(path, JSON.stringify({ ...doc, profile: { kind: "standards", issuer: `${origin}/`, resource_servers, client_credentials, token_exchange, identity_assertions }, server_key: SERVER_KEY }));
   return path;
 }
 
+/** Alice at her enterprise's identity provider, and her password there. */
+const IDP_ALICE = "alice@corp.example";
+const IDP_PASSWORD = "alice-at-corp";
+const certificates = testCertificates(mkdtempSync(join(tmpdir(), "edgegrant-oauth4webapi-tls-")));
+let idp;
+
+// The Node and the Worker hosts fetch the provider's keys (on loopback, under the test's CA); the
+// native host's fetcher admits no loopback address and no CA of a test's own, so it runs without.
 const hosts = {
   node: async (port, dir) => {
     const { startServer } = await import(pathToFileURL(join(root, "examples/node/server.mjs")).href);
-    return startServer(standardsConfig(join(root, "examples/node/config.sample.json"), port, dir), { port, allowSampleSecret: true, onAudit: () => {} });
+    const { fetchDocumentNode } = await import(pathToFileURL(join(root, "pkg/src/documents-node.js")).href);
+    const fetchDocument = (fetch) => fetchDocumentNode(fetch, { allowLoopback: true, ca: certificates.ca });
+    return startServer(standardsConfig(join(root, "examples/node/config.sample.json"), port, dir, idp), { port, allowSampleSecret: true, onAudit: () => {}, fetchDocument });
   },
   native: async (port, dir) => {
     const { startNative } = await import(pathToFileURL(join(root, "examples/native/start.mjs")).href);
@@ -45,15 +61,27 @@ const hosts = {
   },
   worker: async (port, dir) => {
     const { startWorker } = await import(pathToFileURL(join(root, "examples/worker/dev.mjs")).href);
-    return startWorker({ configPath: standardsConfig(join(root, "examples/worker/config.sample.json"), port, dir), port, persistTo: join(dir, "state"), allowSampleSecret: true });
+    return startWorker({
+      configPath: standardsConfig(join(root, "examples/worker/config.sample.json"), port, dir, idp),
+      port,
+      persistTo: join(dir, "state"),
+      allowSampleSecret: true,
+      loopbackDocuments: true,
+      extraCaCerts: certificates.caPath,
+    });
   },
 };
 
 const insecure = { [oauth.allowInsecureRequests]: true }; // the hosts run on http://127.0.0.1
 const [publicApp, confidentialApp] = apps;
 
+before(async () => {
+  idp = await startIdentityProvider({ key: certificates.key, cert: certificates.cert, users: { [IDP_ALICE]: IDP_PASSWORD } });
+});
+after(() => idp?.close());
+
 for (const [name, start] of Object.entries(hosts)) {
-  test(`oauth4webapi against the ${name} host: discovery, PKCE code flow with iss checked, refresh, introspection, revocation, client credentials, token exchange`, { timeout: 20 * 60_000 }, async (t) => {
+  test(`oauth4webapi against the ${name} host: discovery, PKCE code flow with iss checked, refresh, introspection, revocation, client credentials, token exchange${name === "native" ? "" : ", an identity assertion (ID-JAG) of a provider's jwks_uri"}`, { timeout: 20 * 60_000 }, async (t) => {
     const dir = mkdtempSync(join(tmpdir(), `edgegrant-oauth4webapi-${name}-`));
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     const port = await freePort("127.0.0.1"); // the issuer names it before the host starts
@@ -190,5 +218,55 @@ for (const [name, start] of Object.entries(hosts)) {
     assert.equal(itself.client_id, confidentialApp.clientId);
     await oauth.processRevocationResponse(await oauth.revocationRequest(as, server, serverAuth, machine.access_token, insecure));
     assert.deepEqual(await introspect(machine.access_token), { active: false });
+
+    if (name === "native") return;
+    // Enterprise-managed authorization: alice signs in at her enterprise's identity provider, the
+    // confidential app has it turn her ID token into an identity assertion for this server (the
+    // provider's RFC 8693 token exchange, by oauth4webapi), and presents that with the JWT-bearer
+    // grant: alice's token, no consent page, no refresh token. The provider's keys are fetched
+    // from its jwks_uri once and kept; the same assertion again is refused.
+    const JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+    const ID_JAG = "urn:ietf:params:oauth:token-type:id-jag";
+    assert.ok(as.grant_types_supported.includes(JWT_BEARER));
+    assert.deepEqual(as.authorization_grant_profiles_supported, ["urn:ietf:params:oauth:grant-profile:id-jag"]);
+    const viaProvider = { [oauth.customFetch]: fetchTrusting(certificates.ca) };
+    const signedIn = await fetchTrusting(certificates.ca)(idp.sessionEndpoint, { method: "POST", body: new URLSearchParams({ username: IDP_ALICE, password: IDP_PASSWORD }) });
+    const { id_token } = await signedIn.json();
+    const enterprise = { issuer: idp.issuer, token_endpoint: idp.tokenEndpoint };
+    const fetchesBefore = await idp.keyFetches();
+    const mint = async () =>
+      oauth.processGenericTokenEndpointResponse(
+        enterprise,
+        server,
+        await oauth.genericTokenEndpointRequest(enterprise, server, oauth.None(), TOKEN_EXCHANGE, {
+          subject_token: id_token,
+          subject_token_type: "urn:ietf:params:oauth:token-type:id_token",
+          requested_token_type: ID_JAG,
+          audience: as.issuer,
+          scope: "account_info.read",
+        }, viaProvider),
+        { recognizedTokenTypes: { n_a: () => {} } },
+      );
+    const jag = await mint();
+    assert.equal(jag.issued_token_type, ID_JAG);
+    const present = (assertion) => oauth.genericTokenEndpointRequest(as, server, serverAuth, JWT_BEARER, { assertion: assertion }, insecure);
+    const hers = await oauth.processGenericTokenEndpointResponse(as, server, await present(jag.access_token));
+    assert.equal(hers.scope, "account_info.read");
+    assert.equal(hers.refresh_token, undefined, "no refresh token: the provider is asked again");
+    const asAlice = await introspect(hers.access_token);
+    assert.equal(asAlice.active, true);
+    assert.equal(asAlice.sub, ALICE.account_id);
+    assert.equal(asAlice.client_id, confidentialApp.clientId);
+    const me = await fetch(`http://127.0.0.1:${port}/2/users/get_current_account`, { method: "POST", headers: { authorization: `Bearer ${hers.access_token}` } });
+    assert.equal(me.status, 200);
+    assert.equal((await me.json()).account_id, ALICE.account_id);
+    // Used once.
+    const replayed = await present(jag.access_token);
+    assert.equal(replayed.status, 400);
+    assert.equal((await replayed.json()).error, "invalid_grant");
+    // A second assertion: the provider's keys are not fetched again (kept for their max-age).
+    const again = await oauth.processGenericTokenEndpointResponse(as, server, await present((await mint()).access_token));
+    assert.ok(again.access_token);
+    assert.equal((await idp.keyFetches()) - fetchesBefore, 1, "the provider's key set fetched once, then kept");
   });
 }

@@ -7,10 +7,12 @@
 // refreshes once its access token has really expired (a rotated refresh token), and is refused
 // after the grant is revoked (RFC 7009): the SDK then asks for a new sign-in. And machines with
 // no person (the client credentials grant): the SDK's ClientCredentialsProvider and
-// PrivateKeyJwtProvider, each registered by RFC 7591, get tokens with no sign-in.
+// PrivateKeyJwtProvider, each registered by RFC 7591, get tokens with no sign-in. And an agent of
+// an enterprise's user (ID-JAG): a test identity provider, a process of its own with its own key,
+// turns alice's sign-in there into an identity assertion, which the agent presents (RFC 7523)
+// for alice's token, no consent page, and calls the tools as her.
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import https from "node:https";
 import net from "node:net";
@@ -22,7 +24,8 @@ import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { ClientCredentialsProvider, PrivateKeyJwtProvider } from "@modelcontextprotocol/sdk/client/auth-extensions.js";
 import { generateKeyPairSync } from "node:crypto";
 import { fetchDocumentNode } from "../../../pkg/src/documents-node.js";
-import { browse } from "../../../tests/e2e/interop.mjs";
+import { browse, fetchTrusting, testCertificates } from "../../../tests/e2e/interop.mjs";
+import { startIdentityProvider } from "../../../tests/e2e/identity-provider.mjs";
 import { startMcpNode, startMcpWorker } from "../start.mjs";
 
 const ALICE = { username: "alice", password: "alice-password", account_id: "dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc" };
@@ -42,18 +45,8 @@ const freePort = () =>
     });
     server.on("error", fail);
   });
+const JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 const sleep = (ms) => new Promise((ok) => setTimeout(ok, ms));
-
-/** A CA of the test's own, and a certificate it signed for 127.0.0.1 (openssl). */
-function certificates() {
-  const file = (name) => join(dir, name);
-  const openssl = (...args) => execFileSync("openssl", args, { stdio: "pipe" });
-  openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", "/CN=edgegrant test CA", "-keyout", file("ca.key"), "-out", file("ca.pem"));
-  openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1", "-keyout", file("doc.key"), "-out", file("doc.csr"));
-  writeFileSync(file("ext.cnf"), "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n");
-  openssl("x509", "-req", "-in", file("doc.csr"), "-CA", file("ca.pem"), "-CAkey", file("ca.key"), "-CAcreateserial", "-days", "1", "-extfile", file("ext.cnf"), "-out", file("doc.pem"));
-  return { caPath: file("ca.pem"), ca: readFileSync(file("ca.pem"), "utf8"), key: readFileSync(file("doc.key")), cert: readFileSync(file("doc.pem")) };
-}
 
 /** The client's metadata document, over https; `fetches` counts how often it was read. */
 async function documentServer({ key, cert }) {
@@ -90,7 +83,13 @@ function configOn(port, name) {
       listen: { host: "127.0.0.1", port },
       database: join(dir, `${name}.sqlite`),
       policy: { access_token_ttl: ACCESS_TOKEN_TTL },
-      profile: { ...sample.profile, issuer, rotation: { clients: "public", retry_window: 1, reuse_detection: 86400 } },
+      profile: {
+        ...sample.profile,
+        issuer,
+        rotation: { clients: "public", retry_window: 1, reuse_detection: 86400 },
+        // The test's identity provider in place of the sample's placeholder: its alice is alice.
+        identity_assertions: { providers: [{ issuer: idp.issuer, jwks_uri: idp.jwksUri, accounts: { [IDP_ALICE]: { account_id: ALICE.account_id, uid: "12345" } } }] },
+      },
     }),
   );
   return path;
@@ -296,6 +295,56 @@ async function runMachine(host, { auth }) {
   assert.equal(after.status, 401);
 }
 
+/**
+ * An agent of alice's enterprise: alice signs in at the identity provider, the agent (a client
+ * registered here with a secret) has the provider exchange her ID token for an identity assertion
+ * naming this server and itself (ID-JAG §4.3), presents it with the JWT-bearer grant, and calls
+ * the tools with alice's token — the SDK's client, handed the token.
+ */
+async function runEnterprise(host) {
+  const metadata = await (await fetch(`${host.url}/.well-known/oauth-authorization-server`)).json();
+  assert.ok(metadata.grant_types_supported.includes(JWT_BEARER));
+  const registered = await fetch(`${host.url}/oauth2/register`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ client_name: "edgegrant e2e enterprise agent", grant_types: ["client_credentials"], redirect_uris: [], token_endpoint_auth_method: "client_secret_basic", scope: "mcp:tools" }),
+  });
+  const agent = await registered.json();
+  assert.equal(registered.status, 201, JSON.stringify(agent));
+  const viaProvider = fetchTrusting(tls.ca);
+  const form = (fields) => ({ method: "POST", headers: { "Content-Type": "application/x-www-form-urlencoded" }, body: new URLSearchParams(fields) });
+  const { id_token } = await (await viaProvider(idp.sessionEndpoint, form({ username: IDP_ALICE, password: IDP_PASSWORD }))).json();
+  const minted = await (
+    await viaProvider(
+      idp.tokenEndpoint,
+      form({
+        grant_type: "urn:ietf:params:oauth:grant-type:token-exchange",
+        subject_token: id_token,
+        subject_token_type: "urn:ietf:params:oauth:token-type:id_token",
+        requested_token_type: "urn:ietf:params:oauth:token-type:id-jag",
+        audience: metadata.issuer,
+        client_id: agent.client_id,
+        scope: "mcp:tools",
+      }),
+    )
+  ).json();
+  const basic = `Basic ${btoa(`${encodeURIComponent(agent.client_id)}:${encodeURIComponent(agent.client_secret)}`)}`;
+  const present = () => fetch(metadata.token_endpoint, { ...form({ grant_type: JWT_BEARER, assertion: minted.access_token }), headers: { "Content-Type": "application/x-www-form-urlencoded", Authorization: basic } });
+  const granted = await present();
+  const tokens = await granted.json();
+  assert.equal(granted.status, 200, JSON.stringify(tokens));
+  assert.equal(tokens.refresh_token, undefined, "no refresh token: the provider is asked again");
+  const provider = new Provider();
+  provider.saveTokens(tokens);
+  const { client } = await connect(`${host.url}/mcp`, provider);
+  const me = JSON.parse(text(await client.callTool({ name: "whoami", arguments: {} })));
+  assert.deepEqual(me, { subject: "account", account_id: ALICE.account_id, app: agent.client_id, scopes: ["mcp:tools"] });
+  await client.close();
+  const replayed = await present();
+  assert.equal(replayed.status, 400);
+  assert.equal((await replayed.json()).error, "invalid_grant", "an assertion is used once");
+}
+
 const hostKinds = [
   {
     name: "Node host",
@@ -308,7 +357,16 @@ const hostKinds = [
   },
 ];
 
-const tls = certificates();
+const tls = testCertificates(dir);
+/** Alice at her enterprise's identity provider, and her password there. */
+const IDP_ALICE = "alice@corp.example";
+const IDP_PASSWORD = "alice-at-corp";
+let idp;
+before(async () => {
+  idp = await startIdentityProvider({ key: tls.key, cert: tls.cert, users: { [IDP_ALICE]: IDP_PASSWORD } });
+});
+after(() => idp?.close());
+
 for (const kind of hostKinds) {
   describe(`the MCP SDK's client against the ${kind.name}`, { timeout: 240_000 }, () => {
     let host;
@@ -328,5 +386,6 @@ for (const kind of hostKinds) {
     test("identified by registering (RFC 7591): sign-in, tools, refresh after expiry, refused after revocation", (t) => run(t, host, { identify: "registration" }));
     test("a machine by its secret (the SDK's ClientCredentialsProvider), registered by RFC 7591: tools, the client as principal, ended with its registration", () => runMachine(host, { auth: "client_secret_basic" }));
     test("a machine by its own key (the SDK's PrivateKeyJwtProvider, ES256), its keys registered by RFC 7591: tools, the client as principal, ended with its registration", () => runMachine(host, { auth: "private_key_jwt" }));
+    test("an enterprise user's agent by an identity assertion (ID-JAG) of a provider's jwks_uri: the user's token with no consent page, tools as the user, the assertion used once", () => runEnterprise(host));
   });
 }
