@@ -32,11 +32,14 @@ pub(crate) enum Need {
     /// These records, read in one batch.
     Records(Vec<RecordKey>),
     /// The metadata document of the client `app`, fetched, checked and kept under `record`
-    /// (read at `version`; `None`: absent) before the request decides again.
+    /// (read at `version`; `None`: absent) before the request decides again; `counted`: the
+    /// fetch counts against the request's source, as a failure does (a client's first contact
+    /// with no person signed in).
     Document {
         app: AppKey,
         record: RecordKey,
         version: Option<u64>,
+        counted: bool,
     },
     /// The JWK set at `url`, the `jwks_uri` of the client stored under `record` (read at
     /// `version`), fetched and kept in its record before the request decides again.
@@ -427,6 +430,7 @@ impl<'a> Ctx<'a> {
                     app: key.clone(),
                     record: record_key,
                     version: loaded.map(|loaded| loaded.version),
+                    counted: false,
                 }));
             }
         }

@@ -52,12 +52,14 @@ struct Writes {
     ending: Option<Ending>,
 }
 
-/// What is being fetched, and the app record it is kept in (read at `version`).
+/// What is being fetched, and the app record it is kept in (read at `version`); `counted`: a
+/// fetch that counts against the source even when it succeeds.
 #[derive(Clone, Debug)]
 struct Fetching {
     sought: Sought,
     record: RecordKey,
     version: Option<u64>,
+    counted: bool,
 }
 
 /// What a fetch is for.
@@ -288,16 +290,20 @@ impl Request {
         };
         let Writes {
             current,
-            rest,
+            mut rest,
             ending,
         } = *writes;
         self.written.extend(current);
         match ending {
             Some(ending) => self.write(rest, ending),
-            None => {
-                self.loads.clear();
-                self.decide()
-            }
+            None => match rest.next() {
+                // The rest of what comes before deciding again (a first contact's counts).
+                Some(next) => self.hand_over(next, rest, None),
+                None => {
+                    self.loads.clear();
+                    self.decide()
+                }
+            },
         }
     }
 
@@ -313,6 +319,7 @@ impl Request {
             sought,
             record,
             version,
+            counted,
         } = *fetching;
         let (config, now, earlier) = (&self.config, self.now, self.loads.app_record(&record));
         let fetched = answer.map_err(documents::failed);
@@ -326,7 +333,7 @@ impl Request {
                     // Kept while fresh: a record past it is fetched anew anyway.
                     let purge = Some(keys.fresh_until);
                     let put = replace(record, version, &Record::ProviderKeys(keys), purge);
-                    self.keep(put)
+                    self.keep(put, Vec::new())
                 }
                 Err(fault) => self.fetch_failed(&sought, &record, fault),
             };
@@ -363,19 +370,30 @@ impl Request {
             Ok((kept, used_at)) => {
                 let purge = Some(used_at.plus(clients.unused_lifetime));
                 let put = replace(record, version, &Record::App(kept), purge);
-                self.keep(put)
+                // A first contact counts against the source, after the document is kept (its
+                // counts were read before the fetch).
+                let counts = match counted {
+                    true => {
+                        let guards = self.fetch_guards(sought.url());
+                        attempts::count(&self.ctx(), guards.get(1..).unwrap_or_default())
+                            .unwrap_or_default()
+                    }
+                    false => Vec::new(),
+                };
+                self.keep(put, counts)
             }
             Err(fault) => self.fetch_failed(&sought, &record, fault),
         }
     }
 
-    /// Writes what a fetch brought, in a transaction of its own, and decides again.
-    fn keep(&mut self, put: crate::step::Put) -> Step {
+    /// Writes what a fetch brought, in a transaction of its own, then `after`, and decides
+    /// again.
+    fn keep(&mut self, put: crate::step::Put, after: Vec<Transaction>) -> Step {
         let transaction = Transaction {
             puts: vec![put],
             audit: Vec::new(),
         };
-        self.hand_over(transaction, Vec::new().into_iter(), None)
+        self.hand_over(transaction, after.into_iter(), None)
     }
 
     /// The guards a fetch of `url` is made under: the URL's own failures (one bars it for the
@@ -481,9 +499,10 @@ impl Request {
                 app,
                 record,
                 version,
+                counted,
             } => {
                 let fetch = documents::fetch(&self.config, &app);
-                self.fetch(fetch, Sought::Document(app), record, version)
+                self.fetch(fetch, Sought::Document(app), record, version, counted)
             }
             Need::Keys {
                 record,
@@ -491,7 +510,7 @@ impl Request {
                 url,
             } => {
                 let fetch = documents::fetch_keys(&self.config, &url);
-                self.fetch(fetch, Sought::Keys(url), record, Some(version))
+                self.fetch(fetch, Sought::Keys(url), record, Some(version), false)
             }
             Need::ProviderKeys {
                 record,
@@ -500,7 +519,13 @@ impl Request {
                 client,
             } => {
                 let fetch = Ok(documents::fetch_provider_keys(&self.config, &url));
-                self.fetch(fetch, Sought::ProviderKeys { url, client }, record, version)
+                self.fetch(
+                    fetch,
+                    Sought::ProviderKeys { url, client },
+                    record,
+                    version,
+                    false,
+                )
             }
         }
     }
@@ -524,6 +549,7 @@ impl Request {
         sought: Sought,
         record: RecordKey,
         version: Option<u64>,
+        counted: bool,
     ) -> Step {
         let fetch = match fetch {
             Ok(fetch) => fetch,
@@ -557,6 +583,7 @@ impl Request {
             sought,
             record,
             version,
+            counted,
         }));
         Step::Fetch(fetch)
     }

@@ -250,3 +250,133 @@ fn registered_machines_get_tokens_for_themselves_only_where_the_grant_takes_them
     assert_eq!(http(sim.http(delete, None)).status, 204);
     assert_eq!(http(sim.api(GET_ACCOUNT, &token)).status, 401);
 }
+
+const MACHINE_DOCUMENT: &str = "https://machine.example/oauth/client.json";
+
+/// `registered_machines`, but taking metadata documents too (attempts per source: `per_source`).
+fn document_machines(unannounced: bool, per_source: u32) -> Sim {
+    let mut doc = fixture_document();
+    doc.policy.attempts.per_source = per_source;
+    let mut standards = Standards::new(Issuer::new("https://auth.example").unwrap());
+    let mut clients =
+        UnannouncedClients::new(ScopeSet::parse("account_info.read mcp:tools").unwrap());
+    clients.documents = Some(DocumentPolicy::default());
+    standards.clients = Some(clients);
+    let mut grant = ClientCredentials::new(Vec::new());
+    grant.unannounced = unannounced;
+    standards.client_credentials = Some(grant);
+    doc.profile = Profile::Standards(standards);
+    Sim::new(Config::new(doc).unwrap())
+}
+
+/// A machine's metadata document at `url`: the client credentials grant, its keys by value.
+fn publish_machine(sim: &mut Sim, url: &str, key: &p256::ecdsa::SigningKey) {
+    let body = serde_json::json!({
+        "client_id": url,
+        "client_name": "Nightly report",
+        "grant_types": ["client_credentials"],
+        "token_endpoint_auth_method": "private_key_jwt",
+        "jwks": { "keys": [public_jwk(key, "k1")] },
+        "scope": "account_info.read",
+    });
+    sim.store.web.insert(
+        url.to_owned(),
+        Ok(Fetched {
+            status: 200,
+            cache_control: Some("max-age=3600".into()),
+            body: body.to_string().into_bytes(),
+        }),
+    );
+}
+
+/// The machine `url` asks for a token with an assertion `jti` signed by `key`, from `source`.
+fn document_machine_token(
+    sim: &mut Sim,
+    url: &str,
+    key: &p256::ecdsa::SigningKey,
+    jti: &str,
+    source: &str,
+) -> HttpResponse {
+    let proof = assertion(key, url, "https://auth.example", sim.now.0 + 60, jti);
+    let mut request = form_request(&[
+        ("grant_type", "client_credentials"),
+        ("client_id", url),
+        ("client_assertion_type", JWT_BEARER),
+        ("client_assertion", &proof),
+    ]);
+    request.source = Some(source.into());
+    http(sim.http(request, None))
+}
+
+fn fetch_failures(sim: &Sim) -> usize {
+    sim.audit
+        .iter()
+        .filter(|event| matches!(event, AuditEvent::FetchFailed { .. }))
+        .count()
+}
+
+/// A machine named by a metadata document first arrives at the token endpoint: its document is
+/// fetched there (no person signs in for it), only where unannounced clients may use the grant
+/// and only for an assertion whose claims hold, kept for its max-age, and each first contact
+/// counts against the source as a failure does.
+#[test]
+fn a_machine_named_by_its_metadata_document_gets_tokens_at_first_contact() {
+    let key = signing_key(6);
+    let mut sim = document_machines(true, 3);
+    publish_machine(&mut sim, MACHINE_DOCUMENT, &key);
+    let first = document_machine_token(&mut sim, MACHINE_DOCUMENT, &key, "d1", "192.0.2.9");
+    assert_eq!(first.status, 200, "{}", first.body);
+    let token = json(&first)["access_token"].as_str().unwrap().to_owned();
+    let Answer::Serve(Authorized { principal, .. }) = sim.api(GET_ACCOUNT, &token) else {
+        panic!("the machine's token does not authorize")
+    };
+    assert_eq!(
+        (principal.subject, principal.app.as_str()),
+        (Subject::Client, MACHINE_DOCUMENT)
+    );
+    // Kept: the next token within its max-age fetches nothing (the web gone, none fails).
+    sim.store.web.clear();
+    sim.advance(60);
+    let again = document_machine_token(&mut sim, MACHINE_DOCUMENT, &key, "d2", "192.0.2.9");
+    assert_eq!(again.status, 200, "{}", again.body);
+    assert_eq!(fetch_failures(&sim), 0);
+
+    // Nothing is fetched for an assertion whose claims do not hold (here: expired), nor where
+    // unannounced clients may not use the grant.
+    let other = "https://other-machine.example/client.json";
+    let stale = assertion(&key, other, "https://auth.example", sim.now.0, "d3");
+    let mut request = form_request(&[
+        ("grant_type", "client_credentials"),
+        ("client_id", other),
+        ("client_assertion_type", JWT_BEARER),
+        ("client_assertion", &stale),
+    ]);
+    request.source = Some("192.0.2.9".into());
+    let refused = http(sim.http(request, None));
+    assert_eq!(oauth_error(&refused), "invalid_client");
+    assert_eq!(fetch_failures(&sim), 0, "no fetch for a dead assertion");
+    let mut closed = document_machines(false, 3);
+    let refused = document_machine_token(&mut closed, other, &key, "d4", "192.0.2.9");
+    assert_eq!(oauth_error(&refused), "invalid_client");
+    assert_eq!(
+        fetch_failures(&closed),
+        0,
+        "no fetch where machines may not arrive"
+    );
+
+    // First contacts count against their source: at its limit (3), a fourth document is not
+    // fetched, the source told to wait; another source goes on.
+    let mut sim = document_machines(true, 3);
+    for n in 0..3 {
+        let url = format!("https://m{n}.example/client.json");
+        publish_machine(&mut sim, &url, &key);
+        let ok = document_machine_token(&mut sim, &url, &key, &format!("c{n}"), "192.0.2.9");
+        assert_eq!(ok.status, 200, "{}", ok.body);
+    }
+    let url = "https://m3.example/client.json";
+    publish_machine(&mut sim, url, &key);
+    let limited = document_machine_token(&mut sim, url, &key, "c3", "192.0.2.9");
+    assert_eq!(limited.status, 429, "{}", limited.body);
+    let elsewhere = document_machine_token(&mut sim, url, &key, "c4", "198.51.100.4");
+    assert_eq!(elsewhere.status, 200, "{}", elsewhere.body);
+}

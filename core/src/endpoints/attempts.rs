@@ -130,6 +130,11 @@ pub(crate) fn limited(
 ///
 /// A count this request has already written (the request started over after a later count
 /// lost a race) is not counted again: what it holds now includes this failure.
+/// The writes that count one more attempt against each of `guards` (read already).
+pub(crate) fn count(ctx: &Ctx<'_>, guards: &[Guard]) -> Flow<Vec<Transaction>> {
+    Ok(count_failure(ctx, guards)?.0)
+}
+
 fn count_failure(ctx: &Ctx<'_>, guards: &[Guard]) -> Flow<(Vec<Transaction>, Option<Seconds>)> {
     let mut writes = Vec::with_capacity(guards.len());
     let mut wait = None;

@@ -4,14 +4,14 @@
 
 use crate::config::{App, Config};
 use crate::credentials::{AssertionDigest, ClientSecret, SecretDigest};
-use crate::ctx::{create, is_stored, Ctx, Decision, Flow};
+use crate::ctx::{create, is_stored, Ctx, Decision, Flow, Need};
 use crate::ending::{Ending, Via};
 use crate::endpoints::attempts::{self, Guard};
 use crate::endpoints::within_limit;
 use crate::ids::AppKey;
 use crate::jose::{Assertion, ClientKey};
 use crate::prelude::*;
-use crate::records::{AssertionRecord, Record, RecordKey};
+use crate::records::{AppRecord, AssertionRecord, Record, RecordKey};
 use crate::refusal::Refusal;
 use crate::routes::TOKEN;
 use crate::step::{Transaction, Verify};
@@ -247,22 +247,7 @@ pub(crate) fn verify<'a>(
 /// itself, for this server, not expired nor too long-lived nor early, signed by one of its keys
 /// (the signature is the host's to verify).
 fn assertion_holds(ctx: &Ctx<'_>, client: &AppKey, assertion: &Assertion) -> Flow<bool> {
-    let claims = &assertion.claims;
-    let Some(issuer) = ctx.config.issuer() else {
-        return Ok(false);
-    };
-    // The audience: this server, by its issuer identifier (RFC 7523bis) or its token
-    // endpoint's URL (RFC 7523 §3, as most clients still send).
-    let token_endpoint = format!("{}{TOKEN}", issuer.origin());
-    let for_us = claims
-        .aud
-        .iter()
-        .any(|aud| aud == issuer.as_str() || *aud == token_endpoint);
-    let now = ctx.now.0;
-    let timely = now < claims.exp
-        && claims.exp <= now.saturating_add(MAX_ASSERTION_LIFETIME.0)
-        && claims.nbf.is_none_or(|nbf| nbf <= now);
-    if claims.iss != client.as_str() || claims.sub != client.as_str() || !for_us || !timely {
+    if !claims_hold(ctx, client, assertion) {
         return Ok(false);
     }
     // The key its header names, or the only one of its algorithm (its keys fetched first if
@@ -281,6 +266,67 @@ fn assertion_holds(ctx: &Ctx<'_>, client: &AppKey, assertion: &Assertion) -> Flo
         message: assertion.signing_input.clone(),
         signature: assertion.signature.clone(),
     })
+}
+
+/// Whether a client assertion's claims hold for `client`, this server and now (its signature
+/// aside).
+fn claims_hold(ctx: &Ctx<'_>, client: &AppKey, assertion: &Assertion) -> bool {
+    let claims = &assertion.claims;
+    let Some(issuer) = ctx.config.issuer() else {
+        return false;
+    };
+    // The audience: this server, by its issuer identifier (RFC 7523bis) or its token
+    // endpoint's URL (RFC 7523 §3, as most clients still send).
+    let token_endpoint = format!("{}{TOKEN}", issuer.origin());
+    let for_us = claims
+        .aud
+        .iter()
+        .any(|aud| aud == issuer.as_str() || *aud == token_endpoint);
+    let now = ctx.now.0;
+    let timely = now < claims.exp
+        && claims.exp <= now.saturating_add(MAX_ASSERTION_LIFETIME.0)
+        && claims.nbf.is_none_or(|nbf| nbf <= now);
+    claims.iss == client.as_str() && claims.sub == client.as_str() && for_us && timely
+}
+
+/// A machine named by a metadata document may first arrive at the token endpoint, where no
+/// person signed in to have its document fetched: its document, not kept (or expired unused),
+/// is fetched first — only where clients that arrive unannounced may use the client credentials
+/// grant, for a client assertion whose claims hold for this client and now, and counted against
+/// the request's source as a failure is, so that a source at its limit fetches nothing and one
+/// source's first contacts are as few as its failures. `Ok`: nothing to fetch (the failure
+/// stands).
+pub(crate) fn first_contact(ctx: &Ctx<'_>, client: &Client) -> Flow<()> {
+    let assertion = client
+        .stored
+        .as_ref()
+        .filter(|_| cfg!(feature = "unannounced"))
+        .and_then(|check| check.assertion.as_ref());
+    let Some((assertion, _)) = assertion else {
+        return Ok(());
+    };
+    let machines = ctx
+        .config
+        .client_credentials()
+        .is_some_and(|grant| grant.unannounced);
+    let Some(record) = ctx.app_record(&client.app) else {
+        return Ok(());
+    };
+    if !machines
+        || client.app.document_url().is_none()
+        || ctx.written.contains(&record)
+        || !claims_hold(ctx, &client.app, assertion)
+        || ctx.stored_app(&client.app)?.is_some()
+    {
+        return Ok(());
+    }
+    let version = ctx.load::<AppRecord>(&record)?.map(|loaded| loaded.version);
+    Err(Box::new(Need::Document {
+        app: client.app.clone(),
+        record,
+        version,
+        counted: true,
+    }))
 }
 
 /// Whether `key` may have signed `assertion`: of its algorithm, and the key its header names

@@ -17,8 +17,8 @@ use crate::ctx::{Ctx, Decision, Flow};
 use crate::ending::Ending;
 use crate::endpoints::authorize;
 use crate::endpoints::client_auth::{
-    authenticate, consume_assertion, decide_failed, form_parameters, refuse, verify, Client,
-    FailedClient,
+    authenticate, consume_assertion, decide_failed, first_contact, form_parameters, refuse, verify,
+    Client, FailedClient,
 };
 use crate::grant_type::GrantType;
 use crate::ids::AppKey;
@@ -176,6 +176,9 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     let ledger = parsed.partition().map(RecordKey::Ledger);
     let beside: Vec<&RecordKey> = parsed.credential().into_iter().chain(&ledger).collect();
     if let Err(failed) = verify(ctx, client, &beside)? {
+        if let Parsed::ClientCredentials(_) = parsed {
+            first_contact(ctx, client)?;
+        }
         return decide_failed(&failed, ctx);
     }
     ctx.need(&beside)?;
