@@ -237,9 +237,12 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * its own, fetched again on a rotation; the refusal `provider_keys`): +0.87 on the whole module
  * (154668 bytes), +0.19 on the module for configured apps (130025), which fetches nothing: the
  * record key's text form, the refusal's name and text. Budgets 151.1 and 127.0; issue 48 so
- * far +3.96 KiB of its 6.
+ * far +3.96 KiB of its 6. A machine named by a metadata document given the client credentials
+ * grant at its first token request (its document fetched there, the claims checked before, the
+ * fetch counted against the source): +0.57 whole (155251), +0.05 configured (130078: the
+ * request's writes before deciding again). Budgets 151.7 and 127.1; issue 48 so far +4.01 KiB.
  */
-const BUDGETS = { edgegrant_wasm: 151.1 * 1024, edgegrant_configured_apps: 127.0 * 1024, edgegrant_client: 69.8 * 1024 };
+const BUDGETS = { edgegrant_wasm: 151.7 * 1024, edgegrant_configured_apps: 127.1 * 1024, edgegrant_client: 69.8 * 1024 };
 
 // The server's module may use WebAssembly's 128-bit SIMD (LLVM moves memory 16 bytes at a time
 // with it: 0.7 KiB smaller gzipped): every runtime it serves has it (the package needs Node 20;
