@@ -350,8 +350,8 @@ impl<'a> Ctx<'a> {
         Ok(Some(&remote.keys))
     }
 
-    /// The keys of the identity provider `issuer` whose key set is at `url`, as kept under
-    /// `record`: fetched first ([`Need::ProviderKeys`], for `client`) as a client's are (see
+    /// The keys of the identity provider whose key set is at `url`, as kept under `record`:
+    /// fetched first ([`Need::ProviderKeys`], for `client`) as a client's are (see
     /// [`assertion_keys`](Self::assertion_keys)) when never fetched, past their cache lifetime,
     /// or holding none `wanted` for [`KEYS_REFETCH_AFTER`]. At most one fetch per request.
     pub fn provider_keys(

@@ -323,26 +323,19 @@ impl Request {
         } = *fetching;
         let (config, now, earlier) = (&self.config, self.now, self.loads.app_record(&record));
         let fetched = answer.map_err(documents::failed);
-        if let Sought::ProviderKeys { url, .. } = &sought {
-            self.keys_fetched = true;
-            let policy = config.key_fetch_policy();
-            return match fetched
-                .and_then(|fetched| documents::accept_keys(policy, url, &fetched, now))
-            {
-                Ok(keys) => {
-                    // Kept while fresh: a record past it is fetched anew anyway.
-                    let purge = Some(keys.fresh_until);
-                    let put = replace(record, version, &Record::ProviderKeys(keys), purge);
-                    self.keep(put, Vec::new())
-                }
-                Err(fault) => self.fetch_failed(&sought, &record, fault),
-            };
-        }
-        let Some(clients) = self.config.unannounced() else {
-            return self.refuse(Refusal::UnknownClient);
-        };
-        let kept = match &sought {
-            Sought::Document(app) => fetched
+        // How long a stored app is kept unused; `None`: no app is stored here.
+        let unused_lifetime = config.unannounced().map(|clients| clients.unused_lifetime);
+        // What to keep, and until when.
+        let kept = match (&sought, config.unannounced()) {
+            (Sought::ProviderKeys { url, .. }, _) => {
+                self.keys_fetched = true;
+                let policy = config.key_fetch_policy();
+                fetched
+                    .and_then(|fetched| documents::accept_keys(policy, url, &fetched, now))
+                    // Kept while fresh: past that it is fetched anew anyway.
+                    .map(|keys| (keys.fresh_until, Record::ProviderKeys(keys)))
+            }
+            (Sought::Document(app), Some(clients)) => fetched
                 .and_then(|fetched| documents::accept(config, app, &fetched, earlier, now))
                 .map(|kept| {
                     // Kept for its trial lifetime until a user consents to it (its first
@@ -350,35 +343,42 @@ impl Request {
                     // it had.
                     let trial = clients.trial_used_at(now);
                     let used_at = earlier.map_or(trial, |earlier| earlier.used_at.max(trial));
-                    (AppRecord { used_at, ..kept }, used_at)
+                    let purge = used_at.plus(clients.unused_lifetime);
+                    (purge, Record::App(AppRecord { used_at, ..kept }))
                 }),
-            Sought::Keys(url) => {
+            (Sought::Keys(url), Some(_)) => {
                 self.keys_fetched = true;
                 let policy = config
                     .fetch_policy(url)
                     .ok_or(DocumentFault::HostNotAllowed);
-                match earlier {
-                    Some(earlier) => fetched
+                match (earlier, unused_lifetime) {
+                    (Some(earlier), Some(lifetime)) => fetched
                         .and_then(|fetched| documents::accept_keys(policy?, url, &fetched, now))
-                        .map(|keys| (earlier.with_keys(ClientKeys::Remote(keys)), earlier.used_at)),
-                    None => return self.refuse(Refusal::UnknownClient),
+                        .map(|keys| {
+                            let purge = earlier.used_at.plus(lifetime);
+                            (
+                                purge,
+                                Record::App(earlier.with_keys(ClientKeys::Remote(keys))),
+                            )
+                        }),
+                    _ => return self.refuse(Refusal::UnknownClient),
                 }
             }
-            Sought::ProviderKeys { .. } => return self.refuse(Refusal::Defect(Defect::OutOfState)),
+            (Sought::Document(_) | Sought::Keys(_), None) => {
+                return self.refuse(Refusal::UnknownClient)
+            }
         };
         match kept {
-            Ok((kept, used_at)) => {
-                let purge = Some(used_at.plus(clients.unused_lifetime));
-                let put = replace(record, version, &Record::App(kept), purge);
+            Ok((purge, kept)) => {
+                let put = replace(record, version, &kept, Some(purge));
                 // A first contact counts against the source, after the document is kept (its
                 // counts were read before the fetch).
-                let counts = match counted {
-                    true => {
-                        let guards = self.fetch_guards(sought.url());
-                        attempts::count(&self.ctx(), guards.get(1..).unwrap_or_default())
-                            .unwrap_or_default()
-                    }
-                    false => Vec::new(),
+                let counts = if counted {
+                    let guards = self.fetch_guards(sought.url());
+                    attempts::count(&self.ctx(), guards.get(1..).unwrap_or_default())
+                        .unwrap_or_default()
+                } else {
+                    Vec::new()
                 };
                 self.keep(put, counts)
             }

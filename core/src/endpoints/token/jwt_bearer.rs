@@ -67,8 +67,6 @@ struct Asserted {
     account: Option<(ProviderAccount, Partition)>,
     /// Where its use is kept.
     used: RecordKey,
-    /// Where the provider's key set is kept, when it is fetched from its `jwks_uri`.
-    keys_kept: Option<RecordKey>,
 }
 
 impl Parsed {
@@ -95,15 +93,7 @@ pub(super) fn parse(
             &found.provider.issuer,
             &found.assertion.claims.jti,
         ));
-        let keys_kept = match &found.provider.keys {
-            ProviderKeys::Inline(_) => None,
-            ProviderKeys::Remote(_) => Some(RecordKey::ProviderKeys(Partition::of_provider(
-                key,
-                &found.provider.issuer,
-            ))),
-        };
         Box::new(Asserted {
-            keys_kept,
             issuer: found.provider.issuer.clone(),
             account: found.account.map(|account| {
                 (
@@ -209,12 +199,15 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
     };
     // Signed by one of the provider's keys: the one its header names, or the only one of its
     // algorithm. Keys of a `jwks_uri` are read from where they are kept, fetched when they must.
-    let keys = match (&provider.keys, &asserted.keys_kept) {
-        (ProviderKeys::Inline(keys), _) => keys.as_slice(),
-        (ProviderKeys::Remote(url), Some(kept)) => {
-            ctx.provider_keys(kept, url, &client.app, |key| signs(key, assertion))?
+    let keys = match &provider.keys {
+        ProviderKeys::Inline(keys) => keys.as_slice(),
+        ProviderKeys::Remote(url) => {
+            let kept = RecordKey::ProviderKeys(Partition::of_provider(
+                ctx.config.server_key(),
+                &provider.issuer,
+            ));
+            ctx.provider_keys(&kept, url, &client.app, |key| signs(key, assertion))?
         }
-        (ProviderKeys::Remote(_), None) => &[],
     };
     let mut candidates = keys.iter().filter(|key| signs(key, assertion));
     let (Some(key), None) = (candidates.next(), candidates.next()) else {
