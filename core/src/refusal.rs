@@ -304,7 +304,7 @@ impl Defect {
 /// again until the backoff has passed.
 ///
 /// What goes to the client names none of the remote server's answer — no status, no timing,
-/// no text of the document ([`description`](DocumentFault::description)): a fetch must not
+/// no text of the document ([`described`](DocumentFault::described)): a fetch must not
 /// become a probe of what answers where. The detail ([`detail`](DocumentFault::detail)) goes
 /// into the audit event of the failure ([`AuditEvent::FetchFailed`](crate::AuditEvent)).
 #[derive(Clone, Debug, PartialEq, Eq)]
