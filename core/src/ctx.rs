@@ -254,8 +254,16 @@ pub(crate) struct Ctx<'a> {
     /// How many signatures this run of the decision asked for so far: the next one asked is
     /// answered by `verified` at that place, or asked of the host.
     pub signatures_asked: Cell<usize>,
-    /// Whether this request fetched a client's key set already (once per request).
-    pub keys_fetched: bool,
+    /// The key sets this request fetched already (each at most once per request).
+    pub keys_fetched: KeysFetched,
+}
+
+/// The key sets a request fetched: a client's (`private_key_jwt`) and an identity provider's
+/// (ID-JAG), each at most once, so that a request presenting both may fetch both.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct KeysFetched {
+    pub client: bool,
+    pub provider: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -340,7 +348,7 @@ impl<'a> Ctx<'a> {
             Some(ClientKeys::Inline(keys)) => return Ok(Some(keys)),
             Some(ClientKeys::Remote(remote)) => remote,
         };
-        if stale(self.now, remote, &wanted) && !self.keys_fetched {
+        if stale(self.now, remote, &wanted) && !self.keys_fetched.client {
             return Err(Box::new(Need::Keys {
                 record: record_key,
                 version: loaded.version,
@@ -367,7 +375,7 @@ impl<'a> Ctx<'a> {
         let kept = loaded
             .map(|loaded| loaded.record)
             .filter(|kept| kept.url == url);
-        if kept.is_none_or(|kept| stale(self.now, kept, &wanted)) && !self.keys_fetched {
+        if kept.is_none_or(|kept| stale(self.now, kept, &wanted)) && !self.keys_fetched.provider {
             return Err(Box::new(Need::ProviderKeys {
                 record: record.clone(),
                 version,

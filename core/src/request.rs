@@ -9,7 +9,7 @@ use core::cell::Cell;
 use crate::config::Config;
 use crate::cors;
 use crate::credentials::Entropy;
-use crate::ctx::{replace, Ctx, Decision, Loads, Need};
+use crate::ctx::{replace, Ctx, Decision, KeysFetched, Loads, Need};
 use crate::documents;
 use crate::ending::{Ending, Revocation};
 use crate::endpoints::attempts::{self, Guard};
@@ -134,8 +134,8 @@ pub struct Request {
     /// Whether each signature asked for holds, in the order the decision asked, once the host
     /// said (a client assertion's, then an identity assertion's: at most two per request).
     verified: Vec<bool>,
-    /// Whether a client's key set was fetched (one per request).
-    keys_fetched: bool,
+    /// The key sets fetched so far (each once per request).
+    keys_fetched: KeysFetched,
 }
 
 impl Request {
@@ -170,7 +170,7 @@ impl Request {
             steps: 0,
             pages: 0,
             verified: Vec::new(),
-            keys_fetched: false,
+            keys_fetched: KeysFetched::default(),
         };
         let step = request.decide();
         (request, step)
@@ -328,7 +328,7 @@ impl Request {
         // What to keep, and until when.
         let kept = match (&sought, config.unannounced()) {
             (Sought::ProviderKeys { url, .. }, _) => {
-                self.keys_fetched = true;
+                self.keys_fetched.provider = true;
                 let policy = config.key_fetch_policy();
                 fetched
                     .and_then(|fetched| documents::accept_keys(policy, url, &fetched, now))
@@ -347,7 +347,7 @@ impl Request {
                     (purge, Record::App(AppRecord { used_at, ..kept }))
                 }),
             (Sought::Keys(url), Some(_)) => {
-                self.keys_fetched = true;
+                self.keys_fetched.client = true;
                 let policy = config
                     .fetch_policy(url)
                     .ok_or(DocumentFault::HostNotAllowed);

@@ -383,3 +383,75 @@ fn a_provider_names_its_keys_once_by_an_https_url() {
     assert!(plain.unwrap_err().contains("jwks_uri"));
     assert!(with(json!({ "issuer": IDP, "jwks_uri": IDP_KEYS, "accounts": accounts })).is_ok());
 }
+
+/// A client that proves itself by the keys at its own `jwks_uri` presents an assertion of a
+/// provider whose keys are at its `jwks_uri`, neither fetched yet: the one request fetches both.
+#[test]
+fn one_request_fetches_both_the_clients_keys_and_the_providers() {
+    let mut doc = fixture_document().to_json_value();
+    doc["profile"] = json!({
+        "kind": "standards",
+        "issuer": ISSUER,
+        "clients": { "scopes": ["account_info.read"], "registration": {}, "documents": {} },
+        "identity_assertions": { "providers": [{
+            "issuer": IDP,
+            "jwks_uri": IDP_KEYS,
+            "accounts": { ALICE_AT_IDP: {
+                "account_id": alice().account_id.as_str(),
+                "uid": alice().uid.as_str(),
+            } },
+        }] },
+    });
+    let doc = ConfigDocument::from_json_value(&doc).expect("the document reads");
+    let mut sim = Sim::new(Config::new(doc).expect("the configuration holds"));
+    const CLIENT_KEYS: &str = "https://agent.example/jwks.json";
+    let client_key = signing_key(9);
+    let registered = http(sim.http(
+        register_request(
+            &json!({
+                "client_name": "Agent",
+                "redirect_uris": ["https://agent.example/cb"],
+                "token_endpoint_auth_method": "private_key_jwt",
+                "jwks_uri": CLIENT_KEYS,
+                "scope": "account_info.read",
+            }),
+            "192.0.2.7",
+        ),
+        None,
+    ));
+    assert_eq!(registered.status, 201, "{}", registered.body);
+    let client_id = json(&registered)["client_id"].as_str().unwrap().to_owned();
+    sim.store.web.insert(
+        CLIENT_KEYS.to_owned(),
+        Ok(Fetched {
+            status: 200,
+            cache_control: Some("max-age=3600".into()),
+            body: json!({ "keys": [public_jwk(&client_key, "k1")] })
+                .to_string()
+                .into_bytes(),
+        }),
+    );
+    publish_keys(&mut sim, &[public_jwk(&signing_key(7), "idp-1")], 3600);
+    let mut claims = claims(&sim, "both-1");
+    claims["client_id"] = json!(client_id);
+    claims["scope"] = json!("account_info.read");
+    let proof = assertion(
+        &client_key,
+        &client_id,
+        ISSUER,
+        sim.now.0 + 60,
+        "client-proof-1",
+    );
+    let response = sim.token(
+        &[
+            ("grant_type", JWT_BEARER_GRANT),
+            ("assertion", &id_jag(&signing_key(7), &claims)),
+            ("client_id", &client_id),
+            ("client_assertion_type", JWT_BEARER),
+            ("client_assertion", &proof),
+        ],
+        None,
+    );
+    assert_eq!(response.status, 200, "{}", response.body);
+    assert_eq!(json(&response)["scope"], "account_info.read");
+}
