@@ -98,11 +98,27 @@ fn only_configured_clients_with_a_secret_may_be_allowed_the_grant() {
 /// the client credentials grant for no configured app, and for registered clients if
 /// `unannounced`.
 fn registered_machines(unannounced: bool) -> Sim {
+    machines(
+        unannounced,
+        AttemptLimits::default().per_source,
+        |clients| clients.registration = Some(RegistrationPolicy::default()),
+    )
+}
+
+/// The standards profile taking clients that arrive unannounced for `account_info.read
+/// mcp:tools` as `arrive` lets them, the client credentials grant for no configured app and for
+/// them if `unannounced`, failed attempts `per_source`.
+fn machines(
+    unannounced: bool,
+    per_source: u32,
+    arrive: impl FnOnce(&mut UnannouncedClients),
+) -> Sim {
     let mut doc = fixture_document();
+    doc.policy.attempts.per_source = per_source;
     let mut standards = Standards::new(Issuer::new("https://auth.example").unwrap());
     let mut clients =
         UnannouncedClients::new(ScopeSet::parse("account_info.read mcp:tools").unwrap());
-    clients.registration = Some(RegistrationPolicy::default());
+    arrive(&mut clients);
     standards.clients = Some(clients);
     let mut grant = ClientCredentials::new(Vec::new());
     grant.unannounced = unannounced;
@@ -255,18 +271,9 @@ const MACHINE_DOCUMENT: &str = "https://machine.example/oauth/client.json";
 
 /// `registered_machines`, but taking metadata documents too (attempts per source: `per_source`).
 fn document_machines(unannounced: bool, per_source: u32) -> Sim {
-    let mut doc = fixture_document();
-    doc.policy.attempts.per_source = per_source;
-    let mut standards = Standards::new(Issuer::new("https://auth.example").unwrap());
-    let mut clients =
-        UnannouncedClients::new(ScopeSet::parse("account_info.read mcp:tools").unwrap());
-    clients.documents = Some(DocumentPolicy::default());
-    standards.clients = Some(clients);
-    let mut grant = ClientCredentials::new(Vec::new());
-    grant.unannounced = unannounced;
-    standards.client_credentials = Some(grant);
-    doc.profile = Profile::Standards(standards);
-    Sim::new(Config::new(doc).unwrap())
+    machines(unannounced, per_source, |clients| {
+        clients.documents = Some(DocumentPolicy::default())
+    })
 }
 
 /// A machine's metadata document at `url`: the client credentials grant, its keys by value.

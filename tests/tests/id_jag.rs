@@ -14,21 +14,32 @@ const ALICE_AT_IDP: &str = "alice@corp.example";
 
 /// The standards profile trusting one provider (its key `signing_key(7)`), which knows alice.
 fn sim() -> Sim {
+    let keys = json!({ "keys": [ public_jwk(&signing_key(7), "idp-1") ] });
+    sim_with(json!({ "identity_assertions": { "providers": [provider("jwks", keys)] } }))
+}
+
+/// The fixture in the standards profile, with the profile's settings `more`.
+fn sim_with(more: Value) -> Sim {
     let mut doc = fixture_document().to_json_value();
-    doc["profile"] = json!({
-        "kind": "standards",
-        "issuer": ISSUER,
-        "identity_assertions": { "providers": [{
-            "issuer": IDP,
-            "jwks": { "keys": [ public_jwk(&signing_key(7), "idp-1") ] },
-            "accounts": { ALICE_AT_IDP: {
-                "account_id": alice().account_id.as_str(),
-                "uid": alice().uid.as_str(),
-            } },
-        }] },
-    });
+    let mut profile = json!({ "kind": "standards", "issuer": ISSUER });
+    for (name, value) in more.as_object().unwrap() {
+        profile[name] = value.clone();
+    }
+    doc["profile"] = profile;
     let doc = ConfigDocument::from_json_value(&doc).expect("the document reads");
     Sim::new(Config::new(doc).expect("the configuration holds"))
+}
+
+/// The provider `IDP`, which knows alice, its keys given as `how` (`jwks` or `jwks_uri`).
+fn provider(how: &str, keys: Value) -> Value {
+    json!({
+        "issuer": IDP,
+        how: keys,
+        "accounts": { ALICE_AT_IDP: {
+            "account_id": alice().account_id.as_str(),
+            "uid": alice().uid.as_str(),
+        } },
+    })
 }
 
 /// The claims a provider signs for alice and conf-app, issued now, living five minutes.
@@ -246,21 +257,8 @@ const IDP_KEYS: &str = "https://idp.example/.well-known/jwks.json";
 
 /// A provider that publishes its keys at `IDP_KEYS` instead of the configuration holding them.
 fn sim_with_keys_at_url() -> Sim {
-    let mut doc = fixture_document().to_json_value();
-    doc["profile"] = json!({
-        "kind": "standards",
-        "issuer": ISSUER,
-        "identity_assertions": { "providers": [{
-            "issuer": IDP,
-            "jwks_uri": IDP_KEYS,
-            "accounts": { ALICE_AT_IDP: {
-                "account_id": alice().account_id.as_str(),
-                "uid": alice().uid.as_str(),
-            } },
-        }] },
-    });
-    let doc = ConfigDocument::from_json_value(&doc).expect("the document reads");
-    Sim::new(Config::new(doc).expect("the configuration holds"))
+    let providers = [provider("jwks_uri", json!(IDP_KEYS))];
+    sim_with(json!({ "identity_assertions": { "providers": providers } }))
 }
 
 /// The provider publishes `keys` (JWKs), cacheable for `max_age` seconds.
@@ -388,22 +386,10 @@ fn a_provider_names_its_keys_once_by_an_https_url() {
 /// provider whose keys are at its `jwks_uri`, neither fetched yet: the one request fetches both.
 #[test]
 fn one_request_fetches_both_the_clients_keys_and_the_providers() {
-    let mut doc = fixture_document().to_json_value();
-    doc["profile"] = json!({
-        "kind": "standards",
-        "issuer": ISSUER,
+    let mut sim = sim_with(json!({
         "clients": { "scopes": ["account_info.read"], "registration": {}, "documents": {} },
-        "identity_assertions": { "providers": [{
-            "issuer": IDP,
-            "jwks_uri": IDP_KEYS,
-            "accounts": { ALICE_AT_IDP: {
-                "account_id": alice().account_id.as_str(),
-                "uid": alice().uid.as_str(),
-            } },
-        }] },
-    });
-    let doc = ConfigDocument::from_json_value(&doc).expect("the document reads");
-    let mut sim = Sim::new(Config::new(doc).expect("the configuration holds"));
+        "identity_assertions": { "providers": [provider("jwks_uri", json!(IDP_KEYS))] },
+    }));
     const CLIENT_KEYS: &str = "https://agent.example/jwks.json";
     let client_key = signing_key(9);
     let registered = http(sim.http(
