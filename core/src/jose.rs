@@ -75,53 +75,95 @@ pub(crate) fn client_keys(set: &Value) -> Result<Vec<ClientKey>, &'static str> {
         if text("use").is_some_and(|u| u != "sig") {
             continue;
         }
-        let bytes = |name: &str| text(name).and_then(|v| Base64UrlUnpadded::decode_vec(v).ok());
-        let (alg, jwk) = match (text("kty"), text("crv")) {
-            (Some("EC"), Some("P-256")) => {
-                let (Some(x), Some(y)) = (bytes("x"), bytes("y")) else {
-                    return Err("an EC key needs x and y");
-                };
-                if x.len() != 32 || y.len() != 32 {
-                    return Err("a P-256 key's x and y are 32 bytes each");
-                }
-                let alg = SigningAlg::Es256;
-                let jwk = public_jwk(alg, text("kid"))
-                    .string("crv", "P-256")
-                    .string("kty", "EC")
-                    .string("x", &Base64UrlUnpadded::encode_string(&x))
-                    .string("y", &Base64UrlUnpadded::encode_string(&y));
-                (alg, jwk)
-            }
-            (Some("RSA"), _) => {
-                let (Some(n), Some(e)) = (bytes("n"), bytes("e")) else {
-                    return Err("an RSA key needs n and e");
-                };
-                let bits = n.iter().skip_while(|b| **b == 0).count() * 8;
-                if bits < 2048 {
-                    return Err("an RSA key must have at least 2048 bits");
-                }
-                let alg = SigningAlg::Rs256;
-                let jwk = public_jwk(alg, text("kid"))
-                    .string("e", &Base64UrlUnpadded::encode_string(&e))
-                    .string("kty", "RSA")
-                    .string("n", &Base64UrlUnpadded::encode_string(&n));
-                (alg, jwk)
-            }
-            _ => continue,
+        let Some(public) = public_key(key)? else {
+            continue;
         };
-        if text("alg").is_some_and(|a| a != alg.name()) {
+        if text("alg").is_some_and(|a| a != public.alg.name()) {
             continue;
         }
+        let jwk = public_jwk(public.alg, text("kid"));
         usable.push(ClientKey {
             kid: text("kid").map(str::to_owned),
-            alg,
-            jwk: jwk.finish(),
+            alg: public.alg,
+            jwk: public.members(jwk).finish(),
         });
     }
     if usable.is_empty() {
         return Err("jwks holds no ES256 (P-256) or RS256 (2048 bits or more) signing key");
     }
     Ok(usable)
+}
+
+/// The key material of a public JWK: a P-256 point or an RSA modulus and exponent, decoded.
+pub(crate) struct PublicKey {
+    pub alg: SigningAlg,
+    material: Material,
+}
+
+enum Material {
+    P256 { x: Vec<u8>, y: Vec<u8> },
+    Rsa { n: Vec<u8>, e: Vec<u8> },
+}
+
+impl PublicKey {
+    /// `jwk` with the key's own members after what it holds, in alphabetical order (RFC 7638's
+    /// order when `jwk` is empty).
+    pub fn members(&self, jwk: JsonObject) -> JsonObject {
+        let b64 = |bytes: &[u8]| Base64UrlUnpadded::encode_string(bytes);
+        match &self.material {
+            Material::P256 { x, y } => jwk
+                .string("crv", "P-256")
+                .string("kty", "EC")
+                .string("x", &b64(x))
+                .string("y", &b64(y)),
+            Material::Rsa { n, e } => jwk
+                .string("e", &b64(e))
+                .string("kty", "RSA")
+                .string("n", &b64(n)),
+        }
+    }
+
+    /// Its JWK SHA-256 thumbprint (RFC 7638), base64url: what a DPoP-bound token's `cnf.jkt`
+    /// names (RFC 9449 §6.1).
+    pub fn thumbprint(&self) -> String {
+        let canonical = self.members(JsonObject::new()).finish();
+        Base64UrlUnpadded::encode_string(&crate::credentials::sha256(canonical.as_bytes()))
+    }
+}
+
+/// The public key a JWK object holds, if of a kind that signs here (`Ok(None)`: another kind,
+/// skipped); `Err`: a key of such a kind that is malformed or too weak.
+pub(crate) fn public_key(key: &Map<String, Value>) -> Result<Option<PublicKey>, &'static str> {
+    let text = |name: &str| key.get(name).and_then(Value::as_str);
+    let bytes = |name: &str| text(name).and_then(|v| Base64UrlUnpadded::decode_vec(v).ok());
+    Ok(Some(match (text("kty"), text("crv")) {
+        (Some("EC"), Some("P-256")) => {
+            let (Some(x), Some(y)) = (bytes("x"), bytes("y")) else {
+                return Err("an EC key needs x and y");
+            };
+            if x.len() != 32 || y.len() != 32 {
+                return Err("a P-256 key's x and y are 32 bytes each");
+            }
+            PublicKey {
+                alg: SigningAlg::Es256,
+                material: Material::P256 { x, y },
+            }
+        }
+        (Some("RSA"), _) => {
+            let (Some(n), Some(e)) = (bytes("n"), bytes("e")) else {
+                return Err("an RSA key needs n and e");
+            };
+            let bits = n.iter().skip_while(|b| **b == 0).count() * 8;
+            if bits < 2048 {
+                return Err("an RSA key must have at least 2048 bits");
+            }
+            PublicKey {
+                alg: SigningAlg::Rs256,
+                material: Material::Rsa { n, e },
+            }
+        }
+        _ => return Ok(None),
+    }))
 }
 
 /// A public JWK's first members, in alphabetical order with the key's own after them: its
@@ -168,28 +210,12 @@ pub(crate) struct Claims {
 /// Reads a compact JWS with the claims of a client assertion; `None` when it is none (its
 /// signature unchecked: that is the host's).
 pub(crate) fn assertion(text: &str) -> Option<Assertion> {
-    if text.len() > MAX_ASSERTION {
-        return None;
-    }
-    let mut parts = text.split('.');
-    let (Some(header), Some(payload), Some(signature), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return None;
-    };
-    let json = |part: &str| -> Option<Map<String, Value>> {
-        let bytes = Base64UrlUnpadded::decode_vec(part).ok()?;
-        match serde_json::from_str(core::str::from_utf8(&bytes).ok()?).ok()? {
-            Value::Object(object) => Some(object),
-            _ => None,
-        }
-    };
-    let header = json(header)?;
-    let claims = json(payload)?;
-    // No "crit" extension is understood (RFC 7515 §4.1.11).
-    if header.contains_key("crit") {
-        return None;
-    }
+    let Jws {
+        header,
+        claims,
+        signing_input,
+        signature,
+    } = compact(text)?;
     let string = |object: &Map<String, Value>, name: &str| {
         object.get(name).and_then(Value::as_str).map(str::to_owned)
     };
@@ -221,8 +247,8 @@ pub(crate) fn assertion(text: &str) -> Option<Assertion> {
         alg: SigningAlg::named(&string(&header, "alg")?)?,
         kid: string(&header, "kid"),
         typ: string(&header, "typ"),
-        signing_input: text_before_last_dot(text)?.to_owned(),
-        signature: Base64UrlUnpadded::decode_vec(signature).ok()?,
+        signing_input,
+        signature,
         claims: Claims {
             iss: string(&claims, "iss")?,
             sub: string(&claims, "sub")?,
@@ -241,6 +267,42 @@ pub(crate) fn assertion(text: &str) -> Option<Assertion> {
     })
 }
 
-fn text_before_last_dot(text: &str) -> Option<&str> {
-    text.rfind('.').and_then(|at| text.get(..at))
+/// A compact JWS (RFC 7515 §7.1) as read: its header and payload as JSON objects, what its
+/// signature covers, and the signature.
+pub(crate) struct Jws {
+    pub header: Map<String, Value>,
+    pub claims: Map<String, Value>,
+    pub signing_input: String,
+    pub signature: Vec<u8>,
+}
+
+/// Reads a compact JWS of at most `MAX_ASSERTION` bytes whose header and payload are JSON
+/// objects and whose header asks for no extension (`crit`, RFC 7515 §4.1.11); `None` otherwise.
+pub(crate) fn compact(text: &str) -> Option<Jws> {
+    if text.len() > MAX_ASSERTION {
+        return None;
+    }
+    let mut parts = text.split('.');
+    let (Some(header), Some(payload), Some(signature), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return None;
+    };
+    let json = |part: &str| -> Option<Map<String, Value>> {
+        let bytes = Base64UrlUnpadded::decode_vec(part).ok()?;
+        match serde_json::from_str(core::str::from_utf8(&bytes).ok()?).ok()? {
+            Value::Object(object) => Some(object),
+            _ => None,
+        }
+    };
+    let header = json(header)?;
+    if header.contains_key("crit") {
+        return None;
+    }
+    Some(Jws {
+        header,
+        claims: json(payload)?,
+        signing_input: text.rfind('.').and_then(|at| text.get(..at))?.to_owned(),
+        signature: Base64UrlUnpadded::decode_vec(signature).ok()?,
+    })
 }

@@ -300,6 +300,7 @@ mod cors;
 mod credentials;
 mod ctx;
 mod documents;
+mod dpop;
 mod ending;
 mod endpoints;
 mod grant_type;

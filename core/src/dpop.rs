@@ -1,0 +1,305 @@
+//! DPoP proofs (RFC 9449): a JWS the client signs with a key of its own, whose public half it
+//! carries, for one HTTP request — its method (`htm`), its URI (`htu`), now (`iat`), once
+//! (`jti`), and with an access token, that token (`ath`). A token issued with a proof is bound to
+//! the key (its JWK SHA-256 thumbprint, RFC 7638), and is good only with proofs of that key.
+//!
+//! Read and checked here as §4.3 lists it, but for the signature, which the host verifies as it
+//! does a client assertion's ([`Step::Verify`](crate::Step::Verify)), and the `jti` and nonce,
+//! which need state or the server key.
+
+use crate::prelude::*;
+use base64ct::{Base64UrlUnpadded, Encoding as _};
+use serde_json::Value;
+
+use crate::credentials::sha256;
+use crate::jose::{compact, public_key, SigningAlg};
+use crate::wire::json::JsonObject;
+
+/// The `typ` of a proof (§4.2).
+const TYP: &str = "dpop+jwt";
+
+/// A proof's `jti` at most this long: enough for any unique id, little to keep.
+const MAX_JTI: usize = 256;
+
+/// A DPoP proof as read: the key it carries and what it claims, its signature unchecked.
+#[derive(Clone, Debug)]
+pub(crate) struct Proof {
+    /// The algorithm of the signature: the key's.
+    pub alg: SigningAlg,
+    /// The public key, as JWK JSON (as WebCrypto imports it).
+    pub jwk: String,
+    /// The key's JWK SHA-256 thumbprint, base64url: what a bound token names (`cnf.jkt`).
+    pub thumbprint: String,
+    /// `<header>.<payload>`, as signed.
+    pub signing_input: String,
+    pub signature: Vec<u8>,
+    pub jti: String,
+    pub htm: String,
+    pub htu: String,
+    pub iat: u64,
+    /// The hash of the access token it is presented with (§4.2), base64url.
+    pub ath: Option<String>,
+    /// The nonce the server gave (§8, §9).
+    pub nonce: Option<String>,
+}
+
+/// Why a proof is refused (`invalid_dpop_proof`, §5, §7.1), for the audit and the tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ProofFault {
+    /// Not a JWS of the proof's form: its header's `typ`, an asymmetric `alg` this server
+    /// verifies, a public `jwk` of that algorithm (no private member), and the four claims.
+    Malformed,
+    /// For another method (`htm`).
+    Method,
+    /// For another URI (`htu`, without query and fragment).
+    Uri,
+    /// Made too long ago, or ahead of this server's clock (`iat`).
+    Time,
+    /// Without the access token's hash, or with another token's (`ath`).
+    TokenHash,
+}
+
+/// Reads a proof (§4.2, §4.3 steps 2–7 but the signature); `Err` when it is none.
+pub(crate) fn proof(text: &str) -> Result<Proof, ProofFault> {
+    let jws = compact(text).ok_or(ProofFault::Malformed)?;
+    let header_text = |name: &str| jws.header.get(name).and_then(Value::as_str);
+    if header_text("typ") != Some(TYP) {
+        return Err(ProofFault::Malformed);
+    }
+    let Some(Value::Object(jwk)) = jws.header.get("jwk") else {
+        return Err(ProofFault::Malformed);
+    };
+    // §4.3 step 7: the key must be public. Any private member of an EC or RSA key refuses it.
+    if ["d", "p", "q", "dp", "dq", "qi", "oth", "k"]
+        .iter()
+        .any(|member| jwk.contains_key(*member))
+    {
+        return Err(ProofFault::Malformed);
+    }
+    let key = match public_key(jwk) {
+        Ok(Some(key)) => key,
+        _ => return Err(ProofFault::Malformed),
+    };
+    // §4.3 step 5: the header's algorithm, asymmetric and one this server verifies, is the
+    // key's (no `none`, no MAC).
+    if header_text("alg") != Some(key.alg.name()) {
+        return Err(ProofFault::Malformed);
+    }
+    let claims = &jws.claims;
+    let text = |name: &str| claims.get(name).and_then(Value::as_str).map(str::to_owned);
+    let optional = |name: &str| match claims.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(value)) => Ok(Some(value.clone())),
+        Some(_) => Err(ProofFault::Malformed),
+    };
+    let jti = text("jti")
+        .filter(|jti| !jti.is_empty() && jti.len() <= MAX_JTI)
+        .ok_or(ProofFault::Malformed)?;
+    Ok(Proof {
+        alg: key.alg,
+        jwk: key
+            .members(JsonObject::new().string("alg", key.alg.name()))
+            .finish(),
+        thumbprint: key.thumbprint(),
+        signing_input: jws.signing_input,
+        signature: jws.signature,
+        jti,
+        htm: text("htm").ok_or(ProofFault::Malformed)?,
+        htu: text("htu").ok_or(ProofFault::Malformed)?,
+        iat: claims
+            .get("iat")
+            .and_then(Value::as_u64)
+            .ok_or(ProofFault::Malformed)?,
+        ath: optional("ath")?,
+        nonce: optional("nonce")?,
+    })
+}
+
+/// What a proof must say of the request it came with.
+pub(crate) struct Expected<'a> {
+    /// The request's method.
+    pub method: &'a str,
+    /// The request's URI as this server names it: its origin and path, no query or fragment.
+    pub uri: &'a str,
+    /// The access token presented with it (at a resource), whose hash it must carry.
+    pub access_token: Option<&'a str>,
+    /// How far `iat` may be from now, either way, in seconds.
+    pub window: u64,
+}
+
+impl Proof {
+    /// §4.3 steps 8, 9, 11 and 12's hash: for this method and URI, made around `now`, and
+    /// with the access token's hash when one is presented.
+    pub fn fits(&self, expected: &Expected<'_>, now: u64) -> Result<(), ProofFault> {
+        if self.htm != expected.method {
+            return Err(ProofFault::Method);
+        }
+        if !same_uri(&self.htu, expected.uri) {
+            return Err(ProofFault::Uri);
+        }
+        if self.iat.abs_diff(now) > expected.window {
+            return Err(ProofFault::Time);
+        }
+        // With an access token, its hash (§4.3 step 12); at the token endpoint none is asked.
+        if let Some(token) = expected.access_token {
+            let hash = Base64UrlUnpadded::encode_string(&sha256(token.as_bytes()));
+            if self.ath.as_deref() != Some(hash.as_str()) {
+                return Err(ProofFault::TokenHash);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether the proof's `htu` names `uri` (an origin and a path): compared without its query and
+/// fragment (§4.3 step 9), its scheme and host in any case, an explicit default port as none
+/// (RFC 3986 §6.2.2–6.2.3).
+fn same_uri(htu: &str, uri: &str) -> bool {
+    let bare = htu.split(['?', '#']).next().unwrap_or_default();
+    normalized(bare).is_some_and(|htu| Some(htu) == normalized(uri))
+}
+
+/// `scheme://authority/path` with the scheme and host lower case and a default port dropped;
+/// `None` for anything but an http(s) URI.
+fn normalized(uri: &str) -> Option<String> {
+    let (scheme, rest) = uri.split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    let (authority, path) = match rest.find('/') {
+        Some(at) => rest.split_at(at),
+        None => (rest, "/"),
+    };
+    let authority = authority.to_ascii_lowercase();
+    let authority = match (scheme.as_str(), authority.rsplit_once(':')) {
+        ("https", Some((host, "443"))) | ("http", Some((host, "80"))) => host.to_owned(),
+        ("https" | "http", _) => authority,
+        _ => return None,
+    };
+    Some(format!("{scheme}://{authority}{path}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const X: &str = "l8tFrhx-34tV3hRICRDY9zCkDlpBhF42UQUfWVAWBFs";
+    const Y: &str = "9VE4jf_Ok_o64zbTTlcuNJajHmt6v9TDVrU0CdvGRDA";
+    const IAT: u64 = 1562262618;
+
+    fn jws(header: &Value, claims: &Value) -> String {
+        let b64 = |v: &Value| Base64UrlUnpadded::encode_string(v.to_string().as_bytes());
+        // The signature is the host's to verify: any bytes do here.
+        format!("{}.{}.c2ln", b64(header), b64(claims))
+    }
+
+    /// `value` with `member` set (`None`: removed), in the object at `path`.
+    fn with(mut value: Value, path: &[&str], member: &str, set: Option<Value>) -> Value {
+        let mut object = value.as_object_mut();
+        for step in path {
+            object = object
+                .and_then(|o| o.get_mut(*step))
+                .and_then(Value::as_object_mut);
+        }
+        if let Some(object) = object {
+            match set {
+                Some(set) => object.insert(member.into(), set),
+                None => object.remove(member),
+            };
+        }
+        value
+    }
+
+    fn header() -> Value {
+        serde_json::json!({ "typ": "dpop+jwt", "alg": "ES256",
+            "jwk": { "kty": "EC", "crv": "P-256", "x": X, "y": Y } })
+    }
+
+    fn claims() -> Value {
+        serde_json::json!({ "jti": "e1j3V_bKic8-LAEB", "htm": "POST",
+            "htu": "https://server.example.com/token", "iat": IAT })
+    }
+
+    fn token_endpoint() -> Expected<'static> {
+        Expected {
+            method: "POST",
+            uri: "https://server.example.com/token",
+            access_token: None,
+            window: 300,
+        }
+    }
+
+    #[test]
+    fn a_proofs_key_is_named_by_its_rfc_7638_thumbprint() {
+        // RFC 9449's own example key (§4.2) and the thumbprint its examples bind to (§6.1).
+        let read = proof(&jws(&header(), &claims()));
+        assert_eq!(
+            read.as_ref().map(|p| p.thumbprint.as_str()),
+            Ok("0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I")
+        );
+        let fits = |now| read.as_ref().map(|p| p.fits(&token_endpoint(), now));
+        assert_eq!(fits(IAT + 300), Ok(Ok(())));
+        assert_eq!(fits(IAT - 300), Ok(Ok(())));
+        assert_eq!(fits(IAT + 301), Ok(Err(ProofFault::Time)));
+        assert_eq!(fits(IAT - 301), Ok(Err(ProofFault::Time)));
+    }
+
+    #[test]
+    fn a_proof_is_refused_unless_typed_public_and_signed_by_its_keys_algorithm() {
+        let refused = Err(ProofFault::Malformed);
+        let read = |header: Value, claims: Value| proof(&jws(&header, &claims)).map(|_| ());
+        let header_with =
+            |member: &str, set: Value| read(with(header(), &[], member, Some(set)), claims());
+        assert_eq!(header_with("typ", "JWT".into()), refused);
+        assert_eq!(header_with("alg", "none".into()), refused);
+        assert_eq!(header_with("alg", "HS256".into()), refused);
+        assert_eq!(header_with("alg", "RS256".into()), refused);
+        assert_eq!(header_with("jwk", Value::Null), refused);
+        assert_eq!(header_with("crit", serde_json::json!(["x"])), refused);
+        let private = with(header(), &["jwk"], "d", Some("c2VjcmV0".into()));
+        assert_eq!(read(private, claims()), refused);
+        for claim in ["jti", "htm", "htu", "iat"] {
+            assert_eq!(
+                read(header(), with(claims(), &[], claim, None)),
+                refused,
+                "{claim}"
+            );
+        }
+        assert_eq!(read(header(), claims()), Ok(()));
+    }
+
+    #[test]
+    fn a_proof_names_its_request_and_the_token_it_comes_with() {
+        let hash = Base64UrlUnpadded::encode_string(&sha256(b"sl.token"));
+        let claims = with(
+            claims(),
+            &[],
+            "htu",
+            Some("HTTPS://Server.Example.com:443/token?q#f".into()),
+        );
+        let bound = proof(&jws(
+            &header(),
+            &with(claims.clone(), &[], "ath", Some(hash.into())),
+        ));
+        let bare = proof(&jws(&header(), &claims));
+        fn at(
+            proof: &Result<Proof, ProofFault>,
+            expected: &Expected<'_>,
+        ) -> Result<(), ProofFault> {
+            proof.as_ref().map_err(|fault| *fault)?.fits(expected, IAT)
+        }
+        let mut expected = Expected {
+            access_token: Some("sl.token"),
+            window: 60,
+            ..token_endpoint()
+        };
+        assert_eq!(at(&bound, &expected), Ok(()));
+        assert_eq!(at(&bare, &expected), Err(ProofFault::TokenHash));
+        expected.access_token = Some("sl.other");
+        assert_eq!(at(&bound, &expected), Err(ProofFault::TokenHash));
+        expected.access_token = Some("sl.token");
+        expected.uri = "https://server.example.com/token2";
+        assert_eq!(at(&bound, &expected), Err(ProofFault::Uri));
+        expected.uri = "https://server.example.com/token";
+        expected.method = "GET";
+        assert_eq!(at(&bound, &expected), Err(ProofFault::Method));
+    }
+}
