@@ -2,6 +2,7 @@
 // bytes, observing a response the same way in every layer, matching it against the step's
 // expectation, captures. The Rust runner (tests/src/conformance.rs) implements the same rules;
 // conformance/README.md states them once for both.
+import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -92,6 +93,29 @@ export function requestParts(input) {
     headers: (input.headers ?? []).map(([name, value]) => [name, textString(value)]),
     body: input.body === undefined ? undefined : textBytes(input.body),
   };
+}
+
+const DPOP_KEYS = readJson(join(CONFORMANCE, "dpop-keys.json")).keys;
+const b64url = (bytes) => Buffer.from(bytes).toString("base64url");
+
+/**
+ * `input` with the DPoP proof its `dpop` describes (README, "DPoP proofs") as its last
+ * `DPoP` header: ES256 over `<header>.<claims>` by the key `signed_by` (else `key`), the
+ * header carrying `key`'s public JWK.
+ */
+export async function withProof(input, at) {
+  const { dpop, ...rest } = input;
+  const { kty, crv, x, y, d } = DPOP_KEYS[dpop.key];
+  const jwk = dpop.with_private_key ? { crv, d, kty, x, y } : { crv, kty, x, y };
+  const header = { typ: dpop.typ ?? "dpop+jwt", alg: "ES256", jwk };
+  const claims = { jti: dpop.jti, htm: dpop.htm, htu: dpop.htu, iat: dpop.iat ?? at };
+  if (dpop.nonce !== undefined) claims.nonce = dpop.nonce;
+  if (dpop.ath_of !== undefined) claims.ath = b64url(createHash("sha256").update(dpop.ath_of).digest());
+  const input_ = `${b64url(JSON.stringify(header))}.${b64url(JSON.stringify(claims))}`;
+  const signer = DPOP_KEYS[dpop.signed_by ?? dpop.key];
+  const key = await crypto.subtle.importKey("jwk", { ...signer, ext: true }, { name: "ECDSA", namedCurve: "P-256" }, false, ["sign"]);
+  const signature = await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, key, new TextEncoder().encode(input_));
+  return { ...rest, headers: [...(rest.headers ?? []), ["DPoP", `${input_}.${b64url(new Uint8Array(signature))}`]] };
 }
 
 /** The consent page's form, as the user's browser posts it. */
@@ -268,6 +292,7 @@ export async function runVector({ vector, config, users }, layer) {
   try {
     for (const [index, raw] of vector.steps.entries()) {
       const step = substitute(raw, captures);
+      if (step.input.dpop) step.input = await withProof(step.input, step.at);
       const web = step.web ?? {};
       const observation = await session.step(step.at, entropyBytes(step.entropy, layer.entropyLength), step.input, web);
       const problems = check(step.expect, observation);

@@ -20,13 +20,13 @@ use crate::wire::http::HttpRequest;
 use crate::wire::uri::{origin, HttpUri};
 
 /// The request headers a page may send: the token request's and the API's (the official
-/// Dropbox JavaScript SDK's among them).
+/// Dropbox JavaScript SDK's among them, and a DPoP proof).
 const ALLOWED_HEADERS: &str =
-    "Authorization, Content-Type, Dropbox-API-Arg, Dropbox-API-Path-Root, Dropbox-API-Select-User, Dropbox-API-Select-Admin";
+    "Authorization, Content-Type, DPoP, Dropbox-API-Arg, Dropbox-API-Path-Root, Dropbox-API-Select-User, Dropbox-API-Select-Admin";
 
-/// Response headers a page may read besides the safelisted ones: the bearer challenge and when
-/// to retry.
-const EXPOSED_HEADERS: &str = "WWW-Authenticate, Retry-After";
+/// Response headers a page may read besides the safelisted ones: the bearer challenge, when
+/// to retry, and the DPoP nonce to put in the next proof.
+const EXPOSED_HEADERS: &str = "WWW-Authenticate, Retry-After, DPoP-Nonce";
 
 /// The `Origin` of a request to an endpoint answered cross-origin (the route table's
 /// [`Endpoint::cors`]), when it names a web origin (a preflight's answer is [`preflight`]'s

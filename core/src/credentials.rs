@@ -227,6 +227,17 @@ impl AssertionDigest {
         ]))
     }
 
+    /// The digest of the DPoP proof `jti` made with the key of `thumbprint` (RFC 9449 §11.1):
+    /// its own domain, so that it never meets an assertion's.
+    pub(crate) fn of_proof(key: &ServerKey, thumbprint: &str, jti: &str) -> AssertionDigest {
+        AssertionDigest(key.mac(&[
+            b"dpop-proof\0",
+            thumbprint.as_bytes(),
+            b"\0",
+            jti.as_bytes(),
+        ]))
+    }
+
     pub(crate) fn as_bytes(&self) -> &[u8; 32] {
         &self.0
     }

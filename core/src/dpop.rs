@@ -10,10 +10,21 @@
 use crate::prelude::*;
 use base64ct::{Base64UrlUnpadded, Encoding as _};
 use serde_json::Value;
+use subtle::ConstantTimeEq as _;
 
-use crate::credentials::sha256;
+use crate::config::{Config, DpopNonces};
+use crate::credentials::{sha256, ServerKey};
+use crate::ids::KeyThumbprint;
 use crate::jose::{compact, public_key, SigningAlg};
+use crate::refusal::DpopFault;
+use crate::step::Verify;
+use crate::time::UnixTime;
+use crate::wire::http::HttpRequest;
 use crate::wire::json::JsonObject;
+
+/// The algorithms a proof may be signed with: the keys this server reads (§5.1's
+/// `dpop_signing_alg_values_supported`, §7.1's `algs`).
+pub(crate) const ALG_NAMES: [&str; 2] = ["ES256", "RS256"];
 
 /// The `typ` of a proof (§4.2).
 const TYP: &str = "dpop+jwt";
@@ -28,8 +39,8 @@ pub(crate) struct Proof {
     pub alg: SigningAlg,
     /// The public key, as JWK JSON (as WebCrypto imports it).
     pub jwk: String,
-    /// The key's JWK SHA-256 thumbprint, base64url: what a bound token names (`cnf.jkt`).
-    pub thumbprint: String,
+    /// The key's JWK SHA-256 thumbprint: what a bound token names (`cnf.jkt`).
+    pub thumbprint: KeyThumbprint,
     /// `<header>.<payload>`, as signed.
     pub signing_input: String,
     pub signature: Vec<u8>,
@@ -43,73 +54,174 @@ pub(crate) struct Proof {
     pub nonce: Option<String>,
 }
 
-/// Why a proof is refused (`invalid_dpop_proof`, §5, §7.1), for the audit and the tests.
+/// How long a nonce this server hands out stays the current one; it is taken for one period
+/// more, so a client's nonce is good for 5 to 10 minutes.
+const NONCE_PERIOD: u64 = 300;
+
+/// The proof presented with `request` (its one `DPoP` header), read and checked against the
+/// request's method, this server's `uri` for it and the access token it comes with — all of
+/// §4.3 that needs neither the time, the server key nor a record. `Ok(None)`: no proof.
+pub(crate) fn presented(
+    request: &HttpRequest,
+    uri: &str,
+    access_token: Option<&str>,
+) -> Result<Option<Box<Proof>>, DpopFault> {
+    let mut values = request.header_values("dpop");
+    let Some(text) = values.next() else {
+        return Ok(None);
+    };
+    // §4.3 step 1: one header, one JWT (a repeated header may reach the host joined by a
+    // comma).
+    if values.next().is_some() || text.contains([',', ' ']) {
+        return Err(DpopFault::Malformed);
+    }
+    let read = proof(text)?;
+    read.fits(&Expected {
+        method: &request.method,
+        uri,
+        access_token,
+    })?;
+    Ok(Some(Box::new(read)))
+}
+
+/// The nonce this server hands out at `now` (`DPoP-Nonce`): a MAC of the nonce period under the
+/// server key, so every host of a deployment hands out and takes the same with no record.
+pub(crate) fn nonce(key: &ServerKey, now: UnixTime) -> String {
+    nonce_of_period(key, now.0 / NONCE_PERIOD)
+}
+
+fn nonce_of_period(key: &ServerKey, period: u64) -> String {
+    let mac = key.mac(&[b"dpop-nonce\0", &period.to_be_bytes()]);
+    Base64UrlUnpadded::encode_string(mac.get(..16).unwrap_or_default())
+}
+
+/// Whether the answer to `request` carries the current nonce: it came with a proof (or must
+/// have: an API call under the `DPoP` scheme) to an endpoint where nonces are asked for.
+pub(crate) fn hands_nonce(config: &Config, request: &HttpRequest) -> bool {
+    let Some(dpop) = config.dpop() else {
+        return false;
+    };
+    let at = match crate::routes::Endpoint::at(config, &request.path) {
+        Some(crate::routes::Endpoint::Token) => At::TokenEndpoint,
+        Some(crate::routes::Endpoint::Api) => At::Api,
+        _ => return false,
+    };
+    asks_nonce(dpop.nonces, at) && request.header_values("dpop").next().is_some()
+}
+
+/// Whether proofs presented `at` must carry a nonce.
+fn asks_nonce(nonces: DpopNonces, at: At) -> bool {
+    match nonces {
+        DpopNonces::None => false,
+        DpopNonces::TokenEndpoint => at == At::TokenEndpoint,
+        DpopNonces::Everywhere => true,
+    }
+}
+
+/// Whether `nonce` is one this server handed out in the current nonce period or the one before.
+fn nonce_holds(key: &ServerKey, nonce: &str, now: UnixTime) -> bool {
+    let period = now.0 / NONCE_PERIOD;
+    [period, period.saturating_sub(1)]
+        .into_iter()
+        .any(|p| bool::from(nonce_of_period(key, p).as_bytes().ct_eq(nonce.as_bytes())))
+}
+
+/// Why a proof is not taken now (§4.3 steps 10 and 11).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ProofFault {
-    /// Not a JWS of the proof's form: its header's `typ`, an asymmetric `alg` this server
-    /// verifies, a public `jwk` of that algorithm (no private member), and the four claims.
-    Malformed,
-    /// For another method (`htm`).
-    Method,
-    /// For another URI (`htu`, without query and fragment).
-    Uri,
-    /// Made too long ago, or ahead of this server's clock (`iat`).
+pub(crate) enum Stale {
+    /// Its `iat` is out of the window.
     Time,
-    /// Without the access token's hash, or with another token's (`ath`).
-    TokenHash,
+    /// It carries no nonce, or one no longer taken, where nonces are required:
+    /// `use_dpop_nonce`, with the current one.
+    Nonce,
+}
+
+/// Where a proof is presented, for the nonce policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum At {
+    TokenEndpoint,
+    Api,
+}
+
+impl Proof {
+    /// §4.3 steps 10 and 11: made within the configured window of `now`, and with a nonce this
+    /// server handed out where the configuration asks for one at `at`.
+    pub fn fresh(&self, config: &Config, at: At, now: UnixTime) -> Result<(), Stale> {
+        let Some(dpop) = config.dpop() else {
+            return Err(Stale::Time);
+        };
+        if self.iat.abs_diff(now.0) > dpop.proof_window.0 {
+            return Err(Stale::Time);
+        }
+        match &self.nonce {
+            _ if !asks_nonce(dpop.nonces, at) => Ok(()),
+            Some(nonce) if nonce_holds(config.server_key(), nonce, now) => Ok(()),
+            _ => Err(Stale::Nonce),
+        }
+    }
+
+    /// The signature to verify (§4.3 step 6): the proof's own, under the key it carries.
+    pub fn signature(&self) -> Verify {
+        Verify {
+            alg: self.alg,
+            key: self.jwk.clone(),
+            message: self.signing_input.clone(),
+            signature: self.signature.clone(),
+        }
+    }
 }
 
 /// Reads a proof (§4.2, §4.3 steps 2–7 but the signature); `Err` when it is none.
-pub(crate) fn proof(text: &str) -> Result<Proof, ProofFault> {
-    let jws = compact(text).ok_or(ProofFault::Malformed)?;
+pub(crate) fn proof(text: &str) -> Result<Proof, DpopFault> {
+    let jws = compact(text).ok_or(DpopFault::Malformed)?;
     let header_text = |name: &str| jws.header.get(name).and_then(Value::as_str);
     if header_text("typ") != Some(TYP) {
-        return Err(ProofFault::Malformed);
+        return Err(DpopFault::Malformed);
     }
     let Some(Value::Object(jwk)) = jws.header.get("jwk") else {
-        return Err(ProofFault::Malformed);
+        return Err(DpopFault::Malformed);
     };
     // §4.3 step 7: the key must be public. Any private member of an EC or RSA key refuses it.
     if ["d", "p", "q", "dp", "dq", "qi", "oth", "k"]
         .iter()
         .any(|member| jwk.contains_key(*member))
     {
-        return Err(ProofFault::Malformed);
+        return Err(DpopFault::Malformed);
     }
     let key = match public_key(jwk) {
         Ok(Some(key)) => key,
-        _ => return Err(ProofFault::Malformed),
+        _ => return Err(DpopFault::Malformed),
     };
     // §4.3 step 5: the header's algorithm, asymmetric and one this server verifies, is the
     // key's (no `none`, no MAC).
     if header_text("alg") != Some(key.alg.name()) {
-        return Err(ProofFault::Malformed);
+        return Err(DpopFault::Malformed);
     }
     let claims = &jws.claims;
     let text = |name: &str| claims.get(name).and_then(Value::as_str).map(str::to_owned);
     let optional = |name: &str| match claims.get(name) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(value)) => Ok(Some(value.clone())),
-        Some(_) => Err(ProofFault::Malformed),
+        Some(_) => Err(DpopFault::Malformed),
     };
     let jti = text("jti")
         .filter(|jti| !jti.is_empty() && jti.len() <= MAX_JTI)
-        .ok_or(ProofFault::Malformed)?;
+        .ok_or(DpopFault::Malformed)?;
     Ok(Proof {
         alg: key.alg,
         jwk: key
             .members(JsonObject::new().string("alg", key.alg.name()))
             .finish(),
-        thumbprint: key.thumbprint(),
+        thumbprint: KeyThumbprint::new(key.thumbprint()).map_err(|_| DpopFault::Malformed)?,
         signing_input: jws.signing_input,
         signature: jws.signature,
         jti,
-        htm: text("htm").ok_or(ProofFault::Malformed)?,
-        htu: text("htu").ok_or(ProofFault::Malformed)?,
+        htm: text("htm").ok_or(DpopFault::Malformed)?,
+        htu: text("htu").ok_or(DpopFault::Malformed)?,
         iat: claims
             .get("iat")
             .and_then(Value::as_u64)
-            .ok_or(ProofFault::Malformed)?,
+            .ok_or(DpopFault::Malformed)?,
         ath: optional("ath")?,
         nonce: optional("nonce")?,
     })
@@ -123,28 +235,23 @@ pub(crate) struct Expected<'a> {
     pub uri: &'a str,
     /// The access token presented with it (at a resource), whose hash it must carry.
     pub access_token: Option<&'a str>,
-    /// How far `iat` may be from now, either way, in seconds.
-    pub window: u64,
 }
 
 impl Proof {
-    /// §4.3 steps 8, 9, 11 and 12's hash: for this method and URI, made around `now`, and
-    /// with the access token's hash when one is presented.
-    pub fn fits(&self, expected: &Expected<'_>, now: u64) -> Result<(), ProofFault> {
+    /// §4.3 steps 8, 9 and 12's hash: for this method and URI, with the access token's hash
+    /// when one is presented.
+    pub fn fits(&self, expected: &Expected<'_>) -> Result<(), DpopFault> {
         if self.htm != expected.method {
-            return Err(ProofFault::Method);
+            return Err(DpopFault::Method);
         }
         if !same_uri(&self.htu, expected.uri) {
-            return Err(ProofFault::Uri);
-        }
-        if self.iat.abs_diff(now) > expected.window {
-            return Err(ProofFault::Time);
+            return Err(DpopFault::Uri);
         }
         // With an access token, its hash (§4.3 step 12); at the token endpoint none is asked.
         if let Some(token) = expected.access_token {
             let hash = Base64UrlUnpadded::encode_string(&sha256(token.as_bytes()));
             if self.ath.as_deref() != Some(hash.as_str()) {
-                return Err(ProofFault::TokenHash);
+                return Err(DpopFault::TokenHash);
             }
         }
         Ok(())
@@ -162,10 +269,13 @@ fn same_uri(htu: &str, uri: &str) -> bool {
 /// `scheme://authority/path` with the scheme and host lower case and a default port dropped;
 /// `None` for anything but an http(s) URI.
 fn normalized(uri: &str) -> Option<String> {
-    let (scheme, rest) = uri.split_once("://")?;
+    // Split at the first `:` (a scheme holds none) and by `get`, not at "://" and by
+    // `split_at`: a substring searcher and a slicing panic would be linked for this alone.
+    let (scheme, rest) = uri.split_once(':')?;
+    let rest = rest.strip_prefix("//")?;
     let scheme = scheme.to_ascii_lowercase();
     let (authority, path) = match rest.find('/') {
-        Some(at) => rest.split_at(at),
+        Some(at) => (rest.get(..at)?, rest.get(at..)?),
         None => (rest, "/"),
     };
     let authority = authority.to_ascii_lowercase();
@@ -223,7 +333,6 @@ mod tests {
             method: "POST",
             uri: "https://server.example.com/token",
             access_token: None,
-            window: 300,
         }
     }
 
@@ -235,16 +344,12 @@ mod tests {
             read.as_ref().map(|p| p.thumbprint.as_str()),
             Ok("0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I")
         );
-        let fits = |now| read.as_ref().map(|p| p.fits(&token_endpoint(), now));
-        assert_eq!(fits(IAT + 300), Ok(Ok(())));
-        assert_eq!(fits(IAT - 300), Ok(Ok(())));
-        assert_eq!(fits(IAT + 301), Ok(Err(ProofFault::Time)));
-        assert_eq!(fits(IAT - 301), Ok(Err(ProofFault::Time)));
+        assert_eq!(read.map(|p| p.fits(&token_endpoint())), Ok(Ok(())));
     }
 
     #[test]
     fn a_proof_is_refused_unless_typed_public_and_signed_by_its_keys_algorithm() {
-        let refused = Err(ProofFault::Malformed);
+        let refused = Err(DpopFault::Malformed);
         let read = |header: Value, claims: Value| proof(&jws(&header, &claims)).map(|_| ());
         let header_with =
             |member: &str, set: Value| read(with(header(), &[], member, Some(set)), claims());
@@ -280,26 +385,22 @@ mod tests {
             &with(claims.clone(), &[], "ath", Some(hash.into())),
         ));
         let bare = proof(&jws(&header(), &claims));
-        fn at(
-            proof: &Result<Proof, ProofFault>,
-            expected: &Expected<'_>,
-        ) -> Result<(), ProofFault> {
-            proof.as_ref().map_err(|fault| *fault)?.fits(expected, IAT)
+        fn at(proof: &Result<Proof, DpopFault>, expected: &Expected<'_>) -> Result<(), DpopFault> {
+            proof.as_ref().map_err(|fault| *fault)?.fits(expected)
         }
         let mut expected = Expected {
             access_token: Some("sl.token"),
-            window: 60,
             ..token_endpoint()
         };
         assert_eq!(at(&bound, &expected), Ok(()));
-        assert_eq!(at(&bare, &expected), Err(ProofFault::TokenHash));
+        assert_eq!(at(&bare, &expected), Err(DpopFault::TokenHash));
         expected.access_token = Some("sl.other");
-        assert_eq!(at(&bound, &expected), Err(ProofFault::TokenHash));
+        assert_eq!(at(&bound, &expected), Err(DpopFault::TokenHash));
         expected.access_token = Some("sl.token");
         expected.uri = "https://server.example.com/token2";
-        assert_eq!(at(&bound, &expected), Err(ProofFault::Uri));
+        assert_eq!(at(&bound, &expected), Err(DpopFault::Uri));
         expected.uri = "https://server.example.com/token";
         expected.method = "GET";
-        assert_eq!(at(&bound, &expected), Err(ProofFault::Method));
+        assert_eq!(at(&bound, &expected), Err(DpopFault::Method));
     }
 }

@@ -7,7 +7,7 @@ use crate::credentials::{
     AccessToken, AuthorizationCode, ClientSecret, RefreshToken, RegistrationToken,
 };
 use crate::endpoints::discovery::Metadata;
-use crate::ids::{AccountId, AppKey, GrantId, Subject, Uid, User};
+use crate::ids::{AccountId, AppKey, GrantId, KeyThumbprint, Subject, Uid, User};
 use crate::prelude::*;
 use crate::records::{AppRecord, Resources};
 use crate::refusal::Refusal;
@@ -52,6 +52,8 @@ pub(crate) struct TokenBody {
     pub retried: Option<(AppKey, Subject, GrantId)>,
     /// A token exchange's answer (RFC 8693 §2.2.1): it names the type of the token issued.
     pub exchanged: bool,
+    /// Its access token is bound to the key of the request's DPoP proof (`token_type: DPoP`).
+    pub bound: bool,
 }
 
 /// How a request ends, before it is written out.
@@ -117,6 +119,8 @@ pub(crate) struct Introspected {
     /// The client an exchanged token was issued to (RFC 8693), its `client_id` then, and
     /// whether it acts (`act`).
     pub exchanged_by: Option<(AppKey, bool)>,
+    /// The key a bound access token is good with (DPoP: `cnf.jkt`).
+    pub bound_to: Option<KeyThumbprint>,
 }
 
 /// The consent page's content.

@@ -306,6 +306,25 @@ validated_string!(
 );
 
 validated_string!(
+    /// The JWK SHA-256 thumbprint (RFC 7638) of a key a client proved it holds with a DPoP proof
+    /// (RFC 9449): what a bound token names (`cnf.jkt`), and what an authorization request's
+    /// `dpop_jkt` names. 43 base64url characters.
+    KeyThumbprint,
+    "key thumbprint",
+    |v| {
+        if v.len() == 43
+            && v
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            Ok(())
+        } else {
+            Err("expected a SHA-256 JWK thumbprint: 43 base64url characters")
+        }
+    }
+);
+
+validated_string!(
     /// The legacy user identifier returned as `uid`. 1–128 visible ASCII characters.
     Uid,
     "uid",

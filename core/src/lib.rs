@@ -192,7 +192,7 @@
 //! 3. `records` — what is stored, under which keys
 //! 4. `machines`, `client_metadata` — the state machines: pure transitions on records and time; client metadata (RFC 7591 §2) read and checked
 //! 5. `step` — the calling contract's vocabulary: inputs, steps, transactions, audit events
-//! 6. `routes`, `cors`, `endpoints::discovery` — the route table, and what is answered from it alone
+//! 6. `routes`, `cors`, `dpop`, `endpoints::discovery` — the route table, and what is answered from it alone; DPoP proofs read and checked against their request, and the server's nonces
 //! 7. `ending`, `ctx`, `documents` — how a request ends; one request's loaded records and its decisions; client metadata documents and key sets fetched and kept
 //! 8. `endpoints`, `render` — parse and decide per endpoint family; the one map of endings to HTTP
 //! 9. `request`, `client` — the two ways in: a server request, the PKCE client
@@ -323,10 +323,10 @@ mod wire;
 
 pub use config::{
     App, AttemptLimits, ClientCredentials, Config, ConfigDocument, ConfigError, DefaultTokenType,
-    DocumentPolicy, IdentityAssertions, IdentityProvider, Issuer, Permissions, Policy, Profile,
-    ProviderAccount, ProviderKeys, RegistrationPolicy, Resource, ResourceServer, RotatedClients,
-    Rotation, Standards, TokenExchange, UnannouncedClients, UnannouncedRefresh, CONFIG_TYPESCRIPT,
-    DEFAULT_SCOPE_DESCRIPTIONS,
+    DocumentPolicy, Dpop, DpopNonces, DpopRequired, IdentityAssertions, IdentityProvider, Issuer,
+    Permissions, Policy, Profile, ProviderAccount, ProviderKeys, RegistrationPolicy, Resource,
+    ResourceServer, RotatedClients, Rotation, Standards, TokenExchange, UnannouncedClients,
+    UnannouncedRefresh, CONFIG_TYPESCRIPT, DEFAULT_SCOPE_DESCRIPTIONS,
 };
 pub use credentials::{
     AccessToken, AccessTokenDigest, AssertionDigest, AttempterDigest, AuthorizationCode,
@@ -337,7 +337,9 @@ pub use documents::{KEYS_REFETCH_AFTER, KEY_SET_MAX_BYTES};
 pub use endpoints::api::bearer_token_of;
 pub use endpoints::discovery::{protected_resource_metadata, protected_resource_metadata_url};
 pub use grant_type::{GrantType, GrantTypes};
-pub use ids::{AccountId, AppKey, GrantId, InvalidId, RedirectUri, Subject, Uid, User};
+pub use ids::{
+    AccountId, AppKey, GrantId, InvalidId, KeyThumbprint, RedirectUri, Subject, Uid, User,
+};
 pub use jose::{ClientKey, SigningAlg};
 pub use machines::attempts::{Attempter, MAX_ATTEMPTERS};
 pub use pages::{PageTemplates, DEFAULT_CODE, DEFAULT_CONSENT, DEFAULT_ERROR, DEFAULT_SIGN_IN};
@@ -349,7 +351,7 @@ pub use records::{
     LinkRecord, MemberRecord, Provenance, Record, RecordKey, RefreshTokenRecord, Registration,
     RemoteKeys, Resources, Stored, TokenAccessType, FORMAT as RECORD_FORMAT,
 };
-pub use refusal::{Defect, DocumentFault, Refusal, UnusableDocument};
+pub use refusal::{Defect, DocumentFault, DpopFault, Refusal, UnusableDocument};
 pub use render::resource_server_challenge;
 pub use render::PAGE_HEADERS;
 pub use request::{Request, SWEEP_PAGES_PER_REQUEST};

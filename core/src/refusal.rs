@@ -260,6 +260,63 @@ pub enum Refusal {
     /// The JWK set of the identity provider whose assertion was presented (its `jwks_uri`)
     /// could not be used (`invalid_grant`: the assertion cannot be checked): which, and why.
     ProviderKeys(Box<UnusableDocument>),
+
+    // ---- DPoP (RFC 9449), standards profile -------------------------------------------------
+    /// The DPoP proof presented cannot be taken (`invalid_dpop_proof`): why.
+    DpopProofInvalid(DpopFault),
+    /// `dpop_jkt` on an authorization request is not a key thumbprint (43 base64url
+    /// characters), or comes with the implicit grant (`invalid_request`).
+    DpopJktMalformed,
+    /// The client must present a DPoP proof at the token endpoint, and sent none
+    /// ([`DpopRequired`](crate::DpopRequired); `invalid_dpop_proof`).
+    DpopProofRequired,
+    /// The proof carries no nonce, or one no longer taken, where this server asks for one
+    /// (`use_dpop_nonce`, with the current nonce in `DPoP-Nonce`).
+    DpopNonceRequired,
+    /// The code or refresh token is bound to a key (`dpop_jkt`, a public client's proof) and the
+    /// request came with no proof of it (`invalid_grant`): neither is revoked.
+    GrantBoundToAnotherKey,
+    /// The access token is bound to a key (DPoP) and was presented with a proof of another key,
+    /// or as a bearer token (`invalid_token`).
+    TokenBoundToAnotherKey,
+}
+
+/// Why a DPoP proof cannot be taken ([`Refusal::DpopProofInvalid`]).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DpopFault {
+    /// Not a proof (RFC 9449 §4.2): no single compact JWS with `typ: dpop+jwt`, an asymmetric
+    /// `alg` this server verifies, a public `jwk` of that algorithm, and `jti`, `htm`, `htu`,
+    /// `iat` (and `ath`, `nonce` strings where present).
+    Malformed,
+    /// For another HTTP method (`htm`).
+    Method,
+    /// For another URI (`htu`, compared without query and fragment).
+    Uri,
+    /// Without the hash of the access token it came with, or with another token's (`ath`).
+    TokenHash,
+    /// Made too long ago, or ahead of this server's clock (`iat`, outside
+    /// [`Dpop::proof_window`](crate::Dpop::proof_window)).
+    Time,
+    /// Its signature does not hold.
+    Signature,
+    /// Presented before, within its window (`jti`).
+    Replayed,
+}
+
+impl DpopFault {
+    /// Its name in `snake_case`, for logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            DpopFault::Malformed => "malformed",
+            DpopFault::Method => "method",
+            DpopFault::Uri => "uri",
+            DpopFault::TokenHash => "token_hash",
+            DpopFault::Time => "time",
+            DpopFault::Signature => "signature",
+            DpopFault::Replayed => "replayed",
+        }
+    }
 }
 
 /// A client's metadata document or key set that could not be used: its URL, and why. (Boxed in
@@ -279,7 +336,8 @@ pub enum Defect {
     /// A request asked for more reads and writes than [`Request::max_steps`](crate::Request::max_steps)
     /// promises.
     StepBound,
-    /// A request asked for a second signature (one per request).
+    /// A request asked for more signatures than any needs (a client assertion's, an identity
+    /// assertion's and a DPoP proof's).
     SecondSignature,
     /// A commit's or a fetch's outcome reached a request that was not waiting for it.
     OutOfState,
@@ -500,4 +558,10 @@ names! {
     ClientDocument => "client_document",
     ClientKeys => "client_keys",
     ProviderKeys => "provider_keys",
+    DpopProofInvalid => "dpop_proof_invalid",
+    DpopJktMalformed => "dpop_jkt_malformed",
+    DpopProofRequired => "dpop_proof_required",
+    DpopNonceRequired => "dpop_nonce_required",
+    GrantBoundToAnotherKey => "grant_bound_to_another_key",
+    TokenBoundToAnotherKey => "token_bound_to_another_key",
 }

@@ -7,6 +7,7 @@ use alloc::borrow::Cow;
 
 use crate::config::{Config, Issuer};
 use crate::cors;
+use crate::dpop;
 use crate::ending::{ConsentPage, Ending, Introspected, Registered, Revocation, TokenBody, Via};
 use crate::endpoints::discovery::{self, Metadata};
 use crate::endpoints::token::ACCESS_TOKEN_TYPE;
@@ -15,7 +16,7 @@ use crate::ids::Subject;
 use crate::jose::ClientKey;
 use crate::pages::{lookup, page_data};
 use crate::records::{ClientKeys, Provenance, TokenAccessType};
-use crate::refusal::Refusal;
+use crate::refusal::{DpopFault, Refusal};
 use crate::routes::{Channel, Document, Endpoint, REGISTRATION};
 use crate::scope::{Scope, OFFLINE_ACCESS};
 use crate::step::{AuditEvent, Authorized, Outcome, Reply, Step};
@@ -62,12 +63,16 @@ impl Refusal {
             | AssertionReused
             | AssertionSubjectUnknown
             | ProviderKeys(_)
+            | GrantBoundToAnotherKey
             | TokenOfAnotherApp => "invalid_grant",
+            DpopProofInvalid(_) | DpopProofRequired => "invalid_dpop_proof",
+            DpopNonceRequired => "use_dpop_nonce",
             UnknownAccessToken
             | AccessTokenExpired
             | AccessTokenRevoked
             | AccessTokenUnlinked
             | AppRemoved
+            | TokenBoundToAnotherKey
             | TokenForAnotherResource => "invalid_token",
             InvalidTarget => "invalid_target",
             InvalidRedirectUri(_) => "invalid_redirect_uri",
@@ -124,6 +129,7 @@ impl Refusal {
             | AssertionMissing
             | BearerMissing
             | MalformedBearer
+            | DpopJktMalformed
             | TokenMissing => "invalid_request",
         }
     }
@@ -239,6 +245,20 @@ impl Refusal {
                  provider for this server and this client, live and correctly signed"
             }
             AssertionReused => "the assertion was used before",
+            DpopProofInvalid(fault) => match fault {
+                DpopFault::Malformed => "the DPoP proof is not a proof: a JWS typed dpop+jwt, signed with an asymmetric algorithm by the public key in its header, with jti, htm, htu and iat",
+                DpopFault::Method => "the DPoP proof is for another method (htm)",
+                DpopFault::Uri => "the DPoP proof is for another URI (htu)",
+                DpopFault::TokenHash => "the DPoP proof does not carry the hash of this access token (ath)",
+                DpopFault::Time => "the DPoP proof was made too long ago or ahead of this server's clock (iat)",
+                DpopFault::Signature => "the DPoP proof's signature does not hold",
+                DpopFault::Replayed => "the DPoP proof was presented before (jti)",
+            },
+            DpopProofRequired => "this client must present a DPoP proof",
+            DpopJktMalformed => "dpop_jkt must be a JWK SHA-256 thumbprint (43 base64url characters), with response_type=code",
+            DpopNonceRequired => "the DPoP proof must carry the nonce this server gives in DPoP-Nonce",
+            GrantBoundToAnotherKey => "the grant is bound to a DPoP key this request did not prove",
+            TokenBoundToAnotherKey => "the access token is bound to a DPoP key this request did not prove",
             AssertionSubjectUnknown => "the identity provider's subject is no account here",
             ActorTokenInvalid => {
                 "actor_token must be this client's own live client credentials token"
@@ -419,6 +439,13 @@ fn introspection_body(found: Option<&Introspected>, config: &Config) -> String {
         );
     }
     body = body.boolean("active", true);
+    // RFC 9449 §6.2: the key a bound token is good with.
+    if let Some(key) = &token.bound_to {
+        body = body.json(
+            "cnf",
+            &JsonObject::new().string("jkt", key.as_str()).finish(),
+        );
+    }
     if !token.audience.is_empty() {
         body = body.strings("aud", token.audience.iter());
     }
@@ -439,7 +466,14 @@ fn introspection_body(found: Option<&Introspected>, config: &Config) -> String {
         },
     );
     if token.access_token {
-        body = body.string("token_type", "bearer");
+        body = body.string(
+            "token_type",
+            if token.bound_to.is_some() {
+                "DPoP"
+            } else {
+                "bearer"
+            },
+        );
     }
     body.finish()
 }
@@ -510,7 +544,16 @@ fn metadata_response(metadata: Metadata, config: &Config) -> (Outcome, HttpRespo
 /// the endpoint requires (RFC 6750 §3), so that it knows what to ask for (MCP).
 fn bearer_refusal(refusal: &Refusal, required: Option<&Scope>, config: &Config) -> HttpResponse {
     let metadata = config.issuer().map(discovery::resource_metadata_url);
-    let (status, challenge, tag) = bearer_challenge(refusal, required, metadata.as_deref());
+    let (status, mut challenge, tag) = bearer_challenge(refusal, required, metadata.as_deref());
+    // RFC 9449 §7.1: where proofs are read, the DPoP challenge names the algorithms a proof
+    // may be signed with — its own, or one beside the bearer challenge.
+    if config.dpop().is_some() {
+        let algs = dpop::ALG_NAMES.join(" ");
+        match challenge.starts_with("DPoP ") {
+            true => challenge.push_str(&format!(", algs=\"{algs}\"")),
+            false => challenge.push_str(&format!(", DPoP algs=\"{algs}\"")),
+        }
+    }
     let mut error = JsonObject::new().string(".tag", tag);
     if let Refusal::MissingScope(scope) = refusal {
         error = error.string("required_scope", scope.as_str());
@@ -576,11 +619,22 @@ fn bearer_challenge(
         | Refusal::AccessTokenUnlinked
         | Refusal::AppRemoved
         | Refusal::TokenForAnotherResource
+        | Refusal::TokenBoundToAnotherKey
         | Refusal::InitialAccessTokenInvalid
         | Refusal::RegistrationTokenInvalid => (
             401,
             format!(
                 "Bearer realm=\"api\", error=\"invalid_token\", error_description=\"{}\"",
+                refusal.description()
+            ),
+            "invalid_access_token",
+        ),
+        // RFC 9449 §7.1: the proof's own errors go on the DPoP challenge.
+        Refusal::DpopProofInvalid(_) | Refusal::DpopNonceRequired => (
+            401,
+            format!(
+                "DPoP realm=\"api\", error=\"{}\", error_description=\"{}\"",
+                refusal.error_code(),
                 refusal.description()
             ),
             "invalid_access_token",
@@ -674,7 +728,10 @@ fn bearer_challenge(
         | Refusal::InvalidClientMetadata(_)
         | Refusal::ClientDocument(_)
         | Refusal::ClientKeys(_)
-        | Refusal::ProviderKeys(_) => (
+        | Refusal::ProviderKeys(_)
+        | Refusal::DpopJktMalformed
+        | Refusal::DpopProofRequired
+        | Refusal::GrantBoundToAnotherKey => (
             400,
             format!(
                 "Bearer realm=\"api\", error=\"invalid_request\", error_description=\"{}\"",
@@ -794,7 +851,7 @@ fn token_body(body: &TokenBody) -> String {
     if let Some(scope) = &body.scope {
         json = json.string("scope", scope.as_str());
     }
-    json = json.string("token_type", "bearer");
+    json = json.string("token_type", if body.bound { "DPoP" } else { "bearer" });
     if let Some((_, uid)) = &body.person {
         json = json.string("uid", uid.as_str());
     }

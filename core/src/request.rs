@@ -11,6 +11,7 @@ use crate::cors;
 use crate::credentials::Entropy;
 use crate::ctx::{replace, Ctx, Decision, KeysFetched, Loads, Need};
 use crate::documents;
+use crate::dpop;
 use crate::ending::{Ending, Revocation};
 use crate::endpoints::attempts::{self, Guard};
 use crate::endpoints::Route;
@@ -104,9 +105,9 @@ pub const SWEEP_PAGES_PER_REQUEST: u32 = 64;
 /// refresh: the count of a failed client, then token, grant, link and member).
 const READS_PER_DECISION: u32 = 5;
 
-/// The most signatures one request has the host verify: a client assertion's and an identity
-/// assertion's.
-const MAX_SIGNATURES: usize = 2;
+/// The most signatures one request has the host verify: a client assertion's, an identity
+/// assertion's and a DPoP proof's.
+const MAX_SIGNATURES: usize = 3;
 
 /// A request in progress. See the [crate documentation](crate) for the calling contract.
 ///
@@ -136,6 +137,9 @@ pub struct Request {
     verified: Vec<bool>,
     /// The key sets fetched so far (each once per request).
     keys_fetched: KeysFetched,
+    /// Whether the answer carries the current DPoP nonce (`DPoP-Nonce`): to a request with a
+    /// proof where nonces are asked for.
+    hands_nonce: bool,
 }
 
 impl Request {
@@ -148,12 +152,13 @@ impl Request {
         now: UnixTime,
         entropy: Entropy,
     ) -> (Request, Step) {
-        let (origin, source) = match &input {
+        let (origin, source, hands_nonce) = match &input {
             Input::Http { request, .. } => (
                 cors::request_origin(&config, request),
                 request.source.as_deref().map(Box::from),
+                dpop::hands_nonce(&config, request),
             ),
-            Input::Unlink { .. } | Input::Attempts { .. } => (None, None),
+            Input::Unlink { .. } | Input::Attempts { .. } => (None, None, false),
         };
         let route = Route::parse(&config, input);
         let mut request = Request {
@@ -171,6 +176,7 @@ impl Request {
             pages: 0,
             verified: Vec::new(),
             keys_fetched: KeysFetched::default(),
+            hands_nonce,
         };
         let step = request.decide();
         (request, step)
@@ -635,16 +641,21 @@ impl Request {
             .as_deref()
             .filter(|origin| self.shares(&ending, origin));
         let mut step = render(ending, &self.config);
-        if let Some(origin) = shared {
-            if let Step::Respond(Reply {
-                response: HttpResponse { headers, .. },
-                ..
-            })
-            | Step::Serve(Authorized { headers, .. }) = &mut step
-            {
+        if let Step::Respond(Reply {
+            response: HttpResponse { headers, .. },
+            ..
+        })
+        | Step::Serve(Authorized { headers, .. }) = &mut step
+        {
+            if let Some(origin) = shared {
                 for (name, value) in cors::response_headers(origin) {
                     headers.push((name.to_owned(), value.to_owned()));
                 }
+            }
+            // RFC 9449 §8.2: the nonce for the next proof rides on every answer to one.
+            if self.hands_nonce && cfg!(feature = "unannounced") {
+                let nonce = dpop::nonce(self.config.server_key(), self.now);
+                headers.push(("DPoP-Nonce".to_owned(), nonce));
             }
         }
         self.state = State::Over;

@@ -10,7 +10,7 @@ use crate::grant_type::{GrantType, RoutedBy};
 use crate::ids::AppKey;
 use crate::partition::Partition;
 use crate::step::Input;
-use crate::wire::bearer::bearer_token;
+use crate::wire::bearer::access_token;
 use crate::wire::client_auth::presented;
 use crate::wire::form::Params;
 use crate::wire::http::HttpRequest;
@@ -321,8 +321,10 @@ pub fn partition_of(config: &Config, input: &Input) -> Option<Partition> {
                 token.strip_prefix(AccessToken::PREFIX).unwrap_or(token),
             );
         }
-        Locator::BearerToken => bearer_token(request)
+        // Under either scheme where DPoP proofs are read.
+        Locator::BearerToken => access_token(request, config.dpop().is_some())
             .ok()?
+            .1
             .strip_prefix(AccessToken::PREFIX)?,
         Locator::ClientInPath => {
             let app = AppKey::new(client_in_path(&request.path)?).ok()?;

@@ -161,6 +161,68 @@ fn decode_hex(hex: &str) -> Result<Vec<u8>, String> {
         .collect()
 }
 
+/// `input` with the DPoP proof its `dpop` describes (README, "DPoP proofs") as its last `DPoP`
+/// header: ES256 by the key `signed_by` (else `key`) of `dpop-keys.json`, the header carrying
+/// `key`'s public JWK.
+fn with_proof(input: &Value, at: u64) -> Result<Value, String> {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine as _;
+    use p256::ecdsa::signature::Signer as _;
+    use sha2::Digest as _;
+    let keys = read_json(&corpus_dir().join("dpop-keys.json"))?;
+    let dpop = field(input, "dpop")?;
+    let key_of = |name: &str| field(field(&keys, "keys")?, name).cloned();
+    let public = key_of(string(dpop, "key")?)?;
+    let mut jwk =
+        json!({ "crv": public["crv"], "kty": public["kty"], "x": public["x"], "y": public["y"] });
+    if dpop.get("with_private_key") == Some(&Value::Bool(true)) {
+        jwk["d"] = public["d"].clone();
+    }
+    let typ = dpop
+        .get("typ")
+        .and_then(Value::as_str)
+        .unwrap_or("dpop+jwt");
+    let header = json!({ "typ": typ, "alg": "ES256", "jwk": jwk });
+    let mut claims = json!({
+        "jti": string(dpop, "jti")?,
+        "htm": string(dpop, "htm")?,
+        "htu": string(dpop, "htu")?,
+        "iat": dpop.get("iat").and_then(Value::as_u64).unwrap_or(at),
+    });
+    if let Some(nonce) = dpop.get("nonce") {
+        claims["nonce"] = nonce.clone();
+    }
+    if let Some(token) = dpop.get("ath_of").and_then(Value::as_str) {
+        claims["ath"] = URL_SAFE_NO_PAD
+            .encode(sha2::Sha256::digest(token.as_bytes()))
+            .into();
+    }
+    let b64 = |value: &Value| URL_SAFE_NO_PAD.encode(value.to_string().as_bytes());
+    let signing_input = format!("{}.{}", b64(&header), b64(&claims));
+    let signer = match dpop.get("signed_by").and_then(Value::as_str) {
+        Some(name) => key_of(name)?,
+        None => public,
+    };
+    let d = URL_SAFE_NO_PAD
+        .decode(string(&signer, "d")?)
+        .map_err(|e| format!("dpop key: {e}"))?;
+    let key = p256::ecdsa::SigningKey::from_slice(&d).map_err(|e| format!("dpop key: {e}"))?;
+    let signature: p256::ecdsa::Signature = key.sign(signing_input.as_bytes());
+    let proof = format!(
+        "{signing_input}.{}",
+        URL_SAFE_NO_PAD.encode(signature.to_bytes())
+    );
+    let mut out = input.clone();
+    let object = out.as_object_mut().ok_or("input is not an object")?;
+    object.remove("dpop");
+    let headers = object.entry("headers").or_insert_with(|| json!([]));
+    headers
+        .as_array_mut()
+        .ok_or("headers is not a list")?
+        .push(json!(["DPoP", proof]));
+    Ok(out)
+}
+
 /// A `text` of the schema as bytes.
 fn text_bytes(text: &Value) -> Result<Vec<u8>, String> {
     match text {
@@ -813,8 +875,13 @@ pub fn run_vector(vector: &Vector) -> Result<(), String> {
     };
     let mut captures = BTreeMap::new();
     for (index, raw) in vector.steps.iter().enumerate() {
-        let step = substitute(raw, &captures)?;
+        let mut step = substitute(raw, &captures)?;
         let at = field(&step, "at")?.as_u64().ok_or("at is not a time")?;
+        if let Some(input) = step.get_mut("input") {
+            if input.get("dpop").is_some() {
+                *input = with_proof(input, at)?;
+            }
+        }
         let entropy = entropy(string(&step, "entropy")?)?;
         server.store.web = web(step.get("web"))?;
         let observation = server.step(at, &entropy, field(&step, "input")?)?;

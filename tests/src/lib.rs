@@ -475,8 +475,9 @@ pub mod web;
 
 /// A grant's, access token's or refresh token's bytes as a release before record format 11
 /// laid them out (the current format's number kept): the account id where the subject's variant
-/// now precedes it, a grant's uid without its option's tag, and an access token without format
-/// 12's exchanging client and acting flag. Every such record was a
+/// now precedes it, a grant's uid without its option's tag, an access token without format
+/// 12's exchanging client and acting flag, and a grant or an access token without format 13's key
+/// binding. Every such record was a
 /// person's. For the tests of older formats, which set the format byte themselves.
 pub fn before_format_11(record: &Record) -> Vec<u8> {
     let mut bytes = record.encode();
@@ -496,8 +497,9 @@ pub fn before_format_11(record: &Record) -> Vec<u8> {
                 r.exchanged_by.is_none() && !r.acting,
                 "no exchange before format 12"
             );
-            // Format 12's last fields: no exchanging client, not acting.
-            assert_eq!(bytes.split_off(bytes.len() - 2), [0, 0]);
+            assert!(r.bound_to.is_none(), "no key binding before format 13");
+            // Format 12's and 13's last fields: no exchanging client, not acting, no key.
+            assert_eq!(bytes.split_off(bytes.len() - 3), [0, 0, 0]);
             let at = 2 + text(r.grant.as_str()) + text(r.app.as_str());
             assert_eq!(bytes.remove(at), 0, "a person's subject");
         }
@@ -508,6 +510,11 @@ pub fn before_format_11(record: &Record) -> Vec<u8> {
         }
         Record::Grant(r) => {
             let account = person(&r.subject);
+            assert!(
+                r.refresh_bound_to.is_none(),
+                "no key binding before format 13"
+            );
+            assert_eq!(bytes.pop(), Some(0), "format 13's key binding: none");
             let at = 2 + text(r.app.as_str());
             assert_eq!(bytes.remove(at), 0, "a person's subject");
             assert_eq!(
@@ -1133,6 +1140,7 @@ pub fn standards_config(rotation: Rotation) -> Config {
         client_credentials: None,
         token_exchange: None,
         identity_assertions: None,
+        dpop: None,
     });
     Config::new(doc).expect("the fixture is valid")
 }

@@ -501,3 +501,59 @@ fn racing_one_identity_assertion_yields_at_most_one_token() {
         );
     }
 }
+
+/// One DPoP proof (issue 49) presented by two racing refreshes of a public client's bound grant,
+/// with a host crash anywhere and the client's retry: the proof is taken at most once in every
+/// schedule, and exactly once where no host crashed; every token issued is bound to the key.
+#[test]
+fn racing_one_dpop_proof_is_taken_at_most_once() {
+    let mut doc = fixture_document().to_json_value();
+    doc["profile"] = serde_json::json!({
+        "kind": "standards",
+        "issuer": "https://auth.example",
+        "dpop": { "nonces": "none" },
+    });
+    let config = Config::new(ConfigDocument::from_json_value(&doc).unwrap()).unwrap();
+    let mut sim = Sim::new(config);
+    let key = signing_key(31);
+    let now = sim.now.0;
+    let proof = |jti: &str| {
+        let header = serde_json::json!({ "typ": "dpop+jwt", "alg": "ES256",
+            "jwk": public_jwk(&key, "dpop") });
+        let claims = serde_json::json!({ "htm": "POST", "jti": jti, "iat": now,
+            "htu": "https://auth.example/oauth2/token" });
+        signed_jwt(&key, &header, &claims)
+    };
+    let code = sim.code_for(&pkce_offline_query("s"), &alice());
+    let mut exchange = form_request(&pkce_exchange(&code, VERIFIER));
+    exchange.headers.push(("DPoP".into(), proof("exchange")));
+    let tokens = json(&sim.token_request(exchange));
+    assert_eq!(tokens["token_type"], "DPoP", "{tokens}");
+    let refresh = tokens["refresh_token"].as_str().unwrap();
+    let mut request = form_request(&[
+        ("grant_type", "refresh_token"),
+        ("refresh_token", refresh),
+        ("client_id", PKCE_APP),
+    ]);
+    request.headers.push(("DPoP".into(), proof("raced")));
+    let inputs = [http_input(request.clone()), http_input(request)];
+    for crash in [0, 1] {
+        scenario(
+            "one DPoP proof presented twice",
+            &sim,
+            &inputs,
+            &[crash],
+            &mut |s| {
+                let tokens = tokens_of(s, &[0, 1]);
+                assert!(tokens.len() <= 1, "one proof, two answers: {:?}", s.trace);
+                if crash == 0 {
+                    assert_eq!(tokens.len(), 1, "no crash, no token: {:?}", s.trace);
+                }
+                for (token, _) in &tokens {
+                    // Bound: no bearer check lets it through.
+                    assert!(!validates(&sim.config, &s.store, sim.now, token));
+                }
+            },
+        );
+    }
+}

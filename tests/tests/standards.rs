@@ -20,6 +20,7 @@ fn standards(issuer: &str) -> Sim {
         client_credentials: None,
         token_exchange: None,
         identity_assertions: None,
+        dpop: None,
     });
     Sim::new(Config::new(doc).unwrap())
 }
@@ -88,6 +89,7 @@ fn the_metadata_follows_the_policy_and_the_apps() {
         client_credentials: None,
         token_exchange: None,
         identity_assertions: None,
+        dpop: None,
     });
     let mut sim = Sim::new(Config::new(doc).unwrap());
     let doc: Value = serde_json::from_str(&get(&mut sim, "GET", WELL_KNOWN).body).unwrap();
@@ -281,6 +283,7 @@ fn the_issuer_is_checked_when_the_configuration_is_read() {
             client_credentials: None,
             token_exchange: None,
             identity_assertions: None,
+            dpop: None,
         }))
     );
     for (profile, why) in [
@@ -328,6 +331,7 @@ fn the_issuer_is_checked_when_the_configuration_is_read() {
         client_credentials: None,
         token_exchange: None,
         identity_assertions: None,
+        dpop: None,
     });
     let again = ConfigDocument::from_json_value(&doc.to_json_value()).unwrap();
     assert_eq!(again.profile, doc.profile);
@@ -732,6 +736,7 @@ fn with_resources() -> Sim {
         client_credentials: None,
         token_exchange: None,
         identity_assertions: None,
+        dpop: None,
     });
     Sim::new(Config::new(doc).unwrap())
 }
@@ -939,6 +944,7 @@ fn resource_identifiers_compare_in_canonical_form() {
         client_credentials: None,
         token_exchange: None,
         identity_assertions: None,
+        dpop: None,
     });
     let mut sim = Sim::new(Config::new(doc).unwrap());
     let metadata = get(&mut sim, "GET", "/.well-known/oauth-protected-resource");

@@ -38,6 +38,7 @@ fn every_field() -> Value {
             "resource_servers": [{ "app": "a", "resources": ["https://api.example"] }],
             "client_credentials": { "apps": ["a"], "access_token_lifetime": 600 },
             "token_exchange": { "access_token_lifetime": 300 },
+            "dpop": { "proof_window": 120, "nonces": "everywhere", "required": { "all": false, "unannounced": true, "apps": ["a"] } },
             "identity_assertions": { "providers": [{
                 "issuer": "https://idp.example",
                 "jwks": { "keys": [{ "kty": "EC", "crv": "P-256", "kid": "idp-1",

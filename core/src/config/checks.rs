@@ -211,6 +211,7 @@ impl Config {
         config.check_resource_servers()?;
         config.check_client_credentials()?;
         config.check_identity_assertions()?;
+        config.check_dpop()?;
         if config
             .token_exchange()
             .is_some_and(|grant| grant.access_token_lifetime.0 == 0)
@@ -221,6 +222,32 @@ impl Config {
             ));
         }
         Ok(config)
+    }
+
+    /// DPoP verifies signatures (the whole build's), within a window of at least a second, and
+    /// is required only of configured apps.
+    fn check_dpop(&self) -> Result<(), ConfigError> {
+        let Some(dpop) = self.standards().and_then(|s| s.dpop.as_ref()) else {
+            return Ok(());
+        };
+        if !cfg!(feature = "unannounced") {
+            return Err(problem("profile.dpop", WITHOUT_UNANNOUNCED));
+        }
+        if dpop.proof_window.0 == 0 {
+            return Err(problem(
+                "profile.dpop.proof_window",
+                "must be at least one second",
+            ));
+        }
+        for (i, app) in dpop.required.apps.iter().enumerate() {
+            if self.app(app.as_str()).is_none() {
+                return Err(problem(
+                    &format!("profile.dpop.required.apps[{i}]"),
+                    "is not a configured app",
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Each identity provider is named once, by an https issuer identifier, with a key to check

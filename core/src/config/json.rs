@@ -54,7 +54,7 @@ export interface ConfigDocument {
   api_endpoints?: Record<string, Scope>;
   pages?: PageTemplates;
   /** The dialect: SPEC.md's reference service (default), or with the standards around it (RFC 8414, 9207, 7009, 7662, 8707, 9728, refresh-token rotation) under an issuer, with the resources it issues tokens for besides its own API (https URLs; http on loopback). */
-  profile?: { kind: "reference" } | { kind: "standards"; issuer: string; resources?: string[]; rotation?: Rotation; resource_servers?: { app: string; resources: string[] }[]; clients?: UnannouncedClients; client_credentials?: ClientCredentials; token_exchange?: TokenExchange; identity_assertions?: IdentityAssertions };
+  profile?: { kind: "reference" } | { kind: "standards"; issuer: string; resources?: string[]; rotation?: Rotation; resource_servers?: { app: string; resources: string[] }[]; clients?: UnannouncedClients; client_credentials?: ClientCredentials; token_exchange?: TokenExchange; identity_assertions?: IdentityAssertions; dpop?: Dpop };
   /** What each scope lets an app do, in plain words, for the consent page: `{"mcp:tools": "Use the tools of …"}`. The reference scopes and offline_access have defaults. */
   scope_descriptions?: Record<Scope, string>;
   /** The server's own secret, required: 32 random bytes, base64url (43 characters). Partitions, the seal of every credential and rotated refresh tokens are derived under it; every instance of one deployment has the same; keep it out of the store and the logs. */
@@ -75,6 +75,16 @@ export interface ClientCredentials {
 export interface TokenExchange {
   /** Seconds an exchanged token lives at most, never past the token it came from. Default 3600. */
   access_token_lifetime?: number;
+}
+
+/** DPoP (RFC 9449; standards profile; the whole build): a client that signs each request with a key of its own (a DPoP proof: ES256, RS256, PS256 or EdDSA) gets tokens bound to that key (token_type DPoP; a public client's refresh token too), good only with a proof of the key, at the token endpoint and at the API served here. */
+export interface Dpop {
+  /** Seconds a proof's iat may be from now, either way. Default 300. */
+  proof_window?: number;
+  /** Where a proof must carry a nonce this server handed out (DPoP-Nonce; derived from server_key and the time, no record): "none", "token_endpoint" (default) or "everywhere" (the API too). */
+  nonces?: "none" | "token_endpoint" | "everywhere";
+  /** Who must present a proof at the token endpoint (else invalid_dpop_proof): every client, every client that arrived unannounced, these configured apps. Default nobody. */
+  required?: { all?: boolean; unannounced?: boolean; apps?: string[] };
 }
 
 /** Enterprise-managed authorization (standards profile; the whole build): the JWT-bearer grant (RFC 7523) with an Identity Assertion JWT Authorization Grant (ID-JAG, typ oauth-id-jag+jwt) signed by a trusted identity provider, naming one of its users (sub), this server (aud) and the authenticated client (client_id); used once (jti), it gives that user's access token with no consent page and no refresh token. */
@@ -305,6 +315,9 @@ impl Serialize for ProfileJson<'_> {
                 if let Some(grant) = &standards.identity_assertions {
                     out.serialize_entry("identity_assertions", &IdentityAssertionsJson(grant))?;
                 }
+                if let Some(dpop) = &standards.dpop {
+                    out.serialize_entry("dpop", &DpopJson(dpop))?;
+                }
             }
         }
         out.end()
@@ -319,6 +332,40 @@ impl Serialize for DescriptionsJson<'_> {
         for (scope, words) in self.0 {
             out.serialize_entry(scope, words)?;
         }
+        out.end()
+    }
+}
+
+struct DpopJson<'a>(&'a Dpop);
+
+impl Serialize for DpopJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let dpop = self.0;
+        let mut out = s.serialize_map(Some(3))?;
+        out.serialize_entry("proof_window", &dpop.proof_window.0)?;
+        out.serialize_entry(
+            "nonces",
+            match dpop.nonces {
+                DpopNonces::None => "none",
+                DpopNonces::TokenEndpoint => "token_endpoint",
+                DpopNonces::Everywhere => "everywhere",
+            },
+        )?;
+        let mut required = BTreeMap::new();
+        required.insert("all", serde_json::Value::Bool(dpop.required.all));
+        required.insert(
+            "unannounced",
+            serde_json::Value::Bool(dpop.required.unannounced),
+        );
+        required.insert(
+            "apps",
+            dpop.required
+                .apps
+                .iter()
+                .map(|app| serde_json::Value::from(app.as_str()))
+                .collect(),
+        );
+        out.serialize_entry("required", &required)?;
         out.end()
     }
 }

@@ -224,6 +224,60 @@ pub struct Standards {
     /// The identity providers whose identity assertions (ID-JAG, presented with the RFC 7523
     /// JWT-bearer grant) give a client a person's token; `None` (the default): off.
     pub identity_assertions: Option<IdentityAssertions>,
+    /// Tokens bound to a key the client holds (DPoP, RFC 9449); `None` (the default): proofs
+    /// are not read, and every token is a bearer token.
+    pub dpop: Option<Dpop>,
+}
+
+/// DPoP (RFC 9449): a client that signs each request with a key of its own gets tokens bound to
+/// that key — access tokens always, a public client's refresh token too — good only with a
+/// proof of the key. Proofs are read at the token endpoint and at the API served here.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dpop {
+    /// How far a proof's `iat` may be from now, either way. Default 300 s (what the MCP DPoP
+    /// extension asks servers to accept).
+    pub proof_window: Seconds,
+    /// Where a proof must carry a nonce this server handed out (`DPoP-Nonce`, RFC 9449 §8, §9).
+    /// Default: at the token endpoint.
+    pub nonces: DpopNonces,
+    /// Who must present a proof at the token endpoint (else `invalid_dpop_proof`).
+    /// Default: nobody; a client that presents one gets bound tokens.
+    pub required: DpopRequired,
+}
+
+impl Default for Dpop {
+    fn default() -> Dpop {
+        Dpop {
+            proof_window: Seconds(300),
+            nonces: DpopNonces::TokenEndpoint,
+            required: DpopRequired::default(),
+        }
+    }
+}
+
+/// Where DPoP proofs must carry a server nonce. Nonces are derived from the server key and
+/// the time (no record): one is good for two nonce periods, on every host of a deployment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DpopNonces {
+    /// Nowhere: a proof's freshness is its `iat` alone.
+    None,
+    /// At the token endpoint (a client meets one `use_dpop_nonce` when it starts).
+    #[default]
+    TokenEndpoint,
+    /// At the token endpoint and the API: a replayed proof is good for at most two nonce
+    /// periods, at the cost of a retry per client when the nonce moves on.
+    Everywhere,
+}
+
+/// Who must present DPoP proofs at the token endpoint.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DpopRequired {
+    /// Every client.
+    pub all: bool,
+    /// Every client that arrived unannounced (registered itself, or named by a document).
+    pub unannounced: bool,
+    /// These configured apps.
+    pub apps: Vec<AppKey>,
 }
 
 /// The client credentials grant (RFC 6749 §4.4): a client that authenticates gets an access
@@ -351,6 +405,7 @@ impl Standards {
             client_credentials: None,
             token_exchange: None,
             identity_assertions: None,
+            dpop: None,
         }
     }
 }
@@ -1012,6 +1067,17 @@ impl Config {
             return None;
         }
         self.standards()?.identity_assertions.as_ref()
+    }
+
+    /// DPoP, if the deployment reads proofs (standards profile). Always `None` in a build
+    /// without the `unannounced` feature, which verifies no signature (its [`Config::new`]
+    /// refuses `profile.dpop`).
+    #[inline(always)]
+    pub fn dpop(&self) -> Option<&Dpop> {
+        if !cfg!(feature = "unannounced") {
+            return None;
+        }
+        self.standards()?.dpop.as_ref()
     }
 
     /// Token exchange, if the deployment offers it (standards profile).

@@ -389,6 +389,7 @@ fn profile_from_json(value: &Value, at: &Path<'_>) -> Read<Profile> {
                     "client_credentials",
                     "token_exchange",
                     "identity_assertions",
+                    "dpop",
                 ],
             )?;
             let issuer_at = at.field("issuer");
@@ -450,7 +451,16 @@ fn profile_from_json(value: &Value, at: &Path<'_>) -> Read<Profile> {
                     &at.field("identity_assertions"),
                 )?),
             };
+            let dpop = match profile.get("dpop") {
+                None | Some(Value::Null) => None,
+                // Refused before it is read: proofs are signatures, the whole build's.
+                Some(_) if !cfg!(feature = "unannounced") => {
+                    return Err(at.field("dpop").problem(WITHOUT_UNANNOUNCED));
+                }
+                Some(value) => Some(dpop_from_json(value, &at.field("dpop"))?),
+            };
             Ok(Profile::Standards(Standards {
+                dpop,
                 issuer,
                 resources,
                 rotation,
@@ -490,6 +500,44 @@ fn client_credentials_from_json(value: &Value, at: &Path<'_>) -> Read<ClientCred
         grant.unannounced = boolean(unannounced, &at.field("unannounced"))?;
     }
     Ok(grant)
+}
+
+fn dpop_from_json(value: &Value, at: &Path<'_>) -> Read<Dpop> {
+    let fields = object(value, at)?;
+    only(fields, at, &["proof_window", "nonces", "required"])?;
+    let mut dpop = Dpop::default();
+    if let Some(window) = fields.get("proof_window") {
+        dpop.proof_window = seconds(window, &at.field("proof_window"))?;
+    }
+    if let Some(nonces) = fields.get("nonces") {
+        let nonces_at = at.field("nonces");
+        dpop.nonces = match string(nonces, &nonces_at)? {
+            "none" => DpopNonces::None,
+            "token_endpoint" => DpopNonces::TokenEndpoint,
+            "everywhere" => DpopNonces::Everywhere,
+            _ => return Err(nonces_at.problem("expected none, token_endpoint or everywhere")),
+        };
+    }
+    if let Some(required) = fields.get("required") {
+        let at = at.field("required");
+        let fields = object(required, &at)?;
+        only(fields, &at, &["all", "unannounced", "apps"])?;
+        if let Some(all) = fields.get("all") {
+            dpop.required.all = boolean(all, &at.field("all"))?;
+        }
+        if let Some(unannounced) = fields.get("unannounced") {
+            dpop.required.unannounced = boolean(unannounced, &at.field("unannounced"))?;
+        }
+        if let Some(list) = fields.get("apps") {
+            each(list, &at.field("apps"), |app, at| {
+                let key =
+                    AppKey::new(string(app, at)?).map_err(|_| at.problem("is not an app key"))?;
+                dpop.required.apps.push(key);
+                Ok(())
+            })?;
+        }
+    }
+    Ok(dpop)
 }
 
 fn token_exchange_from_json(value: &Value, at: &Path<'_>) -> Read<TokenExchange> {

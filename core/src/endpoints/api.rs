@@ -9,6 +9,7 @@
 
 use crate::config::Config;
 use crate::ctx::{Ctx, Decision, Flow, Need};
+use crate::dpop::{self, Proof};
 use crate::ending::{Ending, Revocation, Via};
 use crate::endpoints::issue::revoke_grant;
 use crate::endpoints::within_limit;
@@ -18,10 +19,11 @@ use crate::machines::{access_token, ledger};
 use crate::prelude::*;
 use crate::records::view::{AccessTokenView, GrantView, LinkView, SubjectView};
 use crate::records::{GrantRecord, LedgerRecord, RecordKey};
+use crate::refusal::DpopFault;
 use crate::refusal::Refusal;
 use crate::scope::Scope;
 use crate::step::{AuditEvent, Principal, Transaction};
-use crate::wire::bearer::{bearer_of, bearer_token, BearerError};
+use crate::wire::bearer::{access_token, bearer_of, BearerError, Scheme};
 use crate::wire::http::HttpRequest;
 
 /// What the bearer token is presented for.
@@ -39,6 +41,10 @@ pub(crate) enum Purpose {
 pub(crate) struct Parsed {
     pub token: Option<RecordKey>,
     purpose: Purpose,
+    /// Under the `DPoP` scheme, the proof it came with (RFC 9449 §7), read and checked
+    /// against the request and the token; its time, nonce and signature are checked when
+    /// decided. `None`: a bearer token.
+    proof: Option<Box<Proof>>,
 }
 
 impl Purpose {
@@ -58,13 +64,28 @@ pub(crate) fn parse(
 ) -> Result<Parsed, Ending> {
     let refuse = |refusal| Err(Ending::Refused(refusal, purpose.channel()));
     within_limit(config, request, purpose.channel())?;
-    match bearer_token(request).map_err(refusal_of) {
-        Ok(token) => Ok(Parsed {
-            token: RecordKey::of_access_token(config.server_key(), token),
-            purpose,
-        }),
-        Err(refusal) => refuse(refusal),
-    }
+    let dpop = config.issuer().filter(|_| config.dpop().is_some());
+    let (scheme, token) = match access_token(request, dpop.is_some()) {
+        Ok(presented) => presented,
+        Err(error) => return refuse(refusal_of(error)),
+    };
+    let proof = match (scheme, dpop) {
+        (Scheme::Dpop, Some(issuer)) => {
+            let uri = format!("{}{}", issuer.origin(), request.path);
+            match dpop::presented(request, &uri, Some(token)) {
+                Ok(Some(proof)) => Some(proof),
+                // RFC 9449 §7.1: the `DPoP` scheme comes with a proof.
+                Ok(None) => return refuse(Refusal::DpopProofInvalid(DpopFault::Malformed)),
+                Err(fault) => return refuse(Refusal::DpopProofInvalid(fault)),
+            }
+        }
+        _ => None,
+    };
+    Ok(Parsed {
+        token: RecordKey::of_access_token(config.server_key(), token),
+        purpose,
+        proof,
+    })
 }
 
 fn refusal_of(error: BearerError) -> Refusal {
@@ -247,10 +268,39 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         Purpose::Call(_) => Check::Call,
         Purpose::Revoke => Check::Revoke,
     };
+    // A proof's time and nonce before anything is read: a client told `use_dpop_nonce` costs
+    // no read.
+    let proof = parsed
+        .proof
+        .as_deref()
+        .filter(|_| cfg!(feature = "unannounced"));
+    if let Some(proof) = proof {
+        if let Err(stale) = proof.fresh(ctx.config, dpop::At::Api, ctx.now) {
+            return refused(match stale {
+                dpop::Stale::Time => Refusal::DpopProofInvalid(DpopFault::Time),
+                dpop::Stale::Nonce => Refusal::DpopNonceRequired,
+            });
+        }
+    }
     let bearer = match authenticate(ctx, parsed.token.as_ref(), check)? {
         Ok(bearer) => bearer,
         Err(refusal) => return refused(refusal),
     };
+    // RFC 9449 §7: a bound token only with a proof of its key, never as a bearer token; an
+    // unbound one under the `DPoP` scheme with a proof that holds.
+    let bound_to = bearer.token.bound_to;
+    match proof {
+        None if bound_to.is_some() => return refused(Refusal::TokenBoundToAnotherKey),
+        None => {}
+        Some(proof) => {
+            if !ctx.signature(|| proof.signature())? {
+                return refused(Refusal::DpopProofInvalid(DpopFault::Signature));
+            }
+            if bound_to.is_some_and(|key| !key.is(proof.thumbprint.as_str())) {
+                return refused(Refusal::TokenBoundToAnotherKey);
+            }
+        }
+    }
     match &parsed.purpose {
         Purpose::Call(required) => match access_token::permits(bearer.token.scopes, required) {
             Err(refusal) => refused(refusal),

@@ -12,7 +12,7 @@ use crate::ctx::{app_record, create, is_stored, replace, Ctx, Decision, Flow};
 use crate::ending::{ConsentPage, Ending, Via};
 use crate::endpoints::issue::{ended_ledger, issue_grant, minting_ledger, FirstToken, IssuedGrant};
 use crate::endpoints::within_limit;
-use crate::ids::{AppKey, RedirectUri, Subject, User};
+use crate::ids::{AppKey, KeyThumbprint, RedirectUri, Subject, User};
 use crate::machines::code::{self, CodeTerms};
 use crate::machines::grant::GrantTerms;
 use crate::machines::{access_token, link};
@@ -50,6 +50,8 @@ pub(crate) struct Authorization {
     reply: Option<ReplyTo>,
     /// `prompt=consent` (standards profile): the user is asked even when nothing is new.
     prompt_consent: bool,
+    /// `dpop_jkt` (RFC 9449 §10): the key the code is bound to.
+    bound_to: Option<KeyThumbprint>,
     /// The raw query, for the consent form.
     query: String,
 }
@@ -343,6 +345,18 @@ fn validate(config: &Config, app: &App, query: &str) -> Result<Authorization, En
     };
     let challenge = pkce(config, app, response_type, &params).map_err(fail)?;
     let resources = resources(config, &params).map_err(fail)?;
+    // RFC 9449 §10: the code is bound to the key the client names, where proofs are read.
+    let bound_to = match one("dpop_jkt") {
+        _ if config.dpop().is_none() => None,
+        Err(refusal) => return Err(fail(refusal)),
+        Ok(None) => None,
+        Ok(Some(_)) if response_type == ResponseType::Token => {
+            return Err(fail(Refusal::DpopJktMalformed))
+        }
+        Ok(Some(text)) => {
+            Some(KeyThumbprint::new(text).map_err(|_| fail(Refusal::DpopJktMalformed))?)
+        }
+    };
     // OpenID Connect's `prompt=consent`, which MCP clients send with `offline_access`; other
     // values (`login`, `none`) are not taken up, as RFC 6749 §3.1 lets a server do.
     let prompt_consent = config.issuer().is_some()
@@ -359,6 +373,7 @@ fn validate(config: &Config, app: &App, query: &str) -> Result<Authorization, En
         resources,
         reply,
         prompt_consent,
+        bound_to,
         query: query.to_owned(),
     })
 }
@@ -598,6 +613,7 @@ fn issue_code(
             access_type: request.access_type,
             link_epoch,
             resources: request.resources.clone(),
+            bound_to: request.bound_to.clone(),
         },
         ctx.now,
         ctx.config.policy(),
@@ -676,11 +692,13 @@ fn issue_implicit(
             link_epoch: minted.link_epoch,
             pkce: false,
             resources: request.resources.clone(),
+            refresh_bound_to: None,
         },
         FirstToken {
             access_type: request.access_type,
             audience: request.resources.clone(),
             generation: minted.generation,
+            bound_to: None,
         },
         minted.next_member,
     );

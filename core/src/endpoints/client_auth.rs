@@ -5,10 +5,11 @@
 use crate::config::{App, Config};
 use crate::credentials::{AssertionDigest, ClientSecret, SecretDigest};
 use crate::ctx::{create, is_stored, Ctx, Decision, Flow, Need};
+use crate::dpop::Proof;
 use crate::ending::{Ending, Via};
 use crate::endpoints::attempts::{self, Guard};
 use crate::endpoints::within_limit;
-use crate::ids::AppKey;
+use crate::ids::{AppKey, KeyThumbprint};
 use crate::jose::{Assertion, ClientKey};
 use crate::prelude::*;
 use crate::records::{AppRecord, AssertionRecord, Record, RecordKey};
@@ -30,6 +31,9 @@ pub(crate) struct Client {
     via_basic: bool,
     /// For an app that is not configured: what to check against its record.
     stored: Option<Box<StoredCheck>>,
+    /// The DPoP proof the request came with (RFC 9449), read and checked against the request;
+    /// its time, nonce, signature and `jti` are checked when the request is decided.
+    pub proof: Option<Box<Proof>>,
 }
 
 /// The check of a stored app's client authentication: the digest of the secret presented, or
@@ -47,6 +51,24 @@ struct StoredCheck {
 const MAX_ASSERTION_LIFETIME: Seconds = Seconds(3600);
 
 impl Client {
+    /// Whether the client arrived unannounced (registered itself, or named by a document).
+    pub fn arrived_unannounced(&self) -> bool {
+        self.stored.is_some()
+    }
+
+    /// The key the request proved it holds (DPoP): what the tokens it gets are bound to.
+    pub fn proven_key(&self) -> Option<&KeyThumbprint> {
+        self.proof().map(|proof| &proof.thumbprint)
+    }
+
+    /// The DPoP proof the request came with. (Always `None` in a build without the
+    /// `unannounced` feature, which reads none: asked here so that it links nothing of them.)
+    pub fn proof(&self) -> Option<&Proof> {
+        self.proof
+            .as_deref()
+            .filter(|_| cfg!(feature = "unannounced"))
+    }
+
     pub fn refuse(&self, refusal: Refusal) -> Ending {
         Ending::Refused(
             refusal,
@@ -167,6 +189,7 @@ pub(crate) fn authenticate(
                     assertion,
                     failed: failure(),
                 })),
+                proof: None,
             }),
             None => Err(failure()),
         });
@@ -185,6 +208,7 @@ pub(crate) fn authenticate(
         has_secret: presented.secret.is_some(),
         via_basic: presented.via_basic,
         stored: None,
+        proof: None,
     }))
 }
 
@@ -348,10 +372,16 @@ pub(crate) fn consume_assertion(client: &Client, decision: Decision) -> Decision
     else {
         return decision;
     };
-    let expires_at = UnixTime(assertion.claims.exp);
+    used_first(used.clone(), UnixTime(assertion.claims.exp), decision)
+}
+
+/// `decision`, with a JWT that may be used once (a client assertion, a DPoP proof) recorded as
+/// used under `used` first, until `expires_at`: a racing request with the same JWT loses and is
+/// refused when it decides again.
+pub(crate) fn used_first(used: RecordKey, expires_at: UnixTime, decision: Decision) -> Decision {
     let record = Record::Assertion(AssertionRecord { expires_at });
     let first = Transaction {
-        puts: vec![create(used.clone(), &record, Some(expires_at))],
+        puts: vec![create(used, &record, Some(expires_at))],
         audit: Vec::new(),
     };
     match decision {

@@ -4,6 +4,7 @@
 //! to anyone, from any origin. They read no record and name no secret.
 
 use crate::config::{Config, Issuer};
+use crate::dpop;
 use crate::grant_type::GrantType;
 use crate::jose::SigningAlg;
 use crate::prelude::*;
@@ -66,10 +67,11 @@ pub fn protected_resource_metadata_url(resource: &str) -> String {
 /// RFC 9728 §2: the API this host serves — its identifier (the origin), the authorization
 /// server that protects it, the scopes its endpoints require, and how to present a token.
 pub(crate) fn resource_document(config: &Config, issuer: &Issuer) -> String {
-    protected_resource_metadata(
+    resource_metadata_of(
         issuer.resource(),
         issuer,
         config.required_scopes().map(Scope::as_str),
+        config.dpop().is_some(),
     )
 }
 
@@ -94,6 +96,17 @@ pub fn protected_resource_metadata<'s>(
     issuer: &Issuer,
     scopes: impl IntoIterator<Item = &'s str>,
 ) -> String {
+    resource_metadata_of(resource, issuer, scopes, false)
+}
+
+/// [`protected_resource_metadata`], with the DPoP proof algorithms the resource takes where
+/// it takes proofs (RFC 9449 §5.1).
+fn resource_metadata_of<'s>(
+    resource: &str,
+    issuer: &Issuer,
+    scopes: impl IntoIterator<Item = &'s str>,
+    dpop: bool,
+) -> String {
     // Sorted, each once, by insertion: a handful of names (a set type or a sort of its own
     // would cost the module kilobytes).
     let mut sorted: Vec<&str> = Vec::new();
@@ -102,10 +115,14 @@ pub fn protected_resource_metadata<'s>(
             sorted.insert(at, scope);
         }
     }
-    JsonObject::new()
+    let json = JsonObject::new()
         .strings("authorization_servers", [issuer.as_str()])
-        .strings("bearer_methods_supported", ["header"])
-        .string("resource", resource)
+        .strings("bearer_methods_supported", ["header"]);
+    let json = match dpop {
+        true => json.strings("dpop_signing_alg_values_supported", dpop::ALG_NAMES),
+        false => json,
+    };
+    json.string("resource", resource)
         .strings("scopes_supported", sorted)
         .finish()
 }
@@ -153,7 +170,13 @@ pub(crate) fn document(config: &Config, issuer: &Issuer) -> String {
     };
     let json = json
         // The profile with metadata takes S256 alone (OAuth 2.1).
-        .strings("code_challenge_methods_supported", ["S256"])
+        .strings("code_challenge_methods_supported", ["S256"]);
+    // RFC 9449 §5.1: the algorithms proofs may be signed with, where proofs are read.
+    let json = match config.dpop() {
+        Some(_) => json.strings("dpop_signing_alg_values_supported", dpop::ALG_NAMES),
+        None => json,
+    };
+    let json = json
         .strings(
             "grant_types_supported",
             GrantType::ALL

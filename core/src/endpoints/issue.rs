@@ -3,7 +3,7 @@
 
 use crate::credentials::{AccessToken, RefreshToken};
 use crate::ctx::{create, replace, Ctx, Flow, Loaded, RecordKind};
-use crate::ids::GrantId;
+use crate::ids::{GrantId, KeyThumbprint};
 use crate::machines::access_token::TokenTerms;
 use crate::machines::grant::{self, GrantTerms};
 use crate::machines::{access_token, ledger, link, refresh_token};
@@ -37,6 +37,8 @@ pub(crate) struct FirstToken {
     pub access_type: TokenAccessType,
     pub audience: Resources,
     pub generation: Option<u64>,
+    /// The key it is bound to (DPoP), if any.
+    pub bound_to: Option<KeyThumbprint>,
 }
 
 /// Whether a grant of `access_type` whose access token expires at `expires_at` never ends by
@@ -71,6 +73,7 @@ pub(crate) fn issue_grant(
             expires_at,
             audience: first.audience,
             generation: first.generation,
+            bound_to: first.bound_to,
         },
     );
     let refresh = (access_type == TokenAccessType::Offline).then(|| {

@@ -313,6 +313,7 @@ fn introspected(ctx: &Ctx<'_>, client: &Client, held: Held<'_>) -> Option<Intros
                 access_token: true,
                 audience: token.audience.clone(),
                 exchanged_by: token.exchanged_by.clone().map(|by| (by, token.acting)),
+                bound_to: token.bound_to.clone(),
             })
         }
         None if !own => None,
@@ -326,6 +327,7 @@ fn introspected(ctx: &Ctx<'_>, client: &Client, held: Held<'_>) -> Option<Intros
             access_token: false,
             audience: grant.resources.clone(),
             exchanged_by: None,
+            bound_to: None,
         }),
     }
 }

@@ -1,7 +1,7 @@
 //! Access tokens: minted active; they end at `expires_at` (exact boundary) or with their grant.
 
 use crate::config::Policy;
-use crate::ids::GrantId;
+use crate::ids::{GrantId, KeyThumbprint};
 use crate::records::view::ScopeNames;
 use crate::records::Resources;
 use crate::records::{AccessTokenRecord, GrantRecord, TokenAccessType};
@@ -34,6 +34,8 @@ pub(crate) struct TokenTerms {
     pub expires_at: Option<UnixTime>,
     pub audience: Resources,
     pub generation: Option<u64>,
+    /// The key it is bound to (DPoP), if any.
+    pub bound_to: Option<KeyThumbprint>,
 }
 
 /// The record of an access token of `grant` on `terms`.
@@ -53,6 +55,7 @@ pub(crate) fn mint(
         uid: grant.uid.clone(),
         exchanged_by: None,
         acting: false,
+        bound_to: terms.bound_to,
     }
 }
 

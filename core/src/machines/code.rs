@@ -2,7 +2,7 @@
 //! from `expires_at` on. A second exchange is refused, and what the first produced is revoked.
 
 use crate::config::Policy;
-use crate::ids::{AppKey, GrantId, RedirectUri, User};
+use crate::ids::{AppKey, GrantId, KeyThumbprint, RedirectUri, User};
 use crate::pkce::{CodeChallenge, CodeVerifier};
 use crate::records::Resources;
 use crate::records::{CodeRecord, CodeState, TokenAccessType};
@@ -21,6 +21,8 @@ pub(crate) struct CodeTerms {
     pub link_epoch: u64,
     /// The resources named at authorization (RFC 8707), sorted, each once.
     pub resources: Resources,
+    /// The key the request bound the code to (`dpop_jkt`), if any.
+    pub bound_to: Option<KeyThumbprint>,
 }
 
 /// Issues a code that lives for the policy's `code_ttl` from `now`.
@@ -37,6 +39,7 @@ pub(crate) fn issue(terms: CodeTerms, now: UnixTime, policy: &Policy) -> CodeRec
         expires_at: now.plus(policy.code_ttl),
         state: CodeState::Issued,
         resources: terms.resources,
+        bound_to: terms.bound_to,
     }
 }
 

@@ -2,7 +2,7 @@
 //! and every access token later minted from it. Revoking the grant ends all of them at once.
 
 use crate::config::Policy;
-use crate::ids::{AppKey, Subject, Uid};
+use crate::ids::{AppKey, KeyThumbprint, Subject, Uid};
 use crate::partition::Partition;
 use crate::records::{GrantRecord, RecordKey, Resources};
 use crate::refusal::Refusal;
@@ -20,6 +20,8 @@ pub(crate) struct GrantTerms<'a> {
     pub pkce: bool,
     /// The resources consented to (RFC 8707).
     pub resources: Resources,
+    /// The key its refresh token is bound to (DPoP: a public client's proof), if any.
+    pub refresh_bound_to: Option<KeyThumbprint>,
 }
 
 /// A new, live grant.
@@ -38,6 +40,7 @@ pub(crate) fn new(terms: GrantTerms<'_>) -> GrantRecord {
         rotation: None,
         member: None,
         idle_until: None,
+        refresh_bound_to: terms.refresh_bound_to,
     }
 }
 

@@ -13,7 +13,7 @@ use crate::credentials::{
     CodeDigest, RefreshToken, RefreshTokenDigest, RegistrationTokenDigest, RotationSeed, ServerKey,
 };
 use crate::grant_type::GrantTypes;
-use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, Subject, Uid};
+use crate::ids::{AccountId, AppKey, GrantId, KeyThumbprint, RedirectUri, Subject, Uid};
 use crate::jose::ClientKey;
 use crate::partition::Partition;
 use crate::pkce::CodeChallenge;
@@ -72,6 +72,9 @@ pub struct CodeRecord {
     pub state: CodeState,
     /// The resources the tokens may be for (RFC 8707); empty when none was named.
     pub resources: Resources,
+    /// The key the authorization request bound the code to (`dpop_jkt`, RFC 9449 §10): its
+    /// exchange must come with a proof of that key. `None` before format 13.
+    pub bound_to: Option<KeyThumbprint>,
 }
 
 /// Resource identifiers (RFC 8707), sorted, each once; stored as one space-separated string
@@ -159,6 +162,10 @@ pub struct GrantRecord {
     /// Under an idle lifetime ([`Policy::refresh_idle_lifetime`](crate::Policy)), when the
     /// grant ends unless its refresh token is used before: each use moves it on.
     pub idle_until: Option<UnixTime>,
+    /// The key its refresh token is bound to (DPoP, RFC 9449 §5: a public client's that
+    /// presented a proof when the grant was made): every refresh must come with a proof of it.
+    /// `None` before format 13.
+    pub refresh_bound_to: Option<KeyThumbprint>,
 }
 
 /// A grant's last refresh-token rotation (standards profile).
@@ -201,6 +208,9 @@ pub struct AccessTokenRecord {
     /// Whether that client named itself the actor (its own token as `actor_token`):
     /// introspection's `act`.
     pub acting: bool,
+    /// The key it is bound to (DPoP, RFC 9449 §6: `cnf.jkt`): good only with a proof of that
+    /// key. `None`: a bearer token (and every token stored before format 13).
+    pub bound_to: Option<KeyThumbprint>,
 }
 
 /// An account's ledger: a generation that moves on with everything that ends access in the
@@ -544,6 +554,8 @@ pub struct AboutClient {
 /// grant and its tokens act for explicit ([`Subject`]: a person's account, or the app itself);
 /// an older grant or token was a person's, and reads so. Format 12 added the access token's
 /// exchanging client and whether it acts (RFC 8693); an older token was issued to its app.
+/// Format 13 added the key a code, a grant's refresh token and an access token are bound to
+/// (DPoP, RFC 9449); an older one is bound to none.
 /// (Keying the partitions under the server key moved every
 /// account's records to keys nothing of the older releases named, as format 2 did: no format
 /// changed, older records are never read and are purged at their times.)
@@ -608,7 +620,7 @@ pub struct AssertionRecord {
 }
 
 /// The format of stored records: the first byte of every [`Record::encode`].
-pub const FORMAT: u8 = 12;
+pub const FORMAT: u8 = 13;
 
 /// The postcard tags of the variants (their index, one byte) whose record gained last fields
 /// since a format: each an empty list, an empty string or `None`, all one zero byte, so zero
@@ -626,13 +638,14 @@ fn missing_trailing_fields(format: u8, tag: u8) -> usize {
     // resources; format 5 the grant's last rotation; format 6 the link's resources; format 7
     // the link's three member places, the grant's own and its idle deadline; format 8 the
     // access token's generation and uid; format 10 the link's consented redirect URI; format
-    // 12 the access token's exchanging client and whether it acts.
+    // 12 the access token's exchanging client and whether it acts; format 13 the code's,
+    // grant's and access token's key binding (DPoP).
     let added_since = |formats: &[u8]| formats.iter().filter(|&&f| format < f).count();
     match tag {
         LINK_TAG => added_since(&[3, 6, 7, 7, 7, 10]),
-        CODE_TAG => added_since(&[4]),
-        ACCESS_TOKEN_TAG => added_since(&[4, 8, 8, 12, 12]),
-        GRANT_TAG => added_since(&[4, 5, 7, 7]),
+        CODE_TAG => added_since(&[4, 13]),
+        ACCESS_TOKEN_TAG => added_since(&[4, 8, 8, 12, 12, 13]),
+        GRANT_TAG => added_since(&[4, 5, 7, 7, 13]),
         _ => 0,
     }
 }
@@ -684,7 +697,7 @@ impl Record {
 
     /// A record's stored form in the current [`FORMAT`]: as it is; for formats 2 to 8 a stored
     /// app's record with its last use moved to the front (decoded as it was laid out, encoded
-    /// anew); and for formats 2 to 11 any other record with each trailing field its format
+    /// anew); and for formats 2 to 12 any other record with each trailing field its format
     /// lacked (see `missing_trailing_fields`) appended, one zero byte each, and (before 11) a
     /// grant's or token's account read as its subject (see `with_subject`). `None` for any other format,
     /// or an older record that does not decode.
@@ -703,7 +716,7 @@ impl Record {
                 });
                 Some(Cow::Owned(record.encode()))
             }
-            (&format @ 2..=11, [tag, body @ ..]) => {
+            (&format @ 2..=12, [tag, body @ ..]) => {
                 let missing = missing_trailing_fields(format, *tag);
                 let mut upgraded = Vec::with_capacity(bytes.len() + missing + 2);
                 upgraded.extend_from_slice(&[FORMAT, *tag]);

@@ -141,6 +141,11 @@ pub(crate) fn has_tag(bytes: &[u8], tag: u8) -> bool {
 pub(crate) struct Text<'a>(&'a [u8]);
 
 impl<'a> Text<'a> {
+    /// Whether it is exactly `text`.
+    pub fn is(self, text: &str) -> bool {
+        self.0 == text.as_bytes()
+    }
+
     /// The text, if it is UTF-8.
     pub fn as_str(self) -> Option<&'a str> {
         core::str::from_utf8(self.0).ok()
@@ -328,11 +333,11 @@ fn fields<'a, const N: usize>(
 use Field::*;
 
 /// [`AccessTokenRecord`](super::AccessTokenRecord)'s fields, in order.
-const ACCESS_TOKEN: [Field; 10] = [
-    Str, Str, Who, List, MaybeInt, Str, MaybeInt, MaybeStr, MaybeStr, Flag,
+const ACCESS_TOKEN: [Field; 11] = [
+    Str, Str, Who, List, MaybeInt, Str, MaybeInt, MaybeStr, MaybeStr, Flag, MaybeStr,
 ];
 /// [`GrantRecord`](super::GrantRecord)'s fields, in order.
-const GRANT: [Field; 13] = [
+const GRANT: [Field; 14] = [
     Str,
     Who,
     MaybeStr,
@@ -346,6 +351,7 @@ const GRANT: [Field; 13] = [
     MaybeRotation,
     MaybeInt,
     MaybeInt,
+    MaybeStr,
 ];
 /// [`LinkRecord`](super::LinkRecord)'s fields, in order.
 const LINK: [Field; 9] = [Int, List, Flag, List, Str, Int, Int, Int, MaybeStr];
@@ -367,12 +373,14 @@ pub(crate) struct AccessTokenView<'a> {
     pub audience: Text<'a>,
     pub generation: Option<u64>,
     pub uid: Option<Text<'a>>,
+    /// The key it is bound to (DPoP), if any.
+    pub bound_to: Option<Text<'a>>,
 }
 
 impl<'a> RecordView<'a> for AccessTokenView<'a> {
     fn read(bytes: &'a [u8]) -> Option<AccessTokenView<'a>> {
         // (The exchanging client and whether it acts: read whole by introspection.)
-        let [grant, app, subject, scopes, expires_at, audience, generation, uid, ..] =
+        let [grant, app, subject, scopes, expires_at, audience, generation, uid, _, _, bound_to] =
             fields(bytes, ACCESS_TOKEN_TAG, &ACCESS_TOKEN)?;
         Some(AccessTokenView {
             grant: grant.text()?,
@@ -383,6 +391,7 @@ impl<'a> RecordView<'a> for AccessTokenView<'a> {
             audience: audience.text()?,
             generation: generation.maybe_u64()?,
             uid: uid.maybe_text()?,
+            bound_to: bound_to.maybe_text()?,
         })
     }
 }
@@ -458,7 +467,7 @@ mod tests {
         Entropy, RefreshTokenDigest, RegistrationTokenDigest, RotationSeed, ENTROPY_LEN,
     };
     use crate::grant_type::{GrantType, GrantTypes};
-    use crate::ids::{AccountId, AppKey, GrantId, RedirectUri, Uid};
+    use crate::ids::{AccountId, AppKey, GrantId, KeyThumbprint, RedirectUri, Uid};
     use crate::records::{
         AboutClient, AccessTokenRecord, AppRecord, AuthMethod, BadRecord, ClientKeys, GrantRecord,
         LastRotation, LinkRecord, Provenance, Record, Registration, Resources,
@@ -504,6 +513,7 @@ mod tests {
                 prop::option::of(id()),
                 prop::option::of(id()),
                 any::<bool>(),
+                prop::option::of(thumbprint()),
             ),
         )
             .prop_map(
@@ -514,7 +524,7 @@ mod tests {
                     scopes,
                     expires_at,
                     audience,
-                    (generation, uid, by, acting),
+                    (generation, uid, by, acting, bound_to),
                 )| {
                     AccessTokenRecord {
                         grant: GrantId::parse(&grant).unwrap_or_else(|| unreachable!()),
@@ -528,9 +538,16 @@ mod tests {
                         exchanged_by: by
                             .map(|by| AppKey::new(by).unwrap_or_else(|_| unreachable!())),
                         acting,
+                        bound_to,
                     }
                 },
             )
+    }
+
+    /// A DPoP key's thumbprint.
+    fn thumbprint() -> impl Strategy<Value = KeyThumbprint> {
+        "[A-Za-z0-9_-]{43}"
+            .prop_map(|text| KeyThumbprint::new(text).unwrap_or_else(|_| unreachable!()))
     }
 
     /// A person's account, or the app itself.
@@ -568,12 +585,13 @@ mod tests {
                 prop::option::of(rotation),
                 prop::option::of(any::<u64>()),
                 prop::option::of(time()),
+                prop::option::of(thumbprint()),
             ),
         )
             .prop_map(
                 |(
                     (app, subject, uid, scopes, link_epoch, pkce),
-                    (revoked_at, refresh_token, resources, rotation, member, idle_until),
+                    (revoked_at, refresh_token, resources, rotation, member, idle_until, bound),
                 )| GrantRecord {
                     app: AppKey::new(app).unwrap_or_else(|_| unreachable!()),
                     subject,
@@ -588,6 +606,7 @@ mod tests {
                     rotation,
                     member,
                     idle_until,
+                    refresh_bound_to: bound,
                 },
             )
     }
@@ -746,6 +765,11 @@ mod tests {
                 prop_assert_eq!(v.generation, r.generation);
                 prop_assert_eq!(v.uid.and_then(Text::parse::<Uid>), r.uid.clone());
                 prop_assert_eq!(v.uid.is_some(), r.uid.is_some());
+                prop_assert_eq!(
+                    v.bound_to.and_then(Text::parse::<KeyThumbprint>),
+                    r.bound_to.clone()
+                );
+                prop_assert_eq!(v.bound_to.is_some(), r.bound_to.is_some());
                 prop_assert_eq!(v.audience.is_empty(), r.audience.is_empty());
                 for resource in r.audience.iter() {
                     prop_assert!(v.is_for(resource));

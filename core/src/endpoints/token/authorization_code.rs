@@ -100,6 +100,14 @@ fn exchange_code(
     if let Err(mismatch) = code::bind(record, &exchange) {
         return end(mismatch);
     }
+    // A code bound to a key (`dpop_jkt`, RFC 9449 §10) is redeemed only with a proof of it.
+    if record
+        .bound_to
+        .as_ref()
+        .is_some_and(|key| client.proven_key() != Some(key))
+    {
+        return end(Refusal::GrantBoundToAnotherKey);
+    }
     let grant_id = ctx.entropy.grant_id();
     let redeemed = match code::redeem(record, ctx.now, grant_id.clone()) {
         Ok(redeemed) => redeemed,
@@ -155,11 +163,15 @@ fn exchange_code(
             link_epoch: record.link_epoch,
             pkce: record.challenge.is_some(),
             resources: record.resources.clone(),
+            // RFC 9449 §5: a public client's refresh token is bound to the key it proved; a
+            // confidential client's authentication constrains its own.
+            refresh_bound_to: client.proven_key().filter(|_| !client.has_secret).cloned(),
         },
         FirstToken {
             access_type: record.access_type,
             audience,
             generation,
+            bound_to: client.proven_key().cloned(),
         },
         next_member,
     );
@@ -208,6 +220,7 @@ fn exchange_code(
             person: Some((user.account_id, user.uid)),
             retried: None,
             exchanged: false,
+            bound: client.proof().is_some(),
         })),
     ))
 }

@@ -102,6 +102,7 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
         link_epoch: 0,
         pkce: false,
         resources: parsed.resources.clone(),
+        refresh_bound_to: None,
     });
     let access = partition.access_token(ctx.config.server_key(), &ctx.entropy.primary());
     let record = access_token::mint(
@@ -112,6 +113,7 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
             expires_at: Some(expires_at),
             audience: parsed.resources.clone(),
             generation,
+            bound_to: client.proven_key().cloned(),
         },
     );
     // The grant is worth nothing once its only token is gone: both go together.
@@ -149,6 +151,7 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
             person: None,
             retried: None,
             exchanged: false,
+            bound: client.proof().is_some(),
         })),
     ))
 }

@@ -267,11 +267,13 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
             link_epoch,
             pkce: false,
             resources: granted,
+            refresh_bound_to: None,
         },
         FirstToken {
             access_type: TokenAccessType::Online,
             audience,
             generation,
+            bound_to: client.proven_key().cloned(),
         },
         0,
     );
@@ -314,6 +316,7 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
             person: Some((account.account_id.clone(), account.uid.clone())),
             retried: None,
             exchanged: false,
+            bound: client.proof().is_some(),
         })),
     ))
 }

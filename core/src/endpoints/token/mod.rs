@@ -13,20 +13,24 @@ mod token_exchange;
 pub(crate) use token_exchange::ACCESS_TOKEN_TYPE;
 
 use crate::config::Config;
+use crate::credentials::AssertionDigest;
 use crate::ctx::{Ctx, Decision, Flow};
+use crate::dpop;
 use crate::ending::Ending;
 use crate::endpoints::authorize;
 use crate::endpoints::client_auth::{
-    authenticate, consume_assertion, decide_failed, first_contact, form_parameters, refuse, verify,
-    Client, FailedClient,
+    authenticate, consume_assertion, decide_failed, first_contact, form_parameters, refuse,
+    used_first, verify, Client, FailedClient,
 };
 use crate::grant_type::GrantType;
 use crate::ids::AppKey;
 use crate::partition::Partition;
 use crate::prelude::*;
-use crate::records::RecordKey;
-use crate::refusal::Refusal;
+use crate::records::{AssertionRecord, RecordKey};
+use crate::refusal::{DpopFault, Refusal};
+use crate::routes::TOKEN;
 use crate::scope::ScopeSet;
+use crate::time::UnixTime;
 use crate::wire::form::{Params, Repeated};
 use crate::wire::http::HttpRequest;
 
@@ -92,10 +96,16 @@ pub(crate) fn parse(config: &Config, request: &HttpRequest) -> Result<Parsed, En
             None => return refuse(Refusal::UnsupportedGrantType),
         },
     };
-    let client = match authenticate(config, request, &params)? {
+    let mut client = match authenticate(config, request, &params)? {
         Ok(client) => client,
         Err(failed) => return Ok(Parsed::Failed(failed)),
     };
+    // A DPoP proof (RFC 9449 §5), where the deployment reads them: for this endpoint.
+    if let Some(issuer) = config.issuer().filter(|_| config.dpop().is_some()) {
+        let uri = format!("{}{TOKEN}", issuer.origin());
+        client.proof = dpop::presented(request, &uri, None)
+            .map_err(|fault| client.refuse(Refusal::DpopProofInvalid(fault)))?;
+    }
     let resources =
         authorize::resources(config, &params).map_err(|refusal| client.refuse(refusal))?;
     match grant {
@@ -170,11 +180,23 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         Parsed::TokenExchange(exchange) => &exchange.client,
         Parsed::JwtBearer(bearer) => &bearer.client,
     };
+    // The DPoP proof's time and nonce first: a client told `use_dpop_nonce` has nothing
+    // read or written, and its retry is no replay.
+    if let Err(refusal) = proof_is_fresh(ctx, client) {
+        return Ok(Decision::End(client.refuse(refusal)));
+    }
     // A stored app's authentication is checked with its record, read beside the credential's
     // and its account's ledger. The ledger is read in this first batch, before the grant and
     // link a mint reads next: what lets a mint leave it unwritten (see `machines::ledger`).
+    // So is the record of the DPoP proof's use, should it have been used before.
     let ledger = parsed.partition().map(RecordKey::Ledger);
-    let beside: Vec<&RecordKey> = parsed.credential().into_iter().chain(&ledger).collect();
+    let proof_used = client.proof().map(|proof| proof_use(ctx.config, proof));
+    let beside: Vec<&RecordKey> = parsed
+        .credential()
+        .into_iter()
+        .chain(&ledger)
+        .chain(&proof_used)
+        .collect();
     if let Err(failed) = verify(ctx, client, &beside)? {
         if let Parsed::ClientCredentials(_) = parsed {
             first_contact(ctx, client)?;
@@ -182,6 +204,17 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         return decide_failed(&failed, ctx);
     }
     ctx.need(&beside)?;
+    if let Some((proof, used)) = client.proof().zip(proof_used.as_ref()) {
+        if !ctx.signature(|| proof.signature())? {
+            let refusal = Refusal::DpopProofInvalid(DpopFault::Signature);
+            return Ok(Decision::End(client.refuse(refusal)));
+        }
+        // Once within its window: a used proof's record, not written by this very request.
+        if ctx.load::<AssertionRecord>(used)?.is_some() && !ctx.written.contains(used) {
+            let refusal = Refusal::DpopProofInvalid(DpopFault::Replayed);
+            return Ok(Decision::End(client.refuse(refusal)));
+        }
+    }
     // A document's client gets tokens by its current document: fetched again once its cache
     // lifetime is over (a document that vanished or changed is seen here).
     // (Verified, it stands: the fresh copy is the same app or a refusal.)
@@ -189,7 +222,52 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     // A stored app is renewed by its use (see `UnannouncedClients::unused_lifetime`).
     // A client assertion is used once, whatever came of the request.
     let decision = ctx.with_renewal(&client.app, decide_grant(parsed, ctx)?);
-    Ok(consume_assertion(client, decision))
+    let decision = consume_assertion(client, decision);
+    // A DPoP proof likewise, kept until it is out of its window.
+    Ok(match (client.proof(), proof_used) {
+        (Some(proof), Some(used)) => {
+            let window = ctx.config.dpop().map_or(0, |dpop| dpop.proof_window.0);
+            let expires_at = UnixTime(proof.iat.saturating_add(window).saturating_add(1));
+            used_first(used, expires_at, decision)
+        }
+        _ => decision,
+    })
+}
+
+/// The checks of the client's DPoP proof that need neither the host nor the store: made within
+/// the window, with a nonce where one is asked for; and a proof at all where the client must
+/// present one.
+fn proof_is_fresh(ctx: &Ctx<'_>, client: &Client) -> Result<(), Refusal> {
+    let Some(dpop) = ctx.config.dpop() else {
+        return Ok(());
+    };
+    let Some(proof) = client.proof() else {
+        let required = &dpop.required;
+        let must = required.all
+            || (required.unannounced && client.arrived_unannounced())
+            || required.apps.contains(&client.app);
+        return if must {
+            Err(Refusal::DpopProofRequired)
+        } else {
+            Ok(())
+        };
+    };
+    proof
+        .fresh(ctx.config, dpop::At::TokenEndpoint, ctx.now)
+        .map_err(|stale| match stale {
+            dpop::Stale::Time => Refusal::DpopProofInvalid(DpopFault::Time),
+            dpop::Stale::Nonce => Refusal::DpopNonceRequired,
+        })
+}
+
+/// Where the use of `proof` is recorded: under the key it proves and its `jti`, in a partition
+/// of its own (as a used client assertion is).
+fn proof_use(config: &Config, proof: &dpop::Proof) -> RecordKey {
+    RecordKey::Assertion(AssertionDigest::of_proof(
+        config.server_key(),
+        proof.thumbprint.as_str(),
+        &proof.jti,
+    ))
 }
 
 fn decide_grant(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {

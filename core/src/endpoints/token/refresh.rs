@@ -110,6 +110,16 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
     if let Err(refusal) = refresh_token::check_client(grant.record, client.has_secret) {
         return end(refusal);
     }
+    // A refresh token bound to a key (a public client's, RFC 9449 §5) is used only with a proof
+    // of it — judged before reuse, so that a thief without the key cannot end the grant.
+    if grant
+        .record
+        .refresh_bound_to
+        .as_ref()
+        .is_some_and(|key| client.proven_key() != Some(key))
+    {
+        return end(Refusal::GrantBoundToAnotherKey);
+    }
     match grant::standing(
         grant.record.revoked_at.is_some(),
         grant.record.link_epoch,
@@ -189,6 +199,7 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
             expires_at,
             audience,
             generation,
+            bound_to: client.proven_key().cloned(),
         },
     );
     let mut puts = vec![create(
@@ -270,6 +281,7 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
             person: None,
             retried: None,
             exchanged: false,
+            bound: client.proof().is_some(),
         })),
     ))
 }
@@ -327,7 +339,10 @@ fn retry(
         return Ok(Decision::End(client.refuse(Refusal::RetryNotYetVisible)));
     };
     let first = found.record;
-    if &first.scopes != scopes || &first.audience != audience {
+    if &first.scopes != scopes
+        || &first.audience != audience
+        || first.bound_to.as_ref() != client.proven_key()
+    {
         return Ok(Decision::End(client.refuse(Refusal::RetryDiffers)));
     }
     let grant = retried.grant.record;
@@ -342,6 +357,7 @@ fn retry(
         person: None,
         retried: None,
         exchanged: false,
+        bound: first.bound_to.is_some(),
     });
     if ctx.rewritten_as_read(&retried.grant_key) {
         // Answered from another retry's write: none of its own, so the reply carries its event.

@@ -164,6 +164,7 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
         uid: token.uid.clone(),
         exchanged_by: Some(client.app.clone()),
         acting,
+        bound_to: client.proven_key().cloned(),
     };
     let mut puts = vec![create(
         RecordKey::AccessToken(partition, access.digest()),
@@ -191,6 +192,7 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
             person: None,
             retried: None,
             exchanged: true,
+            bound: client.proof().is_some(),
         })),
     ))
 }
