@@ -502,11 +502,14 @@ fn racing_one_identity_assertion_yields_at_most_one_token() {
     }
 }
 
-/// One DPoP proof (issue 49) presented by two racing refreshes of a public client's bound grant,
-/// with a host crash anywhere and the client's retry: the proof is taken at most once in every
-/// schedule, and exactly once where no host crashed; every token issued is bound to the key.
-#[test]
-fn racing_one_dpop_proof_is_taken_at_most_once() {
+/// The standards profile with DPoP (no nonces: the explorer's hosts answer at one instant), and
+/// a public client's grant bound to `signing_key(31)` at its code exchange: the simulation and
+/// its refresh token, and a maker of proofs for the token endpoint by a key.
+fn bound_grant() -> (
+    Sim,
+    String,
+    impl Fn(&p256::ecdsa::SigningKey, &str) -> String,
+) {
     let mut doc = fixture_document().to_json_value();
     doc["profile"] = serde_json::json!({
         "kind": "standards",
@@ -515,28 +518,86 @@ fn racing_one_dpop_proof_is_taken_at_most_once() {
     });
     let config = Config::new(ConfigDocument::from_json_value(&doc).unwrap()).unwrap();
     let mut sim = Sim::new(config);
-    let key = signing_key(31);
     let now = sim.now.0;
-    let proof = |jti: &str| {
+    let proof = move |key: &p256::ecdsa::SigningKey, jti: &str| {
         let header = serde_json::json!({ "typ": "dpop+jwt", "alg": "ES256",
-            "jwk": public_jwk(&key, "dpop") });
+            "jwk": public_jwk(key, "dpop") });
         let claims = serde_json::json!({ "htm": "POST", "jti": jti, "iat": now,
             "htu": "https://auth.example/oauth2/token" });
-        signed_jwt(&key, &header, &claims)
+        signed_jwt(key, &header, &claims)
     };
     let code = sim.code_for(&pkce_offline_query("s"), &alice());
     let mut exchange = form_request(&pkce_exchange(&code, VERIFIER));
-    exchange.headers.push(("DPoP".into(), proof("exchange")));
+    exchange
+        .headers
+        .push(("DPoP".into(), proof(&signing_key(31), "exchange")));
     let tokens = json(&sim.token_request(exchange));
     assert_eq!(tokens["token_type"], "DPoP", "{tokens}");
-    let refresh = tokens["refresh_token"].as_str().unwrap();
+    let refresh = tokens["refresh_token"].as_str().unwrap().to_owned();
+    (sim, refresh, proof)
+}
+
+/// A refresh of `refresh` by the public client with `proof`.
+fn proven_refresh(refresh: &str, proof: String) -> Input {
     let mut request = form_request(&[
         ("grant_type", "refresh_token"),
         ("refresh_token", refresh),
         ("client_id", PKCE_APP),
     ]);
-    request.headers.push(("DPoP".into(), proof("raced")));
-    let inputs = [http_input(request.clone()), http_input(request)];
+    request.headers.push(("DPoP".into(), proof));
+    http_input(request)
+}
+
+/// A public client's bound refresh token (issue 49) refreshed twice at once by its client, each
+/// with a proof of its key — the rotation and its retry — while a thief who copied the token
+/// tries it with a key of its own: the client's requests both get the rotation's answer, bound
+/// to its key; the thief gets nothing and ends nothing, whatever the order.
+#[test]
+fn a_bound_refresh_racing_its_retry_and_a_thief() {
+    let (sim, refresh, proof) = bound_grant();
+    let owner = signing_key(31);
+    let inputs = [
+        proven_refresh(&refresh, proof(&owner, "first")),
+        proven_refresh(&refresh, proof(&owner, "retry")),
+        proven_refresh(&refresh, proof(&signing_key(32), "thief")),
+    ];
+    scenario(
+        "a bound refresh, its retry and a thief",
+        &sim,
+        &inputs,
+        &[0],
+        &mut |s| {
+            assert!(
+                tokens_of(s, &[2]).is_empty(),
+                "the thief got tokens: {:?}",
+                s.trace
+            );
+            let delivered = tokens_of(s, &[0, 1]);
+            assert_eq!(delivered.len(), 2, "{:?}", s.trace);
+            assert_eq!(
+                delivered[0], delivered[1],
+                "the retry gets the rotation's answer"
+            );
+            assert!(s.commit_of(reuse_or_revocation).is_none(), "{:?}", s.trace);
+            for (token, _) in &delivered {
+                // Bound: no bearer check lets it through.
+                assert!(!validates(&sim.config, &s.store, sim.now, token));
+            }
+        },
+    );
+}
+
+/// One DPoP proof (issue 49) presented by two racing refreshes of a public client's bound grant,
+/// with a host crash anywhere and the client's retry: the proof is taken at most once in every
+/// schedule, and exactly once where no host crashed; every token issued is bound to the key.
+#[test]
+fn racing_one_dpop_proof_is_taken_at_most_once() {
+    let (sim, refresh, proof) = bound_grant();
+    let raced = proof(&signing_key(31), "raced");
+    let inputs = [
+        proven_refresh(&refresh, raced.clone()),
+        proven_refresh(&refresh, raced),
+    ];
     for crash in [0, 1] {
         scenario(
             "one DPoP proof presented twice",

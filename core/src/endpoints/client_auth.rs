@@ -363,7 +363,7 @@ pub(crate) fn signs(key: &ClientKey, assertion: &Assertion) -> bool {
 /// `decision`, with the client assertion it was authenticated by recorded as used first: its
 /// own transaction (its own partition), created only where none is, so that a racing request
 /// with the same assertion loses and is refused when it decides again.
-pub(crate) fn consume_assertion(client: &Client, decision: Decision) -> Decision {
+pub(crate) fn consume_assertion(ctx: &Ctx<'_>, client: &Client, decision: Decision) -> Decision {
     let Some((assertion, used)) = client
         .stored
         .as_ref()
@@ -372,13 +372,23 @@ pub(crate) fn consume_assertion(client: &Client, decision: Decision) -> Decision
     else {
         return decision;
     };
-    used_first(used.clone(), UnixTime(assertion.claims.exp), decision)
+    used_first(ctx, used.clone(), UnixTime(assertion.claims.exp), decision)
 }
 
 /// `decision`, with a JWT that may be used once (a client assertion, a DPoP proof) recorded as
 /// used under `used` first, until `expires_at`: a racing request with the same JWT loses and is
-/// refused when it decides again.
-pub(crate) fn used_first(used: RecordKey, expires_at: UnixTime, decision: Decision) -> Decision {
+/// refused when it decides again. Not again by a request that recorded it already, deciding again
+/// after its later write lost a race: that record is its own, and creating it a second time
+/// would conflict with every try until the request gave up (503).
+pub(crate) fn used_first(
+    ctx: &Ctx<'_>,
+    used: RecordKey,
+    expires_at: UnixTime,
+    decision: Decision,
+) -> Decision {
+    if ctx.written.contains(&used) {
+        return decision;
+    }
     let record = Record::Assertion(AssertionRecord { expires_at });
     let first = Transaction {
         puts: vec![create(used, &record, Some(expires_at))],

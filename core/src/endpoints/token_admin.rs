@@ -136,7 +136,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         )),
     };
     // A client assertion is used once, whatever it was used for.
-    Ok(consume_assertion(client, decision))
+    Ok(consume_assertion(ctx, client, decision))
 }
 
 /// A token found, with its grant and where that grant stands.

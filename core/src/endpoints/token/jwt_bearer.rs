@@ -18,7 +18,7 @@ use crate::credentials::AssertionDigest;
 use crate::ctx::{create, Ctx, Decision, Flow};
 use crate::ending::{Ending, TokenBody};
 
-use crate::endpoints::client_auth::{signs, Client};
+use crate::endpoints::client_auth::{signs, used_first, Client};
 use crate::endpoints::issue::{issue_grant, minting_ledger, FirstToken};
 use crate::endpoints::token::{asked_scope, narrowed, one, AskedScope};
 use crate::ids::Subject;
@@ -291,23 +291,11 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
     };
     // The assertion's use first, in its own partition and transaction, created only where none
     // is: of two requests racing with it, the second finds it when it decides again.
-    let exp = UnixTime(assertion.claims.exp);
-    let used = Transaction {
-        puts: vec![create(
-            asserted.used.clone(),
-            &Record::Assertion(AssertionRecord { expires_at: exp }),
-            Some(exp),
-        )],
-        audit: Vec::new(),
-    };
-    Ok(Decision::Each(
-        vec![
-            used,
-            Transaction {
-                puts,
-                audit: vec![audit],
-            },
-        ],
+    let issued_tokens = Decision::Commit(
+        Transaction {
+            puts,
+            audit: vec![audit],
+        },
         Ending::Tokens(Box::new(TokenBody {
             access_token: issued.access_token,
             expires_in: issued.expires_in,
@@ -318,5 +306,7 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
             exchanged: false,
             bound: client.proof().is_some(),
         })),
-    ))
+    );
+    let exp = UnixTime(assertion.claims.exp);
+    Ok(used_first(ctx, asserted.used.clone(), exp, issued_tokens))
 }

@@ -222,13 +222,13 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
     // A stored app is renewed by its use (see `UnannouncedClients::unused_lifetime`).
     // A client assertion is used once, whatever came of the request.
     let decision = ctx.with_renewal(&client.app, decide_grant(parsed, ctx)?);
-    let decision = consume_assertion(client, decision);
+    let decision = consume_assertion(ctx, client, decision);
     // A DPoP proof likewise, kept until it is out of its window.
     Ok(match (client.proof(), proof_used) {
         (Some(proof), Some(used)) => {
             let window = ctx.config.dpop().map_or(0, |dpop| dpop.proof_window.0);
             let expires_at = UnixTime(proof.iat.saturating_add(window).saturating_add(1));
-            used_first(used, expires_at, decision)
+            used_first(ctx, used, expires_at, decision)
         }
         _ => decision,
     })
