@@ -39,6 +39,12 @@ test("the module for configured apps refuses identity providers' assertions (ID-
   assert.match(answer.content, /^invalid configuration: profile\.identity_assertions: this build has no clients that arrive unannounced and checks no signed assertion/);
 });
 
+test("the module for configured apps refuses DPoP, whose proofs only the whole module verifies", () => {
+  const answer = checkConfig({ ...standardsConfig(), profile: { kind: "standards", issuer: "https://auth.example", dpop: {} } });
+  assert.equal(answer.tag, "invalid");
+  assert.match(answer.content, /^invalid configuration: profile\.dpop: this build has no clients that arrive unannounced and checks no signed assertion/);
+});
+
 test("the module for configured apps is the smaller one the package ships", () => {
   const gzipped = (name) => gzipSync(readFileSync(new URL(`../dist/${name}_bg.wasm`, import.meta.url)), { level: 9 }).length;
   const [whole, configured] = [gzipped("edgegrant_wasm"), gzipped("edgegrant_configured_apps")];
