@@ -16,7 +16,7 @@ use crate::config::{Config, DpopNonces};
 use crate::credentials::{sha256, ServerKey};
 use crate::ids::KeyThumbprint;
 use crate::jose::{compact, public_key, SigningAlg};
-use crate::refusal::DpopFault;
+use crate::refusal::{DpopFault, Refusal};
 use crate::step::Verify;
 use crate::time::UnixTime;
 use crate::wire::http::HttpRequest;
@@ -52,6 +52,52 @@ pub(crate) struct Proof {
     pub ath: Option<String>,
     /// The nonce the server gave (§8, §9).
     pub nonce: Option<String>,
+}
+
+/// A DPoP proof a resource server elsewhere took (the npm package's `edgegrant/resource`): the
+/// key it proves, and the signature the host must verify before it serves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceProof {
+    /// The key's JWK SHA-256 thumbprint: the token's `cnf.jkt` must be this.
+    pub thumbprint: KeyThumbprint,
+    /// The proof's signature, to verify as [`Step::Verify`](crate::Step::Verify) asks.
+    pub signature: Verify,
+}
+
+/// The DPoP proof of `request` (its `DPoP` header) to a resource server on another host, checked
+/// as the API served here checks one (RFC 9449 §4.3, §7): for the request's method and `uri`
+/// (the resource's URL without query), carrying the hash of `access_token`, made within
+/// `window` of `now` — all but its signature, which the host verifies
+/// ([`ResourceProof::signature`]), and replay, which a resource server without a store bounds
+/// by `window` alone. `Err`: [`Refusal::DpopProofInvalid`], answered with
+/// [`resource_server_challenge`](crate::resource_server_challenge).
+///
+/// ```
+/// use edgegrant::{resource_server_proof, DpopFault, HttpRequest, Refusal, Seconds, UnixTime};
+/// let mut request = HttpRequest::new("POST", "/mcp", "");
+/// request.headers.push(("DPoP".into(), "not a proof".into()));
+/// let refused = resource_server_proof(&request, "https://mcp.example/mcp", "sl.t", UnixTime(0), Seconds(300));
+/// assert_eq!(refused, Err(Refusal::DpopProofInvalid(DpopFault::Malformed)));
+/// ```
+pub fn resource_server_proof(
+    request: &HttpRequest,
+    uri: &str,
+    access_token: &str,
+    now: UnixTime,
+    window: crate::time::Seconds,
+) -> Result<ResourceProof, Refusal> {
+    let proof = match presented(request, uri, Some(access_token)) {
+        Ok(Some(proof)) => proof,
+        Ok(None) => return Err(Refusal::DpopProofInvalid(DpopFault::Malformed)),
+        Err(fault) => return Err(Refusal::DpopProofInvalid(fault)),
+    };
+    if proof.iat.abs_diff(now.0) > window.0 {
+        return Err(Refusal::DpopProofInvalid(DpopFault::Time));
+    }
+    Ok(ResourceProof {
+        signature: proof.signature(),
+        thumbprint: proof.thumbprint,
+    })
 }
 
 /// How long a nonce this server hands out stays the current one; it is taken for one period

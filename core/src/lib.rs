@@ -334,7 +334,8 @@ pub use credentials::{
     RegistrationTokenDigest, RotationSeed, SecretDigest, ServerKey, ENTROPY_LEN,
 };
 pub use documents::{KEYS_REFETCH_AFTER, KEY_SET_MAX_BYTES};
-pub use endpoints::api::bearer_token_of;
+pub use dpop::{resource_server_proof, ResourceProof};
+pub use endpoints::api::{bearer_token_of, presented_token_of};
 pub use endpoints::discovery::{protected_resource_metadata, protected_resource_metadata_url};
 pub use grant_type::{GrantType, GrantTypes};
 pub use ids::{

@@ -545,14 +545,8 @@ fn metadata_response(metadata: Metadata, config: &Config) -> (Outcome, HttpRespo
 fn bearer_refusal(refusal: &Refusal, required: Option<&Scope>, config: &Config) -> HttpResponse {
     let metadata = config.issuer().map(discovery::resource_metadata_url);
     let (status, mut challenge, tag) = bearer_challenge(refusal, required, metadata.as_deref());
-    // RFC 9449 §7.1: where proofs are read, the DPoP challenge names the algorithms a proof
-    // may be signed with — its own, or one beside the bearer challenge.
     if config.dpop().is_some() {
-        let algs = dpop::ALG_NAMES.join(" ");
-        match challenge.starts_with("DPoP ") {
-            true => challenge.push_str(&format!(", algs=\"{algs}\"")),
-            false => challenge.push_str(&format!(", DPoP algs=\"{algs}\"")),
-        }
+        with_dpop_algs(&mut challenge);
     }
     let mut error = JsonObject::new().string(".tag", tag);
     if let Refusal::MissingScope(scope) = refusal {
@@ -568,24 +562,42 @@ fn bearer_refusal(refusal: &Refusal, required: Option<&Scope>, config: &Config) 
 /// What a bearer check's refusal is answered with on a resource server of this authorization
 /// server's on another host (the npm package's resource helper): the status and the RFC 6750
 /// §3 challenge, naming the scope the call requires (on a 401 too, so that a client knows what
-/// to ask for) and the resource's metadata at `metadata_url` (RFC 9728 §5.1) — the same
-/// challenge the core writes for the API it serves itself.
+/// to ask for) and the resource's metadata at `metadata_url` (RFC 9728 §5.1), and with `dpop`
+/// the DPoP algorithms (RFC 9449 §7.1; a proof's own refusals on the `DPoP` challenge) — the
+/// same challenge the core writes for the API it serves itself.
 ///
 /// ```
 /// use edgegrant::{resource_server_challenge, Refusal, Scope};
 /// let scope = Scope::new("mcp:tools").unwrap();
+/// let metadata = "https://mcp.example/.well-known/oauth-protected-resource";
 /// let (status, challenge) =
-///     resource_server_challenge(&Refusal::BearerMissing, Some(&scope), "https://mcp.example/.well-known/oauth-protected-resource");
+///     resource_server_challenge(&Refusal::BearerMissing, Some(&scope), metadata, false);
 /// assert_eq!(status, 401);
 /// assert_eq!(challenge, "Bearer realm=\"api\", scope=\"mcp:tools\", resource_metadata=\"https://mcp.example/.well-known/oauth-protected-resource\"");
+/// let (_, challenge) = resource_server_challenge(&Refusal::BearerMissing, Some(&scope), metadata, true);
+/// assert!(challenge.ends_with(", DPoP algs=\"ES256 RS256\""));
 /// ```
 pub fn resource_server_challenge(
     refusal: &Refusal,
     required: Option<&Scope>,
     metadata_url: &str,
+    dpop: bool,
 ) -> (u16, String) {
-    let (status, challenge, _) = bearer_challenge(refusal, required, Some(metadata_url));
+    let (status, mut challenge, _) = bearer_challenge(refusal, required, Some(metadata_url));
+    if dpop {
+        with_dpop_algs(&mut challenge);
+    }
     (status, challenge)
+}
+
+/// RFC 9449 §7.1: where proofs are read, the DPoP challenge names the algorithms a proof may be
+/// signed with — its own, or one beside the bearer challenge.
+fn with_dpop_algs(challenge: &mut String) {
+    let algs = dpop::ALG_NAMES.join(" ");
+    match challenge.starts_with("DPoP ") {
+        true => challenge.push_str(&format!(", algs=\"{algs}\"")),
+        false => challenge.push_str(&format!(", DPoP algs=\"{algs}\"")),
+    }
 }
 
 /// A bearer check's refusal: its status, its challenge (with the scope required and the

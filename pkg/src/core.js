@@ -211,24 +211,66 @@ export function bearerToken(authorization) {
 }
 
 /**
+ * The access token of an `Authorization` header's value (`null`: none) as the core reads it,
+ * under `Bearer` or, when `dpop`, `DPoP` too: `{ token, dpop }` (`dpop`: it came under the
+ * `DPoP` scheme), or `{ refusal }`.
+ */
+export function accessToken(authorization, dpop) {
+  ready();
+  const [kind, value] = bindings.accessToken(authorization ?? undefined, Boolean(dpop)).split("\0");
+  return kind === "r" ? { refusal: value } : { token: value, dpop: kind === "d" };
+}
+
+/**
+ * The DPoP proof of a request to a resource server, checked by the core as its own API checks
+ * one (RFC 9449 §4.3) but for the signature, which is verified here with WebCrypto: `method`,
+ * the resource URL it was sent to (`uri`, no query), its `DPoP` header (`null`: none), the
+ * access token, `now` and `window` in seconds. `{ thumbprint }` (the key's, which the token's
+ * `cnf.jkt` must name) or `{ refusal }` (`"dpop_proof_invalid:<why>"`).
+ */
+export async function checkDpopProof({ method, uri, proof, accessToken: token, now, window }) {
+  ready();
+  const [kind, ...parts] = bindings.dpopProof(String(method), String(uri), proof ?? undefined, String(token), now, window).split("\0");
+  if (kind !== "p") return { refusal: `dpop_proof_invalid:${parts[0]}` };
+  const [thumbprint, alg, key] = parts;
+  const [header, claims, signature] = proof.split(".");
+  const [imported, verify] = SIGNATURES[alg];
+  let holds = false;
+  try {
+    const publicKey = await crypto.subtle.importKey("jwk", JSON.parse(key), imported, false, ["verify"]);
+    holds = await crypto.subtle.verify(verify, publicKey, Uint8Array.from(atob(signature.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0)), new TextEncoder().encode(`${header}.${claims}`));
+  } catch {
+    holds = false;
+  }
+  return holds ? { thumbprint } : { refusal: "dpop_proof_invalid:signature" };
+}
+
+/** WebCrypto's parameters for each algorithm of a signature the core asks to verify: to import the key, to verify. */
+export const SIGNATURES = {
+  ES256: [{ name: "ECDSA", namedCurve: "P-256" }, { name: "ECDSA", hash: "SHA-256" }],
+  RS256: [{ name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" }, { name: "RSASSA-PKCS1-v1_5" }],
+};
+
+/**
  * The core's answer to a resource server's failed bearer check: `{ status, challenge }` (the
  * `WWW-Authenticate` value) for `refusal` — `"bearer_missing"`, `"malformed_bearer"`,
- * `"invalid_token"` or `"insufficient_scope"` — naming `requiredScope` (if any) and the
- * resource's metadata at `metadataUrl`.
+ * `"invalid_token"`, `"insufficient_scope"`, `"token_bound_to_another_key"` or
+ * `"dpop_proof_invalid:<why>"` — naming `requiredScope` (if any), the resource's metadata at
+ * `metadataUrl`, and with `dpop` the DPoP algorithms.
  */
-export function resourceChallenge(refusal, requiredScope, metadataUrl) {
+export function resourceChallenge(refusal, requiredScope, metadataUrl, dpop = false) {
   ready();
-  const joined = bindings.resourceChallenge(String(refusal), requiredScope ?? undefined, String(metadataUrl));
+  const joined = bindings.resourceChallenge(String(refusal), requiredScope ?? undefined, String(metadataUrl), Boolean(dpop));
   if (joined === undefined) throw new TypeError(`resourceChallenge: no challenge for ${refusal} with scope ${requiredScope}`);
   const at = joined.indexOf("\0");
   return { status: Number(joined.slice(0, at)), challenge: joined.slice(at + 1) };
 }
 
-/** A protected resource's metadata (RFC 9728), from the core: `{ url, document }`. Throws if `resource` or `issuer` is not an identifier. */
-export function resourceMetadata(resource, issuer, scopes) {
+/** A protected resource's metadata (RFC 9728), from the core: `{ url, document }`, listing the DPoP algorithms when `dpop`. Throws if `resource` or `issuer` is not an identifier. */
+export function resourceMetadata(resource, issuer, scopes, dpop = false) {
   expect(Array.isArray(scopes), "resourceMetadata(resource, issuer, scopes): scopes must be a list of scope names");
   ready();
-  const joined = bindings.resourceMetadata(String(resource), String(issuer), scopes.map(String).join("\0"));
+  const joined = bindings.resourceMetadata(String(resource), String(issuer), scopes.map(String).join("\0"), Boolean(dpop));
   if (joined === undefined) throw new Error("edgegrant: resource and issuer must be http(s) URLs without query or fragment");
   const at = joined.indexOf("\0");
   return { url: joined.slice(0, at), document: joined.slice(at + 1) };

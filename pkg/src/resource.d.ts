@@ -8,6 +8,8 @@ export interface IntrospectedToken {
   scope: string;
   sub: string;
   token_type?: string;
+  /** The key a token bound by DPoP is good with (RFC 9449 §6.2). */
+  cnf?: { jkt: string };
 }
 
 /** A resource server on another host than the authorization server (RFC 9728, 7662, 8707). */
@@ -31,4 +33,14 @@ export function protectedResource(options: {
   scopes?: string[];
   /** The introspection endpoint, and this resource server's client credentials there. */
   introspection: { endpoint: string; clientId: string; clientSecret: string };
+  /**
+   * Take tokens bound to a key (DPoP, RFC 9449): `Authorization: DPoP <token>` with a proof whose
+   * key is the token's `cnf.jkt`, made within `proofWindow` seconds of now (default 300); a bound
+   * token presented as a bearer token is refused. Default `false`: a bound token is refused. No
+   * nonces and no record of proofs: a proof captured with its token could be replayed to the
+   * same URL within the window.
+   */
+  dpop?: boolean | { proofWindow?: number };
+  /** Milliseconds since the epoch (default `Date.now`): a token's expiry and a proof's age. */
+  clock?: () => number;
 }): ProtectedResource;

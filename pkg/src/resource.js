@@ -1,10 +1,11 @@
 // A resource server's side of the standards profile, for an API on another host than the
 // authorization server (an MCP server, say): its protected-resource metadata (RFC 9728), the
 // challenge that points clients there, and the token check by introspection (RFC 7662) — the
-// token must be live, issued for this resource (RFC 8707 `aud`) and carry the required scope.
+// token must be live, issued for this resource (RFC 8707 `aud`) and carry the required scope;
+// with `dpop`, a token bound to a key (RFC 9449, `cnf.jkt`) only with a proof of that key.
 // The authorization server lists this resource in its profile's `resources`.
 
-import { bearerToken, canonicalResource, resourceChallenge, resourceMetadata } from "./core.js";
+import { accessToken, canonicalResource, checkDpopProof, resourceChallenge, resourceMetadata } from "./core.js";
 
 /**
  * `resource`: this API's identifier (as the authorization server lists it); `issuer`: the
@@ -13,10 +14,12 @@ import { bearerToken, canonicalResource, resourceChallenge, resourceMetadata } f
  * metadata and the canonical identifiers are the core's (the wasm module: import edgegrant/node
  * or edgegrant/workers first).
  */
-export function protectedResource({ resource, issuer, scopes = [], introspection }) {
+export function protectedResource({ resource, issuer, scopes = [], introspection, dpop = false, clock = () => Date.now() }) {
   const audienceName = canonicalResource(resource);
   if (audienceName === null) throw new Error("edgegrant: resource must be an http(s) URL without query or fragment");
-  const { url: metadataUrl, document } = resourceMetadata(resource, issuer, scopes);
+  // DPoP proofs taken: within `proofWindow` seconds of now either way (300 by default).
+  const proofWindow = dpop === false ? null : (dpop === true ? undefined : dpop.proofWindow) ?? 300;
+  const { url: metadataUrl, document } = resourceMetadata(resource, issuer, scopes, proofWindow !== null);
   const metadataPath = new URL(metadataUrl).pathname;
   const basic = `Basic ${btoa(`${encodeURIComponent(introspection.clientId)}:${encodeURIComponent(introspection.clientSecret)}`)}`;
 
@@ -26,7 +29,7 @@ export function protectedResource({ resource, issuer, scopes = [], introspection
   // Every refusal is the core's, as it answers at its own API: one parsing of the header, one
   // status and challenge per reason (a malformed header is 400 invalid_request there and here).
   const refuse = (refusal, requiredScope) => {
-    const { status, challenge: value } = resourceChallenge(refusal, requiredScope, metadataUrl);
+    const { status, challenge: value } = resourceChallenge(refusal, requiredScope, metadataUrl, proofWindow !== null);
     return new Response(null, { status, headers: { "WWW-Authenticate": value, "Cache-Control": "no-store" } });
   };
 
@@ -46,21 +49,43 @@ export function protectedResource({ resource, issuer, scopes = [], introspection
      */
     async check(request, requiredScope) {
       // A 401 names the scope too (RFC 6750 §3), so that a client knows what to ask for (MCP).
-      const bearer = bearerToken(request.headers.get("authorization"));
-      if (bearer.refusal) return { response: refuse(bearer.refusal, requiredScope) };
+      const presented = accessToken(request.headers.get("authorization"), proofWindow !== null);
+      if (presented.refusal) return { response: refuse(presented.refusal, requiredScope) };
+      // Under the DPoP scheme, its proof first (no introspection for a proof that fails): for
+      // this request's method and URL, this token, now; its key is the token's to match.
+      let proven = null;
+      if (presented.dpop) {
+        const url = new URL(request.url);
+        const checked = await checkDpopProof({
+          method: request.method,
+          uri: `${url.origin}${url.pathname}`,
+          proof: request.headers.get("dpop"),
+          accessToken: presented.token,
+          now: Math.floor(clock() / 1000),
+          window: proofWindow,
+        });
+        if (checked.refusal) return { response: refuse(checked.refusal, requiredScope) };
+        proven = checked.thumbprint;
+      }
       const answer = await fetch(introspection.endpoint, {
         method: "POST",
         headers: { authorization: basic, "content-type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({ token: bearer.token }),
+        body: new URLSearchParams({ token: presented.token }),
       });
       if (!answer.ok) throw new Error(`edgegrant: introspection answered ${answer.status}`);
       const token = await answer.json();
       const audience = Array.isArray(token.aud) ? token.aud : token.aud === undefined ? [] : [token.aud];
       // A live access token (a bearer token that expires: a refresh token is neither, and is
       // never served), issued by this authorization server, for this resource.
-      const access = String(token.token_type).toLowerCase() === "bearer" && Number.isFinite(token.exp) && token.exp * 1000 > Date.now();
+      const type = String(token.token_type).toLowerCase();
+      const access = (type === "bearer" || (type === "dpop" && proofWindow !== null)) && Number.isFinite(token.exp) && token.exp * 1000 > clock();
       if (token.active !== true || !access || token.iss !== issuer || !audience.some((aud) => typeof aud === "string" && canonicalResource(aud) === audienceName)) {
         return { response: refuse("invalid_token", requiredScope) };
+      }
+      // RFC 9449 §7: a bound token only with a proof of its key — never as a bearer token.
+      const bound = token.cnf?.jkt;
+      if ((bound !== undefined || type === "dpop") && bound !== proven) {
+        return { response: refuse("token_bound_to_another_key", requiredScope) };
       }
       if (requiredScope && !String(token.scope ?? "").split(" ").includes(requiredScope)) {
         return { response: refuse("insufficient_scope", requiredScope) };

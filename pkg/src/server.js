@@ -3,7 +3,7 @@
 // (`fetch`). Every decision is the core's — routing, limits, the consent form's origin check,
 // re-authorization, contention, every response with its headers and pages; this file carries
 // bytes, records, time and entropy between the core and the host.
-import { createCore, entropyLength, pageHeaders } from "./core.js";
+import { SIGNATURES, createCore, entropyLength, pageHeaders } from "./core.js";
 import { fetchDocument } from "./documents.js";
 import { packRecords, readStep } from "./packed.js";
 
@@ -107,11 +107,6 @@ async function answerFetch(request, { url, maxBytes, timeoutMs }, fetcher) {
   return request.fetched(answer.status, answer.cacheControl ?? undefined, answer.body ?? NO_BODY);
 }
 
-/** WebCrypto's parameters for each algorithm of an assertion: to import the key, to verify. */
-const SIGNATURES = {
-  ES256: [{ name: "ECDSA", namedCurve: "P-256" }, { name: "ECDSA", hash: "SHA-256" }],
-  RS256: [{ name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" }, { name: "RSASSA-PKCS1-v1_5" }],
-};
 const encoder = new TextEncoder();
 
 /**

@@ -163,3 +163,104 @@ test("the helper names resources as the core does: no query, and paths compared 
   assert.equal(helper.metadataPath, "/.well-known/oauth-protected-resource/mcp");
   assert.equal(helper.challenge(), 'Bearer realm="api", resource_metadata="https://mcp.example/.well-known/oauth-protected-resource/mcp"');
 });
+
+/** A DPoP key pair, and proofs it signs (RFC 9449 §4.2) for `htm` and `htu`, with `ath` of `token`. */
+async function dpopKey() {
+  const pair = await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, ["sign", "verify"]);
+  const { kty, crv, x, y } = await crypto.subtle.exportKey("jwk", pair.publicKey);
+  const b64 = (bytes) => Buffer.from(bytes).toString("base64url");
+  const thumbprint = b64(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(JSON.stringify({ crv, kty, x, y }))));
+  let jti = 0;
+  const proof = async (htm, htu, token, iat = Math.floor(Date.now() / 1000)) => {
+    const claims = { jti: `p${(jti += 1)}`, htm, htu, iat };
+    if (token) claims.ath = b64(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(token)));
+    const input = `${b64(JSON.stringify({ typ: "dpop+jwt", alg: "ES256", jwk: { kty, crv, x, y } }))}.${b64(JSON.stringify(claims))}`;
+    const signature = await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, pair.privateKey, new TextEncoder().encode(input));
+    return `${input}.${b64(signature)}`;
+  };
+  return { thumbprint, proof };
+}
+
+test("with dpop, an API on another host serves a bound token only with a proof of its key", async (t) => {
+  const as = await listen(t);
+  const api = await listen(t);
+  const issuer = `${as.url}/`;
+  const resource = `${api.url}/mcp`;
+  const auth = createAuthServer({
+    config: {
+      ...config(),
+      profile: { kind: "standards", issuer, resources: [resource], resource_servers: [{ app: CONF_APP, resources: [resource] }], dpop: { nonces: "none" } },
+      server_key: SERVER_KEY,
+    },
+    storage: memoryStorage(),
+    onAudit: () => {},
+    hooks: { currentUser: () => ALICE },
+  });
+  as.fetch = (request) => auth.fetch(request);
+  let now = Date.now();
+  const rs = protectedResource({
+    resource,
+    issuer,
+    scopes: ["account_info.read"],
+    introspection: { endpoint: `${as.url}/oauth2/introspect`, clientId: CONF_APP, clientSecret: CONF_SECRET },
+    dpop: true,
+    clock: () => now,
+  });
+  api.fetch = async (request) => {
+    const url = new URL(request.url);
+    if (url.pathname === rs.metadataPath) return rs.metadata();
+    const { token, response } = await rs.check(new Request(`${api.url}${url.pathname}`, request), "account_info.read");
+    return response ?? Response.json({ sub: token.sub, jkt: token.cnf?.jkt ?? null });
+  };
+  const metadata = await (await fetch(`${api.url}${rs.metadataPath}`)).json();
+  assert.deepEqual(metadata.dpop_signing_alg_values_supported, ["ES256", "RS256"]);
+
+  // Alice's token for the resource, bound to the client's key at the exchange.
+  const key = await dpopKey();
+  const consent = await auth.handle({
+    method: "POST",
+    path: "/oauth2/authorize",
+    headers: [["content-type", "application/x-www-form-urlencoded"], ["sec-fetch-site", "same-origin"]],
+    body: new TextEncoder().encode(new URLSearchParams({ query: `${pkceQuery()}&resource=${encodeURIComponent(resource)}`, decision: "allow" }).toString()),
+    user: ALICE,
+  });
+  const code = new URL(consent.headers.find(([n]) => n.toLowerCase() === "location")[1]).searchParams.get("code");
+  const exchange = form({ grant_type: "authorization_code", code, client_id: PKCE_APP, code_verifier: VERIFIER, redirect_uri: PKCE_REDIRECT });
+  exchange.headers.push(["DPoP", await key.proof("POST", `${as.url}/oauth2/token`)]);
+  const answer = await auth.handle({ path: "/oauth2/token", ...exchange });
+  assert.equal(answer.status, 200, answer.body);
+  const { access_token: bound, token_type } = JSON.parse(answer.body);
+  assert.equal(token_type, "DPoP");
+
+  const url = `${api.url}/mcp/tools`;
+  const call = async (headers) => fetch(url, { method: "POST", headers });
+  // With a proof of its key, for this request and this token: served; the key is the token's.
+  const served = await call({ authorization: `DPoP ${bound}`, dpop: await key.proof("POST", url, bound) });
+  assert.equal(served.status, 200);
+  assert.deepEqual(await served.json(), { sub: ALICE.account_id, jkt: key.thumbprint });
+  // As a bearer token: refused, and the challenge names the DPoP algorithms.
+  const asBearer = await call({ authorization: `Bearer ${bound}` });
+  assert.equal(asBearer.status, 401);
+  assert.match(asBearer.headers.get("www-authenticate"), /^Bearer realm="api", error="invalid_token".*, DPoP algs="ES256 RS256"$/);
+  // With another key's valid proof: refused.
+  const other = await dpopKey();
+  assert.equal((await call({ authorization: `DPoP ${bound}`, dpop: await other.proof("POST", url, bound) })).status, 401);
+  // A proof for another URL, or another token, or made more than the window ago: invalid_dpop_proof.
+  for (const proof of [
+    await key.proof("POST", `${api.url}/mcp/other`, bound),
+    await key.proof("POST", url, "sl.another"),
+    await key.proof("GET", url, bound),
+    await key.proof("POST", url, bound, Math.floor(now / 1000) - 301),
+  ]) {
+    const refused = await call({ authorization: `DPoP ${bound}`, dpop: proof });
+    assert.equal(refused.status, 401);
+    assert.match(refused.headers.get("www-authenticate"), /^DPoP realm="api", error="invalid_dpop_proof"/);
+  }
+  // Under the DPoP scheme without a proof: invalid_dpop_proof too.
+  assert.match((await call({ authorization: `DPoP ${bound}` })).headers.get("www-authenticate"), /error="invalid_dpop_proof"/);
+  // A resource server that takes no proofs refuses a bound token outright.
+  const strict = protectedResource({ resource, issuer, introspection: { endpoint: `${as.url}/oauth2/introspect`, clientId: CONF_APP, clientSecret: CONF_SECRET } });
+  const checked = await strict.check(new Request(url, { method: "POST", headers: { authorization: `Bearer ${bound}` } }), "account_info.read");
+  assert.equal(checked.response?.status, 401);
+  now += 0;
+});

@@ -989,14 +989,19 @@ fn a_protected_resource_never_names_offline_access() {
         MCP,
         &issuer,
         ["offline_access", "mcp:tools", "offline_access"],
+        false,
     );
     let document: Value = serde_json::from_str(&document).unwrap();
     assert_eq!(document["scopes_supported"], json!(["mcp:tools"]));
 
     let metadata_url = protected_resource_metadata_url(MCP);
     let offline = Scope::new(OFFLINE_ACCESS).unwrap();
-    let (status, challenge) =
-        resource_server_challenge(&Refusal::BearerMissing, Some(&offline), &metadata_url);
+    let (status, challenge) = resource_server_challenge(
+        &Refusal::BearerMissing,
+        Some(&offline),
+        &metadata_url,
+        false,
+    );
     assert_eq!(status, 401);
     assert_eq!(
         challenge,
@@ -1005,7 +1010,7 @@ fn a_protected_resource_never_names_offline_access() {
 
     let tools = Scope::new("mcp:tools").unwrap();
     let (status, challenge) =
-        resource_server_challenge(&Refusal::BearerMissing, Some(&tools), &metadata_url);
+        resource_server_challenge(&Refusal::BearerMissing, Some(&tools), &metadata_url, false);
     assert_eq!(status, 401);
     assert_eq!(
         challenge,
@@ -1015,6 +1020,7 @@ fn a_protected_resource_never_names_offline_access() {
         &Refusal::MissingScope(tools.clone()),
         Some(&tools),
         &metadata_url,
+        false,
     );
     assert_eq!(status, 403);
     assert_eq!(

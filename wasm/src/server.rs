@@ -12,7 +12,7 @@ use alloc::vec::Vec;
 
 use edgegrant::{
     AccountId, AppKey, AttemptStep, Attempter, Config, Entropy, Event, FetchFailure, Fetched,
-    HttpRequest, Input, Step, Uid, UnixTime, Unlinker, User, ENTROPY_LEN,
+    HttpRequest, Input, Seconds, Step, Uid, UnixTime, Unlinker, User, ENTROPY_LEN,
 };
 use wasm_bindgen::prelude::*;
 
@@ -122,18 +122,69 @@ pub fn canonical_resource(text: &str) -> Option<String> {
 
 /// A protected resource's metadata (RFC 9728): where it is served (its URL), a NUL, and the
 /// document, for `resource` protected by the authorization server `issuer`, requiring `scopes`
-/// (joined by NUL); `undefined` if `resource` or `issuer` is no identifier.
+/// (joined by NUL), taking DPoP proofs when `dpop`; `undefined` if `resource` or `issuer` is no
+/// identifier.
 #[wasm_bindgen(js_name = resourceMetadata)]
-pub fn resource_metadata(resource: &str, issuer: &str, scopes: &str) -> Option<String> {
+pub fn resource_metadata(resource: &str, issuer: &str, scopes: &str, dpop: bool) -> Option<String> {
     let canonical = edgegrant::Resource::canonical(resource)?;
     let issuer = edgegrant::Issuer::new(issuer).ok()?;
     let scopes = scopes.split('\0').filter(|scope| !scope.is_empty());
     let mut out = edgegrant::protected_resource_metadata_url(&canonical);
     out.push('\0');
     out.push_str(&edgegrant::protected_resource_metadata(
-        resource, &issuer, scopes,
+        resource, &issuer, scopes, dpop,
     ));
     Some(out)
+}
+
+/// The access token of an `Authorization` header's value as the core reads it
+/// (`edgegrant::presented_token_of`): `b` (the `Bearer` scheme) or `d` (`DPoP`, only when
+/// `dpop`), a NUL and the token; or `r`, a NUL and the refusal's name. For the resource helper.
+#[wasm_bindgen(js_name = accessToken)]
+pub fn access_token(authorization: Option<String>, dpop: bool) -> String {
+    match edgegrant::presented_token_of(authorization.as_deref(), dpop) {
+        Ok((true, token)) => format!("d\0{token}"),
+        Ok((false, token)) => format!("b\0{token}"),
+        Err(refusal) => format!("r\0{}", refusal.name()),
+    }
+}
+
+/// The DPoP proof of a request to a resource server (`edgegrant::resource_server_proof`):
+/// `method`, the resource's `uri` (no query), the request's `DPoP` header as it came (`undefined`:
+/// none), the access token it comes with, now and the window, in seconds. `p`, a NUL, the key's
+/// thumbprint, a NUL, the signature's algorithm, a NUL and the key (a JWK): the host verifies the
+/// signature (the header's third part over its first two) with it; or `r`, a NUL and why not
+/// (a `DpopFault` name). The module for configured apps reads no proof: always `r`.
+#[wasm_bindgen(js_name = dpopProof)]
+pub fn dpop_proof(
+    method: String,
+    uri: &str,
+    proof: Option<String>,
+    access_token: &str,
+    now: f64,
+    window: f64,
+) -> String {
+    let malformed = || "r\0malformed".to_owned();
+    // Whole seconds a JavaScript number holds exactly.
+    let whole = |n: f64| (0.0..=9_007_199_254_740_991.0).contains(&n) && n as u64 as f64 == n;
+    if !cfg!(feature = "unannounced") || !whole(now) || !whole(window) {
+        return malformed();
+    }
+    let mut request = HttpRequest::new(&method, "", "");
+    request
+        .headers
+        .extend(proof.map(|value| ("DPoP".to_owned(), value)));
+    let (now, window) = (UnixTime(now as u64), Seconds(window as u64));
+    match edgegrant::resource_server_proof(&request, uri, access_token, now, window) {
+        Ok(proof) => format!(
+            "p\0{}\0{}\0{}",
+            proof.thumbprint,
+            proof.signature.alg.name(),
+            proof.signature.key
+        ),
+        Err(edgegrant::Refusal::DpopProofInvalid(fault)) => format!("r\0{}", fault.name()),
+        Err(_) => malformed(),
+    }
 }
 
 /// The bearer token of an `Authorization` header's value as the core reads it
@@ -149,13 +200,16 @@ pub fn bearer_token(authorization: Option<String>) -> String {
 
 /// The status, a NUL and the `WWW-Authenticate` challenge the core answers a resource server's
 /// failed bearer check with (`edgegrant::resource_server_challenge`): `refusal` is
-/// `bearer_missing`, `malformed_bearer`, `invalid_token` or `insufficient_scope` (which needs
-/// `required_scope`); `undefined` for any other, or a scope that is none.
+/// `bearer_missing`, `malformed_bearer`, `invalid_token`, `insufficient_scope` (which needs
+/// `required_scope`), `token_bound_to_another_key`, or `dpop_proof_invalid:` and a `DpopFault`
+/// name; `undefined` for any other, or a scope that is none. With `dpop`, the challenge names
+/// the DPoP algorithms too.
 #[wasm_bindgen(js_name = resourceChallenge)]
 pub fn resource_challenge(
     refusal: &str,
     required_scope: Option<String>,
     metadata_url: &str,
+    dpop: bool,
 ) -> Option<String> {
     let required = match required_scope {
         Some(scope) => Some(edgegrant::Scope::new(scope).ok()?),
@@ -166,10 +220,24 @@ pub fn resource_challenge(
         "malformed_bearer" => edgegrant::Refusal::MalformedBearer,
         "invalid_token" => edgegrant::Refusal::UnknownAccessToken,
         "insufficient_scope" => edgegrant::Refusal::MissingScope(required.clone()?),
-        _ => return None,
+        "token_bound_to_another_key" => edgegrant::Refusal::TokenBoundToAnotherKey,
+        other => {
+            use edgegrant::DpopFault::*;
+            let fault = match other.strip_prefix("dpop_proof_invalid:")? {
+                "malformed" => Malformed,
+                "method" => Method,
+                "uri" => Uri,
+                "token_hash" => TokenHash,
+                "time" => Time,
+                "signature" => Signature,
+                "replayed" => Replayed,
+                _ => return None,
+            };
+            edgegrant::Refusal::DpopProofInvalid(fault)
+        }
     };
     let (status, challenge) =
-        edgegrant::resource_server_challenge(&refusal, required.as_ref(), metadata_url);
+        edgegrant::resource_server_challenge(&refusal, required.as_ref(), metadata_url, dpop);
     Some(format!("{status}\0{challenge}"))
 }
 

@@ -23,7 +23,7 @@ use crate::refusal::DpopFault;
 use crate::refusal::Refusal;
 use crate::scope::Scope;
 use crate::step::{AuditEvent, Principal, Transaction};
-use crate::wire::bearer::{access_token, bearer_of, BearerError, Scheme};
+use crate::wire::bearer::{access_token, credentials_of, BearerError, Scheme};
 use crate::wire::http::HttpRequest;
 
 /// What the bearer token is presented for.
@@ -109,9 +109,28 @@ fn refusal_of(error: BearerError) -> Refusal {
 /// assert_eq!(bearer_token_of(None), Err(Refusal::BearerMissing));
 /// ```
 pub fn bearer_token_of(authorization: Option<&str>) -> Result<&str, Refusal> {
-    authorization
-        .ok_or(Refusal::BearerMissing)
-        .and_then(|header| bearer_of(header).map_err(refusal_of))
+    presented_token_of(authorization, false).map(|(_, token)| token)
+}
+
+/// The access token of an `Authorization` header's value and whether it came under the `DPoP`
+/// scheme (RFC 9449 §7.1; only when `dpop`), read as the core reads it at its own API; else as
+/// [`bearer_token_of`] refuses. For a resource server on another host that takes DPoP proofs.
+///
+/// ```
+/// use edgegrant::presented_token_of;
+/// assert_eq!(presented_token_of(Some("DPoP abc"), true), Ok((true, "abc")));
+/// assert_eq!(presented_token_of(Some("Bearer abc"), true), Ok((false, "abc")));
+/// assert!(presented_token_of(Some("DPoP abc"), false).is_err());
+/// ```
+pub fn presented_token_of(
+    authorization: Option<&str>,
+    dpop: bool,
+) -> Result<(bool, &str), Refusal> {
+    let header = authorization.ok_or(Refusal::BearerMissing)?;
+    match credentials_of(header, dpop) {
+        Ok((scheme, token)) => Ok((scheme == Scheme::Dpop, token)),
+        Err(error) => Err(refusal_of(error)),
+    }
 }
 
 /// A bearer token that checked out, read in place, with its grant where that was read.

@@ -67,7 +67,7 @@ pub fn protected_resource_metadata_url(resource: &str) -> String {
 /// RFC 9728 §2: the API this host serves — its identifier (the origin), the authorization
 /// server that protects it, the scopes its endpoints require, and how to present a token.
 pub(crate) fn resource_document(config: &Config, issuer: &Issuer) -> String {
-    resource_metadata_of(
+    protected_resource_metadata(
         issuer.resource(),
         issuer,
         config.required_scopes().map(Scope::as_str),
@@ -76,9 +76,10 @@ pub(crate) fn resource_document(config: &Config, issuer: &Issuer) -> String {
 }
 
 /// RFC 9728 §2: the metadata of a protected resource — its identifier, the authorization
-/// server that protects it (`issuer`), the scopes it requires (sorted, each once), and how to
-/// present a token. For the API served here, and for a resource server elsewhere (the
-/// package's `edgegrant/resource`).
+/// server that protects it (`issuer`), the scopes it requires (sorted, each once), how to
+/// present a token, and with `dpop` the algorithms its DPoP proofs may be signed with (RFC 9449
+/// §5.1). For the API served here, and for a resource server elsewhere (the package's
+/// `edgegrant/resource`).
 ///
 /// [`OFFLINE_ACCESS`](crate::OFFLINE_ACCESS) is never listed, even when `scopes` names it: a
 /// refresh token is no requirement of a resource, and MCP (2026-07-28, Refresh Tokens) says a
@@ -88,20 +89,11 @@ pub(crate) fn resource_document(config: &Config, issuer: &Issuer) -> String {
 /// ```
 /// # use edgegrant::{protected_resource_metadata, Issuer};
 /// let issuer = Issuer::new("https://auth.example").unwrap();
-/// let document = protected_resource_metadata("https://mcp.example/mcp", &issuer, ["offline_access", "mcp:tools"]);
+/// let document = protected_resource_metadata("https://mcp.example/mcp", &issuer, ["offline_access", "mcp:tools"], true);
 /// assert!(document.contains("\"scopes_supported\":[\"mcp:tools\"]"));
+/// assert!(document.contains("\"dpop_signing_alg_values_supported\":[\"ES256\",\"RS256\"]"));
 /// ```
 pub fn protected_resource_metadata<'s>(
-    resource: &str,
-    issuer: &Issuer,
-    scopes: impl IntoIterator<Item = &'s str>,
-) -> String {
-    resource_metadata_of(resource, issuer, scopes, false)
-}
-
-/// [`protected_resource_metadata`], with the DPoP proof algorithms the resource takes where
-/// it takes proofs (RFC 9449 §5.1).
-fn resource_metadata_of<'s>(
     resource: &str,
     issuer: &Issuer,
     scopes: impl IntoIterator<Item = &'s str>,

@@ -39,12 +39,9 @@ pub(crate) fn bearer_token(request: &HttpRequest) -> Result<&str, BearerError> {
     access_token(request, false).map(|(_, token)| token)
 }
 
-/// The bearer token of one `Authorization` header value, by [`access_token`]'s rules.
-pub(crate) fn bearer_of(header: &str) -> Result<&str, BearerError> {
-    credentials_of(header, false).map(|(_, token)| token)
-}
-
-fn credentials_of(header: &str, dpop: bool) -> Result<(Scheme, &str), BearerError> {
+/// The access token of one `Authorization` header value and its scheme, by [`access_token`]'s
+/// rules.
+pub(crate) fn credentials_of(header: &str, dpop: bool) -> Result<(Scheme, &str), BearerError> {
     let header = header.trim_matches(|c| c == ' ' || c == '\t');
     let (scheme, token) = match header.split_once(' ') {
         Some((scheme, rest)) => (scheme, rest.trim_start_matches(' ')),
