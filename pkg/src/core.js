@@ -234,22 +234,44 @@ export async function checkDpopProof({ method, uri, proof, accessToken: token, n
   if (kind !== "p") return { refusal: `dpop_proof_invalid:${parts[0]}` };
   const [thumbprint, alg, key] = parts;
   const [header, claims, signature] = proof.split(".");
-  const [imported, verify] = SIGNATURES[alg];
-  let holds = false;
-  try {
-    const publicKey = await crypto.subtle.importKey("jwk", JSON.parse(key), imported, false, ["verify"]);
-    holds = await crypto.subtle.verify(verify, publicKey, Uint8Array.from(atob(signature.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0)), new TextEncoder().encode(`${header}.${claims}`));
-  } catch {
-    holds = false;
-  }
+  const bytes = Uint8Array.from(atob(signature.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0));
+  const holds = await verifySignature({ alg, key, message: `${header}.${claims}`, signature: bytes });
   return holds ? { thumbprint } : { refusal: "dpop_proof_invalid:signature" };
 }
 
 /** WebCrypto's parameters for each algorithm of a signature the core asks to verify: to import the key, to verify. */
-export const SIGNATURES = {
+const SIGNATURES = {
   ES256: [{ name: "ECDSA", namedCurve: "P-256" }, { name: "ECDSA", hash: "SHA-256" }],
   RS256: [{ name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" }, { name: "RSASSA-PKCS1-v1_5" }],
 };
+
+// Public keys imported before, by algorithm and JWK text: a client signs its assertions and
+// proofs with the same key request after request, and importing one costs WebCrypto about as
+// much as verifying with it (Node 20: 0.37 ms and 0.38 ms for P-256). Bounded: emptied when full.
+const importedKeys = new Map();
+const MAX_IMPORTED_KEYS = 1024;
+
+/**
+ * Whether `signature` (bytes) over `message` (text) holds under `key` (a JWK, as text) with
+ * `alg`, by the platform's WebCrypto — what the core's verify step asks. A key or a signature
+ * WebCrypto cannot take does not hold.
+ */
+export async function verifySignature({ alg, key, message, signature }) {
+  const [imported, verify] = SIGNATURES[alg] ?? [];
+  if (!imported) return false;
+  try {
+    const name = `${alg}\0${key}`;
+    let publicKey = importedKeys.get(name);
+    if (publicKey === undefined) {
+      publicKey = await crypto.subtle.importKey("jwk", JSON.parse(key), imported, false, ["verify"]);
+      if (importedKeys.size >= MAX_IMPORTED_KEYS) importedKeys.clear();
+      importedKeys.set(name, publicKey);
+    }
+    return await crypto.subtle.verify(verify, publicKey, signature, new TextEncoder().encode(message));
+  } catch {
+    return false;
+  }
+}
 
 /**
  * The core's answer to a resource server's failed bearer check: `{ status, challenge }` (the

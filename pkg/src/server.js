@@ -3,7 +3,7 @@
 // (`fetch`). Every decision is the core's — routing, limits, the consent form's origin check,
 // re-authorization, contention, every response with its headers and pages; this file carries
 // bytes, records, time and entropy between the core and the host.
-import { SIGNATURES, createCore, entropyLength, pageHeaders } from "./core.js";
+import { createCore, entropyLength, pageHeaders, verifySignature } from "./core.js";
 import { fetchDocument } from "./documents.js";
 import { packRecords, readStep } from "./packed.js";
 
@@ -107,27 +107,14 @@ async function answerFetch(request, { url, maxBytes, timeoutMs }, fetcher) {
   return request.fetched(answer.status, answer.cacheControl ?? undefined, answer.body ?? NO_BODY);
 }
 
-const encoder = new TextEncoder();
-
 /**
- * Answers the core's `v` step: whether an assertion's signature holds under the key (a JWK) —
- * a client assertion's under the client's key, an identity assertion's (ID-JAG) under its
- * provider's; a request may ask for both, one after the other — verified by the platform's
- * WebCrypto (Node and workerd alike), and returns the next step. A key or a signature
- * WebCrypto cannot take does not hold.
+ * Answers the core's `v` step: whether a signature holds under the key (a JWK) — a client
+ * assertion's under the client's key, an identity assertion's (ID-JAG) under its provider's, a
+ * DPoP proof's under the key it carries; a request may ask for several, one after the other —
+ * verified by the platform's WebCrypto (Node and workerd alike), and returns the next step.
  */
-async function answerVerify(request, { alg, key, message, signature }) {
-  const [imported, verify] = SIGNATURES[alg] ?? [];
-  let holds = false;
-  if (imported) {
-    try {
-      const publicKey = await crypto.subtle.importKey("jwk", JSON.parse(key), imported, false, ["verify"]);
-      holds = await crypto.subtle.verify(verify, publicKey, signature, encoder.encode(message));
-    } catch {
-      holds = false;
-    }
-  }
-  return request.verified(holds);
+async function answerVerify(request, verify) {
+  return request.verified(await verifySignature(verify));
 }
 
 /** runRequest's loop; `attempts`: the request is a credential check's, and its reply carries the core's `verdict` and `retryAfter`. */

@@ -39,6 +39,8 @@ const NATIVE = [
   { id: "revocation", name: "revocation (no target)" },
   { id: "client_credentials", name: "client credentials (a configured app's token for itself, by its secret; standards profile)" },
   { id: "token_exchange", name: "token exchange (RFC 8693: that app's own token for another, by its secret)" },
+  { id: "bearer_dpop", name: "DPoP-bound bearer check (RFC 9449: the proof read and checked, its ES256 signature verified by the host's RustCrypto p256)" },
+  { id: "dpop_signature", name: "the proof's ES256 signature verified alone (RustCrypto p256, as the native host answers Step::Verify)" },
 ];
 // A user holding 1, 100 and 10 000 grants of one app (issue 25): the same cost whatever the count.
 const HELD = [1, 100, 10000];
@@ -85,7 +87,7 @@ const machine = `${cpu}, ${cpus().length} cores; ${output("rustc", ["--version"]
 const met = (ok) => (ok ? "met" : "**missed**");
 const FLOWS = { exchange: "code exchange", refresh: "refresh", bearer: "bearer check" };
 // Node also measures the client credentials grant (issue 48) against the peer's.
-const NODE_FLOWS = { ...FLOWS, machine: "client credentials", narrow: "token exchange" };
+const NODE_FLOWS = { ...FLOWS, machine: "client credentials", narrow: "token exchange", bound: "DPoP-bound bearer check" };
 const comparison = (id) => node.comparisons.find((c) => c.id === id);
 const nodeSummary = (subject, flow) => node.subjects[subject][flow];
 

@@ -19,13 +19,19 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
 use std::sync::Arc;
 
-use edgegrant::{Config, HttpRequest, Input, Outcome, Profile, RecordKey, Step, TokenExchange};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use edgegrant::{
+    Config, Dpop, DpopNonces, HttpRequest, Input, Outcome, Profile, RecordKey, SigningAlg, Step,
+    TokenExchange, Verify,
+};
 use edgegrant_tests::bench_host::{
     exchange_request, field, AppKinds, Host, Populated, RESTORE_EVERY,
 };
 use edgegrant_tests::{
     alice, basic_header, bearer_request, client_credentials_document, fixture_config, form_request,
-    pkce_offline_query, user, Store, CONF_APP, CONF_SECRET, GET_ACCOUNT, PKCE_APP, REVOKE,
+    pkce_offline_query, public_jwk, s256, signed_jwt, signing_key, user, verify_signature, Store,
+    CONF_APP, CONF_SECRET, GET_ACCOUNT, PKCE_APP, REVOKE, T0,
 };
 use sha2::{Digest, Sha256};
 
@@ -148,6 +154,75 @@ fn benches(c: &mut Criterion) {
         &exchange_snapshot,
         &token_exchange_request,
     );
+
+    // DPoP (issue 49): a bearer check of a token bound to a key, under the DPoP scheme with its
+    // proof (read, checked against the request and the token, and its ES256 signature verified
+    // as the host answers Step::Verify: RustCrypto's p256, the native host's), beside the plain
+    // one above, in the same store; and that signature's verification alone, its floor.
+    let mut dpop_document = client_credentials_document(&[CONF_APP]);
+    if let Profile::Standards(standards) = &mut dpop_document.profile {
+        standards.dpop = Some(Dpop {
+            nonces: DpopNonces::None,
+            ..Dpop::default()
+        });
+    }
+    let mut bound = Host::new(&Arc::new(Config::new(dpop_document).expect("config")));
+    bound.store = snapshot.clone();
+    let key = signing_key(41);
+    let proof = |htu: &str, jti: &str, token: Option<&str>| {
+        let mut claims = serde_json::json!({ "htm": "POST", "htu": htu, "iat": T0.0, "jti": jti });
+        if let Some(token) = token {
+            claims["ath"] = s256(token).into();
+        }
+        let header = serde_json::json!({ "typ": "dpop+jwt", "alg": "ES256", "jwk": public_jwk(&key, "dpop") });
+        signed_jwt(&key, &header, &claims)
+    };
+    let mut bound_request = machine_request.clone();
+    bound_request.headers.push((
+        "DPoP".into(),
+        proof("https://auth.example/oauth2/token", "token", None),
+    ));
+    let bound_token = field(
+        &bound.expect(
+            Input::Http {
+                request: bound_request,
+                user: None,
+            },
+            &Outcome::Tokens,
+        ),
+        "access_token",
+    );
+    let call_proof = proof(
+        &format!("https://auth.example{GET_ACCOUNT}"),
+        "call",
+        Some(&bound_token),
+    );
+    let mut dpop_call = bearer_request(GET_ACCOUNT, &bound_token);
+    dpop_call.headers = vec![
+        ("Authorization".into(), format!("DPoP {bound_token}")),
+        ("DPoP".into(), call_proof.clone()),
+    ];
+    c.bench_function("bearer_dpop", |b| {
+        b.iter(|| {
+            let answer = bound.serve(Input::Http {
+                request: dpop_call.clone(),
+                user: None,
+            });
+            assert!(matches!(answer, Step::Serve(_)));
+            answer
+        })
+    });
+    // The proof's signature as the core hands it to the host (Step::Verify).
+    let (message, signature) = call_proof.rsplit_once('.').expect("a compact JWS");
+    let verify = Verify {
+        alg: SigningAlg::Es256,
+        key: public_jwk(&key, "dpop").to_string(),
+        message: message.to_owned(),
+        signature: URL_SAFE_NO_PAD.decode(signature).expect("base64url"),
+    };
+    c.bench_function("dpop_signature", |b| {
+        b.iter(|| assert!(verify_signature(black_box(&verify))))
+    });
 
     // The code exchange: the token request that redeems a fresh code (PKCE, offline access),
     // in the bench host's store. Each redemption writes its grant and tokens; the store is put

@@ -42,12 +42,31 @@ function benchServer({ createAuthServer, secretDigest }, storage, user) {
 function machineServer({ createAuthServer, secretDigest }, storage) {
   return createAuthServer({
     serverKey: "YmVuY2gtc3ViamVjdC1zZXJ2ZXIta2V5LTMyYnl0ZXM",
-    profile: { kind: "standards", issuer: ORIGIN, client_credentials: { apps: [APP] }, token_exchange: {} },
+    // DPoP on for the bound flow (issue 49): no nonces, a window as long as a whole run, so
+    // that one proof made at setup serves every iteration (the API records no proof).
+    profile: { kind: "standards", issuer: ORIGIN, client_credentials: { apps: [APP] }, token_exchange: {}, dpop: { nonces: "none", proof_window: 86400 } },
     apps: [{ key: APP, name: "Bench App", secret_digest: secretDigest(SECRET), redirect_uris: [REDIRECT], permissions: { kind: "scoped", scopes: SCOPES.split(" ") } }],
     apiEndpoints: { [GET_ACCOUNT]: "account_info.read" },
     storage,
     hooks: { currentUser: () => null, api: { [GET_ACCOUNT]: (principal) => Response.json({ client_id: principal.app }) } },
   });
+}
+
+/**
+ * A DPoP key pair (WebCrypto, P-256) and a proof it signs for `htm` and `htu`, with `ath` of
+ * `token`: made once at setup, so the flow measures the server's check, not the client's signing.
+ */
+async function dpopProofs() {
+  const pair = await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, ["sign", "verify"]);
+  const { kty, crv, x, y } = await crypto.subtle.exportKey("jwk", pair.publicKey);
+  const b64 = (bytes) => btoa(String.fromCharCode(...new Uint8Array(typeof bytes === "string" ? encoder.encode(bytes) : bytes))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  let jti = 0;
+  return async (htm, htu, token) => {
+    const claims = { jti: `bench-${(jti += 1)}`, htm, htu, iat: Math.floor(Date.now() / 1000) };
+    if (token) claims.ath = b64(await crypto.subtle.digest("SHA-256", encoder.encode(token)));
+    const input = `${b64(JSON.stringify({ typ: "dpop+jwt", alg: "ES256", jwk: { kty, crv, x, y } }))}.${b64(JSON.stringify(claims))}`;
+    return `${input}.${b64(await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, pair.privateKey, encoder.encode(input)))}`;
+  };
 }
 
 /** The client credentials request: the app's secret in the body, one of its scopes. */
@@ -115,6 +134,17 @@ export async function edgegrantSubject(pkg, storage, { name = "edgegrant", machi
   const setup = await authorizeAndExchange();
   // The token the narrow flow exchanges: the app's own, by client credentials.
   const subject = machines && (await (await machines.fetch(tokenRequest(machineForm()))).json()).access_token;
+  // The bound flow's: the app's own too, bound to a key by a proof at the token endpoint, and
+  // the proof its API call carries.
+  let boundCall;
+  if (machines) {
+    const proof = await dpopProofs();
+    const request = tokenRequest(machineForm());
+    request.headers.set("dpop", await proof("POST", `${ORIGIN}/oauth2/token`));
+    const bound = await (await machines.fetch(request)).json();
+    expect(bound.token_type === "DPoP", "edgegrant bound token", bound);
+    boundCall = { authorization: `DPoP ${bound.access_token}`, dpop: await proof("GET", `${ORIGIN}${GET_ACCOUNT}`, bound.access_token) };
+  }
 
   return {
     name,
@@ -143,6 +173,13 @@ export async function edgegrantSubject(pkg, storage, { name = "edgegrant", machi
           const response = await machines.fetch(tokenRequest(narrowForm(subject)));
           const body = response.status === 200 ? await response.json() : {};
           expect(body.access_token && body.issued_token_type === ACCESS_TOKEN_TYPE, "edgegrant token exchange", response);
+        },
+        // A bearer check of a DPoP-bound token with its proof (the proof read and checked, its
+        // ES256 signature verified by WebCrypto), on the client credentials server.
+        async bound() {
+          const response = await machines.fetch(new Request(`${ORIGIN}${GET_ACCOUNT}`, { headers: boundCall }));
+          const body = response.status === 200 ? await response.json() : {};
+          expect(body.client_id === APP, "edgegrant DPoP-bound call", response);
         },
       }),
     },
@@ -190,6 +227,15 @@ export async function edgegrantPlainSubject(pkg, storage, { name = "edgegrant (h
 
   const setup = await authorizeAndExchange();
   const subject = machines && JSON.parse((await machines.handle(post("/oauth2/token", machineForm()))).body).access_token;
+  let boundCall;
+  if (machines) {
+    const proof = await dpopProofs();
+    const reply = await machines.handle(post("/oauth2/token", machineForm(), ["dpop", await proof("POST", `${ORIGIN}/oauth2/token`)]));
+    const bound = JSON.parse(reply.body);
+    expect(bound.token_type === "DPoP", "edgegrant (handle) bound token", reply);
+    const dpop = await proof("GET", `${ORIGIN}${GET_ACCOUNT}`, bound.access_token);
+    boundCall = { method: "GET", url: GET_ACCOUNT, headers: ["host", HOST, "authorization", `DPoP ${bound.access_token}`, "dpop", dpop] };
+  }
   const bearer = { method: "GET", url: GET_ACCOUNT, headers: ["host", HOST, "authorization", `Bearer ${setup.access_token}`] };
 
   return {
@@ -221,6 +267,11 @@ export async function edgegrantPlainSubject(pkg, storage, { name = "edgegrant (h
           const reply = await machines.handle(post("/oauth2/token", narrowForm(subject)));
           const body = reply.kind === "reply" && reply.status === 200 ? JSON.parse(reply.body) : {};
           expect(body.access_token && body.issued_token_type === ACCESS_TOKEN_TYPE, "edgegrant (handle) token exchange", reply);
+        },
+        async bound() {
+          const result = await machines.handle(boundCall);
+          const sent = result.kind === "serve" ? JSON.stringify({ client_id: result.principal.app }) : "{}";
+          expect(JSON.parse(sent).client_id === APP, "edgegrant (handle) DPoP-bound call", result);
         },
       }),
     },

@@ -20,9 +20,9 @@ import { fetchFloorSubject } from "./subjects/fetch-floor.mjs";
 import { plainFloorSubject } from "./subjects/plain-floor.mjs";
 import { oauth2ServerFetchSubject, oauth2ServerSubject } from "./subjects/oauth2-server.mjs";
 
-/** The flows the peer has too; edgegrant's token exchange ("narrow") is its alone. */
+/** The flows the peer has too; edgegrant's token exchange ("narrow") and DPoP-bound bearer check ("bound") are its alone. */
 export const PEER_FLOWS = ["exchange", "refresh", "bearer", "machine"];
-export const FLOWS = [...PEER_FLOWS, "narrow"];
+export const FLOWS = [...PEER_FLOWS, "narrow", "bound"];
 export const PEER = "@node-oauth/oauth2-server 5.3.0";
 
 /** The subjects, by role; each name is how the results name it. */
@@ -59,6 +59,7 @@ export const FAIRNESS = [
   "Bearer floor: the plain-value entry's bearer check against the least a hashed check can do on the same request values — the authorization header found in the rawHeaders-style list, one crossing into edgegrant's wasm module that hashes the very token edgegrant's subject presents (secretDigest: SHA-256 and base64url), three Map lookups, each record naming the next (the floor issue 29 sets; edgegrant's check reads two records, the token and its account's ledger), and the same JSON answer read back.",
   "Client credentials (machine): the confidential app's token for itself, its secret in the body, scope account_info.read, no refresh token. edgegrant runs it on a server of its own in the standards profile (the grant is not in the reference profile the other flows run in), writing a grant and an access token, digests only; the peer's model saves its plaintext token in a Map and answers getUserFromClient with the client.",
   "Token exchange (narrow, RFC 8693): the confidential app exchanges its own client credentials token for one of the same scope (account_info.read), its secret in the body; edgegrant reads the subject token and its grant and writes an access token, on the client credentials server. The peer has no token exchange: its row is empty, and the nearest thing it has, one authenticated token request without a refresh token, is its client credentials row beside.",
+  "DPoP-bound bearer check (bound, RFC 9449): the client credentials server's token bound to a P-256 key at the token endpoint, presented as Authorization: DPoP with a proof made once at setup (htm, htu, ath; the server takes proofs within a day and without nonces, and records none at its API), so each iteration measures the server alone: the proof read and checked by the core and its ES256 signature verified by WebCrypto, then the same bearer check. Beside the bearer row, it is what binding a token costs a check. The peer has no DPoP: its row is empty.",
   "Every flow checks the status and the expected fields of its success response and throws otherwise.",
 ];
 
