@@ -3,9 +3,12 @@
 //! (`jti`), and with an access token, that token (`ath`). A token issued with a proof is bound to
 //! the key (its JWK SHA-256 thumbprint, RFC 7638), and is good only with proofs of that key.
 //!
-//! Read and checked here as §4.3 lists it, but for the signature, which the host verifies as it
-//! does a client assertion's ([`Step::Verify`](crate::Step::Verify)), and the `jti` and nonce,
-//! which need state or the server key.
+//! Read and checked here as §4.3 lists it — the proof against its request ([`presented`]), its
+//! time and nonce ([`Proof::fresh`]; nonces are a MAC of the time under the server key, so they
+//! need no record) — but for the signature, which the host verifies as it does a client
+//! assertion's ([`Step::Verify`](crate::Step::Verify)), and the `jti`, which the token endpoint
+//! records as used (`endpoints::token`). A resource server elsewhere checks proofs with
+//! [`resource_server_proof`].
 
 use crate::prelude::*;
 use base64ct::{Base64UrlUnpadded, Encoding as _};
