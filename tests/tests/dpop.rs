@@ -397,3 +397,42 @@ fn nonces_everywhere_bound_a_proof_at_the_api_to_the_nonce_period() {
         .unwrap()
         .contains("use_dpop_nonce"));
 }
+
+#[test]
+fn a_bound_call_has_the_host_verify_one_signature() {
+    let mut sim = sim_with(json!({ "nonces": "none" }));
+    let key = signing_key(29);
+    let code = public_code(&mut sim, &[]);
+    let claims = Claims::token_endpoint(&sim, None);
+    let tokens = json(&token(
+        &mut sim,
+        &pkce_exchange(&code, VERIFIER),
+        Some(&proof(&key, &claims)),
+    ));
+    let access = tokens["access_token"].as_str().unwrap().to_owned();
+    let mut request = bearer_request(GET_ACCOUNT, &access);
+    request.headers = vec![
+        ("Authorization".into(), format!("DPoP {access}")),
+        ("DPoP".into(), api_proof(&sim, &key, &access, "v1")),
+    ];
+    let input = Input::Http {
+        request,
+        user: None,
+    };
+    let (mut core, mut step) =
+        edgegrant::Request::start(sim.config.clone(), input, sim.now, entropy(9));
+    let mut verifications = 0;
+    loop {
+        let event = match &step {
+            Step::Read(keys) => sim.store.read(keys.clone()),
+            Step::Verify(verify) => {
+                verifications += 1;
+                Event::Verified(verify_signature(verify))
+            }
+            Step::Serve(_) => break,
+            other => panic!("{other:?}"),
+        };
+        step = core.advance(event).unwrap();
+    }
+    assert_eq!(verifications, 1);
+}
