@@ -27,19 +27,19 @@ async function listen(t) {
   return slot;
 }
 
-test("an API on another host serves only live tokens issued for it, with the scope, and points clients to its authorization server", async (t) => {
+/**
+ * An authorization server in the standards profile and an API's host beside it: the API's
+ * `/mcp` (and `also(api)`) are resources, which the confidential app introspects as their
+ * resource server (RFC 7662 §4); `profile` joins the profile's settings.
+ */
+async function servers(t, { also = () => [], profile = {} } = {}) {
   const as = await listen(t);
   const api = await listen(t);
   const issuer = `${as.url}/`;
   const resource = `${api.url}/mcp`;
+  const resources = [resource, ...also(api)];
   const auth = createAuthServer({
-    // The API's own origin is a resource too, listed without a trailing slash. The API
-    // introspects as the confidential app: its resource server (RFC 7662 §4).
-    config: {
-      ...config(),
-      profile: { kind: "standards", issuer, resources: [resource, api.url], resource_servers: [{ app: CONF_APP, resources: [resource, api.url] }] },
-      server_key: SERVER_KEY,
-    },
+    config: { ...config(), profile: { kind: "standards", issuer, resources, resource_servers: [{ app: CONF_APP, resources }], ...profile }, server_key: SERVER_KEY },
     storage: memoryStorage(),
     onAudit: () => {},
     hooks: { currentUser: () => ALICE },
@@ -50,6 +50,12 @@ test("an API on another host serves only live tokens issued for it, with the sco
     const url = new URL(request.url);
     return auth.fetch(new Request(`${as.url}${url.pathname}${url.search}`, request));
   };
+  return { as, api, issuer, resource, auth };
+}
+
+test("an API on another host serves only live tokens issued for it, with the scope, and points clients to its authorization server", async (t) => {
+  // The API's own origin is a resource too, listed without a trailing slash.
+  const { as, api, issuer, resource, auth } = await servers(t, { also: (api) => [api.url] });
   const rs = protectedResource({
     resource,
     issuer,
@@ -182,21 +188,7 @@ async function dpopKey() {
 }
 
 test("with dpop, an API on another host serves a bound token only with a proof of its key", async (t) => {
-  const as = await listen(t);
-  const api = await listen(t);
-  const issuer = `${as.url}/`;
-  const resource = `${api.url}/mcp`;
-  const auth = createAuthServer({
-    config: {
-      ...config(),
-      profile: { kind: "standards", issuer, resources: [resource], resource_servers: [{ app: CONF_APP, resources: [resource] }], dpop: { nonces: "none" } },
-      server_key: SERVER_KEY,
-    },
-    storage: memoryStorage(),
-    onAudit: () => {},
-    hooks: { currentUser: () => ALICE },
-  });
-  as.fetch = (request) => auth.fetch(request);
+  const { as, api, issuer, resource, auth } = await servers(t, { profile: { dpop: { nonces: "none" } } });
   const now = Date.now();
   const rs = protectedResource({
     resource,
