@@ -18,7 +18,7 @@ use subtle::ConstantTimeEq as _;
 use crate::config::{Config, DpopNonces};
 use crate::credentials::{sha256, ServerKey};
 use crate::ids::KeyThumbprint;
-use crate::jose::{compact, public_key, SigningAlg};
+use crate::jose::{compact, holds_private_members, public_key, SigningAlg};
 use crate::refusal::{DpopFault, Refusal};
 use crate::step::Verify;
 use crate::time::UnixTime;
@@ -231,10 +231,7 @@ pub(crate) fn proof(text: &str) -> Result<Proof, DpopFault> {
         return Err(DpopFault::Malformed);
     };
     // §4.3 step 7: the key must be public. Any private member of an EC or RSA key refuses it.
-    if ["d", "p", "q", "dp", "dq", "qi", "oth", "k"]
-        .iter()
-        .any(|member| jwk.contains_key(*member))
-    {
+    if holds_private_members(jwk) {
         return Err(DpopFault::Malformed);
     }
     let key = match public_key(jwk) {
@@ -276,6 +273,12 @@ pub(crate) fn proof(text: &str) -> Result<Proof, DpopFault> {
     })
 }
 
+/// The hash of an access token a proof presented with it carries (`ath`, §4.2): its SHA-256,
+/// base64url.
+pub(crate) fn token_hash(access_token: &str) -> String {
+    Base64UrlUnpadded::encode_string(&sha256(access_token.as_bytes()))
+}
+
 /// What a proof must say of the request it came with.
 pub(crate) struct Expected<'a> {
     /// The request's method.
@@ -298,8 +301,7 @@ impl Proof {
         }
         // With an access token, its hash (§4.3 step 12); at the token endpoint none is asked.
         if let Some(token) = expected.access_token {
-            let hash = Base64UrlUnpadded::encode_string(&sha256(token.as_bytes()));
-            if self.ath.as_deref() != Some(hash.as_str()) {
+            if self.ath.as_deref() != Some(token_hash(token).as_str()) {
                 return Err(DpopFault::TokenHash);
             }
         }

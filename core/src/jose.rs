@@ -131,6 +131,14 @@ impl PublicKey {
     }
 }
 
+/// Whether a JWK holds any member of a private key (RFC 7518 §6.2.2, §6.3.2) or a symmetric
+/// one (§6.4): a key that must never travel or be kept where a public key goes.
+pub(crate) fn holds_private_members(key: &Map<String, Value>) -> bool {
+    ["d", "p", "q", "dp", "dq", "qi", "oth", "k"]
+        .iter()
+        .any(|member| key.contains_key(*member))
+}
+
 /// The public key a JWK object holds, if of a kind that signs here (`Ok(None)`: another kind,
 /// skipped); `Err`: a key of such a kind that is malformed or too weak.
 pub(crate) fn public_key(key: &Map<String, Value>) -> Result<Option<PublicKey>, &'static str> {

@@ -12,6 +12,8 @@ const AUTHORIZE: &str = "https://auth.test/oauth2/authorize";
 const TOKEN: &str = "https://api.auth.test/oauth2/token";
 const REVOKE: &str = "https://api.auth.test/2/auth/token/revoke";
 const ACCESS_TTL: u64 = 14_400;
+/// The standards profile's issuer, where a DPoP client's requests go.
+const ISSUER: &str = "https://auth.example";
 const MARGIN: u64 = 300;
 
 fn client_config(access_type: ClientAccessType, redirect: Option<&str>) -> ClientConfig {
@@ -24,8 +26,23 @@ fn client_config(access_type: ClientAccessType, redirect: Option<&str>) -> Clien
         scopes: vec!["account_info.read".into()],
         access_type,
         refresh_margin: MARGIN,
+        dpop_public_key: None,
     }
 }
+
+/// An API call with no target: enough for bearer tokens.
+const CALL: ClientInput = ClientInput::Call {
+    method: None,
+    url: None,
+};
+
+/// The API's 401, without a challenge to read.
+const UNAUTHORIZED: ClientInput = ClientInput::Unauthorized {
+    challenge: None,
+    nonce: None,
+    method: None,
+    url: None,
+};
 
 /// A client, a server deployment and a signed-in user, wired together; `client_now` is the
 /// client's clock, which may disagree with the server's (`sim.now`).
@@ -37,6 +54,8 @@ struct World {
     seed: u8,
     /// How many consent pages the user was shown.
     consent_pages: usize,
+    /// The host's DPoP key, which signs the proofs the client hands it.
+    key: Option<p256::ecdsa::SigningKey>,
 }
 
 impl World {
@@ -52,7 +71,35 @@ impl World {
             client_now: T0,
             seed: 0,
             consent_pages: 0,
+            key: None,
         }
+    }
+
+    /// A client binding its tokens to `key` (DPoP) against the standards profile at
+    /// [`ISSUER`] with `profile.dpop` as `dpop` says.
+    fn bound(key: p256::ecdsa::SigningKey, dpop: serde_json::Value) -> World {
+        let mut doc = fixture_document().to_json_value();
+        doc["profile"] = serde_json::json!({ "kind": "standards", "issuer": ISSUER, "dpop": dpop });
+        let doc = ConfigDocument::from_json_value(&doc).unwrap();
+        let mut config = client_config(ClientAccessType::Offline, Some(PKCE_REDIRECT));
+        config.authorize_url = format!("{ISSUER}/oauth2/authorize");
+        config.token_url = format!("{ISSUER}/oauth2/token");
+        config.revoke_url = format!("{ISSUER}/2/auth/token/revoke");
+        config.dpop_public_key = Some(public_jwk(&key, "dpop"));
+        World {
+            sim: Sim::new(Config::new(doc).unwrap()),
+            key: Some(key),
+            ..World::with(config)
+        }
+    }
+
+    /// The `DPoP` header of `proof`, signed with the host's key as WebCrypto would (`r ‖ s`).
+    fn sign(&self, proof: &ProofToSign) -> String {
+        use p256::ecdsa::signature::Signer as _;
+        assert_eq!(proof.alg, "ES256");
+        let key = self.key.as_ref().expect("a DPoP key");
+        let signature: p256::ecdsa::Signature = key.sign(proof.signing_input.as_bytes());
+        proof.header(&signature.to_bytes())
     }
 
     /// Moves both clocks.
@@ -77,10 +124,15 @@ impl World {
         let path = match request.url.as_str() {
             TOKEN => "/oauth2/token",
             REVOKE => "/2/auth/token/revoke",
-            other => panic!("the client sent a request to {other}"),
+            other => other
+                .strip_prefix(ISSUER)
+                .unwrap_or_else(|| panic!("the client sent a request to {other}")),
         };
         let mut http_request = HttpRequest::new(&request.method, path, "");
         http_request.headers = request.headers.clone();
+        if let Some(proof) = &request.proof {
+            http_request.headers.push(("DPoP".into(), self.sign(proof)));
+        }
         http_request.body = request.body.clone().into_bytes();
         http(self.sim.http(http_request, None))
     }
@@ -98,8 +150,9 @@ impl World {
     /// one is shown (a re-authorization of what the user granted completes without one), the
     /// page or the redirect back.
     fn browse(&mut self, url: &str, decision: Decision) -> Answer {
+        let authorize = self.client.config().authorize_url.clone();
         let query = url
-            .strip_prefix(AUTHORIZE)
+            .strip_prefix(authorize.as_str())
             .and_then(|rest| rest.strip_prefix('?'))
             .expect("the authorization endpoint");
         let answer = self.sim.authorize(query, Some(&alice()));
@@ -123,26 +176,31 @@ impl World {
             panic!("Begin must navigate")
         };
         let location = location(&self.browse(&url, Decision::Allow));
-        let exchange = self.feed(ClientInput::Redirected { url: location });
-        match self.round_trip(exchange) {
+        let mut step = self.feed(ClientInput::Redirected { url: location });
+        // A DPoP client sends its exchange again when the server asks for its nonce.
+        for _ in 0..2 {
+            if matches!(step, ClientStep::Send { .. }) {
+                step = self.round_trip(step);
+            }
+        }
+        match step {
             ClientStep::Authorized { session } => session,
             other => panic!("expected tokens, got {other:?}"),
         }
     }
 
     /// Asks the client to prepare an API call; if it refreshes first, carries the refresh out.
-    /// Returns the header to attach, or the step that replaced the call.
-    fn prepare_call(&mut self) -> Result<String, ClientStep> {
-        let mut step = self.feed(ClientInput::Call);
+    /// Returns the header to attach.
+    fn prepare_call(&mut self) -> String {
+        let mut step = self.feed(CALL);
         if matches!(step, ClientStep::Send { .. }) {
-            match self.round_trip(step) {
-                ClientStep::Authorized { .. } => step = self.feed(ClientInput::Call),
-                other => return Err(other),
-            }
+            step = self.round_trip(step);
+            assert!(matches!(step, ClientStep::Authorized { .. }), "{step:?}");
+            step = self.feed(CALL);
         }
         match step {
-            ClientStep::Attach { authorization } => Ok(authorization),
-            other => Err(other),
+            ClientStep::Attach { authorization, .. } => authorization,
+            other => panic!("expected a header to attach, got {other:?}"),
         }
     }
 
@@ -203,13 +261,13 @@ fn offline_access_refreshes_exactly_when_due_and_revokes_everything() {
 
     // Due at expires_at − margin: one second before, the token is attached as is.
     world.advance(ACCESS_TTL - MARGIN - 1);
-    let header = world.prepare_call().unwrap();
+    let header = world.prepare_call();
     assert_eq!(header, format!("Bearer {}", first.expose()));
     assert!(matches!(world.call(&header), Answer::Serve(_)));
 
     // At the due instant the client refreshes before calling, and the new token works.
     world.advance(1);
-    let refresh = world.feed(ClientInput::Call);
+    let refresh = world.feed(CALL);
     let ClientStep::Send { request } = &refresh else {
         panic!("{refresh:?}")
     };
@@ -218,7 +276,7 @@ fn offline_access_refreshes_exactly_when_due_and_revokes_everything() {
         world.round_trip(refresh),
         ClientStep::Authorized { .. }
     ));
-    let header = world.prepare_call().unwrap();
+    let header = world.prepare_call();
     assert_ne!(header, format!("Bearer {}", first.expose()));
     assert!(matches!(world.call(&header), Answer::Serve(_)));
     let refreshed = world.session().clone();
@@ -252,12 +310,12 @@ fn online_access_ends_at_expiry_and_the_user_authorizes_again() {
 
     // Inside the margin an online token is still attached: it works until expires_at.
     world.advance(ACCESS_TTL - 1);
-    let header = world.prepare_call().unwrap();
+    let header = world.prepare_call();
     assert!(matches!(world.call(&header), Answer::Serve(_)));
 
     // At expires_at client and server agree: the token is over.
     world.advance(1);
-    let step = world.feed(ClientInput::Call);
+    let step = world.feed(CALL);
     assert!(refresh_reason(&step).contains("online"));
     assert_eq!(world.state, ClientState::Idle);
     let call = world.call(&header);
@@ -269,7 +327,7 @@ fn online_access_ends_at_expiry_and_the_user_authorizes_again() {
     assert_eq!(world.consent_pages, 1);
     world.sign_in();
     assert_eq!(world.consent_pages, 1, "re-authorization shows no page");
-    let header = world.prepare_call().unwrap();
+    let header = world.prepare_call();
     assert!(matches!(world.call(&header), Answer::Serve(_)));
 }
 
@@ -280,30 +338,30 @@ fn a_401_refreshes_offline_once_and_sends_online_clients_back() {
     world.sign_in();
     world.sim.advance(ACCESS_TTL + 60);
     world.client_now = world.client_now.plus(Seconds(ACCESS_TTL - MARGIN - 1));
-    let header = world.prepare_call().unwrap();
+    let header = world.prepare_call();
     let call = world.call(&header);
     assert_eq!(call.refusal(), Some(&Refusal::AccessTokenExpired));
     assert_eq!(http(call).status, 401);
-    let refresh = world.feed(ClientInput::Unauthorized);
+    let refresh = world.feed(UNAUTHORIZED);
     assert!(matches!(
         world.round_trip(refresh),
         ClientStep::Authorized { .. }
     ));
-    let header = world.prepare_call().unwrap();
+    let header = world.prepare_call();
     assert!(matches!(world.call(&header), Answer::Serve(_)));
     // Refused again right after a refresh forced by a 401: no refresh loop, authorize again.
-    let step = world.feed(ClientInput::Unauthorized);
+    let step = world.feed(UNAUTHORIZED);
     assert!(refresh_reason(&step).contains("freshly refreshed"));
 
     // Unlinked by the user: the refresh is refused with invalid_grant → authorize again.
     let mut world = World::new(ClientAccessType::Offline);
     world.sign_in();
     world.sim.unlink(PKCE_APP, &alice(), Unlinker::User);
-    let header = world.prepare_call().unwrap();
+    let header = world.prepare_call();
     let call = world.call(&header);
     assert_eq!(call.refusal(), Some(&Refusal::AccessTokenUnlinked));
     assert_eq!(http(call).status, 401);
-    let refresh = world.feed(ClientInput::Unauthorized);
+    let refresh = world.feed(UNAUTHORIZED);
     let step = world.round_trip(refresh);
     assert!(refresh_reason(&step).contains("invalid_grant"));
     assert_eq!(world.state, ClientState::Idle);
@@ -312,7 +370,7 @@ fn a_401_refreshes_offline_once_and_sends_online_clients_back() {
     let mut world = World::new(ClientAccessType::Online);
     world.sign_in();
     world.sim.unlink(PKCE_APP, &alice(), Unlinker::User);
-    assert!(refresh_reason(&world.feed(ClientInput::Unauthorized)).contains("online"));
+    assert!(refresh_reason(&world.feed(UNAUTHORIZED)).contains("online"));
 }
 
 #[test]
@@ -508,6 +566,253 @@ fn a_configuration_that_cannot_work_is_refused() {
     ] {
         assert!(PkceClient::new(bad).is_err());
     }
+    // A DPoP key must be a public key the machine makes proofs for: never the private half,
+    // which has no business in a configuration a page may keep.
+    let mut private = public_jwk(&signing_key(30), "k");
+    private["d"] = serde_json::json!("AAAA");
+    for (jwk, why) in [
+        (private, "private"),
+        (
+            serde_json::json!({ "kty": "oct", "k": "c2VjcmV0" }),
+            "private",
+        ),
+        (
+            serde_json::json!({ "kty": "OKP", "crv": "Ed25519", "x": "AAAA" }),
+            "EC P-256 or an RSA",
+        ),
+        (serde_json::json!("ES256"), "JWK object"),
+    ] {
+        let refused = PkceClient::new(ClientConfig {
+            dpop_public_key: Some(jwk),
+            ..good.clone()
+        });
+        assert!(refused.unwrap_err().to_string().contains(why), "{why}");
+    }
+}
+
+/// What a proof the client handed to the host claims.
+fn claims_of(proof: &ProofToSign) -> serde_json::Value {
+    use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine as _};
+    let payload = proof.signing_input.split('.').nth(1).unwrap();
+    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap()
+}
+
+fn sent(step: &ClientStep) -> &ClientRequest {
+    match step {
+        ClientStep::Send { request } => request,
+        other => panic!("expected a request, got {other:?}"),
+    }
+}
+
+fn call_to(url: &str) -> ClientInput {
+    ClientInput::Call {
+        method: Some("POST".into()),
+        url: Some(url.into()),
+    }
+}
+
+#[test]
+fn a_dpop_client_binds_its_tokens_to_its_key_and_meets_each_nonce_once() {
+    let key = signing_key(31);
+    let mut world = World::bound(key.clone(), serde_json::json!({}));
+    // The authorization request names the key (RFC 9449 §10): the code is bound to it.
+    let ClientStep::Navigate { url } = world.feed(ClientInput::Begin) else {
+        panic!("Begin must navigate")
+    };
+    let jwk = public_jwk(&key, "");
+    let thumbprint = s256(&format!(
+        r#"{{"crv":"P-256","kty":"EC","x":"{}","y":"{}"}}"#,
+        jwk["x"].as_str().unwrap(),
+        jwk["y"].as_str().unwrap()
+    ));
+    assert!(url.ends_with(&format!("&dpop_jkt={thumbprint}")), "{url}");
+    let location = location(&world.browse(&url, Decision::Allow));
+
+    // The exchange carries a proof for the token endpoint; the server asks for its nonce, and
+    // the machine sends the exchange again with a new proof carrying it.
+    let exchange = world.feed(ClientInput::Redirected { url: location });
+    let first = claims_of(sent(&exchange).proof.as_ref().expect("a proof"));
+    assert_eq!(first["htm"], "POST");
+    assert_eq!(first["htu"], format!("{ISSUER}/oauth2/token"));
+    assert_eq!(first["iat"], world.client_now.0);
+    assert!(first.get("nonce").is_none() && first.get("ath").is_none());
+    let asked = world.deliver(sent(&exchange));
+    assert_eq!(
+        (asked.status, &json(&asked)["error"]),
+        (400, &serde_json::json!("use_dpop_nonce"))
+    );
+    let nonce = asked.header("DPoP-Nonce").unwrap().to_owned();
+    let again = world.feed(ClientInput::Response { response: asked });
+    let retry = claims_of(sent(&again).proof.as_ref().unwrap());
+    assert_eq!(retry["nonce"], nonce.as_str());
+    assert_ne!(retry["jti"], first["jti"], "a new proof, not a replay");
+    let ClientStep::Authorized { session } = world.round_trip(again) else {
+        panic!("the exchange with the nonce is taken")
+    };
+    assert!(session.bound, "token_type DPoP");
+
+    // The API: `DPoP` with a proof of the call, carrying the token's hash.
+    let api = format!("{ISSUER}{GET_ACCOUNT}");
+    let attach = world.feed(call_to(&api));
+    let ClientStep::Attach {
+        authorization,
+        proof: Some(proof),
+    } = &attach
+    else {
+        panic!("{attach:?}")
+    };
+    let token = world.session().access_token.expose().to_owned();
+    assert_eq!(authorization, &format!("DPoP {token}"));
+    assert_eq!(claims_of(proof)["ath"], s256(&token));
+    let mut call = HttpRequest::new("POST", GET_ACCOUNT, "");
+    call.headers = vec![
+        ("Authorization".into(), authorization.clone()),
+        ("DPoP".into(), world.sign(proof)),
+    ];
+    assert!(matches!(world.sim.http(call, None), Answer::Serve(_)));
+    // A bound call that does not say what it is cannot be proven; nothing changes.
+    let before = world.state.clone();
+    let step = world.feed(CALL);
+    assert_eq!(
+        step,
+        ClientStep::Failed {
+            error: ClientError::CallTargetMissing
+        }
+    );
+    assert_eq!(world.state, before);
+
+    // When due, the refresh goes with a proof and the nonce kept; that nonce has aged out (a
+    // nonce lives 300–600 s), so the server asks once more, and the refresh is taken.
+    world.advance(ACCESS_TTL - MARGIN);
+    let refresh = world.feed(call_to(&api));
+    assert_eq!(
+        claims_of(sent(&refresh).proof.as_ref().unwrap())["nonce"],
+        nonce.as_str()
+    );
+    let asked = world.deliver(sent(&refresh));
+    assert_eq!(json(&asked)["error"], "use_dpop_nonce");
+    let again = world.feed(ClientInput::Response { response: asked });
+    assert!(matches!(world.round_trip(again), ClientStep::Authorized { session } if session.bound));
+
+    // The revocation: the bound token, with a proof of it.
+    let token = world.session().access_token.expose().to_owned();
+    let revoke = world.feed(ClientInput::Revoke);
+    let request = sent(&revoke);
+    assert!(request
+        .headers
+        .contains(&("Authorization".into(), format!("DPoP {token}"))));
+    assert!(claims_of(request.proof.as_ref().unwrap())
+        .get("ath")
+        .is_some());
+    assert_eq!(world.round_trip(revoke), ClientStep::SignedOut);
+}
+
+#[test]
+fn a_nonce_is_met_once_and_the_apis_nonce_is_kept_apart() {
+    // Nonces everywhere: the API asks for its own, and the machine makes the call again once.
+    let mut world = World::bound(
+        signing_key(32),
+        serde_json::json!({ "nonces": "everywhere" }),
+    );
+    world.sign_in();
+    let api = format!("{ISSUER}{GET_ACCOUNT}");
+    let attach = world.feed(call_to(&api));
+    let ClientStep::Attach {
+        authorization,
+        proof: Some(proof),
+    } = &attach
+    else {
+        panic!("{attach:?}")
+    };
+    let mut call = HttpRequest::new("POST", GET_ACCOUNT, "");
+    call.headers = vec![
+        ("Authorization".into(), authorization.clone()),
+        ("DPoP".into(), world.sign(proof)),
+    ];
+    let refused = http(world.sim.http(call.clone(), None));
+    assert_eq!(refused.status, 401);
+    let challenge = refused.header("WWW-Authenticate").unwrap().to_owned();
+    assert!(challenge.contains("use_dpop_nonce"), "{challenge}");
+    let nonce = refused.header("DPoP-Nonce").unwrap().to_owned();
+    let unauthorized = ClientInput::Unauthorized {
+        challenge: Some(challenge),
+        nonce: Some(nonce.clone()),
+        method: Some("POST".into()),
+        url: Some(api.clone()),
+    };
+    let again = world.feed(unauthorized.clone());
+    let ClientStep::Attach {
+        proof: Some(proof), ..
+    } = &again
+    else {
+        panic!("{again:?}")
+    };
+    assert_eq!(claims_of(proof)["nonce"], nonce.as_str());
+    assert_eq!(world.session().api_nonce.as_deref(), Some(nonce.as_str()));
+    call.headers[1].1 = world.sign(proof);
+    assert!(matches!(world.sim.http(call, None), Answer::Serve(_)));
+    // The same nonce refused again is no reason to retry: the 401 is a refusal (a refresh).
+    let step = world.feed(unauthorized);
+    assert_eq!(sent(&step).url, format!("{ISSUER}/oauth2/token"));
+
+    // At the token endpoint likewise: a server that refuses the nonce it just gave is not asked
+    // a third time; the client reports the refusal.
+    let mut world = World::bound(signing_key(33), serde_json::json!({}));
+    let ClientStep::Navigate { url } = world.feed(ClientInput::Begin) else {
+        panic!()
+    };
+    let location = location(&world.browse(&url, Decision::Allow));
+    world.feed(ClientInput::Redirected { url: location });
+    let asks = || ClientInput::Response {
+        response: HttpResponse::new(
+            400,
+            &[("DPoP-Nonce", "n-1")],
+            r#"{"error":"use_dpop_nonce"}"#.into(),
+        ),
+    };
+    assert!(matches!(world.feed(asks()), ClientStep::Send { .. }));
+    let step = world.feed(asks());
+    assert!(
+        matches!(&step, ClientStep::Failed { error: ClientError::TokenRefused { error, .. } } if error == "use_dpop_nonce"),
+        "{step:?}"
+    );
+    assert_eq!(world.state, ClientState::Idle);
+}
+
+#[test]
+fn a_dpop_client_takes_bearer_tokens_from_a_server_that_binds_none() {
+    // The reference profile reads no proofs (RFC 9449 §5): the tokens are bearer tokens, and
+    // calls carry no proof.
+    let mut config = client_config(ClientAccessType::Offline, Some(PKCE_REDIRECT));
+    config.dpop_public_key = Some(public_jwk(&signing_key(34), "k"));
+    let mut world = World::with(config);
+    world.key = Some(signing_key(34));
+    let session = world.sign_in();
+    assert!(!session.bound);
+    let header = world.prepare_call();
+    assert!(header.starts_with("Bearer "));
+    assert!(matches!(world.call(&header), Answer::Serve(_)));
+    // A client without a key takes no DPoP token.
+    let mut world = World::new(ClientAccessType::Offline);
+    world.feed(ClientInput::Begin);
+    world.state = ClientState::Exchanging {
+        sent_at: T0,
+        resend: None,
+        nonce: None,
+    };
+    let step = world.feed(ClientInput::Response {
+        response: HttpResponse::new(
+            200,
+            &[],
+            r#"{"access_token":"a","token_type":"DPoP","expires_in":60}"#.into(),
+        ),
+    });
+    assert!(matches!(
+        step,
+        ClientStep::Failed {
+            error: ClientError::MalformedResponse { .. }
+        }
+    ));
 }
 
 #[test]
@@ -523,7 +828,11 @@ fn token_responses_that_break_rfc_6749_are_refused() {
         (200, "not json"),
         (502, "<html>bad gateway</html>"),
     ] {
-        world.state = ClientState::Exchanging { sent_at: T0 };
+        world.state = ClientState::Exchanging {
+            sent_at: T0,
+            resend: None,
+            nonce: None,
+        };
         let response = HttpResponse {
             status,
             headers: vec![],
@@ -546,8 +855,8 @@ fn token_responses_that_break_rfc_6749_are_refused() {
 fn arbitrary_input() -> impl Strategy<Value = ClientInput> {
     prop_oneof![
         Just(ClientInput::Begin),
-        Just(ClientInput::Call),
-        Just(ClientInput::Unauthorized),
+        Just(CALL),
+        Just(UNAUTHORIZED),
         Just(ClientInput::Revoke),
         ".{0,40}".prop_map(|code| ClientInput::CodeEntered { code }),
         (

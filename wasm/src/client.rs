@@ -22,7 +22,18 @@ export interface ClientConfig {
   access_type: "online" | "offline";
   /** Refresh this many seconds before expiry (default 300). */
   refresh_margin?: number;
+  /**
+   * Bind the tokens to a key (DPoP, RFC 9449): the public half of the host's signing key as a
+   * JWK (EC P-256, or RSA of 2048 bits or more), e.g. `crypto.subtle.exportKey("jwk",
+   * keyPair.publicKey)`. The host signs each `ProofToSign` with the private half. Absent or
+   * `null`: bearer tokens.
+   */
+  dpop_public_key?: { kty: string; [member: string]: unknown } | null;
 }
+/** A DPoP proof to sign: sign `signing_input`'s bytes with the key (ES256: ECDSA P-256 SHA-256,
+ *  the raw `r ‖ s` WebCrypto gives; RS256: RSASSA-PKCS1-v1_5 SHA-256) and send
+ *  `${signing_input}.${base64url(signature)}` as the request's `DPoP` header. */
+export interface ProofToSign { alg: "ES256" | "RS256"; signing_input: string }
 /** What the client holds once authorized. Secret: keep it where only this client can read it. */
 export interface ClientSession {
   access_token: string;
@@ -32,6 +43,11 @@ export interface ClientSession {
   account_id: string | null;
   uid: string | null;
   after_refusal: boolean;
+  /** The tokens are bound to the DPoP key: the access token goes as `DPoP` with a proof. */
+  bound: boolean;
+  /** The last `DPoP-Nonce` of the authorization server, and of the API. */
+  server_nonce: string | null;
+  api_nonce: string | null;
 }
 /** A `ClientSession` without its secrets. */
 export interface SessionView {
@@ -40,12 +56,13 @@ export interface SessionView {
   scopes: Scope[];
   account_id: string | null;
   uid: string | null;
+  bound: boolean;
 }
 /** Where the client stands; the host keeps it between calls (start with `{ phase: "idle" }`). */
 export type ClientState =
   | { phase: "idle" }
   | { phase: "authorizing"; state: string; verifier: string }
-  | { phase: "exchanging"; sent_at: UnixTime }
+  | { phase: "exchanging"; sent_at: UnixTime; resend?: ClientRequest; nonce?: string }
   | { phase: "authorized"; session: ClientSession }
   | { phase: "refreshing"; session: ClientSession; sent_at: UnixTime; reason: "due" | "refused" | "to_revoke" }
   | { phase: "revoking"; session: ClientSession };
@@ -54,10 +71,13 @@ export type ClientInput =
   | { kind: "redirected"; url: string }
   | { kind: "code_entered"; code: string }
   | { kind: "response"; response: { status: number; headers?: [string, string][]; body: string } }
-  | { kind: "call" }
-  | { kind: "unauthorized" }
+  /** `method` and `url` name the call in its DPoP proof: needed when the tokens are bound. */
+  | { kind: "call"; method?: string; url?: string }
+  /** The 401's `WWW-Authenticate` and `DPoP-Nonce`, and the call, to make it again with a nonce. */
+  | { kind: "unauthorized"; challenge?: string | null; nonce?: string | null; method?: string; url?: string }
   | { kind: "revoke" };
-export interface ClientRequest { method: string; url: string; headers: [string, string][]; body: string }
+/** A request to send; with `proof`, sign it and add the `DPoP` header. */
+export interface ClientRequest { method: string; url: string; headers: [string, string][]; body: string; proof?: ProofToSign }
 export type ClientError =
   | { kind: "state_mismatch" }
   | { kind: "wrong_redirect_target" }
@@ -65,12 +85,13 @@ export type ClientError =
   | { kind: "missing_code" }
   | { kind: "token_refused"; status: number; error: string; description: string | null }
   | { kind: "malformed_response"; reason: string }
+  | { kind: "call_target_missing" }
   | { kind: "revocation_failed"; status: number }
   | { kind: "unexpected"; input: string; state: string };
 export type ClientStep =
   | { step: "navigate"; url: string }
   | { step: "send"; request: ClientRequest }
-  | { step: "attach"; authorization: string }
+  | { step: "attach"; authorization: string; proof?: ProofToSign }
   | { step: "authorized"; session: SessionView }
   | { step: "reauthorize"; reason: string }
   | { step: "signed_out" }

@@ -12,14 +12,23 @@
 //! | any | `Begin` | `Authorizing`, `Navigate` to the authorization URL |
 //! | `Authorizing` | `Redirected` / `CodeEntered` | `Exchanging`, `Send` the code exchange |
 //! | `Exchanging` | `Response` 200 | `Authorized`, `Authorized` |
+//! | `Exchanging` | `Response` 400 `use_dpop_nonce` | same, `Send` the exchange again with the nonce (DPoP, once per new nonce) |
 //! | `Authorized` | `Call` | same, `Attach` the bearer header — or `Refreshing`, `Send` the refresh when due (offline), or `Idle`, `Reauthorize` once expired (online) |
-//! | `Authorized` | `Unauthorized` (the API said 401) | `Refreshing`, `Send` (offline) or `Idle`, `Reauthorize` (online) |
+//! | `Authorized` | `Unauthorized` (the API said 401) | `Refreshing`, `Send` (offline) or `Idle`, `Reauthorize` (online) — or, with DPoP and a new nonce, same, `Attach` again |
 //! | `Refreshing` | `Response` 200 | `Authorized`, `Authorized` |
 //! | `Authorized` | `Revoke` | `Revoking`, `Send` the revocation |
 //! | `Revoking` | `Response` | `Idle`, `SignedOut` |
 //!
 //! Anything else is a [`ClientStep::Failed`] with the reason, and a state that loses nothing: a
 //! forged redirect with the wrong `state` leaves the real authorization in progress.
+//!
+//! **DPoP (RFC 9449).** With [`ClientConfig::dpop_public_key`], the tokens are bound to the
+//! host's key: the authorization URL carries the key's thumbprint (`dpop_jkt`), and every request
+//! to the token endpoint, every bound API call and the revocation come with a proof for the host
+//! to sign ([`ClientRequest::proof`], [`ClientStep::Attach`]'s `proof`, a [`ProofToSign`]). The
+//! key is the host's, kept where it cannot be read (a non-extractable WebCrypto key); the
+//! machine sees its public half only. A server's `use_dpop_nonce` is met by sending again with
+//! its nonce, once per nonce, and the nonce is kept for the next proof to that server.
 //!
 //! ```
 //! use edgegrant::client::*;
@@ -34,6 +43,7 @@
 //!     scopes: vec!["account_info.read".into()],
 //!     access_type: ClientAccessType::Offline,
 //!     refresh_margin: 300,
+//!     dpop_public_key: None,
 //! })
 //! .unwrap();
 //! let entropy = ClientEntropy::new([7; CLIENT_ENTROPY_LEN]);
@@ -45,24 +55,31 @@
 //! ```
 
 use crate::prelude::*;
+mod proof;
 mod wire;
 
 use core::fmt;
 
 use base64ct::{Base64UrlUnpadded, Encoding as _};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use subtle::ConstantTimeEq;
 
 use crate::pkce::{CodeChallenge, CodeVerifier};
 use crate::time::{is_expired, UnixTime};
 use crate::wire::http::HttpResponse;
 
+pub use proof::ProofToSign;
 pub use wire::ClientRequest;
 
-/// How many bytes of entropy each call takes: 32 for the code verifier, 16 for `state`.
+use proof::{ProofKey, ProofOf};
+
+/// How many bytes of entropy each call takes: 32 for the code verifier, 16 for `state` (the
+/// first 16 are a DPoP proof's `jti`).
 pub const CLIENT_ENTROPY_LEN: usize = 48;
 
-/// Fresh random bytes from the host, used only by [`ClientInput::Begin`].
+/// Fresh random bytes from the host, drawn for every call: [`ClientInput::Begin`] makes the
+/// PKCE verifier and `state` of them, a DPoP proof its `jti`.
 #[derive(Clone)]
 pub struct ClientEntropy([u8; CLIENT_ENTROPY_LEN]);
 
@@ -84,6 +101,11 @@ impl ClientEntropy {
 
     fn state(&self) -> String {
         Base64UrlUnpadded::encode_string(self.0.get(32..).unwrap_or_default())
+    }
+
+    /// A proof's unique id (§4.2): 128 random bits.
+    fn jti(&self) -> String {
+        Base64UrlUnpadded::encode_string(self.0.get(..16).unwrap_or_default())
     }
 }
 
@@ -136,6 +158,11 @@ pub struct ClientConfig {
     /// time a request takes).
     #[serde(default = "default_refresh_margin")]
     pub refresh_margin: u64,
+    /// Bind the tokens to a key (DPoP, RFC 9449): the public half of the host's signing key as
+    /// a JWK — EC P-256 (ES256) or RSA of 2048 bits or more (RS256), as WebCrypto exports it.
+    /// The host keeps the private half and signs each [`ProofToSign`]. `None`: bearer tokens.
+    #[serde(default)]
+    pub dpop_public_key: Option<Value>,
 }
 
 fn default_refresh_margin() -> u64 {
@@ -202,6 +229,16 @@ pub struct Session {
     /// refreshing again would loop, so the user authorizes again instead.
     #[serde(default)]
     pub after_refusal: bool,
+    /// Whether the tokens are bound to the client's DPoP key (`token_type: DPoP`): the access
+    /// token goes as `Authorization: DPoP` with a proof, never as a bearer token.
+    #[serde(default)]
+    pub bound: bool,
+    /// The nonce the authorization server last handed out (`DPoP-Nonce`), for the next proof.
+    #[serde(default)]
+    pub server_nonce: Option<String>,
+    /// The nonce the API last handed out, for the next proof to it.
+    #[serde(default)]
+    pub api_nonce: Option<String>,
 }
 
 impl Session {
@@ -219,6 +256,7 @@ impl Session {
             scopes: self.scopes.clone(),
             account_id: self.account_id.clone(),
             uid: self.uid.clone(),
+            bound: self.bound,
         }
     }
 }
@@ -236,6 +274,8 @@ pub struct SessionView {
     pub account_id: Option<String>,
     /// The user's legacy id.
     pub uid: Option<String>,
+    /// Whether the tokens are bound to the client's DPoP key.
+    pub bound: bool,
 }
 
 /// Where the client stands. The host keeps it between calls.
@@ -255,6 +295,12 @@ pub enum ClientState {
     Exchanging {
         /// When the request left: `expires_in` counts from here, to err on the early side.
         sent_at: UnixTime,
+        /// With DPoP, the exchange unsigned, to send again with the nonce the server asks for.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        resend: Option<ClientRequest>,
+        /// The nonce its proof carried.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nonce: Option<String>,
     },
     /// Tokens in hand.
     Authorized {
@@ -311,9 +357,29 @@ pub enum ClientInput {
         response: HttpResponse,
     },
     /// The host is about to call the API.
-    Call,
+    Call {
+        /// The call's method: what its DPoP proof names (needed when the tokens are bound).
+        #[serde(default)]
+        method: Option<String>,
+        /// The call's URL (needed when the tokens are bound).
+        #[serde(default)]
+        url: Option<String>,
+    },
     /// The API answered 401 to the access token.
-    Unauthorized,
+    Unauthorized {
+        /// The answer's `WWW-Authenticate` header, if any.
+        #[serde(default)]
+        challenge: Option<String>,
+        /// The answer's `DPoP-Nonce` header, if any.
+        #[serde(default)]
+        nonce: Option<String>,
+        /// The call's method, to make it again with the nonce the API asks for.
+        #[serde(default)]
+        method: Option<String>,
+        /// The call's URL.
+        #[serde(default)]
+        url: Option<String>,
+    },
     /// End the authorization: revoke the tokens.
     Revoke,
 }
@@ -332,10 +398,14 @@ pub enum ClientStep {
         /// The request.
         request: ClientRequest,
     },
-    /// Add this `Authorization` header value to the API call.
+    /// Add this `Authorization` header value to the API call, and with bound tokens the
+    /// `DPoP` header of the signed proof.
     Attach {
-        /// `Bearer …`.
+        /// `Bearer …`, or `DPoP …` for bound tokens.
         authorization: String,
+        /// The proof to sign and send as `DPoP` (bound tokens only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        proof: Option<ProofToSign>,
     },
     /// Tokens obtained or refreshed.
     Authorized {
@@ -394,6 +464,10 @@ pub enum ClientError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A call with tokens bound to a DPoP key must name its method and URL, which the proof
+    /// signs.
+    #[error("a call with DPoP-bound tokens needs its method and URL")]
+    CallTargetMissing,
     /// The revocation endpoint did not confirm.
     #[error("revocation failed with status {status}")]
     RevocationFailed {
@@ -424,11 +498,14 @@ pub struct ClientTransition {
 #[derive(Clone, Debug)]
 pub struct PkceClient {
     config: ClientConfig,
+    /// The key of `dpop_public_key`, read once.
+    proof_key: Option<ProofKey>,
 }
 
 impl PkceClient {
     /// Checks the configuration: a client id, absolute http(s) endpoint URLs, a redirect URI
-    /// without a fragment (RFC 6749 §3.1.2).
+    /// without a fragment (RFC 6749 §3.1.2), and a DPoP key that is a public key this machine
+    /// makes proofs for.
     pub fn new(config: ClientConfig) -> Result<Self, ClientConfigError> {
         let fail = |what: &str| Err(ClientConfigError(what.to_owned()));
         if config.client_id.is_empty() {
@@ -457,7 +534,11 @@ impl PkceClient {
         {
             return fail("a scope is empty or contains a space");
         }
-        Ok(PkceClient { config })
+        let proof_key = match &config.dpop_public_key {
+            Some(jwk) => Some(ProofKey::of(jwk).map_err(|e| ClientConfigError(e.to_owned()))?),
+            None => None,
+        };
+        Ok(PkceClient { config, proof_key })
     }
 
     /// The configuration.
@@ -475,6 +556,12 @@ impl PkceClient {
         entropy: &ClientEntropy,
     ) -> ClientTransition {
         let config = &self.config;
+        let out = Outgoing {
+            config,
+            key: self.proof_key.as_ref(),
+            now,
+            entropy,
+        };
         let stay = |step| ClientTransition {
             state: state.clone(),
             step,
@@ -485,7 +572,8 @@ impl PkceClient {
                 Some(verifier) => {
                     let challenge = CodeChallenge::s256(&verifier);
                     let state_value = entropy.state();
-                    let url = wire::authorization_url(config, &state_value, &challenge.value);
+                    let key = self.proof_key.as_ref().map(|key| key.thumbprint.as_str());
+                    let url = wire::authorization_url(config, &state_value, &challenge.value, key);
                     go(
                         ClientState::Authorizing {
                             state: state_value,
@@ -524,36 +612,57 @@ impl PkceClient {
                     return go(ClientState::Idle, failed(error));
                 }
                 match redirect.code {
-                    Some(code) => exchange(config, verifier, &code, now),
+                    Some(code) => out.exchange(verifier, &code),
                     None => go(ClientState::Idle, failed(ClientError::MissingCode)),
                 }
             }
             (ClientState::Authorizing { verifier, .. }, ClientInput::CodeEntered { code }) => {
                 match code.trim() {
                     "" => stay(failed(ClientError::MissingCode)),
-                    code => exchange(config, verifier, code, now),
+                    code => out.exchange(verifier, code),
                 }
             }
 
-            (ClientState::Exchanging { sent_at }, ClientInput::Response { response }) => {
-                match wire::parse_token_response(response) {
+            (
+                ClientState::Exchanging {
+                    sent_at,
+                    resend,
+                    nonce,
+                },
+                ClientInput::Response { response },
+            ) => {
+                let asked = wire::asks_for_nonce(response);
+                if let (Some(resend), Some(fresh)) =
+                    (resend, new_nonce(asked, response, nonce.as_deref()))
+                {
+                    return go(
+                        ClientState::Exchanging {
+                            sent_at: now,
+                            resend: Some(resend.clone()),
+                            nonce: Some(fresh.clone()),
+                        },
+                        ClientStep::Send {
+                            request: out.signed(resend.clone(), Some(&fresh)),
+                        },
+                    );
+                }
+                match wire::parse_token_response(response, out.key.is_some()) {
                     Ok(tokens) => {
-                        let session = tokens.into_session(*sent_at, None, config);
+                        let mut session = tokens.into_session(*sent_at, None, config);
+                        session.server_nonce = wire::nonce_of(response).or_else(|| nonce.clone());
                         authorized(session)
                     }
                     Err(error) => go(ClientState::Idle, failed(error)),
                 }
             }
 
-            (ClientState::Authorized { session }, ClientInput::Call) => {
+            (ClientState::Authorized { session }, ClientInput::Call { method, url }) => {
                 let due = session
                     .refresh_due_at(config.refresh_margin)
                     .is_some_and(|at| now >= at);
                 let expired = session.expires_at.is_some_and(|at| is_expired(at, now));
                 match (due, &session.refresh_token) {
-                    (true, Some(refresh)) => {
-                        refresh_now(config, session, refresh, now, RefreshReason::Due)
-                    }
+                    (true, Some(refresh)) => out.refresh(session, refresh, RefreshReason::Due),
                     (_, None) if expired => go(
                         ClientState::Idle,
                         ClientStep::Reauthorize {
@@ -562,13 +671,38 @@ impl PkceClient {
                                     .into(),
                         },
                     ),
-                    _ => stay(attach(session)),
+                    _ => stay(out.attach(session, method.as_deref(), url.as_deref())),
                 }
             }
-            (ClientState::Authorized { session }, ClientInput::Unauthorized) => {
+            (
+                ClientState::Authorized { session },
+                ClientInput::Unauthorized {
+                    challenge,
+                    nonce,
+                    method,
+                    url,
+                },
+            ) => {
+                // A bound call the API refused for want of its nonce (RFC 9449 §9): make it again
+                // with that nonce, once per nonce the API hands out.
+                let asked = challenge
+                    .as_deref()
+                    .is_some_and(|c| c.contains("use_dpop_nonce"));
+                let fresh = nonce
+                    .as_deref()
+                    .filter(|n| asked && session.bound && !n.is_empty())
+                    .filter(|n| session.api_nonce.as_deref() != Some(*n));
+                if let Some(fresh) = fresh {
+                    let session = Session {
+                        api_nonce: Some(fresh.to_owned()),
+                        ..session.clone()
+                    };
+                    let step = out.attach(&session, method.as_deref(), url.as_deref());
+                    return go(ClientState::Authorized { session }, step);
+                }
                 match (&session.refresh_token, session.after_refusal) {
                     (Some(refresh), false) => {
-                        refresh_now(config, session, refresh, now, RefreshReason::Refused)
+                        out.refresh(session, refresh, RefreshReason::Refused)
                     }
                     (Some(_), true) => go(
                         ClientState::Idle,
@@ -589,11 +723,9 @@ impl PkceClient {
                 match (&session.refresh_token, expired) {
                     // Revocation authenticates with the access token: get a live one first, or
                     // the refresh token would outlive the sign-out.
-                    (Some(refresh), true) => {
-                        refresh_now(config, session, refresh, now, RefreshReason::ToRevoke)
-                    }
+                    (Some(refresh), true) => out.refresh(session, refresh, RefreshReason::ToRevoke),
                     (None, true) => go(ClientState::Idle, ClientStep::SignedOut),
-                    _ => revoke(config, session),
+                    _ => out.revoke(session),
                 }
             }
 
@@ -604,32 +736,59 @@ impl PkceClient {
                     reason,
                 },
                 ClientInput::Response { response },
-            ) => match wire::parse_token_response(response) {
-                Ok(tokens) => {
-                    let mut next = tokens.into_session(*sent_at, Some(session), config);
-                    next.after_refusal = *reason == RefreshReason::Refused;
-                    match reason {
-                        RefreshReason::ToRevoke => revoke(config, &next),
-                        _ => authorized(next),
-                    }
+            ) => {
+                let asked = wire::asks_for_nonce(response);
+                let fresh = new_nonce(asked, response, session.server_nonce.as_deref());
+                if let (Some(fresh), Some(refresh), Some(_)) =
+                    (fresh, &session.refresh_token, out.key)
+                {
+                    let session = Session {
+                        server_nonce: Some(fresh),
+                        ..session.clone()
+                    };
+                    return out.refresh(&session, refresh, *reason);
                 }
-                // The grant is gone (revoked, unlinked): only the user can start a new one.
-                Err(ClientError::TokenRefused { error, .. }) if error == "invalid_grant" => go(
-                    ClientState::Idle,
-                    ClientStep::Reauthorize {
-                        reason: "the refresh token was refused (invalid_grant)".into(),
-                    },
-                ),
-                // Anything else (an outage, a 503) may pass: keep the tokens, report it.
-                Err(error) => go(
-                    ClientState::Authorized {
-                        session: session.clone(),
-                    },
-                    failed(error),
-                ),
-            },
+                match wire::parse_token_response(response, out.key.is_some()) {
+                    Ok(tokens) => {
+                        let mut next = tokens.into_session(*sent_at, Some(session), config);
+                        next.after_refusal = *reason == RefreshReason::Refused;
+                        next.server_nonce =
+                            wire::nonce_of(response).or_else(|| session.server_nonce.clone());
+                        match reason {
+                            RefreshReason::ToRevoke => out.revoke(&next),
+                            _ => authorized(next),
+                        }
+                    }
+                    // The grant is gone (revoked, unlinked): only the user can start a new one.
+                    Err(ClientError::TokenRefused { error, .. }) if error == "invalid_grant" => go(
+                        ClientState::Idle,
+                        ClientStep::Reauthorize {
+                            reason: "the refresh token was refused (invalid_grant)".into(),
+                        },
+                    ),
+                    // Anything else (an outage, a 503) may pass: keep the tokens, report it.
+                    Err(error) => go(
+                        ClientState::Authorized {
+                            session: session.clone(),
+                        },
+                        failed(error),
+                    ),
+                }
+            }
 
             (ClientState::Revoking { session }, ClientInput::Response { response }) => {
+                let asked = response.status == 401
+                    && response
+                        .header("www-authenticate")
+                        .is_some_and(|c| c.contains("use_dpop_nonce"));
+                let fresh = new_nonce(asked, response, session.server_nonce.as_deref());
+                if let (Some(fresh), true) = (fresh, session.bound) {
+                    let session = Session {
+                        server_nonce: Some(fresh),
+                        ..session.clone()
+                    };
+                    return out.revoke(&session);
+                }
                 match response.status {
                     // 401: the token was already dead, which is what revocation wanted.
                     200 | 401 => go(ClientState::Idle, ClientStep::SignedOut),
@@ -647,6 +806,12 @@ impl PkceClient {
     }
 }
 
+/// The nonce `response` hands out when the server `asked` for one it has not been sent
+/// (`used`): a server that refuses its own nonce again is not asked a third time.
+fn new_nonce(asked: bool, response: &HttpResponse, used: Option<&str>) -> Option<String> {
+    wire::nonce_of(response).filter(|nonce| asked && used != Some(nonce.as_str()))
+}
+
 fn failed(error: ClientError) -> ClientStep {
     ClientStep::Failed { error }
 }
@@ -657,8 +822,8 @@ fn unexpected(input: &ClientInput, state: &ClientState) -> ClientStep {
         ClientInput::Redirected { .. } => "redirected",
         ClientInput::CodeEntered { .. } => "code_entered",
         ClientInput::Response { .. } => "response",
-        ClientInput::Call => "call",
-        ClientInput::Unauthorized => "unauthorized",
+        ClientInput::Call { .. } => "call",
+        ClientInput::Unauthorized { .. } => "unauthorized",
         ClientInput::Revoke => "revoke",
     };
     let state = match state {
@@ -675,47 +840,110 @@ fn unexpected(input: &ClientInput, state: &ClientState) -> ClientStep {
     })
 }
 
-fn exchange(
-    config: &ClientConfig,
-    verifier: &HeldVerifier,
-    code: &str,
+/// What one transition sends: the requests it makes, with their DPoP proofs when the client
+/// has a key.
+struct Outgoing<'a> {
+    config: &'a ClientConfig,
+    key: Option<&'a ProofKey>,
     now: UnixTime,
-) -> ClientTransition {
-    ClientTransition {
-        state: ClientState::Exchanging { sent_at: now },
-        step: ClientStep::Send {
-            request: wire::exchange_request(config, code, verifier.expose()),
-        },
-    }
+    entropy: &'a ClientEntropy,
 }
 
-fn refresh_now(
-    config: &ClientConfig,
-    session: &Session,
-    refresh: &HeldRefreshToken,
-    now: UnixTime,
-    reason: RefreshReason,
-) -> ClientTransition {
-    ClientTransition {
-        state: ClientState::Refreshing {
-            session: session.clone(),
-            sent_at: now,
-            reason,
-        },
-        step: ClientStep::Send {
-            request: wire::refresh_request(config, refresh.expose()),
-        },
+impl Outgoing<'_> {
+    /// `request` with a proof of the key, if the client has one, carrying `nonce`.
+    fn signed(&self, mut request: ClientRequest, nonce: Option<&str>) -> ClientRequest {
+        request.proof = self.proof(&request.method, &request.url, nonce, None);
+        request
     }
-}
 
-fn revoke(config: &ClientConfig, session: &Session) -> ClientTransition {
-    ClientTransition {
-        state: ClientState::Revoking {
-            session: session.clone(),
-        },
-        step: ClientStep::Send {
-            request: wire::revoke_request(config, session.access_token.expose()),
-        },
+    fn proof(
+        &self,
+        method: &str,
+        url: &str,
+        nonce: Option<&str>,
+        access_token: Option<&str>,
+    ) -> Option<ProofToSign> {
+        let of = ProofOf {
+            method,
+            url,
+            nonce,
+            access_token,
+        };
+        self.key
+            .map(|key| key.proof(of, self.now, &self.entropy.jti()))
+    }
+
+    fn exchange(&self, verifier: &HeldVerifier, code: &str) -> ClientTransition {
+        let request = wire::exchange_request(self.config, code, verifier.expose());
+        ClientTransition {
+            state: ClientState::Exchanging {
+                sent_at: self.now,
+                resend: self.key.map(|_| request.clone()),
+                nonce: None,
+            },
+            step: ClientStep::Send {
+                request: self.signed(request, None),
+            },
+        }
+    }
+
+    fn refresh(
+        &self,
+        session: &Session,
+        refresh: &HeldRefreshToken,
+        reason: RefreshReason,
+    ) -> ClientTransition {
+        let request = wire::refresh_request(self.config, refresh.expose());
+        ClientTransition {
+            state: ClientState::Refreshing {
+                session: session.clone(),
+                sent_at: self.now,
+                reason,
+            },
+            step: ClientStep::Send {
+                request: self.signed(request, session.server_nonce.as_deref()),
+            },
+        }
+    }
+
+    /// The revocation, authenticated by the access token it ends (with a proof if bound).
+    fn revoke(&self, session: &Session) -> ClientTransition {
+        let token = session.access_token.expose();
+        let url = &self.config.revoke_url;
+        let (authorization, proof) = match session.bound {
+            true => (
+                format!("DPoP {token}"),
+                self.proof("POST", url, session.server_nonce.as_deref(), Some(token)),
+            ),
+            false => (format!("Bearer {token}"), None),
+        };
+        ClientTransition {
+            state: ClientState::Revoking {
+                session: session.clone(),
+            },
+            step: ClientStep::Send {
+                request: wire::revoke_request(self.config, authorization, proof),
+            },
+        }
+    }
+
+    /// The `Authorization` header of an API call of `method` to `url`, with its proof when the
+    /// tokens are bound (which must name both).
+    fn attach(&self, session: &Session, method: Option<&str>, url: Option<&str>) -> ClientStep {
+        let token = session.access_token.expose();
+        if !session.bound {
+            return ClientStep::Attach {
+                authorization: format!("Bearer {token}"),
+                proof: None,
+            };
+        }
+        let (Some(method), Some(url)) = (method, url) else {
+            return failed(ClientError::CallTargetMissing);
+        };
+        ClientStep::Attach {
+            authorization: format!("DPoP {token}"),
+            proof: self.proof(method, url, session.api_nonce.as_deref(), Some(token)),
+        }
     }
 }
 
@@ -725,11 +953,5 @@ fn authorized(session: Session) -> ClientTransition {
             session: session.view(),
         },
         state: ClientState::Authorized { session },
-    }
-}
-
-fn attach(session: &Session) -> ClientStep {
-    ClientStep::Attach {
-        authorization: format!("Bearer {}", session.access_token.expose()),
     }
 }

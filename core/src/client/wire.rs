@@ -5,7 +5,7 @@ use crate::prelude::*;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ClientConfig, ClientError, HeldAccessToken, HeldRefreshToken, Session};
+use super::{ClientConfig, ClientError, HeldAccessToken, HeldRefreshToken, ProofToSign, Session};
 use crate::grant_type::GrantType;
 use crate::time::{Seconds, UnixTime};
 use crate::wire::form::Params;
@@ -22,6 +22,9 @@ pub struct ClientRequest {
     pub headers: Vec<(String, String)>,
     /// The body (form-encoded for the token endpoint, empty for revocation).
     pub body: String,
+    /// With DPoP, the proof to sign and send as the request's `DPoP` header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proof: Option<ProofToSign>,
 }
 
 pub(super) fn is_http_url(url: &str) -> bool {
@@ -39,8 +42,14 @@ fn encode(pairs: &[(&str, &str)]) -> String {
         .finish()
 }
 
-/// The authorization URL (RFC 6749 §4.1.1, RFC 7636 §4.3, plus `token_access_type`).
-pub(super) fn authorization_url(config: &ClientConfig, state: &str, challenge: &str) -> String {
+/// The authorization URL (RFC 6749 §4.1.1, RFC 7636 §4.3, plus `token_access_type`), binding
+/// the code to the DPoP key of thumbprint `dpop_jkt` if there is one (RFC 9449 §10).
+pub(super) fn authorization_url(
+    config: &ClientConfig,
+    state: &str,
+    challenge: &str,
+    dpop_jkt: Option<&str>,
+) -> String {
     let scope = config.scopes.join(" ");
     let mut pairs = vec![
         ("client_id", config.client_id.as_str()),
@@ -56,6 +65,9 @@ pub(super) fn authorization_url(config: &ClientConfig, state: &str, challenge: &
     }
     pairs.push(("code_challenge", challenge));
     pairs.push(("code_challenge_method", "S256"));
+    if let Some(thumbprint) = dpop_jkt {
+        pairs.push(("dpop_jkt", thumbprint));
+    }
     let joiner = if config.authorize_url.contains('?') {
         '&'
     } else {
@@ -73,6 +85,7 @@ fn form_post(url: &str, pairs: &[(&str, &str)]) -> ClientRequest {
             "application/x-www-form-urlencoded".into(),
         )],
         body: encode(pairs),
+        proof: None,
     }
 }
 
@@ -103,13 +116,19 @@ pub(super) fn refresh_request(config: &ClientConfig, refresh_token: &str) -> Cli
     )
 }
 
-/// The revocation: authenticated by the access token it ends.
-pub(super) fn revoke_request(config: &ClientConfig, access_token: &str) -> ClientRequest {
+/// The revocation: authenticated by the access token it ends (`authorization`, with its
+/// `proof` when the token is bound).
+pub(super) fn revoke_request(
+    config: &ClientConfig,
+    authorization: String,
+    proof: Option<ProofToSign>,
+) -> ClientRequest {
     ClientRequest {
         method: "POST".into(),
         url: config.revoke_url.clone(),
-        headers: vec![("Authorization".into(), format!("Bearer {access_token}"))],
+        headers: vec![("Authorization".into(), authorization)],
         body: String::new(),
+        proof,
     }
 }
 
@@ -156,6 +175,8 @@ pub(super) fn parse_redirect(config: &ClientConfig, url: &str) -> Result<Redirec
 /// A successful token response, checked (RFC 6749 §5.1).
 pub(super) struct Tokens {
     access_token: String,
+    /// `token_type: DPoP`: bound to the client's key.
+    bound: bool,
     expires_in: Option<u64>,
     refresh_token: Option<String>,
     scope: Option<String>,
@@ -193,12 +214,38 @@ impl Tokens {
                 .or_else(|| previous.and_then(|p| p.account_id.clone())),
             uid: self.uid.or_else(|| previous.and_then(|p| p.uid.clone())),
             after_refusal: false,
+            bound: self.bound,
+            server_nonce: previous.and_then(|p| p.server_nonce.clone()),
+            api_nonce: previous.and_then(|p| p.api_nonce.clone()),
         }
     }
 }
 
+/// The nonce a server hands out with `response` (`DPoP-Nonce`, RFC 9449 §8), if any.
+pub(super) fn nonce_of(response: &HttpResponse) -> Option<String> {
+    response
+        .header("dpop-nonce")
+        .filter(|nonce| !nonce.is_empty())
+        .map(str::to_owned)
+}
+
+/// Whether a token endpoint's `response` refuses a proof for want of a nonce (§8:
+/// `use_dpop_nonce`).
+pub(super) fn asks_for_nonce(response: &HttpResponse) -> bool {
+    response.status == 400
+        && serde_json::from_str::<Value>(&response.body)
+            .ok()
+            .and_then(|json| json.get("error").and_then(Value::as_str).map(str::to_owned))
+            .is_some_and(|error| error == "use_dpop_nonce")
+}
+
 /// Reads a token endpoint answer: tokens, the server's OAuth error, or a malformed response.
-pub(super) fn parse_token_response(response: &HttpResponse) -> Result<Tokens, ClientError> {
+/// A client with a DPoP key (`dpop`) takes tokens bound to it (`token_type: DPoP`) or bearer
+/// tokens from a server that binds none (RFC 9449 §5); one without takes bearer tokens only.
+pub(super) fn parse_token_response(
+    response: &HttpResponse,
+    dpop: bool,
+) -> Result<Tokens, ClientError> {
     let malformed = |reason: &str| ClientError::MalformedResponse {
         reason: reason.to_owned(),
     };
@@ -225,9 +272,17 @@ pub(super) fn parse_token_response(response: &HttpResponse) -> Result<Tokens, Cl
     let access_token = text("access_token")
         .filter(|t| !t.is_empty())
         .ok_or_else(|| malformed("no access_token"))?;
-    if !text("token_type").is_some_and(|t| t.eq_ignore_ascii_case("bearer")) {
-        return Err(malformed("token_type is not bearer"));
-    }
+    let token_type = text("token_type").unwrap_or_default();
+    let bound = match token_type {
+        t if t.eq_ignore_ascii_case("bearer") => false,
+        t if t.eq_ignore_ascii_case("dpop") && dpop => true,
+        t if t.eq_ignore_ascii_case("dpop") => {
+            return Err(malformed(
+                "token_type is DPoP, and this client has no DPoP key",
+            ))
+        }
+        _ => return Err(malformed("token_type is neither Bearer nor DPoP")),
+    };
     let expires_in = match json.as_ref().and_then(|j| j.get("expires_in")) {
         None | Some(Value::Null) => None,
         Some(value) => Some(
@@ -238,6 +293,7 @@ pub(super) fn parse_token_response(response: &HttpResponse) -> Result<Tokens, Cl
     };
     Ok(Tokens {
         access_token,
+        bound,
         expires_in,
         refresh_token: text("refresh_token").filter(|t| !t.is_empty()),
         scope: text("scope"),
