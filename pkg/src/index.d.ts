@@ -6,14 +6,14 @@ import type { ConfigCheck, Request as CoreRequest } from "../dist/edgegrant_wasm
 import type {
   App, Attempter, AttemptVerdictName, AuditEventName, ConfigDocument, OutcomeName, PageTemplates, Policy, RefusalName, UnixTime,
 } from "../dist/edgegrant_types.js";
-import type { ClientConfig, ClientInput, ClientRequest, ClientState, ClientTransition } from "../dist/edgegrant_client.js";
+import type { ClientConfig, ClientInput, ClientRequest, ClientState, ClientTransition, ProofToSign } from "../dist/edgegrant_client.js";
 
 export type { ConfigCheck } from "../dist/edgegrant_wasm.js";
 export type {
   App, Attempter, AttemptVerdictName, AuditEventName, ConfigDocument, OutcomeName, PageTemplates, Policy, RefusalName, Rotation, Scope, UnixTime,
 } from "../dist/edgegrant_types.js";
 export type {
-  ClientConfig, ClientError, ClientInput, ClientRequest, ClientSession, ClientState, ClientStep, ClientTransition, SessionView,
+  ClientConfig, ClientError, ClientInput, ClientRequest, ClientSession, ClientState, ClientStep, ClientTransition, ProofToSign, SessionView,
 } from "../dist/edgegrant_client.js";
 
 /** The signed-in user, as the host's sign-in knows them. */
@@ -266,17 +266,34 @@ export interface PkceClientOptions {
   random?: () => Uint8Array;
   /** Default: the global fetch. */
   fetch?: (input: string | Request, init?: RequestInit) => Promise<Response>;
-  /** Sees every request the machine sends and the raw answer. */
+  /** Sees every request the machine sends (with its `DPoP` header) and the raw answer. */
   onExchange?: (request: ClientRequest, response: { status: number; headers: [string, string][]; body: string }) => void;
+  /**
+   * Binds the tokens to this key (DPoP, RFC 9449; see `createDpopKey`): the machine gets
+   * `publicJwk` as `dpop_public_key`, and every proof it hands out is signed here with
+   * `privateKey` (WebCrypto; it may be non-extractable).
+   */
+  dpop?: DpopKey;
 }
+
+/** A DPoP key: the private half as a WebCrypto key (sign), the public half as a JWK. */
+export interface DpopKey {
+  privateKey: CryptoKey;
+  publicJwk: { kty: string; [member: string]: unknown };
+}
+/** A fresh ECDSA P-256 DPoP key whose private half cannot be exported; the pair may be kept in IndexedDB as it is. */
+export function createDpopKey(): Promise<DpopKey & { publicKey: CryptoKey }>;
 
 export interface PkceClient {
   /** One transition at the host's time with fresh entropy. */
   step(state: ClientState, input: ClientInput): ClientTransition;
   /** A transition, carrying out `send` steps until the machine wants something else. */
   run(state: ClientState, input: ClientInput): Promise<ClientTransition>;
-  /** An API call with the bearer token, refreshing when due or after a 401 as the machine says. */
+  /** An API call with the session's token (bearer, or DPoP with a proof), refreshing when due or after a 401 and meeting the API's DPoP nonce as the machine says; `init.method` defaults to POST. */
   call(state: ClientState, url: string, init?: RequestInit): Promise<{ state: ClientState; response: Response } | ClientTransition>;
+  /** The `DPoP` header of a proof the machine handed out (`ClientRequest.proof`, `attach`'s `proof`), signed with the `dpop` key. */
+  proofHeader(proof: ProofToSign): Promise<string>;
+  /** The configuration, with `dpop_public_key` when a `dpop` key is given. */
   config: ClientConfig;
 }
 export function createPkceClient(config: ClientConfig, options?: PkceClientOptions): PkceClient;

@@ -2,13 +2,34 @@
 // process over a shared hand-moved clock, `fetch` routed to the server.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { IDLE, createPkceClient, createPkceMachine } from "../src/node.js";
-import { ALICE, GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, testServer } from "./fixtures.mjs";
+import { IDLE, createAuthServer, createDpopKey, createPkceClient, createPkceMachine } from "../src/node.js";
+import { memoryStorage } from "../src/adapters/memory.js";
+import { ALICE, GET_ACCOUNT, PKCE_APP, PKCE_REDIRECT, SERVER_KEY, config, testServer } from "./fixtures.mjs";
 
 const ORIGIN = "http://auth.test";
+const ORIGIN_REFERENCE = ORIGIN;
+/** The standards profile's issuer (https: a server that binds tokens needs it). */
+const ISSUER = "https://auth.test";
 
-function world(accessType) {
-  const { srv: server, now, advance } = testServer();
+/**
+ * The server in the standards profile at ORIGIN with `profile.dpop` as `dpop` says, on the
+ * fixture's apps and API, over a hand-moved clock.
+ */
+function dpopServer(dpop) {
+  let now = 1_700_000_000;
+  const srv = createAuthServer({
+    config: { ...config(), profile: { kind: "standards", issuer: `${ISSUER}/`, dpop }, server_key: SERVER_KEY },
+    storage: memoryStorage(),
+    clock: () => now,
+    onAudit: () => {},
+    hooks: { currentUser: async () => ALICE, api: { [GET_ACCOUNT]: async (principal) => Response.json({ account_id: principal.account_id }) } },
+  });
+  return { srv, now: () => now, advance: (s) => (now += s) };
+}
+
+/** A client of the fixture's server (or `served`'s), binding its tokens to `dpop` if given. */
+function world(accessType, { served = testServer(), dpop, origin: ORIGIN = ORIGIN_REFERENCE } = {}) {
+  const { srv: server, now, advance } = served;
   const exchanges = [];
   const client = createPkceClient(
     {
@@ -20,7 +41,7 @@ function world(accessType) {
       scopes: ["account_info.read"],
       access_type: accessType,
     },
-    { clock: now, fetch: (input, init) => server.fetch(new Request(input, init)), onExchange: (request, response) => exchanges.push([request, response]) },
+    { clock: now, fetch: (input, init) => server.fetch(new Request(input, init)), onExchange: (request, response) => exchanges.push([request, response]), dpop },
   );
   /** Plays the browser: consent to the authorization URL, return the redirect. */
   async function consent(url, decision = "allow") {
@@ -30,7 +51,7 @@ function world(accessType) {
     assert.equal(answer.status, 302);
     return answer.headers.get("location");
   }
-  return { client, consent, exchanges, advance };
+  return { client, consent, exchanges, advance, server };
 }
 
 async function signIn({ client, consent }) {
@@ -94,4 +115,43 @@ test("the machine is pure, and malformed arguments throw real Errors", () => {
   assert.throws(() => machine.handle(IDLE, { kind: "begin" }, 1, new Uint8Array(47)), (e) => e instanceof Error && /48 bytes/.test(e.message));
   assert.throws(() => machine.handle({ phase: "nowhere" }, { kind: "begin" }, 1, entropy), Error);
   assert.throws(() => createPkceMachine({ client_id: "", authorize_url: "x", token_url: "x", revoke_url: "x", access_type: "offline" }), Error);
+});
+
+test("DPoP: tokens bound to a key WebCrypto will not export, each nonce met, calls and the revocation proven", async () => {
+  const key = await createDpopKey();
+  assert.equal(key.privateKey.extractable, false, "the private half stays inside WebCrypto");
+  const w = world("offline", { served: dpopServer({ nonces: "everywhere" }), dpop: key, origin: ISSUER });
+  const begun = w.client.step(IDLE, { kind: "begin" });
+  assert.match(begun.step.url, /&dpop_jkt=[\w-]{43}$/);
+  const done = await w.client.run(begun.state, { kind: "redirected", url: await w.consent(begun.step.url) });
+  assert.equal(done.step.step, "authorized", JSON.stringify(done.step));
+  assert.equal(done.step.session.bound, true);
+  const grants = () => w.exchanges.map(([request, response]) => [new URLSearchParams(request.body).get("grant_type"), response.status, request.headers.some(([name]) => name === "DPoP")]);
+  // The first exchange is told to use the server's nonce; the second, with it, is taken.
+  assert.deepEqual(grants(), [["authorization_code", 400, true], ["authorization_code", 200, true]]);
+
+  // The API asks for its nonce too: the call is made again with it, and served.
+  const url = `${ISSUER}${GET_ACCOUNT}`;
+  let called = await w.client.call(done.state, url);
+  assert.equal(called.response?.status, 200, JSON.stringify(called));
+  assert.deepEqual(await called.response.json(), { account_id: ALICE.account_id });
+  assert.equal(typeof called.state.session.api_nonce, "string");
+  // The bound token is nothing as a bearer token.
+  const token = called.state.session.access_token;
+  const bearer = await w.server.fetch(new Request(url, { method: "POST", headers: { Authorization: `Bearer ${token}` } }));
+  assert.equal(bearer.status, 401);
+  assert.match(bearer.headers.get("WWW-Authenticate"), /^Bearer [^]*error="invalid_token"[^]*, DPoP algs="ES256 RS256"$/);
+
+  // Four hours on: the refresh goes with a proof; both nonces have aged out and are met again.
+  w.advance(14_400 - 300);
+  called = await w.client.call(called.state, url);
+  assert.equal(called.response?.status, 200, JSON.stringify(called));
+  assert.deepEqual(grants().slice(2), [["refresh_token", 400, true], ["refresh_token", 200, true]]);
+  assert.notEqual(called.state.session.access_token, token);
+
+  const revoked = await w.client.run(called.state, { kind: "revoke" });
+  assert.deepEqual(revoked, { state: IDLE, step: { step: "signed_out" } });
+  const [request, response] = w.exchanges.at(-1);
+  assert.equal(response.status, 200);
+  assert.ok(request.headers.some(([name, value]) => name === "Authorization" && value.startsWith("DPoP ")));
 });

@@ -797,7 +797,8 @@ fn a_dpop_client_takes_bearer_tokens_from_a_server_that_binds_none() {
     world.feed(ClientInput::Begin);
     world.state = ClientState::Exchanging {
         sent_at: T0,
-        resend: None,
+        code: None,
+        verifier: None,
         nonce: None,
     };
     let step = world.feed(ClientInput::Response {
@@ -830,7 +831,8 @@ fn token_responses_that_break_rfc_6749_are_refused() {
     ] {
         world.state = ClientState::Exchanging {
             sent_at: T0,
-            resend: None,
+            code: None,
+            verifier: None,
             nonce: None,
         };
         let response = HttpResponse {

@@ -62,7 +62,7 @@ export interface SessionView {
 export type ClientState =
   | { phase: "idle" }
   | { phase: "authorizing"; state: string; verifier: string }
-  | { phase: "exchanging"; sent_at: UnixTime; resend?: ClientRequest; nonce?: string }
+  | { phase: "exchanging"; sent_at: UnixTime; code?: string; verifier?: string; nonce?: string }
   | { phase: "authorized"; session: ClientSession }
   | { phase: "refreshing"; session: ClientSession; sent_at: UnixTime; reason: "due" | "refused" | "to_revoke" }
   | { phase: "revoking"; session: ClientSession };

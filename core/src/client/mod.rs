@@ -295,9 +295,13 @@ pub enum ClientState {
     Exchanging {
         /// When the request left: `expires_in` counts from here, to err on the early side.
         sent_at: UnixTime,
-        /// With DPoP, the exchange unsigned, to send again with the nonce the server asks for.
+        /// With DPoP, the code and the verifier, to send the exchange again with the nonce the
+        /// server asks for.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        resend: Option<ClientRequest>,
+        code: Option<String>,
+        /// The PKCE verifier sent with `code`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        verifier: Option<HeldVerifier>,
         /// The nonce its proof carried.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         nonce: Option<String>,
@@ -612,39 +616,31 @@ impl PkceClient {
                     return go(ClientState::Idle, failed(error));
                 }
                 match redirect.code {
-                    Some(code) => out.exchange(verifier, &code),
+                    Some(code) => out.exchange(verifier, &code, None),
                     None => go(ClientState::Idle, failed(ClientError::MissingCode)),
                 }
             }
             (ClientState::Authorizing { verifier, .. }, ClientInput::CodeEntered { code }) => {
                 match code.trim() {
                     "" => stay(failed(ClientError::MissingCode)),
-                    code => out.exchange(verifier, code),
+                    code => out.exchange(verifier, code, None),
                 }
             }
 
             (
                 ClientState::Exchanging {
                     sent_at,
-                    resend,
+                    code,
+                    verifier,
                     nonce,
                 },
                 ClientInput::Response { response },
             ) => {
                 let asked = wire::asks_for_nonce(response);
-                if let (Some(resend), Some(fresh)) =
-                    (resend, new_nonce(asked, response, nonce.as_deref()))
+                if let (Some(code), Some(verifier), Some(fresh)) =
+                    (code, verifier, new_nonce(asked, response, nonce.as_deref()))
                 {
-                    return go(
-                        ClientState::Exchanging {
-                            sent_at: now,
-                            resend: Some(resend.clone()),
-                            nonce: Some(fresh.clone()),
-                        },
-                        ClientStep::Send {
-                            request: out.signed(resend.clone(), Some(&fresh)),
-                        },
-                    );
+                    return out.exchange(verifier, code, Some(fresh));
                 }
                 match wire::parse_token_response(response, out.key.is_some()) {
                     Ok(tokens) => {
@@ -687,7 +683,7 @@ impl PkceClient {
                 // with that nonce, once per nonce the API hands out.
                 let asked = challenge
                     .as_deref()
-                    .is_some_and(|c| c.contains("use_dpop_nonce"));
+                    .is_some_and(wire::challenge_asks_for_nonce);
                 let fresh = nonce
                     .as_deref()
                     .filter(|n| asked && session.bound && !n.is_empty())
@@ -780,7 +776,7 @@ impl PkceClient {
                 let asked = response.status == 401
                     && response
                         .header("www-authenticate")
-                        .is_some_and(|c| c.contains("use_dpop_nonce"));
+                        .is_some_and(wire::challenge_asks_for_nonce);
                 let fresh = new_nonce(asked, response, session.server_nonce.as_deref());
                 if let (Some(fresh), true) = (fresh, session.bound) {
                     let session = Session {
@@ -873,16 +869,25 @@ impl Outgoing<'_> {
             .map(|key| key.proof(of, self.now, &self.entropy.jti()))
     }
 
-    fn exchange(&self, verifier: &HeldVerifier, code: &str) -> ClientTransition {
+    /// The code exchange, with a proof carrying `nonce` if the client has a key (which keeps
+    /// the code and the verifier, to send it again with the nonce the server asks for).
+    fn exchange(
+        &self,
+        verifier: &HeldVerifier,
+        code: &str,
+        nonce: Option<String>,
+    ) -> ClientTransition {
         let request = wire::exchange_request(self.config, code, verifier.expose());
+        let kept = self.key.is_some();
         ClientTransition {
+            step: ClientStep::Send {
+                request: self.signed(request, nonce.as_deref()),
+            },
             state: ClientState::Exchanging {
                 sent_at: self.now,
-                resend: self.key.map(|_| request.clone()),
-                nonce: None,
-            },
-            step: ClientStep::Send {
-                request: self.signed(request, None),
+                code: kept.then(|| code.to_owned()),
+                verifier: kept.then(|| verifier.clone()),
+                nonce,
             },
         }
     }

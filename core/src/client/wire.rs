@@ -239,6 +239,14 @@ pub(super) fn asks_for_nonce(response: &HttpResponse) -> bool {
             .is_some_and(|error| error == "use_dpop_nonce")
 }
 
+/// Whether an API's `WWW-Authenticate` challenge refuses a proof for want of a nonce (§9:
+/// `error="use_dpop_nonce"` among its parameters).
+pub(super) fn challenge_asks_for_nonce(challenge: &str) -> bool {
+    challenge
+        .split(',')
+        .any(|part| part.trim_end().ends_with("error=\"use_dpop_nonce\""))
+}
+
 /// Reads a token endpoint answer: tokens, the server's OAuth error, or a malformed response.
 /// A client with a DPoP key (`dpop`) takes tokens bound to it (`token_type: DPoP`) or bearer
 /// tokens from a server that binds none (RFC 9449 §5); one without takes bearer tokens only.
