@@ -1,6 +1,8 @@
 // The browser demo in real Chromium (Debian's, driven by playwright-core) against the Worker host
 // in workerd: sign in, Allow, the account, a refresh, revoke and the 401 after it; then a Deny
-// and its access_denied. Screenshots of each stage land in tests/e2e/artifacts/.
+// and its access_denied; the same from another origin through CORS; and against a Worker in the
+// standards profile with DPoP, the tokens bound to a key WebCrypto will not export, kept in
+// IndexedDB, with every proof shown. Screenshots of each stage land in tests/e2e/artifacts/.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -139,7 +141,7 @@ test("the demo walks through sign-in, Allow, the API, a refresh, revoke and the 
   assert.match(card.text, /"account_id": "dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc"/);
   await page.screenshot({ path: join(ARTIFACTS, "03-account.png"), fullPage: true });
 
-  // Four hours later by the client's clock: the next call refreshes first.
+  // Four hours later (the tokens aged by four hours): the next call refreshes first.
   await page.click("#jump");
   await page.click("#call");
   await page.waitForFunction(() => document.querySelectorAll(".card").length === 8);
@@ -222,4 +224,82 @@ test("the demo served from another origin completes the whole flow through CORS:
   assert.ok(crossOrigin.length >= 6, JSON.stringify(crossOrigin));
   assert.deepEqual(problems, []);
   await context.close();
+});
+
+test("with DPoP, the tokens are bound to a key of the page that cannot be exported, kept in IndexedDB, and every proof is shown", async () => {
+  // A Worker in the standards profile with DPoP on (nonces at the token endpoint, the default),
+  // issuer its own origin, on the sample's users and apps.
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const config = JSON.parse(readFileSync(join(root, "examples/worker/config.sample.json"), "utf8"));
+  config.apps.find((app) => app.key === "demo-browser").redirect_uris = [`${origin}/demo/`];
+  config.profile = { kind: "standards", issuer: `${origin}/`, dpop: {} };
+  writeFileSync(join(dir, "dpop.json"), JSON.stringify(config));
+  const { startWorker } = await import(pathToFileURL(join(root, "examples/worker/dev.mjs")).href);
+  const dpopWorker = await startWorker({ configPath: join(dir, "dpop.json"), port, persistTo: join(dir, "dpop-state"), allowSampleSecret: true });
+  try {
+    const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+    const { page, problems } = await openDemo(context, origin);
+    assert.equal(await page.isChecked("#dpop"), true, "the server offers DPoP: the page binds its tokens");
+    await page.click("#begin");
+    await page.fill("input[name=username]", "alice");
+    await page.fill("input[name=password]", "alice-password");
+    await page.click("button:has-text('Sign in')");
+    await page.click("button[value=allow]");
+    await page.waitForSelector("body[data-ready=true]", LOADED);
+    await page.waitForFunction(() => [...document.querySelectorAll(".card h2")].some((h) => h.textContent === "Authorized"));
+    // The exchange meets the server's nonce, then is taken with a new proof carrying it.
+    assert.deepEqual(await cards(page), ["Authorization URL", "Redirect back", "Code exchange: the server's nonce", "Code exchange", "Authorized"]);
+    assert.match(await page.locator(".card").first().textContent(), /dpop_jkt = [\w-]{43}/);
+    const exchange = await page.locator(".card").nth(3).textContent();
+    assert.match(exchange, /HTTP\/1\.1 200/);
+    assert.match(exchange, /"token_type": "DPoP"/);
+    assert.match(exchange, /"typ": "dpop\+jwt"/);
+    assert.match(exchange, new RegExp(`"htu": "${origin}/oauth2/token"`));
+    assert.match(exchange, /"nonce": "[\w-]+"/);
+    assert.match(await lastCard(page).then((card) => card.text), /bound to this page's key/);
+
+    // The key: in IndexedDB, its private half not exportable, its public half the proofs' key.
+    const key = await page.evaluate(async () => {
+      const db = await new Promise((ok, fail) => Object.assign(indexedDB.open("edgegrant-demo"), { onsuccess: (e) => ok(e.target.result), onerror: fail }));
+      const kept = await new Promise((ok) => (db.transaction("keys").objectStore("keys").get("dpop").onsuccess = (e) => ok(e.target.result)));
+      const exported = await crypto.subtle.exportKey("jwk", kept.privateKey).then(() => "exported", (e) => e.name);
+      return { extractable: kept.privateKey.extractable, exported, x: kept.publicJwk.x };
+    });
+    assert.deepEqual({ extractable: key.extractable, exported: key.exported }, { extractable: false, exported: "InvalidAccessError" });
+    assert.match(exchange, new RegExp(`"x": "${key.x}"`));
+    await page.screenshot({ path: join(ARTIFACTS, "09-dpop-bound.png"), fullPage: true });
+
+    // The API: the DPoP scheme with a proof of the call, carrying the token's hash.
+    await page.click("#call");
+    await page.waitForFunction(() => document.querySelectorAll(".card").length === 6);
+    let card = await lastCard(page);
+    assert.equal(card.title, "API call");
+    assert.match(card.text, /Authorization: DPoP /);
+    assert.match(card.text, /"ath": "[\w-]{43}"/);
+    assert.match(card.text, /"account_id": "dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc"/);
+    // Four hours later: the refresh goes with a proof too (the bound refresh token needs one).
+    await page.click("#jump");
+    await page.click("#call");
+    await page.waitForFunction(() => document.querySelectorAll(".card").length === 9);
+    assert.deepEqual((await cards(page)).slice(6), ["Four hours later", "Refresh", "API call"]);
+    const refresh = await page.locator(".card", { hasText: "grant_type=refresh_token" }).textContent();
+    assert.match(refresh, /HTTP\/1\.1 200/);
+    assert.match(refresh, /"typ": "dpop\+jwt"/);
+
+    // Revoked with a proof; the last call replayed as it went (token and proof) is refused.
+    await page.click("#revoke");
+    await page.waitForFunction(() => [...document.querySelectorAll(".card h2")].some((h) => h.textContent === "Signed out"));
+    assert.match(await page.locator(".card", { hasText: "POST /2/auth/token/revoke" }).textContent(), /Authorization: DPoP [^]*HTTP\/1\.1 200/);
+    await page.click("#replay");
+    await page.waitForFunction(() => document.querySelector(".card:last-child h2")?.textContent === "API call refused");
+    card = await lastCard(page);
+    assert.match(card.text, /HTTP\/1\.1 401/);
+    assert.match(card.text, /www-authenticate: [^\n]*error="invalid_token"[^\n]*DPoP algs="ES256 RS256"/i);
+    await page.screenshot({ path: join(ARTIFACTS, "10-dpop-replayed-401.png"), fullPage: true });
+    assert.deepEqual(problems, []);
+    await context.close();
+  } finally {
+    await dpopWorker.close();
+  }
 });
