@@ -31,6 +31,9 @@ pub(crate) enum Via {
     /// endpoint requires, which the standards profile names in a 401's challenge (MCP asks it:
     /// a client learns what to ask for before it has a token).
     Bearer(Option<Scope>),
+    /// The same for a token presented under the `DPoP` scheme: the refusal on the `DPoP`
+    /// challenge (RFC 9449 §7.1).
+    Dpop(Option<Scope>),
     /// A bare status (unknown path, wrong method, contention).
     Plain,
 }

@@ -353,8 +353,8 @@ pub use records::{
     RemoteKeys, Resources, Stored, TokenAccessType, FORMAT as RECORD_FORMAT,
 };
 pub use refusal::{Defect, DocumentFault, DpopFault, Refusal, UnusableDocument};
-pub use render::resource_server_challenge;
 pub use render::PAGE_HEADERS;
+pub use render::{resource_server_challenge, Challenges};
 pub use request::{Request, SWEEP_PAGES_PER_REQUEST};
 pub use routes::partition_of;
 pub use scope::{LegacyAccess, Scope, ScopeSet, OFFLINE_ACCESS, TEAM_AUDITING_SCOPES, USER_SCOPES};

@@ -421,7 +421,8 @@ fn refusal_response(refusal: &Refusal, via: &Via, config: &Config) -> HttpRespon
                 _ => json_response(400, body, &[]),
             }
         }
-        (Via::Bearer(scope), None) => bearer_refusal(refusal, scope.as_ref(), config),
+        (Via::Bearer(scope), None) => bearer_refusal(refusal, scope.as_ref(), config, false),
+        (Via::Dpop(scope), None) => bearer_refusal(refusal, scope.as_ref(), config, true),
     }
 }
 
@@ -542,12 +543,23 @@ fn metadata_response(metadata: Metadata, config: &Config) -> (Outcome, HttpRespo
 /// In the standards profile every challenge also names the API's metadata (RFC 9728 §5.1), so
 /// a client that knows only the API finds its authorization server, and a 401's names the scope
 /// the endpoint requires (RFC 6750 §3), so that it knows what to ask for (MCP).
-fn bearer_refusal(refusal: &Refusal, required: Option<&Scope>, config: &Config) -> HttpResponse {
+///
+/// A token presented under the `DPoP` scheme (`dpop_scheme`) is refused on the `DPoP` challenge
+/// (RFC 9449 §7.1); a bearer token where proofs are read, on the `Bearer` one with a `DPoP` one
+/// beside it naming the algorithms (§7.2).
+fn bearer_refusal(
+    refusal: &Refusal,
+    required: Option<&Scope>,
+    config: &Config,
+    dpop_scheme: bool,
+) -> HttpResponse {
     let metadata = config.issuer().map(discovery::resource_metadata_url);
-    let (status, mut challenge, tag) = bearer_challenge(refusal, required, metadata.as_deref());
-    if config.dpop().is_some() {
-        with_dpop_algs(&mut challenge);
-    }
+    let challenges = match (config.dpop().is_some(), dpop_scheme) {
+        (false, _) => Challenges::Bearer,
+        (true, false) => Challenges::BearerAndDpop,
+        (true, true) => Challenges::Dpop,
+    };
+    let (status, challenge, tag) = challenge_of(refusal, required, metadata.as_deref(), challenges);
     let mut error = JsonObject::new().string(".tag", tag);
     if let Refusal::MissingScope(scope) = refusal {
         error = error.string("required_scope", scope.as_str());
@@ -559,45 +571,74 @@ fn bearer_refusal(refusal: &Refusal, required: Option<&Scope>, config: &Config) 
     json_response(status, body, &[("WWW-Authenticate", &challenge)])
 }
 
+/// Which challenges answer a refused access token (RFC 9449 §7.1, §7.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Challenges {
+    /// The resource takes bearer tokens only: the `Bearer` challenge (RFC 6750 §3).
+    Bearer,
+    /// The resource takes DPoP proofs too, and the token came as a bearer token (or none
+    /// came): the `Bearer` challenge, and a `DPoP` one beside it naming the algorithms.
+    BearerAndDpop,
+    /// The token came under the `DPoP` scheme: the refusal on the `DPoP` challenge, with the
+    /// algorithms.
+    Dpop,
+}
+
 /// What a bearer check's refusal is answered with on a resource server of this authorization
 /// server's on another host (the npm package's resource helper): the status and the RFC 6750
 /// §3 challenge, naming the scope the call requires (on a 401 too, so that a client knows what
-/// to ask for) and the resource's metadata at `metadata_url` (RFC 9728 §5.1), and with `dpop`
-/// the DPoP algorithms (RFC 9449 §7.1; a proof's own refusals on the `DPoP` challenge) — the
+/// to ask for) and the resource's metadata at `metadata_url` (RFC 9728 §5.1), under the
+/// schemes `challenges` says (a proof's own refusals always on the `DPoP` challenge) — the
 /// same challenge the core writes for the API it serves itself.
 ///
 /// ```
-/// use edgegrant::{resource_server_challenge, Refusal, Scope};
+/// use edgegrant::{resource_server_challenge, Challenges, Refusal, Scope};
 /// let scope = Scope::new("mcp:tools").unwrap();
 /// let metadata = "https://mcp.example/.well-known/oauth-protected-resource";
 /// let (status, challenge) =
-///     resource_server_challenge(&Refusal::BearerMissing, Some(&scope), metadata, false);
+///     resource_server_challenge(&Refusal::BearerMissing, Some(&scope), metadata, Challenges::Bearer);
 /// assert_eq!(status, 401);
 /// assert_eq!(challenge, "Bearer realm=\"api\", scope=\"mcp:tools\", resource_metadata=\"https://mcp.example/.well-known/oauth-protected-resource\"");
-/// let (_, challenge) = resource_server_challenge(&Refusal::BearerMissing, Some(&scope), metadata, true);
+/// let (_, challenge) =
+///     resource_server_challenge(&Refusal::BearerMissing, Some(&scope), metadata, Challenges::BearerAndDpop);
 /// assert!(challenge.ends_with(", DPoP algs=\"ES256 RS256\""));
+/// let (_, challenge) =
+///     resource_server_challenge(&Refusal::UnknownAccessToken, None, metadata, Challenges::Dpop);
+/// assert!(challenge.starts_with("DPoP realm=\"api\", error=\"invalid_token\""));
 /// ```
 pub fn resource_server_challenge(
     refusal: &Refusal,
     required: Option<&Scope>,
     metadata_url: &str,
-    dpop: bool,
+    challenges: Challenges,
 ) -> (u16, String) {
-    let (status, mut challenge, _) = bearer_challenge(refusal, required, Some(metadata_url));
-    if dpop {
-        with_dpop_algs(&mut challenge);
-    }
+    let (status, challenge, _) = challenge_of(refusal, required, Some(metadata_url), challenges);
     (status, challenge)
 }
 
-/// RFC 9449 §7.1: where proofs are read, the DPoP challenge names the algorithms a proof may be
-/// signed with — its own, or one beside the bearer challenge.
-fn with_dpop_algs(challenge: &mut String) {
-    let algs = dpop::ALG_NAMES.join(" ");
-    match challenge.starts_with("DPoP ") {
-        true => challenge.push_str(&format!(", algs=\"{algs}\"")),
-        false => challenge.push_str(&format!(", DPoP algs=\"{algs}\"")),
+/// A bearer check's refusal under `challenges`: its status, its challenge and the reference
+/// service's error tag.
+fn challenge_of(
+    refusal: &Refusal,
+    required: Option<&Scope>,
+    metadata_url: Option<&str>,
+    challenges: Challenges,
+) -> (u16, String, &'static str) {
+    let (status, mut challenge, tag) = bearer_challenge(refusal, required, metadata_url);
+    if challenges == Challenges::Dpop {
+        if let Some(parameters) = challenge.strip_prefix("Bearer ") {
+            challenge = format!("DPoP {parameters}");
+        }
     }
+    // RFC 9449 §7.1: where proofs are read, the DPoP challenge names the algorithms a proof
+    // may be signed with — its own, or one beside the bearer challenge.
+    let algs = dpop::ALG_NAMES.join(" ");
+    match (challenges, challenge.starts_with("DPoP ")) {
+        (Challenges::Bearer, _) => {}
+        (_, true) => challenge.push_str(&format!(", algs=\"{algs}\"")),
+        (_, false) => challenge.push_str(&format!(", DPoP algs=\"{algs}\"")),
+    }
+    (status, challenge, tag)
 }
 
 /// A bearer check's refusal: its status, its challenge (with the scope required and the

@@ -265,9 +265,12 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * through a buffered map of its own) and of the states' new fields about 6, the JWK's key and
  * thumbprint with base64 decoding 2.3, the proof 0.9. A first cut kept the whole exchange
  * request in the state to send again (+2.5 KiB more: its headers read through the buffer); the
- * code and the verifier do, rebuilt. Budget 77.3.
+ * code and the verifier do, rebuilt. Budget 77.3. A token presented under the `DPoP` scheme
+ * refused on the `DPoP` challenge (RFC 9449 §7.1; the refusal's channel, the scheme's rewrite,
+ * the resource helper's `challenges` argument read): +0.34 whole (162867 bytes), +0.31
+ * configured (133321). Budgets 159.1 and 130.3.
  */
-const BUDGETS = { edgegrant_wasm: 158.8 * 1024, edgegrant_configured_apps: 130.0 * 1024, edgegrant_client: 77.3 * 1024 };
+const BUDGETS = { edgegrant_wasm: 159.1 * 1024, edgegrant_configured_apps: 130.3 * 1024, edgegrant_client: 77.3 * 1024 };
 
 // The server's module may use WebAssembly's 128-bit SIMD (LLVM moves memory 16 bytes at a time
 // with it: 0.7 KiB smaller gzipped): every runtime it serves has it (the package needs Node 20;

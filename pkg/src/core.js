@@ -278,12 +278,15 @@ export async function verifySignature({ alg, key, message, signature }) {
  * `WWW-Authenticate` value) for `refusal` — `"bearer_missing"`, `"malformed_bearer"`,
  * `"invalid_token"`, `"insufficient_scope"`, `"token_bound_to_another_key"` or
  * `"dpop_proof_invalid:<why>"` — naming `requiredScope` (if any), the resource's metadata at
- * `metadataUrl`, and with `dpop` the DPoP algorithms.
+ * `metadataUrl`, under the schemes of `challenges`: `"bearer"` (the resource takes no DPoP proofs),
+ * `"bearer_and_dpop"` (it does, and the token came as a bearer token or none came: a `DPoP`
+ * challenge beside naming the algorithms) or `"dpop"` (it came under the `DPoP` scheme: the
+ * refusal on the `DPoP` challenge, RFC 9449 §7.1).
  */
-export function resourceChallenge(refusal, requiredScope, metadataUrl, dpop = false) {
+export function resourceChallenge(refusal, requiredScope, metadataUrl, challenges = "bearer") {
   ready();
-  const joined = bindings.resourceChallenge(String(refusal), requiredScope ?? undefined, String(metadataUrl), Boolean(dpop));
-  if (joined === undefined) throw new TypeError(`resourceChallenge: no challenge for ${refusal} with scope ${requiredScope}`);
+  const joined = bindings.resourceChallenge(String(refusal), requiredScope ?? undefined, String(metadataUrl), String(challenges));
+  if (joined === undefined) throw new TypeError(`resourceChallenge: no challenge for ${refusal} with scope ${requiredScope} under ${challenges}`);
   const at = joined.indexOf("\0");
   return { status: Number(joined.slice(0, at)), challenge: joined.slice(at + 1) };
 }

@@ -28,8 +28,10 @@ export function protectedResource({ resource, issuer, scopes = [], introspection
     `Bearer realm="api"${error ? `, error="${error}"` : ""}${extra}, resource_metadata="${metadataUrl}"`;
   // Every refusal is the core's, as it answers at its own API: one parsing of the header, one
   // status and challenge per reason (a malformed header is 400 invalid_request there and here).
-  const refuse = (refusal, requiredScope) => {
-    const { status, challenge: value } = resourceChallenge(refusal, requiredScope, metadataUrl, proofWindow !== null);
+  // A token that came under the DPoP scheme (`dpop`) is refused on the DPoP challenge.
+  const refuse = (refusal, requiredScope, dpop = false) => {
+    const challenges = proofWindow === null ? "bearer" : dpop ? "dpop" : "bearer_and_dpop";
+    const { status, challenge: value } = resourceChallenge(refusal, requiredScope, metadataUrl, challenges);
     return new Response(null, { status, headers: { "WWW-Authenticate": value, "Cache-Control": "no-store" } });
   };
 
@@ -64,7 +66,7 @@ export function protectedResource({ resource, issuer, scopes = [], introspection
           now: Math.floor(clock() / 1000),
           window: proofWindow,
         });
-        if (checked.refusal) return { response: refuse(checked.refusal, requiredScope) };
+        if (checked.refusal) return { response: refuse(checked.refusal, requiredScope, presented.dpop) };
         proven = checked.thumbprint;
       }
       const answer = await fetch(introspection.endpoint, {
@@ -80,15 +82,15 @@ export function protectedResource({ resource, issuer, scopes = [], introspection
       const type = String(token.token_type).toLowerCase();
       const access = (type === "bearer" || (type === "dpop" && proofWindow !== null)) && Number.isFinite(token.exp) && token.exp * 1000 > clock();
       if (token.active !== true || !access || token.iss !== issuer || !audience.some((aud) => typeof aud === "string" && canonicalResource(aud) === audienceName)) {
-        return { response: refuse("invalid_token", requiredScope) };
+        return { response: refuse("invalid_token", requiredScope, presented.dpop) };
       }
       // RFC 9449 §7: a bound token only with a proof of its key — never as a bearer token.
       const bound = token.cnf?.jkt;
       if ((bound !== undefined || type === "dpop") && bound !== proven) {
-        return { response: refuse("token_bound_to_another_key", requiredScope) };
+        return { response: refuse("token_bound_to_another_key", requiredScope, presented.dpop) };
       }
       if (requiredScope && !String(token.scope ?? "").split(" ").includes(requiredScope)) {
-        return { response: refuse("insufficient_scope", requiredScope) };
+        return { response: refuse("insufficient_scope", requiredScope, presented.dpop) };
       }
       return { token };
     },

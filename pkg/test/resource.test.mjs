@@ -234,9 +234,11 @@ test("with dpop, an API on another host serves a bound token only with a proof o
   const asBearer = await call({ authorization: `Bearer ${bound}` });
   assert.equal(asBearer.status, 401);
   assert.match(asBearer.headers.get("www-authenticate"), /^Bearer realm="api", error="invalid_token".*, DPoP algs="ES256 RS256"$/);
-  // With another key's valid proof: refused.
+  // With another key's valid proof: refused, on the DPoP challenge (the token came under it).
   const other = await dpopKey();
-  assert.equal((await call({ authorization: `DPoP ${bound}`, dpop: await other.proof("POST", url, bound) })).status, 401);
+  const stolen = await call({ authorization: `DPoP ${bound}`, dpop: await other.proof("POST", url, bound) });
+  assert.equal(stolen.status, 401);
+  assert.match(stolen.headers.get("www-authenticate"), /^DPoP realm="api", error="invalid_token".*, algs="ES256 RS256"$/);
   // A proof for another URL, or another token, or made more than the window ago: invalid_dpop_proof.
   for (const proof of [
     await key.proof("POST", `${api.url}/mcp/other`, bound),

@@ -295,7 +295,7 @@ test("with DPoP, the tokens are bound to a key of the page that cannot be export
     await page.waitForFunction(() => document.querySelector(".card:last-child h2")?.textContent === "API call refused");
     card = await lastCard(page);
     assert.match(card.text, /HTTP\/1\.1 401/);
-    assert.match(card.text, /www-authenticate: [^\n]*error="invalid_token"[^\n]*DPoP algs="ES256 RS256"/i);
+    assert.match(card.text, /www-authenticate: DPoP realm="api", error="invalid_token"[^\n]*algs="ES256 RS256"/i);
     await page.screenshot({ path: join(ARTIFACTS, "10-dpop-replayed-401.png"), fullPage: true });
     assert.deepEqual(problems, []);
     await context.close();

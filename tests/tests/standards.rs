@@ -1000,7 +1000,7 @@ fn a_protected_resource_never_names_offline_access() {
         &Refusal::BearerMissing,
         Some(&offline),
         &metadata_url,
-        false,
+        Challenges::Bearer,
     );
     assert_eq!(status, 401);
     assert_eq!(
@@ -1009,8 +1009,12 @@ fn a_protected_resource_never_names_offline_access() {
     );
 
     let tools = Scope::new("mcp:tools").unwrap();
-    let (status, challenge) =
-        resource_server_challenge(&Refusal::BearerMissing, Some(&tools), &metadata_url, false);
+    let (status, challenge) = resource_server_challenge(
+        &Refusal::BearerMissing,
+        Some(&tools),
+        &metadata_url,
+        Challenges::Bearer,
+    );
     assert_eq!(status, 401);
     assert_eq!(
         challenge,
@@ -1020,7 +1024,7 @@ fn a_protected_resource_never_names_offline_access() {
         &Refusal::MissingScope(tools.clone()),
         Some(&tools),
         &metadata_url,
-        false,
+        Challenges::Bearer,
     );
     assert_eq!(status, 403);
     assert_eq!(

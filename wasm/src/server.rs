@@ -202,15 +202,23 @@ pub fn bearer_token(authorization: Option<String>) -> String {
 /// failed bearer check with (`edgegrant::resource_server_challenge`): `refusal` is
 /// `bearer_missing`, `malformed_bearer`, `invalid_token`, `insufficient_scope` (which needs
 /// `required_scope`), `token_bound_to_another_key`, or `dpop_proof_invalid:` and a `DpopFault`
-/// name; `undefined` for any other, or a scope that is none. With `dpop`, the challenge names
-/// the DPoP algorithms too.
+/// name; `undefined` for any other, or a scope that is none. `challenges`: `bearer` (the
+/// resource takes no proofs), `bearer_and_dpop` (it does; the token came as a bearer token) or
+/// `dpop` (it came under the `DPoP` scheme: the refusal on the `DPoP` challenge); `undefined`
+/// for another.
 #[wasm_bindgen(js_name = resourceChallenge)]
 pub fn resource_challenge(
     refusal: &str,
     required_scope: Option<String>,
     metadata_url: &str,
-    dpop: bool,
+    challenges: &str,
 ) -> Option<String> {
+    let challenges = match challenges {
+        "bearer" => edgegrant::Challenges::Bearer,
+        "bearer_and_dpop" => edgegrant::Challenges::BearerAndDpop,
+        "dpop" => edgegrant::Challenges::Dpop,
+        _ => return None,
+    };
     let required = match required_scope {
         Some(scope) => Some(edgegrant::Scope::new(scope).ok()?),
         None => None,
@@ -237,7 +245,7 @@ pub fn resource_challenge(
         }
     };
     let (status, challenge) =
-        edgegrant::resource_server_challenge(&refusal, required.as_ref(), metadata_url, dpop);
+        edgegrant::resource_server_challenge(&refusal, required.as_ref(), metadata_url, challenges);
     Some(format!("{status}\0{challenge}"))
 }
 

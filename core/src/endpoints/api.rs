@@ -48,11 +48,16 @@ pub(crate) struct Parsed {
 }
 
 impl Purpose {
-    /// Where its refusals go: a challenge naming the scope an API call requires.
-    fn channel(&self) -> Via {
-        match self {
-            Purpose::Call(scope) => Via::Bearer(Some(scope.clone())),
-            Purpose::Revoke => Via::Bearer(None),
+    /// Where its refusals go: a challenge of the token's `scheme` naming the scope an API call
+    /// requires.
+    fn channel(&self, scheme: Scheme) -> Via {
+        let scope = match self {
+            Purpose::Call(scope) => Some(scope.clone()),
+            Purpose::Revoke => None,
+        };
+        match scheme {
+            Scheme::Bearer => Via::Bearer(scope),
+            Scheme::Dpop => Via::Dpop(scope),
         }
     }
 }
@@ -62,12 +67,12 @@ pub(crate) fn parse(
     request: &HttpRequest,
     purpose: Purpose,
 ) -> Result<Parsed, Ending> {
-    let refuse = |refusal| Err(Ending::Refused(refusal, purpose.channel()));
-    within_limit(config, request, purpose.channel())?;
+    let refuse = |refusal, scheme| Err(Ending::Refused(refusal, purpose.channel(scheme)));
+    within_limit(config, request, purpose.channel(Scheme::Bearer))?;
     let dpop = config.issuer().filter(|_| config.dpop().is_some());
     let (scheme, token) = match access_token(request, dpop.is_some()) {
         Ok(presented) => presented,
-        Err(error) => return refuse(refusal_of(error)),
+        Err(error) => return refuse(refusal_of(error), Scheme::Bearer),
     };
     let proof = match (scheme, dpop) {
         (Scheme::Dpop, Some(issuer)) => {
@@ -75,8 +80,8 @@ pub(crate) fn parse(
             match dpop::presented(request, &uri, Some(token)) {
                 Ok(Some(proof)) => Some(proof),
                 // RFC 9449 §7.1: the `DPoP` scheme comes with a proof.
-                Ok(None) => return refuse(Refusal::DpopProofInvalid(DpopFault::Malformed)),
-                Err(fault) => return refuse(Refusal::DpopProofInvalid(fault)),
+                Ok(None) => return refuse(Refusal::DpopProofInvalid(DpopFault::Malformed), scheme),
+                Err(fault) => return refuse(Refusal::DpopProofInvalid(fault), scheme),
             }
         }
         _ => None,
@@ -277,10 +282,14 @@ fn principal(bearer: Bearer<'_>) -> Flow<Principal> {
 }
 
 pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
+    let scheme = match parsed.proof {
+        Some(_) => Scheme::Dpop,
+        None => Scheme::Bearer,
+    };
     let refused = |refusal| {
         Ok(Decision::End(Ending::Refused(
             refusal,
-            parsed.purpose.channel(),
+            parsed.purpose.channel(scheme),
         )))
     };
     let check = match parsed.purpose {
