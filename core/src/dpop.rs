@@ -152,7 +152,8 @@ pub(crate) fn hands_nonce(config: &Config, request: &HttpRequest) -> bool {
     };
     let at = match crate::routes::Endpoint::at(config, &request.path) {
         Some(crate::routes::Endpoint::Token) => At::TokenEndpoint,
-        Some(crate::routes::Endpoint::Api) => At::Api,
+        // The reference service's revocation checks a bearer token as the API does.
+        Some(crate::routes::Endpoint::Api | crate::routes::Endpoint::Revoke) => At::Api,
         _ => return false,
     };
     asks_nonce(dpop.nonces, at) && request.header_values("dpop").next().is_some()

@@ -70,7 +70,7 @@ async function client() {
       scopes: ["account_info.read"],
       access_type: saved.access,
     },
-    { onExchange: (request, response) => addCard(exchangeCard(request, response)), dpop: bound() ? await dpopKey() : undefined },
+    { onExchange: (request, response) => addCard(exchangeCard(request, response)), dpop: bound() || saved.state.session?.bound ? await dpopKey() : undefined },
   );
 }
 

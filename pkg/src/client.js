@@ -71,15 +71,17 @@ export function createPkceClient(config, { clock = systemClock, random, fetch: s
    * authorize again or the call cannot be made, `{ state, step }`.
    */
   async function call(state, url, init = {}) {
-    const method = (init.method ?? "POST").toUpperCase();
-    const target = { method, url: String(url) };
+    // The request as fetch makes it (a relative URL resolved, the method normalized): what a
+    // proof names. Each attempt sends a copy of it, so a streamed body survives a retry.
+    const template = new Request(url, { ...init, method: init.method ?? "POST" });
+    const target = { method: template.method, url: template.url };
     // `call` answers `attach`, or refreshes first (a `send`, then `authorized`: ask again).
     const prepare = async (transition) => (transition.step.step === "authorized" ? step(transition.state, { kind: "call", ...target }) : transition);
     let transition = await prepare(await run(state, { kind: "call", ...target }));
     // At most: the call, again with the API's nonce, again after a refresh, and its nonce.
     for (let attempt = 0; attempt < 4; attempt++) {
       if (transition.step.step !== "attach") return transition;
-      const request = new Request(url, { ...init, method });
+      const request = template.clone();
       request.headers.set("Authorization", transition.step.authorization);
       if (transition.step.proof) request.headers.set("DPoP", await proofHeader(transition.step.proof));
       const response = await send(request);

@@ -210,6 +210,12 @@ impl World {
         self.sim.api(GET_ACCOUNT, token)
     }
 
+    /// Signs in and returns the session held.
+    fn signed_in_session(mut self) -> Session {
+        self.sign_in();
+        self.session().clone()
+    }
+
     fn session(&self) -> &Session {
         match &self.state {
             ClientState::Authorized { session } => session,
@@ -754,6 +760,57 @@ fn a_nonce_is_met_once_and_the_apis_nonce_is_kept_apart() {
     // The same nonce refused again is no reason to retry: the 401 is a refusal (a refresh).
     let step = world.feed(unauthorized);
     assert_eq!(sent(&step).url, format!("{ISSUER}/oauth2/token"));
+    assert!(matches!(
+        world.round_trip(step),
+        ClientStep::Authorized { .. }
+    ));
+    // The revocation, once the nonce kept has aged out (300–600 s): the server asks for its
+    // current one, and the revocation is sent again with it — never taken as done before.
+    world.advance(700);
+    let revoke = world.feed(ClientInput::Revoke);
+    let asked = world.deliver(sent(&revoke));
+    assert_eq!(asked.status, 401);
+    assert!(
+        asked.header("DPoP-Nonce").is_some(),
+        "the revocation hands out its nonce"
+    );
+    let again = world.feed(ClientInput::Response { response: asked });
+    assert_eq!(world.round_trip(again), ClientStep::SignedOut);
+    // A 401 that refuses the proof, not the token, leaves the token alive: not signed out.
+    let session = Session {
+        bound: true,
+        ..World::bound(signing_key(35), serde_json::json!({})).signed_in_session()
+    };
+    world.state = ClientState::Revoking {
+        session: session.clone(),
+    };
+    let refused = world.feed(ClientInput::Response {
+        response: HttpResponse::new(
+            401,
+            &[(
+                "WWW-Authenticate",
+                "DPoP realm=\"api\", error=\"invalid_dpop_proof\", algs=\"ES256\"",
+            )],
+            String::new(),
+        ),
+    });
+    assert_eq!(
+        refused,
+        ClientStep::Failed {
+            error: ClientError::RevocationFailed { status: 401 }
+        }
+    );
+    assert_eq!(
+        world.state,
+        ClientState::Authorized {
+            session: session.clone()
+        }
+    );
+    // Tokens bound to a key this client was not given are of no use to it.
+    let mut keyless = World::new(ClientAccessType::Offline);
+    keyless.state = ClientState::Authorized { session };
+    assert!(refresh_reason(&keyless.feed(CALL)).contains("DPoP key"));
+    assert_eq!(keyless.state, ClientState::Idle);
 
     // At the token endpoint likewise: a server that refuses the nonce it just gave is not asked
     // a third time; the client reports the refusal.

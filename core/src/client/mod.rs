@@ -652,6 +652,17 @@ impl PkceClient {
                 }
             }
 
+            // Tokens bound to a key this client was not given are of no use to it (a page that
+            // lost its key, a configuration changed): only a new authorization helps.
+            (
+                ClientState::Authorized { session },
+                ClientInput::Call { .. } | ClientInput::Unauthorized { .. } | ClientInput::Revoke,
+            ) if session.bound && out.key.is_none() => go(
+                ClientState::Idle,
+                ClientStep::Reauthorize {
+                    reason: "the tokens are bound to a DPoP key this client was not given".into(),
+                },
+            ),
             (ClientState::Authorized { session }, ClientInput::Call { method, url }) => {
                 let due = session
                     .refresh_due_at(config.refresh_margin)
@@ -683,7 +694,7 @@ impl PkceClient {
                 // with that nonce, once per nonce the API hands out.
                 let asked = challenge
                     .as_deref()
-                    .is_some_and(wire::challenge_asks_for_nonce);
+                    .is_some_and(|c| wire::challenge_names(c, "use_dpop_nonce"));
                 let fresh = nonce
                     .as_deref()
                     .filter(|n| asked && session.bound && !n.is_empty())
@@ -776,7 +787,7 @@ impl PkceClient {
                 let asked = response.status == 401
                     && response
                         .header("www-authenticate")
-                        .is_some_and(wire::challenge_asks_for_nonce);
+                        .is_some_and(|c| wire::challenge_names(c, "use_dpop_nonce"));
                 let fresh = new_nonce(asked, response, session.server_nonce.as_deref());
                 if let (Some(fresh), true) = (fresh, session.bound) {
                     let session = Session {
@@ -785,9 +796,15 @@ impl PkceClient {
                     };
                     return out.revoke(&session);
                 }
+                // 401 `invalid_token`: the token was already dead, which is what revocation
+                // wanted; any other 401 (a proof refused) leaves it alive.
+                let dead = response.status == 401
+                    && response
+                        .header("www-authenticate")
+                        .is_none_or(|c| wire::challenge_names(c, "invalid_token"));
                 match response.status {
-                    // 401: the token was already dead, which is what revocation wanted.
-                    200 | 401 => go(ClientState::Idle, ClientStep::SignedOut),
+                    200 => go(ClientState::Idle, ClientStep::SignedOut),
+                    401 if dead => go(ClientState::Idle, ClientStep::SignedOut),
                     status => go(
                         ClientState::Authorized {
                             session: session.clone(),

@@ -239,12 +239,17 @@ pub(super) fn asks_for_nonce(response: &HttpResponse) -> bool {
             .is_some_and(|error| error == "use_dpop_nonce")
 }
 
-/// Whether an API's `WWW-Authenticate` challenge refuses a proof for want of a nonce (§9:
-/// `error="use_dpop_nonce"` among its parameters).
-pub(super) fn challenge_asks_for_nonce(challenge: &str) -> bool {
-    challenge
-        .split(',')
-        .any(|part| part.trim_end().ends_with("error=\"use_dpop_nonce\""))
+/// Whether a `WWW-Authenticate` challenge names `error` (`error="<error>"` among its
+/// parameters, RFC 6750 §3): `use_dpop_nonce` (RFC 9449 §9), `invalid_token`.
+pub(super) fn challenge_names(challenge: &str, error: &str) -> bool {
+    challenge.split(',').any(|part| {
+        part.trim()
+            .rsplit(' ')
+            .next()
+            .and_then(|parameter| parameter.strip_prefix("error=\""))
+            .and_then(|quoted| quoted.strip_suffix('"'))
+            == Some(error)
+    })
 }
 
 /// Reads a token endpoint answer: tokens, the server's OAuth error, or a malformed response.
