@@ -47,8 +47,13 @@ for (const file of readdirSync(vectors).filter((f) => f.endsWith(".json"))) {
 }
 
 const session = { access_token: "sl.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", expires_at: 1700014400, refresh_token: "BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB", scopes: ["account_info.read"], account_id: "dbid:x", uid: "1", after_refusal: false };
+const bound = { ...session, bound: true, server_nonce: "n-server", api_nonce: null };
 const states = [
   { phase: "idle" },
+  { phase: "exchanging", sent_at: 1700000000, code: "abc", verifier: "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk", nonce: "n-1" },
+  { phase: "authorized", session: bound },
+  { phase: "refreshing", session: bound, sent_at: 1700000000, reason: "refused" },
+  { phase: "revoking", session: bound },
   { phase: "authorizing", state: "s7s7s7s7s7s7s7s7s7s7s7", verifier: "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk" },
   { phase: "exchanging", sent_at: 1700000000 },
   { phase: "authorized", session },
@@ -65,8 +70,13 @@ const inputs = [
   { kind: "response", response: { status: 200, headers: [["Content-Type", "application/json"]], body: tokenBody } },
   { kind: "response", response: { status: 400, headers: [], body: '{"error":"invalid_grant","error_description":"x"}' } },
   { kind: "response", response: { status: 401, headers: [["WWW-Authenticate", 'Bearer error="invalid_token"']], body: "" } },
+  { kind: "response", response: { status: 400, headers: [["DPoP-Nonce", "n-2"]], body: '{"error":"use_dpop_nonce"}' } },
+  { kind: "response", response: { status: 401, headers: [["WWW-Authenticate", 'DPoP error="use_dpop_nonce"'], ["DPoP-Nonce", "n-2"]], body: "" } },
+  { kind: "response", response: { status: 200, headers: [["DPoP-Nonce", "n-2"]], body: tokenBody.replace('"bearer"', '"DPoP"') } },
   { kind: "call" },
+  { kind: "call", method: "POST", url: "https://api.example/2/users/get_current_account?x=1#f" },
   { kind: "unauthorized" },
+  { kind: "unauthorized", challenge: 'DPoP realm="api", error="use_dpop_nonce", algs="ES256"', nonce: "n-3", method: "GET", url: "https://api.example/x" },
   { kind: "revoke" },
 ];
 for (const state of states) for (const input of inputs) write("client", JSON.stringify([state, input]));
