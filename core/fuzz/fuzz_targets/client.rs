@@ -55,7 +55,11 @@ fuzz_target!(|data: &[u8]| {
             assert!(request.proof.is_none(), "a proof without a key");
         }
     }
-    if let ClientStep::Attach { authorization, proof } = &transition.step {
+    if let ClientStep::Attach {
+        authorization,
+        proof,
+    } = &transition.step
+    {
         assert_eq!(
             authorization.starts_with("DPoP "),
             proof.is_some(),
