@@ -210,6 +210,24 @@ impl World {
         self.sim.api(GET_ACCOUNT, token)
     }
 
+    /// The bound API call (`get_current_account`) an `Attach` step makes: its `Authorization`
+    /// and the `DPoP` header of its proof, signed; and the claims of that proof.
+    fn proven_call(&self, step: &ClientStep) -> (HttpRequest, serde_json::Value) {
+        let ClientStep::Attach {
+            authorization,
+            proof: Some(proof),
+        } = step
+        else {
+            panic!("expected a bound call, got {step:?}")
+        };
+        let mut call = HttpRequest::new("POST", GET_ACCOUNT, "");
+        call.headers = vec![
+            ("Authorization".into(), authorization.clone()),
+            ("DPoP".into(), self.sign(proof)),
+        ];
+        (call, claims_of(proof))
+    }
+
     /// Signs in and returns the session held.
     fn signed_in_session(mut self) -> Session {
         self.sign_in();
@@ -660,21 +678,13 @@ fn a_dpop_client_binds_its_tokens_to_its_key_and_meets_each_nonce_once() {
     // The API: `DPoP` with a proof of the call, carrying the token's hash.
     let api = format!("{ISSUER}{GET_ACCOUNT}");
     let attach = world.feed(call_to(&api));
-    let ClientStep::Attach {
-        authorization,
-        proof: Some(proof),
-    } = &attach
-    else {
-        panic!("{attach:?}")
-    };
+    let (call, claims) = world.proven_call(&attach);
     let token = world.session().access_token.expose().to_owned();
-    assert_eq!(authorization, &format!("DPoP {token}"));
-    assert_eq!(claims_of(proof)["ath"], s256(&token));
-    let mut call = HttpRequest::new("POST", GET_ACCOUNT, "");
-    call.headers = vec![
-        ("Authorization".into(), authorization.clone()),
-        ("DPoP".into(), world.sign(proof)),
-    ];
+    assert_eq!(
+        call.header_values("authorization").next(),
+        Some(format!("DPoP {token}").as_str())
+    );
+    assert_eq!(claims["ath"], s256(&token));
     assert!(matches!(world.sim.http(call, None), Answer::Serve(_)));
     // A bound call that does not say what it is cannot be proven; nothing changes.
     let before = world.state.clone();
@@ -723,19 +733,8 @@ fn a_nonce_is_met_once_and_the_apis_nonce_is_kept_apart() {
     world.sign_in();
     let api = format!("{ISSUER}{GET_ACCOUNT}");
     let attach = world.feed(call_to(&api));
-    let ClientStep::Attach {
-        authorization,
-        proof: Some(proof),
-    } = &attach
-    else {
-        panic!("{attach:?}")
-    };
-    let mut call = HttpRequest::new("POST", GET_ACCOUNT, "");
-    call.headers = vec![
-        ("Authorization".into(), authorization.clone()),
-        ("DPoP".into(), world.sign(proof)),
-    ];
-    let refused = http(world.sim.http(call.clone(), None));
+    let (call, _) = world.proven_call(&attach);
+    let refused = http(world.sim.http(call, None));
     assert_eq!(refused.status, 401);
     let challenge = refused.header("WWW-Authenticate").unwrap().to_owned();
     assert!(challenge.contains("use_dpop_nonce"), "{challenge}");
@@ -747,15 +746,9 @@ fn a_nonce_is_met_once_and_the_apis_nonce_is_kept_apart() {
         url: Some(api.clone()),
     };
     let again = world.feed(unauthorized.clone());
-    let ClientStep::Attach {
-        proof: Some(proof), ..
-    } = &again
-    else {
-        panic!("{again:?}")
-    };
-    assert_eq!(claims_of(proof)["nonce"], nonce.as_str());
+    let (call, claims) = world.proven_call(&again);
+    assert_eq!(claims["nonce"], nonce.as_str());
     assert_eq!(world.session().api_nonce.as_deref(), Some(nonce.as_str()));
-    call.headers[1].1 = world.sign(proof);
     assert!(matches!(world.sim.http(call, None), Answer::Serve(_)));
     // The same nonce refused again is no reason to retry: the 401 is a refusal (a refresh).
     let step = world.feed(unauthorized);
