@@ -2,6 +2,7 @@
 //! and written out by [`render`](crate::render), the one map to HTTP. A request's path to the
 //! wire is Decision (writes and an ending) → [`Ending`] → [`Step`](crate::Step).
 
+use crate::config::CalledEndpoint;
 use crate::cors::Preflight;
 use crate::credentials::{
     AccessToken, AuthorizationCode, ClientSecret, RefreshToken, RegistrationToken,
@@ -12,7 +13,6 @@ use crate::prelude::*;
 use crate::records::{AppRecord, Resources};
 use crate::refusal::Refusal;
 use crate::routes::Endpoint;
-use crate::scope::Scope;
 use crate::scope::ScopeSet;
 use crate::step::{ConsentPrompt, Principal};
 use crate::time::{Seconds, UnixTime};
@@ -27,13 +27,14 @@ pub(crate) enum Via {
     Redirect(ReplyTo),
     /// An RFC 6749 §5.2 JSON error; `basic` when the client tried HTTP Basic.
     Token { basic: bool },
-    /// An RFC 6750 bearer challenge with the reference service's JSON body; with the scope the
-    /// endpoint requires, which the standards profile names in a 401's challenge (MCP asks it:
-    /// a client learns what to ask for before it has a token).
-    Bearer(Option<Scope>),
+    /// An RFC 6750 bearer challenge with the reference service's JSON body; at an API endpoint,
+    /// with the scope it requires, which the standards profile names in a 401's challenge (MCP
+    /// asks it: a client learns what to ask for before it has a token), and its own metadata's
+    /// URL (RFC 9728 §5.1: the metadata of the resource the client called).
+    Bearer(Option<CalledEndpoint>),
     /// The same for a token presented under the `DPoP` scheme: the refusal on the `DPoP`
     /// challenge (RFC 9449 §7.1).
-    Dpop(Option<Scope>),
+    Dpop(Option<CalledEndpoint>),
     /// A bare status (unknown path, wrong method, contention).
     Plain,
 }

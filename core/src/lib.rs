@@ -322,11 +322,12 @@ mod time;
 mod wire;
 
 pub use config::{
-    App, AttemptLimits, ClientCredentials, Config, ConfigDocument, ConfigError, DefaultTokenType,
-    DocumentPolicy, Dpop, DpopNonces, DpopRequired, IdentityAssertions, IdentityProvider, Issuer,
-    Permissions, Policy, Profile, ProviderAccount, ProviderKeys, RegistrationPolicy, Resource,
-    ResourceServer, RotatedClients, Rotation, Standards, TokenExchange, UnannouncedClients,
-    UnannouncedRefresh, CONFIG_TYPESCRIPT, DEFAULT_SCOPE_DESCRIPTIONS,
+    ApiEndpoint, App, AttemptLimits, ClientCredentials, Config, ConfigDocument, ConfigError,
+    DefaultTokenType, DocumentPolicy, Dpop, DpopNonces, DpopRequired, IdentityAssertions,
+    IdentityProvider, Issuer, Permissions, Policy, Profile, ProviderAccount, ProviderKeys,
+    RegistrationPolicy, Resource, ResourceServer, RotatedClients, Rotation, Standards,
+    TokenExchange, UnannouncedClients, UnannouncedRefresh, CONFIG_TYPESCRIPT,
+    DEFAULT_SCOPE_DESCRIPTIONS,
 };
 pub use credentials::{
     AccessToken, AccessTokenDigest, AssertionDigest, AttempterDigest, AuthorizationCode,

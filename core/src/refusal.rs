@@ -16,6 +16,10 @@ pub enum Refusal {
     // ---- any endpoint ----------------------------------------------------------------------
     /// The body, the query or a header is over [`Policy::max_input_bytes`](crate::Policy).
     TooLarge,
+    /// An API request's body is over its endpoint's bound, in bytes
+    /// ([`ApiEndpoint::max_body_bytes`](crate::ApiEndpoint), else
+    /// [`Policy::max_api_body_bytes`](crate::Policy)): 413.
+    BodyTooLarge(usize),
     /// No endpoint of the core lives at this path (404).
     NotFound,
     /// The endpoint does not take this method (405).
@@ -461,6 +465,7 @@ names! {
     /// package's TypeScript types are generated from it).
     Refusal:
     TooLarge => "too_large",
+    BodyTooLarge => "body_too_large",
     NotFound => "not_found",
     MethodNotAllowed => "method_not_allowed",
     Contention => "contention",

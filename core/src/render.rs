@@ -5,7 +5,7 @@
 use crate::prelude::*;
 use alloc::borrow::Cow;
 
-use crate::config::{Config, Issuer};
+use crate::config::{CalledEndpoint, Config, Issuer};
 use crate::cors;
 use crate::dpop;
 use crate::ending::{ConsentPage, Ending, Introspected, Registered, Revocation, TokenBody, Via};
@@ -17,7 +17,7 @@ use crate::jose::ClientKey;
 use crate::pages::{lookup, page_data};
 use crate::records::{ClientKeys, Provenance, TokenAccessType};
 use crate::refusal::{DpopFault, Refusal};
-use crate::routes::{Channel, Document, Endpoint, REGISTRATION};
+use crate::routes::{Channel, Endpoint, REGISTRATION};
 use crate::scope::{Scope, OFFLINE_ACCESS};
 use crate::step::{AuditEvent, Authorized, Outcome, Reply, Step};
 use crate::wire::html::{Template, Value as Shown};
@@ -90,6 +90,7 @@ impl Refusal {
             NotFound => "not_found",
             // No catch-all: a new refusal is mapped here on purpose, or the build fails.
             TooLarge
+            | BodyTooLarge(_)
             | MethodNotAllowed
             | MalformedAttempter
             | CrossOriginRefused
@@ -154,6 +155,11 @@ impl Refusal {
                 return Cow::Owned(format!("the access token lacks the scope {scope}"))
             }
             TooLarge => "the request is too large",
+            BodyTooLarge(bound) => {
+                return Cow::Owned(format!(
+                    "the request body is over the {bound} bytes this endpoint takes"
+                ))
+            }
             NotFound => "no endpoint at this path",
             MethodNotAllowed => "the endpoint does not accept this method",
             Contention => "storage contention, retry",
@@ -373,6 +379,19 @@ fn refusal_response(refusal: &Refusal, via: &Via, config: &Config) -> HttpRespon
             ],
         )
     };
+    // RFC 9110 §15.5.14: an API body over its endpoint's bound, refused before any token was
+    // looked at; the body says so, and the bound (in the API's error shape).
+    if let Refusal::BodyTooLarge(bound) = refusal {
+        let error = JsonObject::new()
+            .string(".tag", "body_too_large")
+            .number("max_body_bytes", *bound as u64);
+        let body = JsonObject::new()
+            .object("error", error)
+            .string("error_description", &description)
+            .string("error_summary", "body_too_large/..")
+            .finish();
+        return json_response(413, body, &[]);
+    }
     let retry_after = refusal.retry_after().map(|wait| wait.0.to_string());
     // A defect is the server's fault, whatever channel it surfaced on: 500, never a redirect.
     if let Refusal::Defect(_) = refusal {
@@ -421,8 +440,8 @@ fn refusal_response(refusal: &Refusal, via: &Via, config: &Config) -> HttpRespon
                 _ => json_response(400, body, &[]),
             }
         }
-        (Via::Bearer(scope), None) => bearer_refusal(refusal, scope.as_ref(), config, false),
-        (Via::Dpop(scope), None) => bearer_refusal(refusal, scope.as_ref(), config, true),
+        (Via::Bearer(endpoint), None) => bearer_refusal(refusal, endpoint.as_ref(), config, false),
+        (Via::Dpop(endpoint), None) => bearer_refusal(refusal, endpoint.as_ref(), config, true),
     }
 }
 
@@ -499,8 +518,8 @@ fn wrong_method(endpoint: Endpoint) -> HttpResponse {
 /// The metadata document, public and cacheable, readable from any origin (browser-based
 /// clients discover the server too); or a preflight for it.
 fn metadata_response(metadata: Metadata, config: &Config) -> (Outcome, HttpResponse) {
-    match (metadata, config.issuer()) {
-        (Metadata::Document(document), Some(issuer)) => (
+    let document = |body| {
+        (
             Outcome::Metadata,
             HttpResponse::new(
                 200,
@@ -510,11 +529,16 @@ fn metadata_response(metadata: Metadata, config: &Config) -> (Outcome, HttpRespo
                     ("Access-Control-Allow-Origin", "*"),
                     ("X-Content-Type-Options", "nosniff"),
                 ],
-                match document {
-                    Document::AuthorizationServer => discovery::document(config, issuer),
-                    Document::ProtectedResource => discovery::resource_document(config, issuer),
-                },
+                body,
             ),
+        )
+    };
+    match (metadata, config.issuer()) {
+        (Metadata::AuthorizationServer, Some(issuer)) => {
+            document(discovery::document(config, issuer))
+        }
+        (Metadata::ProtectedResource(endpoint), Some(issuer)) => document(
+            discovery::resource_document(config, issuer, endpoint.as_ref()),
         ),
         (Metadata::Preflight, Some(_)) => (
             Outcome::Preflight,
@@ -549,11 +573,14 @@ fn metadata_response(metadata: Metadata, config: &Config) -> (Outcome, HttpRespo
 /// beside it naming the algorithms (§7.2).
 fn bearer_refusal(
     refusal: &Refusal,
-    required: Option<&Scope>,
+    endpoint: Option<&CalledEndpoint>,
     config: &Config,
     dpop_scheme: bool,
 ) -> HttpResponse {
-    let metadata = config.issuer().map(discovery::resource_metadata_url);
+    let required = endpoint.map(|endpoint| &endpoint.scope);
+    let metadata = config
+        .issuer()
+        .map(|issuer| discovery::resource_metadata_url(issuer, endpoint));
     let challenges = match (config.dpop().is_some(), dpop_scheme) {
         (false, _) => Challenges::Bearer,
         (true, false) => Challenges::BearerAndDpop,
@@ -695,6 +722,7 @@ fn bearer_challenge(
         // A malformed header, an oversized request — and every refusal no bearer check makes,
         // listed so that a new one is mapped here on purpose: RFC 6750 §3.1 `invalid_request`.
         Refusal::TooLarge
+        | Refusal::BodyTooLarge(_)
         | Refusal::NotFound
         | Refusal::MethodNotAllowed
         | Refusal::Contention

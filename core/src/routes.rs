@@ -30,7 +30,7 @@ pub(crate) const REGISTRATION: &str = "/oauth2/register";
 /// RFC 8414 §3: the authorization server's metadata, followed by the issuer's path if it has one.
 pub(crate) const AUTHORIZATION_SERVER_METADATA: &str = "/.well-known/oauth-authorization-server";
 /// RFC 9728 §3.1: the API's metadata (its resource identifier is this host's origin, which has
-/// no path).
+/// no path); followed by an API endpoint's path, that endpoint's, as a resource of its own.
 pub(crate) const PROTECTED_RESOURCE_METADATA: &str = "/.well-known/oauth-protected-resource";
 
 /// An HTTP method, compared one way everywhere: as the Fetch standard normalizes it (the
@@ -69,7 +69,8 @@ impl Method {
 pub(crate) enum Document {
     /// RFC 8414: this authorization server.
     AuthorizationServer,
-    /// RFC 9728: the API served beside it (the `/2/` endpoints), protected by it.
+    /// RFC 9728: the API served beside it, protected by it: the whole API (at the well-known
+    /// path), or one endpoint (the well-known path followed by the endpoint's).
     ProtectedResource,
 }
 
@@ -142,7 +143,7 @@ impl Endpoint {
                 Some(_) if client_in_path(path).is_some() && config.registers_clients() => {
                     Endpoint::ClientConfiguration
                 }
-                Some(_) if path == PROTECTED_RESOURCE_METADATA => {
+                Some(_) if endpoint_of_metadata(config, path).is_some() => {
                     Endpoint::Metadata(Document::ProtectedResource)
                 }
                 Some(issuer) if is_issuer_metadata(issuer, path) => {
@@ -234,6 +235,15 @@ pub(crate) fn client_in_path(path: &str) -> Option<&str> {
     path.strip_prefix(REGISTRATION)?
         .strip_prefix('/')
         .filter(|id| !id.is_empty() && !id.contains('/'))
+}
+
+/// Which resource's metadata (RFC 9728 §3.1) is at `path`: `Some(None)` the whole API's,
+/// `Some(Some(endpoint))` that API endpoint's.
+pub(crate) fn endpoint_of_metadata<'c>(config: &'c Config, path: &str) -> Option<Option<&'c str>> {
+    match path.strip_prefix(PROTECTED_RESOURCE_METADATA)? {
+        "" => Some(None),
+        suffix => config.api_endpoint_of_metadata(suffix).map(Some),
+    }
 }
 
 /// Whether `path` is the issuer's metadata path (RFC 8414 §3.1: the well-known prefix, then the

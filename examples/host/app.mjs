@@ -381,9 +381,8 @@ function rawHeader(rawHeaders, name) {
  */
 function nodeRoutes(config, auth, clock, api = {}) {
   const people = accounts(config, clock);
-  const limit = auth.core.maxInputBytes();
   return async function serveNode(req, res) {
-    const body = await readNodeBody(req, limit);
+    const body = await readNodeBody(req, auth.core.bodyLimit(req.url.split("?")[0]));
     const user = people.signedIn(rawHeader(req.rawHeaders, "cookie"));
     // The socket's peer: failed client authentications are counted against it.
     // The scheme the socket speaks: a consent form from this host on the other one is refused.

@@ -123,6 +123,8 @@ export function createCore(config) {
     unlink: (app, accountId, by, now, entropy) => core.unlink(app, accountId, by, now, entropy),
     requiredScope: (endpoint) => core.requiredScope(endpoint),
     maxInputBytes: () => core.maxInputBytes(),
+    /** How much of a body to `path` the core reads: its API endpoint's bound, else `maxInputBytes()`. */
+    bodyLimit: (path) => core.bodyLimit(path),
   };
 }
 

@@ -107,7 +107,7 @@ export interface PlainRequest {
   query?: string;
   /** Names and values alternately (node:http's `rawHeaders`), or pairs. */
   headers: string[] | [string, string][];
-  /** The body; one byte past `core.maxInputBytes()` is enough. */
+  /** The body; one byte past `core.bodyLimit(path)` is enough. */
   body?: Uint8Array;
   /** The signed-in user, if any. */
   user?: User | null;
@@ -134,8 +134,11 @@ export interface AuthServerOptions {
   serverKey?: string;
   apps?: App[];
   policy?: Policy;
-  /** The Required Scope of each API endpoint, by path (`/2/…` in the reference profile; any path outside `/oauth2/` and `/.well-known/` in the standards profile). */
-  apiEndpoints?: Record<string, string>;
+  /**
+   * Each API endpoint, by path (`/2/…` in the reference profile; any path outside `/oauth2/` and `/.well-known/` in the standards profile), with its Required Scope: `{ "/mcp": "mcp:tools" }`; or with a bound of its own on the request body, in bytes: `{ "/mcp": { scope: "mcp:tools", max_body_bytes: 4194304 } }` (default `policy.max_api_body_bytes`, 1 MiB; a longer body is answered 413).
+   * In the standards profile an endpoint's own URL (the issuer's origin and its path, `https://host/mcp`) is a resource a client may name as well as the origin, with its RFC 9728 metadata at `/.well-known/oauth-protected-resource/mcp`.
+   */
+  apiEndpoints?: ConfigDocument["api_endpoints"];
   /** Page templates (consent, code, error, sign_in). */
   pages?: PageTemplates;
   /** The dialect: the reference service's (default) or the standards profile. */
@@ -180,6 +183,8 @@ export interface AuthServer {
   unlink(app: string, accountId: string, by?: "user" | "team_admin"): Promise<Result>;
   /** Where a Fetch request runs when records are spread over partitions: the core's answer (null: anywhere) and the request to forward, its body already read. */
   route(request: Request): Promise<{ partition: string | null; request: Request }>;
+  /** How many bytes of a body to `path` the core takes (as `core.bodyLimit`, answered without a call into the module): a host reading bodies itself may stop one byte past it. */
+  bodyLimit(path: string): number;
   /**
    * A credential check of the host's own (its sign-in), limited per account name (per source, when one is given) and source: call it before checking (the check is counted now, atomically, if it may go ahead), and with `{ succeeded: true }` after a correct one (the count is taken back).
    * Check only when `allowed`. `limited`: an attempter is at its limit (answer 429 with `Retry-After`); `unavailable`: the store failed, no one's limit (answer 503 with `Retry-After`);
@@ -199,7 +204,10 @@ export interface Core {
   /** The partition the request is routed to (null: no account's records; run it anywhere). Pure: nothing read, no secret hashed. */
   partitionOf(request: PlainRequest & { path: string }): string | null;
   requiredScope(endpoint: string): string | undefined;
+  /** The OAuth endpoints' bound on a query, body or header, in bytes (`policy.max_input_bytes`, default 16384). */
   maxInputBytes(): number;
+  /** The most bytes of a body to `path` the core takes: its API endpoint's `max_body_bytes`, else `policy.max_api_body_bytes` (default 1048576), else `maxInputBytes()` for any other path. */
+  bodyLimit(path: string): number;
 }
 
 /** Instantiates the server's module (`edgegrant/wasm`); the node and workers entry points do it. */

@@ -143,15 +143,15 @@ const INTERNAL_ERROR = JSON.stringify({ error: "server_error", error_description
 /**
  * An auth server (createAuthServer's) as a node:http request listener:
  * `http.createServer(nodeHandler(server)).listen(3000)`. Every request goes to `server.fetch`,
- * its body read with the core's bound (a longer one is refused as too large, `400
- * invalid_request`, and the connection closed after the answer), the socket's peer address as
+ * its body read with the core's bound for its path (a longer one is refused as too large:
+ * `413` at an API endpoint, `400 invalid_request` elsewhere; the connection closed after the answer), the socket's peer address as
  * the source that failed client authentications are counted against (where no `sourceOf` hook
  * names one), the socket's scheme as the request's. A request node:http hands over that the Fetch API cannot represent
  * is answered 400; a fault of the host 500, logged.
  */
 export function nodeHandler(server) {
-  // Past the core's limit, so that the driver reads one byte more and refuses it itself.
-  const limit = server.core.maxInputBytes() + 64 * 1024;
+  // Past the core's limit for the path, so that the driver reads one byte more and refuses it itself.
+  const limitOf = (url) => server.bodyLimit(url.split("?", 1)[0]) + 64 * 1024;
   return async function listener(req, res) {
     const fail = (status, body) => {
       if (!res.headersSent) res.writeHead(status, ["Content-Type", "application/json", "Cache-Control", "no-store", ...closing(req)]);
@@ -159,7 +159,7 @@ export function nodeHandler(server) {
     };
     let request;
     try {
-      request = requestOf(req, limit);
+      request = requestOf(req, limitOf(req.url ?? "/"));
     } catch {
       return fail(400, JSON.stringify({ error: "invalid_request", error_description: "the request could not be read" }));
     }

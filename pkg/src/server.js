@@ -339,7 +339,8 @@ function checkDocumentHosts(config, anyHost) {
  *   base64url), required,
  * @param {object[]} [options.apps] registered apps,
  * @param {object} [options.policy] policy switches,
- * @param {Record<string,string>} [options.apiEndpoints] the Required Scope of each `/2/` endpoint,
+ * @param {object} [options.apiEndpoints] each API endpoint by path, with its Required Scope (or
+ *   `{ scope, max_body_bytes }`),
  * @param {object} [options.pages] page templates (consent, code, error, sign_in),
  * @param {object} [options.profile] the dialect (`{ kind: "reference" }`, the default, or
  *   `{ kind: "standards", issuer }`)
@@ -373,7 +374,11 @@ export function createAuthServer(options) {
   };
   const core = createCore(config);
   if (options.fetchDocument === undefined) checkDocumentHosts(config, options.anyDocumentHostWithoutAddressCheck);
+  // Bodies are read up to their path's bound: an API endpoint's own (1 MiB by default), else
+  // the OAuth endpoints' max_input_bytes.
   const limit = core.maxInputBytes();
+  const apiLimits = new Map(Object.keys(config.api_endpoints ?? {}).map((path) => [path, core.bodyLimit(path)]));
+  const bodyLimit = (path) => apiLimits.get(path) ?? limit;
   const currentUser = options.hooks?.currentUser ?? (() => null);
   // The client's address for attempt limits: only the host knows which header (if any) a
   // trusted proxy sets — on Cloudflare, CF-Connecting-IP.
@@ -394,7 +399,7 @@ export function createAuthServer(options) {
   /**
    * The plain-value entry: `{ method, url | path + query, headers, body, user, source, scheme }`
    * — `url` as node:http's `req.url`, `headers` as its `rawHeaders` (or pairs), `body` a
-   * Uint8Array (one byte past `maxInputBytes` is enough), `user` the signed-in `{ account_id,
+   * Uint8Array (one byte past `core.bodyLimit(path)` is enough), `user` the signed-in `{ account_id,
    * uid }` or null, `source` the client's address, `scheme` "http" or "https" when the host
    * knows how the client reached it (a TLS socket, say).
    * Resolves a reply to send or an authorized call to serve (see runRequest).
@@ -424,7 +429,7 @@ export function createAuthServer(options) {
     // A GET's or HEAD's body (a runtime may hand one over) is dropped, not given to the core.
     let body = NO_BODY;
     if (request.body && bodyless(request.method)) await drain(request.body.getReader());
-    else if (request.body) body = await readBody(request, limit);
+    else if (request.body) body = await readBody(request, bodyLimit(url.pathname));
     let user = currentUser(request);
     if (settled(user)) user = await user;
     // The URL's scheme is how the client reached this server (a Worker's is the edge's).
@@ -454,6 +459,8 @@ export function createAuthServer(options) {
   return {
     core,
     handle,
+    /** How much of a body to `path` the core reads (as `core.bodyLimit`, without a call into it). */
+    bodyLimit,
     /**
      * Serves the core's endpoints and the declared API routes; 404 elsewhere. `context.source`:
      * the client's address as the host knows it (a socket's peer), used where no `sourceOf` hook

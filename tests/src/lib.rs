@@ -1102,7 +1102,12 @@ pub fn fixture_document() -> ConfigDocument {
             (TEAM_INFO, "team_info.read"),
         ]
         .into_iter()
-        .map(|(path, scope)| (path.to_owned(), Scope::new(scope).expect("fixture scope")))
+        .map(|(path, scope)| {
+            (
+                path.to_owned(),
+                Scope::new(scope).expect("fixture scope").into(),
+            )
+        })
         .collect(),
         scope_descriptions: Default::default(),
     }

@@ -304,7 +304,7 @@ fn config_validation_refuses_unusable_configurations() {
         &|d| {
             d.api_endpoints.insert(
                 "/users/get".into(),
-                Scope::new("account_info.read").unwrap(),
+                Scope::new("account_info.read").unwrap().into(),
             );
         },
         &|e| matches!(e, ConfigError::EndpointPath(_)),

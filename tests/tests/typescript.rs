@@ -25,11 +25,14 @@ fn every_field() -> Value {
         ],
         "policy": {
             "code_ttl": 600, "access_token_ttl": 14400, "require_s256": true, "long_lived_cutoff": 1,
-            "max_input_bytes": 16384, "token_parameters_in_query": false, "max_attempts": 3,
+            "max_input_bytes": 16384, "max_api_body_bytes": 65536, "token_parameters_in_query": false, "max_attempts": 3,
             "attempts": { "window": 60, "per_source": 10, "per_account": 5 },
             "live_grants_per_link": 10, "refresh_idle_lifetime": 86400, "allow_http_redirect_uris": true,
         },
-        "api_endpoints": { "/2/users/get_current_account": "account_info.read" },
+        "api_endpoints": {
+            "/2/users/get_current_account": "account_info.read",
+            "/mcp": { "scope": "mcp:tools", "max_body_bytes": 4194304 },
+        },
         "pages": { "consent": "c", "code": "c", "error": "e", "sign_in": "s" },
         "profile": {
             "kind": "standards", "issuer": "https://auth.example",
@@ -75,7 +78,10 @@ fn keys_and_tags(value: &Value, keys: &mut BTreeSet<String>, tags: &mut BTreeSet
                 }
                 match (key.as_str(), inner) {
                     // Maps keyed by the deployment's own names: their keys are not the format's.
-                    ("api_endpoints" | "scope_descriptions", _) => {}
+                    ("scope_descriptions", _) => {}
+                    ("api_endpoints", Value::Object(endpoints)) => endpoints
+                        .values()
+                        .for_each(|endpoint| keys_and_tags(endpoint, keys, tags)),
                     // A provider's subjects: the accounts they map to are the format's.
                     ("accounts", Value::Object(subjects)) => subjects
                         .values()

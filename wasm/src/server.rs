@@ -462,6 +462,13 @@ impl Core {
         self.config.policy().max_input_bytes
     }
 
+    /// How much of a body to `path` the core reads (an API endpoint's bound, else
+    /// `maxInputBytes`): a host may stop reading one byte past this.
+    #[wasm_bindgen(js_name = bodyLimit)]
+    pub fn body_limit(&self, path: &str) -> usize {
+        self.config.body_limit(path)
+    }
+
     /// The Required Scope the configuration declares for `endpoint`, if any.
     #[wasm_bindgen(js_name = requiredScope)]
     pub fn required_scope(&self, endpoint: &str) -> Option<String> {

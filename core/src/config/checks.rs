@@ -10,6 +10,7 @@ use crate::pages::{Pages, TemplateError};
 use crate::prelude::*;
 use crate::scope::{Scope, OFFLINE_ACCESS};
 use crate::wire::uri::{HttpUri, Scheme};
+use alloc::sync::Arc;
 
 /// A configuration that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -157,8 +158,8 @@ impl Config {
         if let Some(path) = doc.api_endpoints.keys().find(|p| !servable(p)) {
             return Err(ConfigError::EndpointPath(path.clone()));
         }
-        for (path, scope) in &doc.api_endpoints {
-            check_scope_name(scope.as_str(), standards)
+        for (path, endpoint) in &doc.api_endpoints {
+            check_scope_name(endpoint.scope.as_str(), standards)
                 .map_err(|reason| problem(&format!("api_endpoints[\"{path}\"]"), reason))?;
         }
         let mut apps: Vec<App> = Vec::with_capacity(doc.apps.len());
@@ -202,7 +203,11 @@ impl Config {
         let config = Config {
             apps,
             policy,
-            api_endpoints: doc.api_endpoints,
+            api_endpoints: doc
+                .api_endpoints
+                .into_iter()
+                .map(|(path, endpoint)| (Arc::from(path), endpoint))
+                .collect(),
             pages,
             profile: doc.profile,
             server_key,

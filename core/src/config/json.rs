@@ -32,6 +32,8 @@ export interface Policy {
   require_s256?: boolean;
   long_lived_cutoff?: UnixTime;
   max_input_bytes?: number;
+  /** The largest request body an API endpoint takes, in bytes, unless the endpoint sets its own; a longer one is refused 413. Default 1048576 (1 MiB). */
+  max_api_body_bytes?: number;
   /** Read token-endpoint parameters from the URL query when the body is empty (default true: the official SDKs do so). */
   token_parameters_in_query?: boolean;
   /** How many lost races for its writes one request may have before the core answers 503 (default 5). */
@@ -50,8 +52,8 @@ export interface PageTemplates { consent?: string; code?: string; error?: string
 export interface ConfigDocument {
   apps: App[];
   policy?: Policy;
-  /** Required Scope of each API endpoint, by path: `{"/2/users/get_current_account": "account_info.read"}`. */
-  api_endpoints?: Record<string, Scope>;
+  /** Each API endpoint, by path, with its Required Scope: `{"/2/users/get_current_account": "account_info.read"}`, or with a bound of its own on the request body in bytes (default `policy.max_api_body_bytes`): `{"/mcp": {"scope": "mcp:tools", "max_body_bytes": 4194304}}`. In the standards profile an endpoint's own URL (issuer origin + path) is a resource tokens may name, with its RFC 9728 metadata at `/.well-known/oauth-protected-resource<path>`. */
+  api_endpoints?: Record<string, Scope | { scope: Scope; max_body_bytes?: number }>;
   pages?: PageTemplates;
   /** The dialect: SPEC.md's reference service (default), or with the standards around it (RFC 8414, 9207, 7009, 7662, 8707, 9728, refresh-token rotation) under an issuer, with the resources it issues tokens for besides its own API (https URLs; http on loopback). */
   profile?: { kind: "reference" } | { kind: "standards"; issuer: string; resources?: string[]; rotation?: Rotation; resource_servers?: { app: string; resources: string[] }[]; clients?: UnannouncedClients; client_credentials?: ClientCredentials; token_exchange?: TokenExchange; identity_assertions?: IdentityAssertions; dpop?: Dpop };
@@ -253,6 +255,7 @@ impl Serialize for PolicyJson<'_> {
         out.serialize_entry("require_s256", &p.require_s256)?;
         out.serialize_entry("long_lived_cutoff", &p.long_lived_cutoff.0)?;
         out.serialize_entry("max_input_bytes", &(p.max_input_bytes as u64))?;
+        out.serialize_entry("max_api_body_bytes", &(p.max_api_body_bytes as u64))?;
         out.serialize_entry("token_parameters_in_query", &p.token_parameters_in_query)?;
         out.serialize_entry("max_attempts", &u64::from(p.max_attempts))?;
         out.serialize_entry("allow_http_redirect_uris", &p.allow_http_redirect_uris)?;
@@ -516,11 +519,33 @@ impl Serialize for RotationJson<'_> {
     }
 }
 
-struct EndpointsJson<'a>(&'a BTreeMap<String, Scope>);
+struct EndpointsJson<'a>(&'a BTreeMap<String, ApiEndpoint>);
 
 impl Serialize for EndpointsJson<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_map(self.0.iter().map(|(path, scope)| (path, scope.as_str())))
+        s.collect_map(
+            self.0
+                .iter()
+                .map(|(path, endpoint)| (path, EndpointJson(endpoint))),
+        )
+    }
+}
+
+/// An endpoint as read: its scope alone where it sets no bound of its own.
+struct EndpointJson<'a>(&'a ApiEndpoint);
+
+impl Serialize for EndpointJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let endpoint = self.0;
+        match endpoint.max_body_bytes {
+            None => s.serialize_str(endpoint.scope.as_str()),
+            Some(bound) => {
+                let mut out = s.serialize_map(Some(2))?;
+                out.serialize_entry("scope", endpoint.scope.as_str())?;
+                out.serialize_entry("max_body_bytes", &(bound as u64))?;
+                out.end()
+            }
+        }
     }
 }
 

@@ -6,6 +6,7 @@
 
 use crate::prelude::*;
 use alloc::collections::BTreeMap;
+use alloc::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::credentials::{SecretDigest, ServerKey};
@@ -114,6 +115,11 @@ pub struct Policy {
     /// The largest query string or request body accepted, in bytes (header values are held to
     /// the same bound). Default 16 384.
     pub max_input_bytes: usize,
+    /// The largest request body an API endpoint takes, in bytes, unless the endpoint sets its
+    /// own ([`ApiEndpoint::max_body_bytes`]); a longer one is refused `413`. API bodies are the
+    /// host's (an MCP tool call's arguments), so they are held to this bound, not to
+    /// `max_input_bytes`. Default 1 048 576 (1 MiB).
+    pub max_api_body_bytes: usize,
     /// Read the token endpoint's parameters from the URL query when the body is empty. The
     /// reference service accepts this and the official Dropbox SDKs depend on it (they send the
     /// code exchange and the refresh with an empty body); RFC 6749 §2.3.1 would keep a
@@ -783,6 +789,7 @@ impl Default for Policy {
             require_s256: false,
             long_lived_cutoff: UnixTime::LONG_LIVED_CUTOFF,
             max_input_bytes: 16_384,
+            max_api_body_bytes: 1 << 20,
             token_parameters_in_query: true,
             max_attempts: 5,
             allow_http_redirect_uris: false,
@@ -804,9 +811,9 @@ pub struct ConfigDocument {
     pub apps: Vec<App>,
     /// Policy switches.
     pub policy: Policy,
-    /// The Required Scope of each API endpoint, by path (`/2/users/get_current_account` →
-    /// `account_info.read`).
-    pub api_endpoints: BTreeMap<String, Scope>,
+    /// Each API endpoint, by path, with its Required Scope (`/2/users/get_current_account` →
+    /// `account_info.read`) and the body it takes.
+    pub api_endpoints: BTreeMap<String, ApiEndpoint>,
     /// The host's templates of the pages of the flow (consent, code, error, sign-in); the
     /// core's plain defaults stand in for any left out.
     pub pages: PageTemplates,
@@ -821,6 +828,42 @@ pub struct ConfigDocument {
     /// list of pairs, not a map: a handful, read once per consent page (a map of its own type
     /// cost the wasm module 5 KB).
     pub scope_descriptions: Vec<(String, String)>,
+}
+
+/// One of the host's API endpoints: the core checks the bearer token, its Required Scope and
+/// the body's size before the host serves it. In the standards profile its own URL (the
+/// issuer's origin and its path) is a resource tokens may be asked for (RFC 8707), with its
+/// metadata at `/.well-known/oauth-protected-resource<path>` (RFC 9728 §3.1).
+///
+/// ```
+/// # use edgegrant::{ApiEndpoint, Scope};
+/// let mcp = ApiEndpoint { max_body_bytes: Some(4 << 20), ..ApiEndpoint::from(Scope::new("mcp:tools").unwrap()) };
+/// assert_eq!(mcp.scope.as_str(), "mcp:tools");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApiEndpoint {
+    /// The scope a token must hold to call it.
+    pub scope: Scope,
+    /// The most bytes its request body may hold; a longer one is refused `413`. `None`:
+    /// [`Policy::max_api_body_bytes`] (1 MiB by default).
+    pub max_body_bytes: Option<usize>,
+}
+
+impl From<Scope> for ApiEndpoint {
+    fn from(scope: Scope) -> Self {
+        ApiEndpoint {
+            scope,
+            max_body_bytes: None,
+        }
+    }
+}
+
+/// An API endpoint as a request to it is checked: its path, shared with the configuration,
+/// and its Required Scope.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CalledEndpoint {
+    pub path: Arc<str>,
+    pub scope: Scope,
 }
 
 /// The consent page's words for the scopes SPEC.md names and for `offline_access`, where the
@@ -896,7 +939,10 @@ pub struct Config {
     /// than built, and less code than a tree).
     apps: Vec<App>,
     policy: Policy,
-    api_endpoints: BTreeMap<String, Scope>,
+    /// Sorted by path, each path once, shared with the requests that call them (a refusal
+    /// names its endpoint). A sorted vector, as for apps: a handful, and less code than a
+    /// second tree.
+    api_endpoints: Vec<(Arc<str>, ApiEndpoint)>,
     pages: Pages,
     profile: Profile,
     server_key: ServerKey,
@@ -1005,12 +1051,21 @@ impl Config {
     }
 
     /// Whether tokens may be issued for `resource` (RFC 8707), given in its
-    /// [canonical form](Resource::canonical): the API served here (the issuer's origin) or a
-    /// configured one. Never in the reference profile.
+    /// [canonical form](Resource::canonical): the API served here (the issuer's origin), one of
+    /// its endpoints by its own URL (the origin followed by the endpoint's path: what an MCP
+    /// client names), or a configured one. Never in the reference profile.
     pub fn knows_resource(&self, resource: &str) -> bool {
         self.standards().is_some_and(|s| {
             s.issuer.resource() == resource || s.resources.iter().any(|r| r.as_str() == resource)
-        })
+        }) || self.api_endpoint_named(resource).is_some()
+    }
+
+    /// Whether `resource` (canonical) is served here: the API's origin or one of its
+    /// endpoints by its own URL.
+    pub(crate) fn is_here(&self, resource: &str) -> bool {
+        self.issuer()
+            .is_some_and(|issuer| issuer.resource() == resource)
+            || self.api_endpoint_named(resource).is_some()
     }
 
     /// Whether `app` serves `resource` (given canonical) as a configured resource server.
@@ -1105,12 +1160,65 @@ impl Config {
 
     /// The Required Scope of every declared API endpoint (a scope once per endpoint).
     pub fn required_scopes(&self) -> impl Iterator<Item = &Scope> {
-        self.api_endpoints.values()
+        self.api_endpoints
+            .iter()
+            .map(|(_, endpoint)| &endpoint.scope)
     }
 
     /// The Required Scope of an API endpoint, or `None` if the host did not declare it.
     pub fn required_scope(&self, endpoint: &str) -> Option<&Scope> {
-        self.api_endpoints.get(endpoint)
+        self.api_endpoint(endpoint)
+            .map(|(_, endpoint)| &endpoint.scope)
+    }
+
+    /// The most bytes a request body to `path` may hold: its API endpoint's bound, else
+    /// [`Policy::max_input_bytes`]. A host reads a body up to one byte past it.
+    pub fn body_limit(&self, path: &str) -> usize {
+        match self.api_endpoint(path) {
+            Some((_, endpoint)) => self.api_body_limit(endpoint),
+            None => self.policy.max_input_bytes,
+        }
+    }
+
+    /// The API endpoint at `path`, with its path as kept.
+    fn api_endpoint(&self, path: &str) -> Option<&(Arc<str>, ApiEndpoint)> {
+        let at = self
+            .api_endpoints
+            .binary_search_by(|(kept, _)| (**kept).cmp(path))
+            .ok()?;
+        self.api_endpoints.get(at)
+    }
+
+    fn api_body_limit(&self, endpoint: &ApiEndpoint) -> usize {
+        endpoint
+            .max_body_bytes
+            .unwrap_or(self.policy.max_api_body_bytes)
+    }
+
+    /// The API endpoint at `path`, as a request to it is checked.
+    pub(crate) fn called_endpoint(&self, path: &str) -> Option<CalledEndpoint> {
+        let (path, endpoint) = self.api_endpoint(path)?;
+        Some(CalledEndpoint {
+            path: path.clone(),
+            scope: endpoint.scope.clone(),
+        })
+    }
+
+    /// The path of the API endpoint whose own URL `resource` (canonical) is, in the standards
+    /// profile: the issuer's origin followed by the endpoint's path.
+    pub(crate) fn api_endpoint_named(&self, resource: &str) -> Option<&str> {
+        let path = resource.strip_prefix(self.issuer()?.resource())?;
+        let (path, _) = self.api_endpoint(path)?;
+        Some(path)
+    }
+
+    /// The API endpoint whose metadata (RFC 9728 §3.1) is at the well-known path followed by
+    /// `suffix`: its path without a trailing `/` is `suffix` (`/mcp` before `/mcp/`).
+    pub(crate) fn api_endpoint_of_metadata(&self, suffix: &str) -> Option<&str> {
+        self.api_endpoints
+            .iter()
+            .map(|(path, _)| &**path)
+            .find(|path| path.trim_end_matches('/') == suffix && !suffix.is_empty())
     }
 }
 
@@ -1127,7 +1235,11 @@ impl From<Config> for ConfigDocument {
         ConfigDocument {
             apps: config.apps,
             policy: config.policy,
-            api_endpoints: config.api_endpoints,
+            api_endpoints: config
+                .api_endpoints
+                .into_iter()
+                .map(|(path, endpoint)| (path.to_string(), endpoint))
+                .collect(),
             pages: config.pages.source,
             profile: config.profile,
             server_key: Some(config.server_key),

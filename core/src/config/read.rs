@@ -87,8 +87,8 @@ fn document_from_json(value: &Value) -> Read<ConfigDocument> {
     let mut api_endpoints = BTreeMap::new();
     if let Some(endpoints) = doc.get("api_endpoints") {
         let at = root.field("api_endpoints");
-        for (path, required_scope) in object(endpoints, &at)? {
-            api_endpoints.insert(path.clone(), scope(required_scope, &at.key(path))?);
+        for (path, endpoint) in object(endpoints, &at)? {
+            api_endpoints.insert(path.clone(), api_endpoint(endpoint, &at.key(path))?);
         }
     }
     let pages = match doc.get("pages") {
@@ -299,6 +299,28 @@ fn app_from_json(value: &Value, at: &Path<'_>) -> Read<App> {
     })
 }
 
+/// An API endpoint: its Required Scope alone (`"mcp:tools"`), or that with its body's bound
+/// (`{"scope": "mcp:tools", "max_body_bytes": 4194304}`).
+fn api_endpoint(value: &Value, at: &Path<'_>) -> Read<ApiEndpoint> {
+    let Value::Object(fields) = value else {
+        return Ok(ApiEndpoint::from(scope(value, at)?));
+    };
+    only(fields, at, &["scope", "max_body_bytes"])?;
+    let max_body_bytes = match fields.get("max_body_bytes") {
+        Some(bound) => Some(bytes(bound, &at.field("max_body_bytes"))?),
+        None => None,
+    };
+    Ok(ApiEndpoint {
+        scope: scope(required(fields, at, "scope")?, &at.field("scope"))?,
+        max_body_bytes,
+    })
+}
+
+/// A count of bytes.
+fn bytes(value: &Value, at: &Path<'_>) -> Read<usize> {
+    usize::try_from(whole(value, at)?).map_err(|_| at.problem("is too large"))
+}
+
 fn policy_from_json(value: &Value, at: &Path<'_>) -> Read<Policy> {
     let mut policy = Policy::default();
     for (name, value) in object(value, at)? {
@@ -308,10 +330,8 @@ fn policy_from_json(value: &Value, at: &Path<'_>) -> Read<Policy> {
             "access_token_ttl" => policy.access_token_ttl = seconds(value, &here)?,
             "require_s256" => policy.require_s256 = boolean(value, &here)?,
             "long_lived_cutoff" => policy.long_lived_cutoff = UnixTime(whole(value, &here)?),
-            "max_input_bytes" => {
-                policy.max_input_bytes = usize::try_from(whole(value, &here)?)
-                    .map_err(|_| here.problem("is too large"))?;
-            }
+            "max_input_bytes" => policy.max_input_bytes = bytes(value, &here)?,
+            "max_api_body_bytes" => policy.max_api_body_bytes = bytes(value, &here)?,
             "token_parameters_in_query" => {
                 policy.token_parameters_in_query = boolean(value, &here)?;
             }
@@ -335,6 +355,7 @@ fn policy_from_json(value: &Value, at: &Path<'_>) -> Read<Policy> {
                         "require_s256",
                         "long_lived_cutoff",
                         "max_input_bytes",
+                        "max_api_body_bytes",
                         "token_parameters_in_query",
                         "allow_http_redirect_uris",
                         "attempts",

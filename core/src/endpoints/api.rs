@@ -7,7 +7,7 @@
 //! app's record, for a client that registered itself). Otherwise the check reads the token's
 //! grant and link in one more batch: at most five records however many tokens exist.
 
-use crate::config::Config;
+use crate::config::{CalledEndpoint, Config};
 use crate::ctx::{Ctx, Decision, Flow, Need};
 use crate::dpop::{self, Proof};
 use crate::ending::{Ending, Revocation, Via};
@@ -21,7 +21,6 @@ use crate::records::view::{AccessTokenView, GrantView, LinkView, SubjectView};
 use crate::records::{GrantRecord, LedgerRecord, RecordKey};
 use crate::refusal::DpopFault;
 use crate::refusal::Refusal;
-use crate::scope::Scope;
 use crate::step::{AuditEvent, Principal, Transaction};
 use crate::wire::bearer::{access_token, credentials_of, BearerError, Scheme};
 use crate::wire::http::HttpRequest;
@@ -29,8 +28,8 @@ use crate::wire::http::HttpRequest;
 /// What the bearer token is presented for.
 #[derive(Clone, Debug)]
 pub(crate) enum Purpose {
-    /// An API call to an endpoint with this Required Scope.
-    Call(Scope),
+    /// An API call to this endpoint.
+    Call(CalledEndpoint),
     /// `POST /2/auth/token/revoke`.
     Revoke,
 }
@@ -48,17 +47,25 @@ pub(crate) struct Parsed {
 }
 
 impl Purpose {
-    /// Where its refusals go: a challenge of the token's `scheme` naming the scope an API call
-    /// requires.
+    /// Where its refusals go: a challenge of the token's `scheme`, naming the endpoint an API
+    /// call is for.
     fn channel(&self, scheme: Scheme) -> Via {
-        let scope = match self {
-            Purpose::Call(scope) => Some(scope.clone()),
+        let endpoint = match self {
+            Purpose::Call(endpoint) => Some(endpoint.clone()),
             Purpose::Revoke => None,
         };
         match scheme {
-            Scheme::Bearer => Via::Bearer(scope),
-            Scheme::Dpop => Via::Dpop(scope),
+            Scheme::Bearer => Via::Bearer(endpoint),
+            Scheme::Dpop => Via::Dpop(endpoint),
         }
+    }
+}
+
+impl Parsed {
+    /// Where a failure of the request as a whole (the store's) is answered: the bearer
+    /// challenge of the endpoint called.
+    pub(crate) fn failure_channel(&self) -> Via {
+        self.purpose.channel(Scheme::Bearer)
     }
 }
 
@@ -68,7 +75,19 @@ pub(crate) fn parse(
     purpose: Purpose,
 ) -> Result<Parsed, Ending> {
     let refuse = |refusal, scheme| Err(Ending::Refused(refusal, purpose.channel(scheme)));
-    within_limit(config, request, purpose.channel(Scheme::Bearer))?;
+    match &purpose {
+        // An API body is the host's (an MCP tool call's arguments): held to its own bound.
+        Purpose::Call(endpoint) => {
+            if request.head_exceeds(config.policy().max_input_bytes) {
+                return refuse(Refusal::TooLarge, Scheme::Bearer);
+            }
+            let bound = config.body_limit(&endpoint.path);
+            if request.body.len() > bound {
+                return refuse(Refusal::BodyTooLarge(bound), Scheme::Bearer);
+            }
+        }
+        Purpose::Revoke => within_limit(config, request, purpose.channel(Scheme::Bearer))?,
+    }
     let dpop = config.issuer().filter(|_| config.dpop().is_some());
     let (scheme, token) = match access_token(request, dpop.is_some()) {
         Ok(presented) => presented,
@@ -151,11 +170,12 @@ pub(crate) struct Bearer<'a> {
 
 /// What an access token is checked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Check {
-    /// An API call here: a token bound to resources must name this host's, and its account's
-    /// ledger may vouch for it.
-    Call,
-    /// Its revocation in the bearer form: a token for this host's API; the grant read.
+pub(crate) enum Check<'p> {
+    /// An API call here, to the endpoint at this path: a token bound to resources must name
+    /// this host's API or that endpoint, and its account's ledger may vouch for it.
+    Call(&'p str),
+    /// Its revocation in the bearer form: a token for this host's API (or one of its
+    /// endpoints); the grant read.
     Revoke,
     /// A token exchange (RFC 8693): a token for any resource, the grant read.
     Exchange,
@@ -166,7 +186,7 @@ pub(crate) enum Check {
 pub(crate) fn authenticate<'a>(
     ctx: &Ctx<'a>,
     key: Option<&'a RecordKey>,
-    check: Check,
+    check: Check<'_>,
 ) -> Flow<Result<Bearer<'a>, Refusal>> {
     let Some(key) = key else {
         return Ok(Err(Refusal::UnknownAccessToken));
@@ -180,14 +200,18 @@ pub(crate) fn authenticate<'a>(
     if let Err(refusal) = access_token::check(token.expires_at, ctx.now) {
         return Ok(Err(refusal));
     }
-    // A token bound to resources (RFC 8707) serves only them: here, the API of this host.
-    if check != Check::Exchange
-        && !token.audience.is_empty()
-        && !ctx
-            .config
-            .issuer()
-            .is_some_and(|issuer| token.is_for(issuer.resource()))
-    {
+    // A token bound to resources (RFC 8707) serves only them: here, the API of this host, or
+    // the endpoint called by its own URL.
+    let for_here = |resource: &str| match check {
+        Check::Call(path) => ctx.config.issuer().is_some_and(|issuer| {
+            resource
+                .strip_prefix(issuer.resource())
+                .is_some_and(|rest| rest.is_empty() || rest == path)
+        }),
+        Check::Revoke => ctx.config.is_here(resource),
+        Check::Exchange => true,
+    };
+    if !token.audience.is_empty() && !token.audience_any(for_here) {
         return Ok(Err(Refusal::TokenForAnotherResource));
     }
     let fault = || Need::Fault(key.clone());
@@ -200,7 +224,7 @@ pub(crate) fn authenticate<'a>(
     // A revocation reads the grant it writes: only an API call is answered by the token alone,
     // and only by a token that holds all its principal needs (a person's uid: since format 8).
     let whole = token.uid.is_some() || token.subject == SubjectView::Client;
-    let vouched = check == Check::Call
+    let vouched = matches!(check, Check::Call(_))
         && whole
         && ledger::vouches(token.generation, ledger.map(|l| l.record.generation));
     // Unless the ledger vouches for the token, its grant and link decide too; a stored app's
@@ -292,8 +316,8 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
             parsed.purpose.channel(scheme),
         )))
     };
-    let check = match parsed.purpose {
-        Purpose::Call(_) => Check::Call,
+    let check = match &parsed.purpose {
+        Purpose::Call(endpoint) => Check::Call(&endpoint.path),
         Purpose::Revoke => Check::Revoke,
     };
     // A proof's time and nonce before anything is read: a client told `use_dpop_nonce` costs
@@ -330,10 +354,12 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         }
     }
     match &parsed.purpose {
-        Purpose::Call(required) => match access_token::permits(bearer.token.scopes, required) {
-            Err(refusal) => refused(refusal),
-            Ok(()) => Ok(Decision::End(Ending::Serve(principal(bearer)?))),
-        },
+        Purpose::Call(endpoint) => {
+            match access_token::permits(bearer.token.scopes, &endpoint.scope) {
+                Err(refusal) => refused(refusal),
+                Ok(()) => Ok(Decision::End(Ending::Serve(principal(bearer)?))),
+            }
+        }
         // Ends the token's grant: the token, its refresh token and every access token minted
         // from that refresh token. The grant is decoded whole, to be written.
         Purpose::Revoke => {

@@ -3,14 +3,13 @@
 //! this server as its authorization server — documents computed from the configuration, served
 //! to anyone, from any origin. They read no record and name no secret.
 
-use crate::config::{Config, Issuer};
+use crate::config::{CalledEndpoint, Config, Issuer};
 use crate::dpop;
 use crate::grant_type::GrantType;
 use crate::jose::SigningAlg;
 use crate::prelude::*;
 use crate::routes::{
-    Document, AUTHORIZE, INTROSPECTION, PROTECTED_RESOURCE_METADATA, REGISTRATION, REVOCATION,
-    TOKEN,
+    AUTHORIZE, INTROSPECTION, PROTECTED_RESOURCE_METADATA, REGISTRATION, REVOCATION, TOKEN,
 };
 use crate::scope::{Scope, ScopeSet, OFFLINE_ACCESS};
 use crate::wire::json::JsonObject;
@@ -21,17 +20,31 @@ const CLIENT_AUTH: [&str; 3] = ["client_secret_basic", "client_secret_post", "no
 const PRIVATE_KEY_JWT: &str = "private_key_jwt";
 
 /// What a request to a metadata path gets (the route table refuses other methods).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Metadata {
-    /// `GET`: the document.
-    Document(Document),
+    /// `GET`: the authorization server's document (RFC 8414).
+    AuthorizationServer,
+    /// `GET`: the document of the API served here (RFC 9728): the whole API's, or one
+    /// endpoint's, as a resource of its own.
+    ProtectedResource(Option<CalledEndpoint>),
     /// `OPTIONS`: a CORS preflight (a browser-based client sending headers of its own).
     Preflight,
 }
 
-/// The URL of the API's metadata, for the `resource_metadata` of its challenges (RFC 9728 §5.1).
-pub(crate) fn resource_metadata_url(issuer: &Issuer) -> String {
-    protected_resource_metadata_url(issuer.resource())
+/// The identifier of a resource served here: the whole API's (the issuer's origin), or an
+/// endpoint's own URL (the origin followed by its path).
+fn resource_here(issuer: &Issuer, endpoint: Option<&CalledEndpoint>) -> String {
+    match endpoint {
+        Some(endpoint) => format!("{}{}", issuer.resource(), endpoint.path),
+        None => issuer.resource().to_owned(),
+    }
+}
+
+/// The URL of the metadata of the resource a client called (the API endpoint, or the whole
+/// API), for the `resource_metadata` of its challenges (RFC 9728 §5.1): the document whose
+/// `resource` is the URL the client used, as §3.3 has the client check.
+pub(crate) fn resource_metadata_url(issuer: &Issuer, endpoint: Option<&CalledEndpoint>) -> String {
+    protected_resource_metadata_url(&resource_here(issuer, endpoint))
 }
 
 /// Where the metadata of the protected resource `resource` (canonical, see
@@ -65,12 +78,23 @@ pub fn protected_resource_metadata_url(resource: &str) -> String {
 }
 
 /// RFC 9728 §2: the API this host serves — its identifier (the origin), the authorization
-/// server that protects it, the scopes its endpoints require, and how to present a token.
-pub(crate) fn resource_document(config: &Config, issuer: &Issuer) -> String {
+/// server that protects it, the scopes its endpoints require, and how to present a token; or
+/// the same for one of its endpoints, whose identifier is its own URL and whose scope is its
+/// Required Scope.
+pub(crate) fn resource_document(
+    config: &Config,
+    issuer: &Issuer,
+    endpoint: Option<&CalledEndpoint>,
+) -> String {
+    // One call, one copy of the writer in the module.
+    let scopes: Vec<&str> = match endpoint {
+        Some(endpoint) => vec![endpoint.scope.as_str()],
+        None => config.required_scopes().map(Scope::as_str).collect(),
+    };
     protected_resource_metadata(
-        issuer.resource(),
+        &resource_here(issuer, endpoint),
         issuer,
-        config.required_scopes().map(Scope::as_str),
+        scopes,
         config.dpop().is_some(),
     )
 }

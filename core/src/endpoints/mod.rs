@@ -24,7 +24,7 @@ use crate::machines::attempts::{Attempter, MAX_ATTEMPTERS};
 use crate::partition::Partition;
 use crate::records::RecordKey;
 use crate::refusal::Refusal;
-use crate::routes::{Channel, Endpoint, Method};
+use crate::routes::{endpoint_of_metadata, Channel, Document, Endpoint, Method};
 use crate::step::Input;
 use crate::wire::http::HttpRequest;
 
@@ -110,14 +110,20 @@ impl Route {
             Endpoint::Revoke => {
                 api::parse(config, &request, api::Purpose::Revoke).map(Route::Bearer)
             }
-            Endpoint::Api => match config.required_scope(&request.path) {
-                Some(scope) => api::parse(config, &request, api::Purpose::Call(scope.clone()))
-                    .map(Route::Bearer),
+            Endpoint::Api => match config.called_endpoint(&request.path) {
+                Some(called) => {
+                    api::parse(config, &request, api::Purpose::Call(called)).map(Route::Bearer)
+                }
                 None => Err(Ending::Refused(Refusal::NotFound, Via::Plain)),
             },
-            Endpoint::Metadata(document) => Err(Ending::Metadata(match method {
-                Method::Options => Metadata::Preflight,
-                _ => Metadata::Document(document),
+            Endpoint::Metadata(document) => Err(Ending::Metadata(match (method, document) {
+                (Method::Options, _) => Metadata::Preflight,
+                (_, Document::AuthorizationServer) => Metadata::AuthorizationServer,
+                (_, Document::ProtectedResource) => Metadata::ProtectedResource(
+                    endpoint_of_metadata(config, &request.path)
+                        .flatten()
+                        .and_then(|path| config.called_endpoint(path)),
+                ),
             })),
         };
         parsed.unwrap_or_else(Route::Ended)
@@ -161,7 +167,8 @@ impl Route {
             Route::Token(_) => Endpoint::Token,
             Route::Manage(_) => Endpoint::Introspection,
             Route::Register(_) => Endpoint::Registration,
-            Route::Bearer(_) => Endpoint::Api,
+            // At the endpoint called, named in the challenge.
+            Route::Bearer(parsed) => return parsed.failure_channel(),
             Route::Unlink(_) | Route::Attempts(_) | Route::Ended(_) => return Via::Plain,
         };
         match endpoint.channel() {

@@ -1,7 +1,7 @@
 //! Grants: what one consent produced once redeemed — an access token, perhaps a refresh token,
 //! and every access token later minted from it. Revoking the grant ends all of them at once.
 
-use crate::config::Policy;
+use crate::config::{Config, Issuer, Policy};
 use crate::ids::{AppKey, KeyThumbprint, Subject, Uid};
 use crate::partition::Partition;
 use crate::records::{GrantRecord, RecordKey, Resources};
@@ -92,18 +92,25 @@ pub(crate) fn revoked(grant: &GrantRecord, now: UnixTime) -> GrantRecord {
 
 /// The audience of a token minted from what was consented to (RFC 8707 §2.2): the resources
 /// asked for, which must be among those consented to, or else all of those. A consent that
-/// named no resource was for the API served here (`here`, the issuer's origin) and nothing
-/// else: it mints for no other resource. `requested` holds only resources the server knows
+/// named no resource was for the API served here (the issuer's origin) and nothing else: it
+/// mints for no other resource. A consent to the API served here covers each of its endpoints
+/// by its own URL (a narrower audience). `requested` holds only resources the server knows
 /// (checked when parsed).
 pub(crate) fn audience(
     consented: &Resources,
     requested: &Resources,
-    here: Option<&str>,
+    config: &Config,
 ) -> Result<Resources, Refusal> {
     if requested.is_empty() {
         return Ok(consented.clone());
     }
-    if !consented.or_here(here).covers(requested) {
+    let here = config.issuer().map(Issuer::resource);
+    let consented = consented.or_here(here);
+    let whole_api = here.is_some_and(|here| consented.contains(here));
+    let covered = |resource: &str| {
+        consented.contains(resource) || (whole_api && config.api_endpoint_named(resource).is_some())
+    };
+    if !requested.iter().all(covered) {
         return Err(Refusal::InvalidTarget);
     }
     Ok(requested.clone())

@@ -398,11 +398,17 @@ impl<'a> RecordView<'a> for AccessTokenView<'a> {
 
 impl AccessTokenView<'_> {
     /// Whether `resource` is one of the resources the token is bound to (RFC 8707).
+    #[cfg(test)]
     pub fn is_for(&self, resource: &str) -> bool {
+        self.audience_any(|r| r == resource)
+    }
+
+    /// Whether one of the resources the token is bound to is as `wanted` says.
+    pub(crate) fn audience_any(&self, mut wanted: impl FnMut(&str) -> bool) -> bool {
         self.audience
             .0
             .split(|&b| b == b' ')
-            .any(|r| r == resource.as_bytes())
+            .any(|r| core::str::from_utf8(r).is_ok_and(&mut wanted))
     }
 }
 

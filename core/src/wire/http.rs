@@ -115,8 +115,12 @@ impl HttpRequest {
 
     /// Whether the body, the query or any header is larger than `limit` bytes.
     pub fn exceeds(&self, limit: usize) -> bool {
-        self.body.len() > limit
-            || self.query.len() > limit
+        self.body.len() > limit || self.head_exceeds(limit)
+    }
+
+    /// Whether its query, path or a header is over `limit` bytes (its body aside).
+    pub(crate) fn head_exceeds(&self, limit: usize) -> bool {
+        self.query.len() > limit
             || self.path.len() > limit
             || self.headers.iter().any(|(n, v)| n.len() + v.len() > limit)
     }

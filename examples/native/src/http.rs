@@ -107,7 +107,7 @@ pub async fn handle(State(app): State<Arc<App>>, request: Request) -> Response {
             home(&site, app.title, user.as_deref())
         }
         _ => {
-            let limit = site.config.policy().max_input_bytes;
+            let limit = site.config.body_limit(parts.uri.path());
             // One byte past the limit is enough for the core to refuse the body.
             let body = read_body(body, limit.saturating_add(1)).await;
             let user = site

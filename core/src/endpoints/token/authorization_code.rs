@@ -125,8 +125,7 @@ fn exchange_code(
     if !link::stands(link_record.map(|l| l.epoch), record.link_epoch) {
         return end(Refusal::CodeUnlinked);
     }
-    let here = ctx.config.issuer().map(|issuer| issuer.resource());
-    let audience = match grant::audience(&record.resources, resources, here) {
+    let audience = match grant::audience(&record.resources, resources, ctx.config) {
         Ok(audience) => audience,
         Err(refusal) => return end(refusal),
     };

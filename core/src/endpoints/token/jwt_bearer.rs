@@ -192,8 +192,7 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
         }
     }
     let granted = Resources::from_names(granted.iter().map(String::as_str));
-    let here = ctx.config.issuer().map(|issuer| issuer.resource());
-    let audience = match grant::audience(&granted, &parsed.resources, here) {
+    let audience = match grant::audience(&granted, &parsed.resources, ctx.config) {
         Ok(audience) => audience,
         Err(refusal) => return end(refusal),
     };

@@ -166,8 +166,7 @@ fn refresh(ctx: &Ctx<'_>, client: &Client, request: &RefreshRequest<'_>) -> Flow
     let named = requested
         .filter(|asked| **asked != scopes)
         .map(|_| scopes.clone());
-    let here = ctx.config.issuer().map(|issuer| issuer.resource());
-    let audience = match grant::audience(&grant.record.resources, request.resources, here) {
+    let audience = match grant::audience(&grant.record.resources, request.resources, ctx.config) {
         Ok(audience) => audience,
         Err(refusal) => return end(refusal),
     };

@@ -139,7 +139,7 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
     let audience = if parsed.resources.is_empty() {
         token.audience.clone()
     } else {
-        match grant::audience(&grant.resources, &parsed.resources, here) {
+        match grant::audience(&grant.resources, &parsed.resources, ctx.config) {
             Ok(audience) => audience,
             Err(refusal) => return end(refusal),
         }
