@@ -357,7 +357,7 @@ pub use refusal::{Defect, DocumentFault, DpopFault, Refusal, UnusableDocument};
 pub use render::PAGE_HEADERS;
 pub use render::{resource_server_challenge, Challenges};
 pub use request::{Request, SWEEP_PAGES_PER_REQUEST};
-pub use routes::partition_of;
+pub use routes::{named_client, partition_of};
 pub use scope::{LegacyAccess, Scope, ScopeSet, OFFLINE_ACCESS, TEAM_AUDITING_SCOPES, USER_SCOPES};
 pub use step::{
     AttemptStep, AttemptVerdict, AuditEvent, Authorized, ConsentPrompt, Event, Expect, Fetch,

@@ -348,6 +348,38 @@ pub fn partition_of(config: &Config, input: &Input) -> Option<Partition> {
 /// The parameters of a request to the token endpoint or one sharing its rules (revocation,
 /// introspection): the body, or the query when the body is empty and the policy allows it.
 /// Only read for routing: the endpoint itself refuses what it must.
+/// The client a request names, as it names it — the authorization request's `client_id`, the
+/// client credentials of a token, revocation or introspection request (authenticated or not),
+/// the client in a registration's path — if it is a well-formed app key: for a host's log of
+/// refusals (it is never a secret). `None` for a bearer request (a token names its app only
+/// once its record is read), and for a path no endpoint serves.
+///
+/// ```
+/// # use edgegrant::*;
+/// # let key = ServerKey::from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8").unwrap();
+/// # let config = Config::new(ConfigDocument { server_key: Some(key), ..Default::default() }).unwrap();
+/// let request = HttpRequest::new("GET", "/oauth2/authorize", "client_id=demo-app&response_type=code");
+/// assert_eq!(named_client(&config, &request).unwrap().as_str(), "demo-app");
+/// ```
+pub fn named_client(config: &Config, request: &HttpRequest) -> Option<AppKey> {
+    let named = |params: Params<'_>| {
+        let id = params.one("client_id").ok()??;
+        AppKey::new(id).ok()
+    };
+    match Endpoint::at(config, &request.path)? {
+        // The consent form carries the request in its body.
+        Endpoint::Authorize => named(Params::parse(request.query.as_bytes()))
+            .or_else(|| named(Params::parse(&request.body))),
+        Endpoint::Token | Endpoint::Revocation | Endpoint::Introspection => {
+            let params = token_params(config, request);
+            let client = presented(request, &params, config.unannounced().is_some()).ok()?;
+            AppKey::new(client.client_id).ok()
+        }
+        Endpoint::ClientConfiguration => AppKey::new(client_in_path(&request.path)?).ok(),
+        _ => None,
+    }
+}
+
 fn token_params<'r>(config: &Config, request: &'r HttpRequest) -> Params<'r> {
     if request.body.is_empty() && config.policy().token_parameters_in_query {
         Params::parse(request.query.as_bytes())

@@ -102,6 +102,16 @@ export function createCore(config) {
       return core.partitionOf(method, path, query, joinedHeaders(headers), body ?? NO_BODY, user?.account_id, user?.uid) ?? null;
     },
     /**
+     * The client the request names (its `client_id`, as presented: in the authorization request,
+     * the token, revocation or introspection request's credentials, a registration's path) if it
+     * is a well-formed app key, else null; never a secret. For a log of refusals.
+     */
+    namedClient({ method, path, query = "", headers, body }) {
+      return core.namedClient(method, path, query, joinedHeaders(headers), body ?? NO_BODY) ?? null;
+    },
+    /** What in the configuration is valid but most likely a mistake, one line each (an API scope no app can hold). */
+    warnings: () => core.warnings().split("\n").filter(Boolean),
+    /**
      * Starts a credential check of the host's own: `attempters` as `{ account }` / `{ source }`
      * objects; `succeeded` false before the check (it is counted now, if it may go ahead), true
      * after a correct one (the count is taken back). They cross as two lists, each value whole:

@@ -152,6 +152,8 @@ export interface AuthServerOptions {
   /** Fresh entropy of `entropyLength()` bytes; default: crypto.getRandomValues. */
   random?: () => Uint8Array;
   onAudit?: (event: AuditEvent) => void;
+  /** Called for every refused request (after its answer is decided; a hook that throws is logged): what a log of refusals needs, never a token, a code, a secret or a body. */
+  onRefusal?: (event: RefusalEvent) => void;
   /** Fetches a client's metadata document for the core (`profile.clients.documents`). Default on Node (the package root and `edgegrant/node` alike): `fetchDocumentNode` (every resolved address checked, the connection made to a checked one); elsewhere (Workers): `fetchDocument` (the URL guard only: it cannot see where a name resolves to), which takes documents from any host only with `anyDocumentHostWithoutAddressCheck`. */
   fetchDocument?: DocumentFetcher;
   /**
@@ -174,6 +176,23 @@ export type DocumentAnswer =
   | { failed: "refused" | "too_large" | "timeout" | "unreachable" };
 
 export type DocumentFetcher = (fetch: DocumentFetch) => Promise<DocumentAnswer>;
+
+/** A refused request, as `onRefusal` is told of it. */
+export interface RefusalEvent {
+  /** The refusal's name (`unknown_client`, `access_token_expired`, `missing_scope`, `body_too_large`…). */
+  refusal: RefusalName;
+  /** The answer's HTTP status. */
+  status: number;
+  method: string;
+  /** The path requested (`/oauth2/token`, `/mcp`), without its query. */
+  endpoint: string;
+  /** The client the request named, as presented (not authenticated: a refused client may name any), where it is a well-formed client id; null for a bearer request and where none is named. */
+  app: string | null;
+  /** The client's address, as the host gave it (`sourceOf`, or the socket's peer); null where none is known. */
+  source: string | null;
+  /** When, in Unix seconds (the server's clock). */
+  at: UnixTime;
+}
 
 export interface AuthServer {
   /** The plain-value entry (node:http and the like): a reply to send, or an authorized call to serve. */
@@ -208,6 +227,10 @@ export interface Core {
   maxInputBytes(): number;
   /** The most bytes of a body to `path` the core takes: its API endpoint's `max_body_bytes`, else `policy.max_api_body_bytes` (default 1048576), else `maxInputBytes()` for any other path. */
   bodyLimit(path: string): number;
+  /** The client a request names, as presented, if it is a well-formed client id; null for a bearer request and where none is named. Never a secret. */
+  namedClient(request: PlainRequest & { path: string }): string | null;
+  /** What in the configuration is valid but most likely a mistake, one line each (an API scope no app can hold); createAuthServer warns of them at start-up. */
+  warnings(): string[];
 }
 
 /** Instantiates the server's module (`edgegrant/wasm`); the node and workers entry points do it. */

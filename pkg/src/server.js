@@ -63,6 +63,43 @@ function storageFailed(request, what, error) {
 }
 
 /**
+ * Tells the host's `onRefusal` of a refused request: the refusal's name, the answer's status, the
+ * method and path, the client the request named (as presented, never a secret) and the source,
+ * at `now`. Never a token, a code, a secret or a body. A hook that throws is logged; the answer
+ * goes out as it is.
+ */
+function reportRefusal(onRefusal, core, request, reply, now) {
+  if (reply.kind !== "reply" || reply.refusal === null) return reply;
+  try {
+    onRefusal({
+      refusal: reply.refusal,
+      status: reply.status,
+      method: request.method,
+      endpoint: request.path,
+      app: core.namedClient(request),
+      source: request.source ?? null,
+      at: now,
+    });
+  } catch (error) {
+    console.error("edgegrant: the onRefusal hook failed:", error);
+  }
+  return reply;
+}
+
+/**
+ * Warns, once at start-up, of what is valid but most likely a mistake: an API handler
+ * (`hooks.api`) at a path the configuration does not declare (it is never called: the path is
+ * 404), and what the core finds (an API scope no app can hold).
+ */
+function warnAtStart(core, config, api) {
+  const declared = config.api_endpoints ?? {};
+  for (const path of Object.keys(api)) {
+    if (!Object.hasOwn(declared, path)) console.warn(`edgegrant: hooks.api has a handler for ${path}, which apiEndpoints does not declare: it is never called (the path answers 404); declare it with its Required Scope`);
+  }
+  for (const line of core.warnings()) console.warn(`edgegrant: ${line}`);
+}
+
+/**
  * Hands the audit events of a committed transaction to the host's sink. The transaction is
  * committed whatever the sink does: a sink that throws is logged, and the answer still goes out
  * (losing it would turn the client's retry into a code replay, which revokes the grant).
@@ -260,7 +297,7 @@ function withHeaders(response, headers) {
 
 /** The configuration document's parts, as createAuthServer takes them instead of `config`. */
 const CONFIG_PARTS = ["serverKey", "apps", "policy", "apiEndpoints", "pages", "profile", "scopeDescriptions"];
-const OPTIONS = ["config", ...CONFIG_PARTS, "storage", "hooks", "clock", "random", "onAudit", "fetchDocument", "anyDocumentHostWithoutAddressCheck"];
+const OPTIONS = ["config", ...CONFIG_PARTS, "storage", "hooks", "clock", "random", "onAudit", "onRefusal", "fetchDocument", "anyDocumentHostWithoutAddressCheck"];
 const HOOKS = ["currentUser", "api", "sourceOf"];
 /** What a misspelled option most likely meant. */
 const MEANT = { server_key: "serverKey", api_endpoints: "apiEndpoints", apiEndpoint: "apiEndpoints", scope_descriptions: "scopeDescriptions", app: "apps", store: "storage", fetchDocuments: "fetchDocument" };
@@ -284,7 +321,7 @@ function checkOptions(options) {
   if (options.config !== undefined && parts.length > 0) fail(`give the configuration as config or as its parts, not both (config and ${names(parts)})`);
   const { storage, hooks } = options;
   if (!storage || typeof storage.read !== "function" || typeof storage.apply !== "function") fail("options.storage must have read(keys) and apply(transaction)");
-  for (const name of ["clock", "random", "onAudit", "fetchDocument"]) {
+  for (const name of ["clock", "random", "onAudit", "onRefusal", "fetchDocument"]) {
     if (options[name] !== undefined && typeof options[name] !== "function") fail(`options.${name} must be a function`);
   }
   const optOut = options.anyDocumentHostWithoutAddressCheck;
@@ -362,7 +399,7 @@ function checkDocumentHosts(config, anyHost) {
  */
 export function createAuthServer(options) {
   checkOptions(options);
-  const { storage, clock = systemClock, random = drawEntropy, onAudit } = options;
+  const { storage, clock = systemClock, random = drawEntropy, onAudit, onRefusal } = options;
   const config = options.config ?? {
     server_key: options.serverKey,
     apps: options.apps ?? [],
@@ -384,6 +421,7 @@ export function createAuthServer(options) {
   // trusted proxy sets — on Cloudflare, CF-Connecting-IP.
   const sourceOf = options.hooks?.sourceOf ?? (() => undefined);
   const api = { ...options.hooks?.api };
+  warnAtStart(core, config, api);
   const fetcher = options.fetchDocument ?? fetchDocument;
   const run = (request) => runRequest(request, storage, { onAudit, fetchDocument: fetcher });
   /** Starts a core request with fresh entropy; the pool's copy is wiped once the core holds its own. */
@@ -413,9 +451,9 @@ export function createAuthServer(options) {
       query = at < 0 ? "" : url.slice(at + 1);
     }
     const now = clock();
-    return run(
-      withEntropy((entropy) => core.request({ method: input.method, path, query, headers: input.headers, body: input.body, user: input.user ?? null, source: input.source, scheme: input.scheme }, now, entropy)),
-    );
+    const request = { method: input.method, path, query, headers: input.headers, body: input.body, user: input.user ?? null, source: input.source, scheme: input.scheme };
+    const result = run(withEntropy((entropy) => core.request(request, now, entropy)));
+    return onRefusal ? result.then((reply) => reportRefusal(onRefusal, core, request, reply, now)) : result;
   }
 
   /** The request's values as the core takes them, its body read (up to one byte past the limit). */

@@ -320,3 +320,45 @@ test("a stateless front routes a genuine credential to its partition and answers
   assert.equal((await other.route(bearer(GET_ACCOUNT, tokens.access_token))).partition, null);
   assert.deepEqual(addressed, []);
 });
+
+test("onRefusal tells of every refused request — its name, status, endpoint, the client it named, the source, when — and never a secret, a code or a token; createAuthServer warns of an API handler nobody declared and of an API scope no app can hold", async (t) => {
+  const warned = [];
+  t.mock.method(console, "warn", (line) => warned.push(line));
+  const refusals = [];
+  const srv = createAuthServer({
+    serverKey: SERVER_KEY,
+    apps: config().apps,
+    apiEndpoints: { ...config().api_endpoints, "/2/team/get_info": "team_info.read" },
+    storage: memoryStorage(),
+    clock: () => 1_700_000_000,
+    onRefusal: (event) => refusals.push(event),
+    hooks: { currentUser: async () => ALICE, api: { "/mcp": () => new Response("never") } },
+  });
+  assert.deepEqual(warned, [
+    "edgegrant: hooks.api has a handler for /mcp, which apiEndpoints does not declare: it is never called (the path answers 404); declare it with its Required Scope",
+    'edgegrant: api_endpoints["/2/team/get_info"]: no app can hold its Required Scope team_info.read: no app lists it, so every call to it is refused',
+  ]);
+
+  const wrongSecret = `${CONF_SECRET}-wrong`;
+  const basic = `Basic ${Buffer.from(`${CONF_APP}:${wrongSecret}`).toString("base64")}`;
+  const code = "A".repeat(32) + "." + "B".repeat(43);
+  const token = `sl.${"C".repeat(32)}.${"D".repeat(43)}`;
+  const answers = [
+    await srv.fetch(tokenRequest({ grant_type: "authorization_code", code, redirect_uri: "https://conf.example/cb" }, { authorization: basic }), { source: "203.0.113.7" }),
+    await srv.fetch(new Request(`${ORIGIN}/oauth2/authorize?client_id=nobody-app&response_type=code`)),
+    await srv.fetch(bearer(GET_ACCOUNT, token), { source: "203.0.113.8" }),
+    await srv.fetch(new Request(`${ORIGIN}/2/files/upload`, { method: "POST", body: "x".repeat(1024 * 1024 + 1) })),
+  ];
+  assert.deepEqual(answers.map((answer) => answer.status), [401, 400, 401, 413]);
+  assert.deepEqual(refusals, [
+    { refusal: "client_authentication_failed", status: 401, method: "POST", endpoint: "/oauth2/token", app: CONF_APP, source: "203.0.113.7", at: 1_700_000_000 },
+    { refusal: "unknown_client", status: 400, method: "GET", endpoint: "/oauth2/authorize", app: "nobody-app", source: null, at: 1_700_000_000 },
+    { refusal: "unknown_access_token", status: 401, method: "POST", endpoint: GET_ACCOUNT, app: null, source: "203.0.113.8", at: 1_700_000_000 },
+    { refusal: "body_too_large", status: 413, method: "POST", endpoint: "/2/files/upload", app: null, source: null, at: 1_700_000_000 },
+  ]);
+  const told = JSON.stringify(refusals);
+  for (const secret of [wrongSecret, code, token, "xxxx"]) assert.ok(!told.includes(secret), "no secret, code, token or body is told");
+  // A request that is served is no refusal.
+  assert.equal((await srv.fetch(new Request(`${ORIGIN}/oauth2/authorize?${pkceQuery()}`))).status, 200);
+  assert.equal(refusals.length, 4);
+});

@@ -378,6 +378,33 @@ impl Core {
         Ok(edgegrant::partition_of(&self.config, &input).map(|p| p.to_string()))
     }
 
+    /// The client an HTTP request (the arguments of [`request`](Self::request)) names, as it
+    /// names it, if it is a well-formed app key (never a secret): for a host's log of
+    /// refusals (`edgegrant::named_client`).
+    #[wasm_bindgen(js_name = namedClient)]
+    pub fn named_client(
+        &self,
+        method: String,
+        path: String,
+        query: String,
+        headers: &str,
+        body: Vec<u8>,
+    ) -> Result<Option<String>, JsError> {
+        let Input::Http { request, .. } = http_input(
+            method, path, query, headers, body, None, None, None, None, None,
+        )?
+        else {
+            return Ok(None);
+        };
+        Ok(edgegrant::named_client(&self.config, &request).map(|app| app.as_str().to_owned()))
+    }
+
+    /// What in the configuration is valid but most likely a mistake, one line each (joined by
+    /// newlines; empty: none), for a log at start-up (`edgegrant::Config::warnings`).
+    pub fn warnings(&self) -> String {
+        self.config.warnings().join("\n")
+    }
+
     /// Starts an unlink: the user (`by = "user"`) or a team admin (`"team_admin"`) ends every
     /// token of `app` for `accountId`.
     pub fn unlink(

@@ -1171,6 +1171,32 @@ impl Config {
             .map(|(_, endpoint)| &endpoint.scope)
     }
 
+    /// What in this configuration is valid but most likely a mistake, in words for a log at
+    /// start-up: an API endpoint whose Required Scope no app can hold (no configured app has
+    /// it, nor may a client that arrives unannounced be granted it), so that every call to it
+    /// is refused.
+    pub fn warnings(&self) -> Vec<String> {
+        let unannounced = self.unannounced().map(|clients| &clients.scopes);
+        let mut warnings = Vec::new();
+        for (path, endpoint) in &self.api_endpoints {
+            let scope = endpoint.scope.as_str();
+            let held = |scopes: &ScopeSet| scopes.iter().any(|own| own == scope);
+            if self.apps().any(|app| held(&app.scopes())) || unannounced.is_some_and(held) {
+                continue;
+            }
+            let nor = if unannounced.is_some() {
+                ", nor profile.clients.scopes"
+            } else {
+                ""
+            };
+            warnings.push(format!(
+                "api_endpoints[\"{path}\"]: no app can hold its Required Scope {scope}: no app \
+                 lists it{nor}, so every call to it is refused"
+            ));
+        }
+        warnings
+    }
+
     /// The most bytes a request body to `path` may hold: its API endpoint's bound, else
     /// [`Policy::max_input_bytes`]. A host reads a body up to one byte past it.
     pub fn body_limit(&self, path: &str) -> usize {

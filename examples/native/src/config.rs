@@ -160,13 +160,18 @@ fn parse(doc: &Value, path: &Path) -> Result<HostConfig, String> {
         Some(_) => return Err("database must be a file name".into()),
     };
     let folder = path.parent().unwrap_or(Path::new("."));
+    let core = core_config(doc)?;
+    // Valid, but most likely a mistake (an API scope no app can hold): said once, at start-up.
+    for warning in core.warnings() {
+        eprintln!("edgegrant: {warning}");
+    }
     Ok(HostConfig {
         host,
         port,
         database: folder.join(database),
         session_secret,
         accounts,
-        core: core_config(doc)?,
+        core,
     })
 }
 
