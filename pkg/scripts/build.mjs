@@ -311,6 +311,37 @@ const wasmOpt = join(pkg, "node_modules/.bin/wasm-opt");
 if (!existsSync(wasmOpt)) throw new Error("wasm-opt missing: run npm install in pkg/ first");
 mkdirSync(dist, { recursive: true });
 const kib = (n) => (n / 1024).toFixed(1);
+
+/**
+ * The bindings' declarations, made to type-check in any project under `skipLibCheck: false`:
+ * - their classes declare `[Symbol.dispose]`, which TypeScript knows from the esnext.disposable
+ *   library (or @types/node): named, for a project without either (a Worker's, a browser's);
+ * - their loader names the DOM's `RequestInfo`, `BufferSource` and `WebAssembly` types, which a
+ *   Node project (`lib: ["es2022"]`, @types/node, no DOM) lacks: stand-ins are declared in the
+ *   file instead, the loader's inputs as wide as anything it takes (a DOM project's values are
+ *   assignable to them) and its outputs as the members it has.
+ */
+function standalone(declarations) {
+  const standIns = [
+    "/** Stand-ins for the DOM's types the loader below names, so that these declarations need no DOM library. */",
+    "type WasmModuleInput = object;",
+    "type WasmBytes = ArrayBuffer | ArrayBufferView;",
+    "type WasmSource = string | URL | { readonly url: string };",
+    "interface WasmMemory { readonly buffer: ArrayBuffer; grow(delta: number): number }",
+    "interface WasmTable { readonly length: number }",
+    "",
+  ].join("\n");
+  const body = declarations
+    .replaceAll("RequestInfo | URL | Response | BufferSource | WebAssembly.Module", "WasmSource | WasmBytes | WasmModuleInput")
+    .replaceAll("BufferSource | WebAssembly.Module", "WasmBytes | WasmModuleInput")
+    .replaceAll("WebAssembly.Memory", "WasmMemory")
+    .replaceAll("WebAssembly.Table", "WasmTable")
+    .replaceAll("WebAssembly.Module", "WasmModuleInput");
+  for (const name of ["RequestInfo", "BufferSource", "WebAssembly"]) {
+    if (new RegExp(`\\b${name}\\b`).test(body.replace(/\/\*[\s\S]*?\*\//g, ""))) throw new Error(`the bindings' declarations name ${name} where no stand-in replaces it: add one in standalone()`);
+  }
+  return `/// <reference lib="esnext.disposable" />\n${standIns}${body}`;
+}
 const over = [];
 for (const { features, name, rustflags, glueOf } of modules) {
   const flags = [wasmRustflags, ...rustflags].join("\x1f");
@@ -325,18 +356,16 @@ for (const { features, name, rustflags, glueOf } of modules) {
   ]);
   if (glueOf) {
     for (const file of [`${glueOf}.js`, `${glueOf}.d.ts`, `${glueOf}_bg.wasm.d.ts`]) {
-      if (readFileSync(join(out, file), "utf8") !== readFileSync(join(dist, file), "utf8").replace(`/// <reference lib="esnext.disposable" />\n`, "")) {
+      const generated = readFileSync(join(out, file), "utf8");
+      if ((file === `${glueOf}.d.ts` ? standalone(generated) : generated) !== readFileSync(join(dist, file), "utf8")) {
         throw new Error(`${name}: its bindings (${file}) differ from ${glueOf}'s, whose glue it is loaded with`);
       }
     }
     copyFileSync(join(out, `${glueOf}_bg.wasm`), join(dist, `${name}_bg.wasm`));
     rmSync(out, { recursive: true });
   } else {
-    // The bindings' classes declare `[Symbol.dispose]`, which TypeScript knows from the
-    // esnext.disposable library (or @types/node): named here, so that a project without either
-    // (a Worker's, a browser's) type-checks the package under `skipLibCheck: false`.
     const declarations = join(dist, `${name}.d.ts`);
-    writeFileSync(declarations, `/// <reference lib="esnext.disposable" />\n${readFileSync(declarations, "utf8")}`);
+    writeFileSync(declarations, standalone(readFileSync(declarations, "utf8")));
   }
   const wasm = join(dist, `${name}_bg.wasm`);
   // Twice: the second pass still finds code to fold (half a KiB gzipped on the server). A

@@ -132,7 +132,9 @@ export interface AuthServerOptions {
   config?: ConfigDocument;
   /** The server's own secret (required, here or as the document's `server_key`): 32 random bytes, base64url, e.g. `crypto.randomBytes(32).toString("base64url")` once, kept as a secret. */
   serverKey?: string;
+  /** The apps configured (more may arrive unannounced in the standards profile, `profile.clients`). Default none. */
   apps?: App[];
+  /** Lifetimes, bounds and switches; every field has a default (see `Policy`). */
   policy?: Policy;
   /**
    * Each API endpoint, by path (`/2/…` in the reference profile; any path outside `/oauth2/` and `/.well-known/` in the standards profile), with its Required Scope: `{ "/mcp": "mcp:tools" }`; or with a bound of its own on the request body, in bytes: `{ "/mcp": { scope: "mcp:tools", max_body_bytes: 4194304 } }` (default `policy.max_api_body_bytes`, 1 MiB; a longer body is answered 413).
@@ -145,12 +147,15 @@ export interface AuthServerOptions {
   profile?: ConfigDocument["profile"];
   /** Each scope in plain words, for the consent page (defaults for the reference service's scopes). */
   scopeDescriptions?: ConfigDocument["scope_descriptions"];
+  /** Where records are kept (required): an adapter of `edgegrant/adapters/*`, or your own `read(keys)` and `apply(transaction)`. */
   storage: Storage;
+  /** The host's part: who is signed in, the API handlers, the client's address. Default: nobody signed in, no API handler, no source. */
   hooks?: Hooks;
   /** Seconds since the epoch; default: the system clock. */
   clock?: () => UnixTime;
   /** Fresh entropy of `entropyLength()` bytes; default: crypto.getRandomValues. */
   random?: () => Uint8Array;
+  /** Called with each audit event of a committed write (a sink that throws is logged; the answer still goes out). Default none. */
   onAudit?: (event: AuditEvent) => void;
   /** Called for every refused request (after its answer is decided; a hook that throws is logged): what a log of refusals needs, never a token, a code, a secret or a body. */
   onRefusal?: (event: RefusalEvent) => void;
@@ -199,7 +204,8 @@ export interface AuthServer {
   handle(request: PlainRequest): Promise<Result>;
   /** The Fetch entry: the core's endpoints, the API handlers of `hooks.api`, 404 elsewhere. `context.source`: the client's address as the host knows it (a socket's peer), used where no `sourceOf` hook names one. */
   fetch(request: Request, context?: { source?: string }): Promise<Response>;
-  unlink(app: string, accountId: string, by?: "user" | "team_admin"): Promise<Result>;
+  /** The user (`by: "user"`, the default) or a team admin ends every token of `app` for `accountId`; resolves the reply (status 200 `unlinked`, or the refusal). */
+  unlink(app: string, accountId: string, by?: "user" | "team_admin"): Promise<Extract<Result, { kind: "reply" }>>;
   /** Where a Fetch request runs when records are spread over partitions: the core's answer (null: anywhere) and the request to forward, its body already read. */
   route(request: Request): Promise<{ partition: string | null; request: Request }>;
   /** How many bytes of a body to `path` the core takes (as `core.bodyLimit`, answered without a call into the module): a host reading bodies itself may stop one byte past it. */
@@ -233,10 +239,12 @@ export interface Core {
   warnings(): string[];
 }
 
+/** A compiled `WebAssembly.Module`, or the module's bytes: named without the DOM library's types, so that a Node project without it type-checks. */
+export type ModuleInput = object | ArrayBuffer | ArrayBufferView;
 /** Instantiates the server's module (`edgegrant/wasm`); the node and workers entry points do it. */
-export function initialize(module: WebAssembly.Module | BufferSource): void;
+export function initialize(module: ModuleInput): void;
 /** Instantiates the PKCE client's module (`edgegrant/client-wasm`); the node and browser entry points do it. */
-export function initializeClient(module: WebAssembly.Module | BufferSource): void;
+export function initializeClient(module: ModuleInput): void;
 export function createCore(config: ConfigDocument): Core;
 export function checkConfig(config: ConfigDocument): ConfigCheck;
 /** The configuration with the legacy app `app` migrated to scopes: the document as given, that app's `permissions` now `{ kind: "scoped", scopes }` pre-selected from its legacy access type; tokens already issued keep theirs. Throws if the document is invalid, the app unknown or already scoped. */
@@ -307,13 +315,22 @@ export interface PkceClientOptions {
   dpop?: DpopKey;
 }
 
+/**
+ * WebCrypto's `CryptoKey` where the project's types declare it (the DOM library, Workers'
+ * types), else the members every CryptoKey has: a Node project without the DOM library
+ * type-checks too.
+ */
+export type WebCryptoKey = typeof globalThis extends { CryptoKey: { prototype: infer Key } }
+  ? Key
+  : { readonly algorithm: object; readonly extractable: boolean; readonly type: string; readonly usages: readonly string[] };
+
 /** A DPoP key: the private half as a WebCrypto key (sign), the public half as a JWK. */
 export interface DpopKey {
-  privateKey: CryptoKey;
+  privateKey: WebCryptoKey;
   publicJwk: { kty: string; [member: string]: unknown };
 }
 /** A fresh ECDSA P-256 DPoP key whose private half cannot be exported; the pair may be kept in IndexedDB as it is. */
-export function createDpopKey(): Promise<DpopKey & { publicKey: CryptoKey }>;
+export function createDpopKey(): Promise<DpopKey & { publicKey: WebCryptoKey }>;
 
 export interface PkceClient {
   /** One transition at the host's time with fresh entropy. */

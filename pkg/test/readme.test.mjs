@@ -75,7 +75,7 @@ function start(t, dir, file, env) {
 const base64url = (bytes) => Buffer.from(bytes).toString("base64url");
 const unescapeHtml = (text) => text.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
 
-test("the README's quick-starts run as written from the packed package — Node on SQLite and on PostgreSQL, a Worker under wrangler dev — through sign-in, consent, token, API call, refresh and revocation, and type-check", { timeout: 300_000 }, async (t) => {
+test("the README's quick-starts run as written from the packed package — Node on SQLite and on PostgreSQL, a Worker under wrangler dev — through sign-in, consent, token, API call, refresh and revocation, and type-check (a Node project without the DOM library too)", { timeout: 300_000 }, async (t) => {
   assert.ok(existsSync(join(pkg, "dist", "edgegrant_wasm_bg.wasm")), "build the package first (pkg/scripts/setup.sh)");
   const dir = mkdtempSync(join(tmpdir(), "edgegrant-readme-"));
   t.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -104,7 +104,7 @@ test("the README's quick-starts run as written from the packed package — Node 
     await lifeOfAnApp(await node(t, { DATABASE_URL: postgres.url }));
   });
 
-  await t.test("TypeScript: the program type-checks, strict, with skipLibCheck false, under node16, nodenext, bundler and node10 resolution", () => {
+  await t.test("TypeScript: the program type-checks, strict, with skipLibCheck false and no DOM library, under node16, nodenext, bundler and node10 resolution", () => {
     // The README's `npm i -D typescript @types/node`, linked from the package's own.
     mkdirSync(join(dir, "node_modules", "@types"), { recursive: true });
     symlinkSync(join(pkg, "node_modules", "typescript"), join(dir, "node_modules", "typescript"), "dir");
@@ -127,7 +127,9 @@ test("the README's quick-starts run as written from the packed package — Node 
         const run = spawnSync(process.execPath, [tsc, "-p", dir], { encoding: "utf8" });
         assert.equal(run.status, 0, `${name} under ${resolution}:\n${run.stdout}${run.stderr}`);
       };
-      check("server.mjs", ["server.mjs"], { allowJs: true, checkJs: true, types: ["node"] });
+      // A Node project: Node's types, and no DOM library (lib es2022): the declarations name
+      // none of the DOM's types.
+      check("server.mjs (Node, no DOM)", ["server.mjs"], { allowJs: true, checkJs: true, lib: ["es2022"], types: ["node"] });
       check("web.ts (no @types/node)", ["web.ts"], { lib: ["es2022", "dom"], types: [] });
     }
   });

@@ -14,23 +14,34 @@ use super::*;
 /// the writer produces is missing here. Uses `Scope` and `UnixTime` (strings and numbers).
 pub const CONFIG_TYPESCRIPT: &str = r#"
 export interface App {
+  /** The app's key, its `client_id`: 1–64 characters of A–Z a–z 0–9 `-` `_` `.` (required). */
   key: string;
+  /** Shown to the user on the consent page (required). */
   name: string;
-  /** URL-safe base64 SHA-256 of the app secret (see `secretDigest`); absent for a public app. */
+  /** URL-safe base64 SHA-256 of the app secret (see `secretDigest`); absent or null for a public app, which must use PKCE. */
   secret_digest?: string | null;
+  /** Where answers may go, compared exactly (http on a loopback address with any port, RFC 8252 §7.3); https, or http on loopback unless `policy.allow_http_redirect_uris`. Default none: codes are shown on a page. */
   redirect_uris?: string[];
+  /** What the app may be granted: scopes by name, or a legacy access type (which stands for a fixed set of scopes). Required. */
   permissions:
     | { kind: "scoped"; scopes: Scope[] }
     | { kind: "legacy"; access: "app_folder" | "full_dropbox" | "team_information" | "team_auditing" };
+  /** What a code flow yields when the request names no `token_access_type`: short-lived access tokens (`"short_lived"`, the default), a long-lived one (before `policy.long_lived_cutoff`), or a refresh token too (`"offline"`). */
   default_token_type?: "short_lived" | "long_lived" | "offline";
+  /** Allow the implicit grant (`response_type=token`; never in the standards profile's metadata for other apps). Default false. */
   implicit_allowed?: boolean;
 }
 
 export interface Policy {
+  /** Lifetime of an authorization code, in seconds: 1–600. Default 600. */
   code_ttl?: number;
+  /** Lifetime of a short-lived access token, in seconds. Default 14400 (4 h). */
   access_token_ttl?: number;
+  /** Refuse `code_challenge_method=plain` (the standards profile always does). Default false. */
   require_s256?: boolean;
+  /** From this instant (Unix seconds) on, no long-lived access token is created. Default 1633046400 (2021-10-01T00:00:00Z). */
   long_lived_cutoff?: UnixTime;
+  /** The largest query, body (of an OAuth endpoint; API bodies have their own bound) or header value taken, in bytes; at least 1024. Default 16384. */
   max_input_bytes?: number;
   /** The largest request body an API endpoint takes, in bytes, unless the endpoint sets its own; a longer one is refused 413. Default 1048576 (1 MiB). */
   max_api_body_bytes?: number;
@@ -38,9 +49,11 @@ export interface Policy {
   token_parameters_in_query?: boolean;
   /** How many lost races for its writes one request may have before the core answers 503 (default 5). */
   max_attempts?: number;
-  /** Failed credential checks allowed per window before 429 (0: no limit). */
+  /** Failed credential checks allowed per window before 429 (0: no limit): `window` in seconds (default 900), `per_source` failed client authentications per network source (default 50), `per_account` failed sign-ins per account name (default 10). */
   attempts?: { window?: number; per_source?: number; per_account?: number };
+  /** The most live offline or long-lived grants one user may hold with one app (at least 1); a new one revokes the oldest. Default: no bound. */
   live_grants_per_link?: number;
+  /** Standards profile: a grant whose refresh token goes unused this many seconds ends (longer than `access_token_ttl`). Default: never. */
   refresh_idle_lifetime?: number;
   /** Allow http redirect URIs off the loopback interface (default false: https, or http on 127.0.0.1, [::1], localhost only). */
   allow_http_redirect_uris?: boolean;

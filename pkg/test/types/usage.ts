@@ -59,6 +59,9 @@ export async function routed(): Promise<Response> {
 }
 // @ts-expect-error: unlinking is done by a user or a team admin, nobody else
 server.unlink("app", "dbid:a", "admin");
+// An unlink resolves a reply, never a call to serve.
+const unlinkStatus: number = (await server.unlink("app", "dbid:a")).status;
+void unlinkStatus;
 // Documents from any host with the web fetch (Workers): the operator's word, by name.
 createAuthServer({ config, storage, anyDocumentHostWithoutAddressCheck: true });
 // @ts-expect-error: the opt-out is a boolean, not a list of hosts (those go in profile.clients.documents.hosts)
