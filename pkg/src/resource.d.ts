@@ -41,6 +41,14 @@ export function protectedResource(options: {
    * same URL within the window.
    */
   dpop?: boolean | { proofWindow?: number };
+  /**
+   * Keep live introspection answers, so that a token's next calls cost no round trip: each for at
+   * most `maxAge` seconds and never past the token's `exp`, at most `maxEntries` of them (default
+   * 10000; the oldest go first), by the token's SHA-256 (the token itself is not kept). Default:
+   * off, every request is introspected. What it costs: a token revoked at the authorization server
+   * (a revocation, an unlink, its app removed) is still served here for up to `maxAge` seconds.
+   */
+  cache?: { maxAge: number; maxEntries?: number };
   /** Milliseconds since the epoch (default `Date.now`): a token's expiry and a proof's age. */
   clock?: () => number;
 }): ProtectedResource;

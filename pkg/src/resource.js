@@ -14,7 +14,8 @@ import { accessToken, canonicalResource, checkDpopProof, resourceChallenge, reso
  * metadata and the canonical identifiers are the core's (the wasm module: import edgegrant/node
  * or edgegrant/workers first).
  */
-export function protectedResource({ resource, issuer, scopes = [], introspection, dpop = false, clock = () => Date.now() }) {
+export function protectedResource({ resource, issuer, scopes = [], introspection, dpop = false, cache, clock = () => Date.now() }) {
+  const answers = cache === undefined ? null : introspectionCache(cache, clock);
   const audienceName = canonicalResource(resource);
   if (audienceName === null) throw new Error("edgegrant: resource must be an http(s) URL without query or fragment");
   // DPoP proofs taken: within `proofWindow` seconds of now either way (300 by default).
@@ -69,13 +70,18 @@ export function protectedResource({ resource, issuer, scopes = [], introspection
         if (checked.refusal) return { response: refuse(checked.refusal, requiredScope, presented.dpop) };
         proven = checked.thumbprint;
       }
-      const answer = await fetch(introspection.endpoint, {
-        method: "POST",
-        headers: { authorization: basic, "content-type": "application/x-www-form-urlencoded" },
-        body: new URLSearchParams({ token: presented.token }),
-      });
-      if (!answer.ok) throw new Error(`edgegrant: introspection answered ${answer.status}`);
-      const token = await answer.json();
+      const key = answers && (await answers.keyOf(presented.token));
+      let token = answers?.get(key);
+      if (token === undefined) {
+        const answer = await fetch(introspection.endpoint, {
+          method: "POST",
+          headers: { authorization: basic, "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({ token: presented.token }),
+        });
+        if (!answer.ok) throw new Error(`edgegrant: introspection answered ${answer.status}`);
+        token = await answer.json();
+        answers?.put(key, token);
+      }
       const audience = Array.isArray(token.aud) ? token.aud : token.aud === undefined ? [] : [token.aud];
       // A live access token (a bearer token that expires: a refresh token is neither, and is
       // never served), issued by this authorization server, for this resource.
@@ -93,6 +99,45 @@ export function protectedResource({ resource, issuer, scopes = [], introspection
         return { response: refuse("insufficient_scope", requiredScope, presented.dpop) };
       }
       return { token };
+    },
+  };
+}
+
+/**
+ * Live introspection answers kept for a while (`cache: { maxAge, maxEntries }`): by the token's
+ * SHA-256 (never the token itself), each until `maxAge` seconds after it was fetched or the
+ * token's `exp`, whichever comes first, at most `maxEntries` of them (the oldest go first).
+ * An answer that is not a live token is never kept. What it costs: a token revoked at the
+ * authorization server is still served here for up to `maxAge` seconds.
+ */
+function introspectionCache({ maxAge, maxEntries = 10_000, ...unknown }, clock) {
+  const names = Object.keys(unknown);
+  if (names.length > 0) throw new TypeError(`edgegrant: protectedResource: unknown cache option ${names[0]}; the options are maxAge, maxEntries`);
+  if (!(Number.isFinite(maxAge) && maxAge > 0)) throw new TypeError("edgegrant: protectedResource: cache.maxAge must be a number of seconds above 0");
+  if (!(Number.isInteger(maxEntries) && maxEntries > 0)) throw new TypeError("edgegrant: protectedResource: cache.maxEntries must be a whole number above 0");
+  /** digest → { token, until } (ms), in the order they were kept. */
+  const kept = new Map();
+  const encoder = new TextEncoder();
+  return {
+    async keyOf(token) {
+      const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(token)));
+      return btoa(String.fromCharCode(...digest));
+    },
+    get(key) {
+      const entry = kept.get(key);
+      if (entry === undefined) return undefined;
+      if (clock() < entry.until) return entry.token;
+      kept.delete(key);
+      return undefined;
+    },
+    put(key, token) {
+      if (token?.active !== true || !Number.isFinite(token.exp)) return;
+      const now = clock();
+      const until = Math.min(now + maxAge * 1000, token.exp * 1000);
+      if (until <= now) return;
+      kept.delete(key);
+      kept.set(key, { token, until });
+      if (kept.size > maxEntries) kept.delete(kept.keys().next().value);
     },
   };
 }

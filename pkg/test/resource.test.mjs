@@ -53,6 +53,26 @@ async function servers(t, { also = () => [], profile = {} } = {}) {
   return { as, api, issuer, resource, auth };
 }
 
+/** Alice's consent to `query` at `auth`: the code. */
+async function consentCode(auth, query) {
+  const consent = await auth.handle({
+    method: "POST",
+    path: "/oauth2/authorize",
+    headers: [["content-type", "application/x-www-form-urlencoded"], ["sec-fetch-site", "same-origin"]],
+    body: new TextEncoder().encode(new URLSearchParams({ query, decision: "allow" }).toString()),
+    user: ALICE,
+  });
+  return new URL(consent.headers.find(([n]) => n.toLowerCase() === "location")[1]).searchParams.get("code");
+}
+
+/** A token for alice from the PKCE app at `auth`, naming `resources`. */
+async function accessTokenFor(auth, resources) {
+  const code = await consentCode(auth, `${pkceQuery()}${resources.map((r) => `&resource=${encodeURIComponent(r)}`).join("")}`);
+  const exchange = await auth.handle({ path: "/oauth2/token", ...form({ grant_type: "authorization_code", code, client_id: PKCE_APP, code_verifier: VERIFIER, redirect_uri: PKCE_REDIRECT }) });
+  assert.equal(exchange.status, 200, exchange.body);
+  return JSON.parse(exchange.body).access_token;
+}
+
 test("an API on another host serves only live tokens issued for it, with the scope, and points clients to its authorization server", async (t) => {
   // The API's own origin is a resource too, listed without a trailing slash.
   const { as, api, issuer, resource, auth } = await servers(t, { also: (api) => [api.url] });
@@ -69,24 +89,8 @@ test("an API on another host serves only live tokens issued for it, with the sco
     return response ?? Response.json({ sub: token.sub });
   };
 
-  /** Alice's consent to `query`: the code. */
-  async function codeFor(query) {
-    const consent = await auth.handle({
-      method: "POST",
-      path: "/oauth2/authorize",
-      headers: [["content-type", "application/x-www-form-urlencoded"], ["sec-fetch-site", "same-origin"]],
-      body: new TextEncoder().encode(new URLSearchParams({ query, decision: "allow" }).toString()),
-      user: ALICE,
-    });
-    return new URL(consent.headers.find(([n]) => n.toLowerCase() === "location")[1]).searchParams.get("code");
-  }
-  /** A token for alice from the PKCE app, naming `resources`. */
-  async function tokenFor(resources) {
-    const code = await codeFor(`${pkceQuery()}${resources.map((r) => `&resource=${encodeURIComponent(r)}`).join("")}`);
-    const exchange = await auth.handle({ path: "/oauth2/token", ...form({ grant_type: "authorization_code", code, client_id: PKCE_APP, code_verifier: VERIFIER, redirect_uri: PKCE_REDIRECT }) });
-    assert.equal(exchange.status, 200, exchange.body);
-    return JSON.parse(exchange.body).access_token;
-  }
+  const codeFor = (query) => consentCode(auth, query);
+  const tokenFor = (resources) => accessTokenFor(auth, resources);
   const call = (token, scope) =>
     fetch(`${api.url}/mcp/tools${scope ? `?scope=${scope}` : ""}`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
 
@@ -256,4 +260,75 @@ test("with dpop, an API on another host serves a bound token only with a proof o
   const strict = protectedResource({ resource, issuer, introspection: { endpoint: `${as.url}/oauth2/introspect`, clientId: CONF_APP, clientSecret: CONF_SECRET } });
   const checked = await strict.check(new Request(url, { method: "POST", headers: { authorization: `Bearer ${bound}` } }), "account_info.read");
   assert.equal(checked.response?.status, 401);
+});
+
+test("with a cache, a token's next calls cost no introspection for maxAge seconds — never past its exp, at most maxEntries tokens — and a revocation shows after maxAge at most; without one, every call is introspected", async (t) => {
+  const { as, issuer, resource, auth } = await servers(t);
+  let introspections = 0;
+  const serve = as.fetch;
+  as.fetch = (request) => {
+    if (new URL(request.url).pathname === "/oauth2/introspect") introspections++;
+    return serve(request);
+  };
+  let now = Date.now();
+  const helper = (cache) =>
+    protectedResource({ resource, issuer, introspection: { endpoint: `${as.url}/oauth2/introspect`, clientId: CONF_APP, clientSecret: CONF_SECRET }, cache, clock: () => now });
+  const check = async (rs, token) => {
+    const { token: served, response } = await rs.check(new Request(resource, { headers: { authorization: `Bearer ${token}` } }), "account_info.read");
+    return served ? 200 : response.status;
+  };
+  const [alice, bob] = [await accessTokenFor(auth, [resource]), await accessTokenFor(auth, [resource])];
+
+  // Off by default: every call asks.
+  const plain = helper(undefined);
+  assert.deepEqual([await check(plain, alice), await check(plain, alice)], [200, 200]);
+  assert.equal(introspections, 2);
+
+  // maxAge 60: the second call within it asks nothing; past it, the token is asked about again.
+  introspections = 0;
+  const cached = helper({ maxAge: 60 });
+  assert.deepEqual([await check(cached, alice), await check(cached, alice)], [200, 200]);
+  assert.equal(introspections, 1);
+  now += 59_999;
+  assert.equal(await check(cached, alice), 200);
+  assert.equal(introspections, 1, "at maxAge - 1 ms: still kept");
+  now += 1;
+  assert.equal(await check(cached, alice), 200);
+  assert.equal(introspections, 2, "at maxAge: asked again");
+
+  // The delay it adds: revoked at the authorization server, the token is served from the cache
+  // until its entry is maxAge old, then refused.
+  const revoked = await auth.handle({ path: "/oauth2/revoke", ...form({ token: alice, client_id: PKCE_APP }) });
+  assert.equal(revoked.status, 200);
+  assert.equal(await check(cached, alice), 200, "within maxAge of its last introspection");
+  now += 60_000;
+  assert.equal(await check(cached, alice), 401, "after it");
+  const asked = introspections;
+  assert.equal(await check(cached, alice), 401);
+  assert.equal(introspections, asked + 1, "a refused token is never kept");
+
+  // Never past the token's exp, however long maxAge is.
+  const long = helper({ maxAge: 86_400 });
+  introspections = 0;
+  assert.equal(await check(long, bob), 200);
+  const { exp } = await (await serve(new Request(`${as.url}/oauth2/introspect`, { method: "POST", headers: { authorization: `Basic ${btoa(`${CONF_APP}:${CONF_SECRET}`)}`, "content-type": "application/x-www-form-urlencoded" }, body: new URLSearchParams({ token: bob }) }))).json();
+  now = exp * 1000 - 1;
+  assert.equal(await check(long, bob), 200);
+  assert.equal(introspections, 1);
+  now = exp * 1000;
+  assert.equal(await check(long, bob), 401, "at exp: no longer kept, and expired");
+  assert.equal(introspections, 2);
+
+  // maxEntries: the oldest goes first.
+  now = Date.now();
+  const small = helper({ maxAge: 60, maxEntries: 1 });
+  const carol = await accessTokenFor(auth, [resource]);
+  introspections = 0;
+  for (const token of [bob, carol, bob, carol]) assert.equal(await check(small, token), 200);
+  assert.equal(introspections, 4, "one entry: two tokens in turn are each asked about every time");
+  assert.equal(await check(small, carol), 200);
+  assert.equal(introspections, 4, "the last one is kept");
+
+  assert.throws(() => helper({ maxAge: 0 }), /cache\.maxAge must be a number of seconds above 0/);
+  assert.throws(() => helper({ maxAge: 60, max_entries: 5 }), /unknown cache option max_entries/);
 });
