@@ -3,7 +3,8 @@
 // parallel, outside any object), asks the core where each other request runs
 // (`server.route`: the partition of the account whose records it touches), and hands it to that
 // partition's object, `idFromName(<partition>)`, which runs the authorization server on its own
-// records. Records of other partitions — the counts of failed attempts, which are partitions of
+// records — but for API calls, whose token check reads that object's records over RPC and whose
+// handler runs in the Worker. Records of other partitions — the counts of failed attempts, which are partitions of
 // their own — are read and written over RPC to their objects; a transaction never spans two. A
 // request that needs no account's records (a refusal decided from the request alone) runs in the
 // Worker, as do the sign-in page's attempt counts.
@@ -192,7 +193,12 @@ export default {
       const page = await pages(request);
       if (page) return page;
       const { partition, request: forward } = await server.route(request);
-      if (partition === null) return await server.fetch(forward);
+      // A request of no partition runs here; so does an API call: its token check only reads
+      // (the token and its account's ledger, over RPC from the partition's object, and the
+      // grant where the ledger cannot vouch), and its handler (an MCP tool call) runs here in the
+      // stateless Worker, so that a user's calls are served side by side rather than one after
+      // another inside the one object that holds their records.
+      if (partition === null || server.core.requiredScope(new URL(forward.url).pathname) !== undefined) return await server.fetch(forward);
       const headers = new Headers(forward.headers);
       headers.set(PARTITION_HEADER, partition);
       // "manual": the object's redirects (a consent's 302) go to the client, not followed here.
