@@ -87,6 +87,10 @@ test("the README's quick-starts run as written from the packed package — Node 
   for (const file of ["LICENSE-MIT", "LICENSE-APACHE", "CHANGELOG.md"]) {
     assert.equal(readFileSync(join(installed, file), "utf8"), readFileSync(join(pkg, "..", file), "utf8"), `${file} is the repository's`);
   }
+  // Every link of the README leads somewhere its reader has: the web, or a file of the tarball.
+  for (const [, target] of readme.matchAll(/\]\((?!https?:|#|mailto:)([^)\s]+)\)/g)) {
+    assert.ok(existsSync(join(installed, target.split("#")[0])), `the README links to ${target}, which the tarball does not carry`);
+  }
   const { "server.mjs": server } = programs(readme);
   assert.ok(server, "the README has the Node quick-start's server.mjs");
   writeFileSync(join(dir, "server.mjs"), server);
@@ -95,6 +99,7 @@ test("the README's quick-starts run as written from the packed package — Node 
     const port = await freePort();
     const secret = base64url(randomBytes(32));
     await start(t, dir, "server.mjs", { ...env, EDGEGRANT_SERVER_KEY: base64url(randomBytes(32)), MY_APP_SECRET: secret, PORT: String(port) });
+    // The program's issuer is http://127.0.0.1:<PORT> unless ISSUER says otherwise.
     return { origin: `http://127.0.0.1:${port}`, secret };
   };
   await t.test("Node, SQLite", async (t) => lifeOfAnApp(await node(t, {})));
@@ -142,9 +147,10 @@ test("the README's quick-starts run as written from the packed package — Node 
     for (const file of ["wrangler.toml", "src/worker.js"]) writeFileSync(join(worker, file), files[file]);
     symlinkSync(join(dir, "node_modules"), join(worker, "node_modules"), "dir");
     const secret = base64url(randomBytes(32));
-    writeFileSync(join(worker, ".dev.vars"), `SERVER_KEY=${base64url(randomBytes(32))}\nMY_APP_SECRET=${secret}\n`);
     const [port, inspector] = [await freePort(), await freePort()];
     const origin = `http://127.0.0.1:${port}`;
+    // The README's .dev.vars, with this run's values (the issuer: where wrangler dev listens).
+    writeFileSync(join(worker, ".dev.vars"), `SERVER_KEY=${base64url(randomBytes(32))}\nMY_APP_SECRET=${secret}\nISSUER=${origin}\n`);
     const running = await runWrangler({
       args: [join(worker, "node_modules", "wrangler", "bin", "wrangler.js"), "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector), "--show-interactive-dev-session=false"],
       cwd: worker,
@@ -169,7 +175,7 @@ async function lifeOfAnApp({ origin, secret }) {
     client_id: "my-app",
     response_type: "code",
     redirect_uri: "https://my-app.example/callback",
-    token_access_type: "offline",
+    scope: "profile offline_access",
     code_challenge: base64url(createHash("sha256").update(verifier).digest()),
     code_challenge_method: "S256",
     state: "s1",
@@ -192,6 +198,9 @@ async function lifeOfAnApp({ origin, secret }) {
   const callback = new URL(allowed.headers.get("location"));
   assert.equal(`${callback.origin}${callback.pathname}`, "https://my-app.example/callback");
   assert.equal(callback.searchParams.get("state"), "s1");
+  assert.equal(callback.searchParams.get("iss"), origin, "the standards profile names the issuer (RFC 9207)");
+  const metadata = await (await fetch(`${origin}/.well-known/oauth-authorization-server`)).json();
+  assert.equal(metadata.revocation_endpoint, `${origin}/oauth2/revoke`);
 
   // 2. The code exchanged, with the app's secret and the PKCE verifier.
   const exchanged = await fetch(`${origin}/oauth2/token`, form({ grant_type: "authorization_code", code: callback.searchParams.get("code"), redirect_uri: "https://my-app.example/callback", code_verifier: verifier }, { authorization: basic }));
@@ -202,10 +211,10 @@ async function lifeOfAnApp({ origin, secret }) {
   assert.ok(tokens.refresh_token, "offline access: a refresh token");
 
   // 3. The API, with the access token.
-  const call = (token) => fetch(`${origin}/2/users/get_current_account`, { method: "POST", headers: { authorization: `Bearer ${token}` } });
+  const call = (token) => fetch(`${origin}/api/me`, { headers: { authorization: `Bearer ${token}` } });
   const account = await call(tokens.access_token);
   assert.equal(account.status, 200);
-  assert.deepEqual(await account.json(), { account_id: "dbid:demo-user", name: "Demo User" });
+  assert.deepEqual(await account.json(), { account_id: "demo-user", name: "Demo User" });
 
   // 4. A refresh: a new access token, the refresh token unchanged.
   const refreshed = await fetch(`${origin}/oauth2/token`, form({ grant_type: "refresh_token", refresh_token: tokens.refresh_token }, { authorization: basic }));
@@ -214,8 +223,8 @@ async function lifeOfAnApp({ origin, secret }) {
   assert.notEqual(fresh.access_token, tokens.access_token);
   assert.equal((await call(fresh.access_token)).status, 200);
 
-  // 5. Revocation ends the grant: every token of it.
-  const revoked = await fetch(`${origin}/2/auth/token/revoke`, { method: "POST", headers: { authorization: `Bearer ${fresh.access_token}` } });
+  // 5. Revocation (RFC 7009) ends the grant: every token of it.
+  const revoked = await fetch(`${origin}/oauth2/revoke`, form({ token: tokens.refresh_token }, { authorization: basic }));
   assert.equal(revoked.status, 200);
   assert.equal((await call(fresh.access_token)).status, 401);
   assert.equal((await call(tokens.access_token)).status, 401);
