@@ -12,9 +12,11 @@ import { mkdtempSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { startPostgres } from "../../tests/postgres/cluster.mjs";
 import { runWrangler } from "../../examples/worker/dev.mjs";
+import { testCertificates } from "../../tests/e2e/interop.mjs";
+import { CALLBACK, Provider, StreamableHTTPClientTransport, UnauthorizedError, connect, documentServer, text } from "../../examples/mcp/test/client.mjs";
 
 const pkg = join(dirname(fileURLToPath(import.meta.url)), "..");
 const readme = readFileSync(join(pkg, "README.md"), "utf8");
@@ -58,8 +60,8 @@ const freePort = () =>
   });
 
 /** Starts `node <file>` in `dir` and resolves once it printed its first line (listening). */
-function start(t, dir, file, env) {
-  const child = spawn(process.execPath, [file], { cwd: dir, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+function start(t, dir, file, env, nodeArgs = []) {
+  const child = spawn(process.execPath, [...nodeArgs, file], { cwd: dir, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   t.after(() => child.kill());
   let output = "";
   return new Promise((resolve, reject) => {
@@ -162,6 +164,49 @@ test("the README's quick-starts run as written from the packed package — Node 
     t.after(() => running.close());
     await lifeOfAnApp({ origin, secret });
   });
+
+  await t.test("MCP quick-start on Node: the MCP SDK's own client connects by a metadata document and by registering — sign-in, consent, tools, a refresh, the revocation", async (t) => {
+    const { "mcp-server.mjs": program } = programs(readme);
+    assert.ok(program, "the README has the MCP quick-start's mcp-server.mjs");
+    const mcpDir = join(dir, "mcp");
+    mkdirSync(mcpDir);
+    writeFileSync(join(mcpDir, "mcp-server.mjs"), program);
+    writeFileSync(join(mcpDir, "package.json"), JSON.stringify({ type: "module" }));
+    // The README's `npm i @modelcontextprotocol/sdk zod`: the MCP example's, linked.
+    mkdirSync(join(mcpDir, "node_modules", "@modelcontextprotocol"), { recursive: true });
+    symlinkSync(join(pkg, "..", "examples", "mcp", "node_modules", "@modelcontextprotocol", "sdk"), join(mcpDir, "node_modules", "@modelcontextprotocol", "sdk"), "dir");
+    for (const name of ["zod", "edgegrant", "better-sqlite3"]) symlinkSync(join(name === "zod" ? join(pkg, "..", "examples", "mcp", "node_modules") : join(dir, "node_modules"), name), join(mcpDir, "node_modules", name), "dir");
+    // The program fetches metadata documents from public https addresses only. This test serves
+    // one on 127.0.0.1 with a certificate of its own CA: a loader hook hands the program the
+    // package's fetcher with that CA and loopback allowed — the one thing a machine without a
+    // public address cannot provide otherwise. The program itself runs as written.
+    const tls = testCertificates(mkdtempSync(join(tmpdir(), "edgegrant-readme-tls-")));
+    const real = join(mcpDir, "node_modules", "edgegrant", "src", "documents-node.js");
+    writeFileSync(join(mcpDir, "loopback-documents-shim.mjs"), [
+      `import { readFileSync } from "node:fs";`,
+      `import { fetchDocumentNode as guarded } from ${JSON.stringify(`${pathToFileURL(real).href}?real`)};`,
+      `export * from ${JSON.stringify(`${pathToFileURL(real).href}?real`)};`,
+      `const ca = readFileSync(${JSON.stringify(tls.caPath)}, "utf8");`,
+      `export const fetchDocumentNode = (request, options = {}) => guarded(request, { ...options, allowLoopback: true, ca });`,
+      "",
+    ].join("\n"));
+    writeFileSync(join(mcpDir, "loopback-documents-hooks.mjs"), [
+      `const shim = ${JSON.stringify(pathToFileURL(join(mcpDir, "loopback-documents-shim.mjs")).href)};`,
+      "export async function resolve(specifier, context, next) {",
+      "  const resolved = await next(specifier, context);",
+      `  return resolved.url.endsWith("/edgegrant/src/documents-node.js") && context.parentURL !== shim ? { ...resolved, url: shim } : resolved;`,
+      "}",
+      "",
+    ].join("\n"));
+    writeFileSync(join(mcpDir, "loopback-documents.mjs"), `import { register } from "node:module";\nregister("./loopback-documents-hooks.mjs", import.meta.url);\n`);
+    const port = await freePort();
+    const origin = `http://127.0.0.1:${port}`;
+    await start(t, mcpDir, "mcp-server.mjs", { EDGEGRANT_SERVER_KEY: base64url(randomBytes(32)), PORT: String(port) }, ["--import", "./loopback-documents.mjs"]);
+    const document = await documentServer(tls);
+    t.after(() => document.close());
+    for (const identify of ["document", "registration"]) await mcpClientLife(origin, identify === "document" ? document : null);
+    assert.equal(document.fetches, 1, "the document was fetched once: kept for its max-age");
+  });
 });
 
 /** An app's whole life against the quick-start's server at `origin`, whose app secret is `secret`. */
@@ -234,4 +279,55 @@ async function lifeOfAnApp({ origin, secret }) {
 
   // The program's own guard: a sign-in form too long is refused.
   assert.equal((await fetch(`${origin}/signin`, form({ return_to: "x".repeat(5000) }))).status, 413);
+}
+
+/**
+ * The MCP SDK's client against the MCP quick-start at `origin`: named by `document` (its
+ * metadata document) or, without one, registered. The test plays the user's browser: the demo
+ * sign-in, the consent page, allow.
+ */
+async function mcpClientLife(origin, document) {
+  const mcp = `${origin}/mcp`;
+  const provider = new Provider(document?.url);
+  // A bare 401, and the SDK finds the rest itself: its first connect ends at the sign-in.
+  await assert.rejects(connect(mcp, provider), UnauthorizedError);
+  const clientId = provider.saved.client.client_id;
+  if (document) assert.equal(clientId, document.url, "the document's URL is the client_id");
+  else assert.match(clientId, /^dyn\./, "registered: a client_id the server minted");
+  const authorization = new URL(provider.authorizationUrl);
+  assert.equal(authorization.searchParams.get("resource"), mcp, "the SDK names the MCP endpoint as its resource, and the server takes it");
+
+  const form = (fields, headers = {}) => ({ method: "POST", redirect: "manual", headers: { "Content-Type": "application/x-www-form-urlencoded", ...headers }, body: new URLSearchParams(fields).toString() });
+  const signInPage = await (await fetch(authorization)).text();
+  const returnTo = unescapeHtml(/name="return_to" value="([^"]*)"/.exec(signInPage)[1]);
+  const signedIn = await fetch(`${origin}/signin`, form({ return_to: returnTo }));
+  const cookie = signedIn.headers.get("set-cookie").split(";")[0];
+  const consentPage = await (await fetch(origin + signedIn.headers.get("location"), { headers: { cookie } })).text();
+  assert.match(consentPage, /data-page="consent"/);
+  const query = unescapeHtml(/name="query" value="([^"]*)"/.exec(consentPage)[1]);
+  const allowed = await fetch(`${origin}/oauth2/authorize`, form({ query, decision: "allow" }, { cookie, origin }));
+  const redirect = new URL(allowed.headers.get("location"));
+  assert.equal(`${redirect.origin}${redirect.pathname}`, CALLBACK);
+  await new StreamableHTTPClientTransport(new URL(mcp), { authProvider: provider }).finishAuth(redirect.searchParams.get("code"));
+  const first = provider.saved.tokens;
+  assert.ok(first.refresh_token, "a refresh token: the client registered the refresh_token grant");
+
+  const { client } = await connect(mcp, provider);
+  assert.deepEqual((await client.listTools()).tools.map((tool) => tool.name).sort(), ["add", "whoami"]);
+  assert.equal(text(await client.callTool({ name: "whoami", arguments: {} })), "demo-user");
+  assert.equal(text(await client.callTool({ name: "add", arguments: { a: 2, b: 3 } })), "5");
+
+  // An access token the server refuses (as an expired one is): the SDK refreshes and calls again.
+  provider.saved.tokens = { ...first, access_token: "A".repeat(43) };
+  assert.equal(text(await client.callTool({ name: "add", arguments: { a: 40, b: 2 } })), "42");
+  const second = provider.saved.tokens;
+  assert.notEqual(second.refresh_token, first.refresh_token, "the refresh token rotated (a public client)");
+
+  // Revoked (RFC 7009, as the client would on sign-out): the next call sends the SDK back to the sign-in.
+  const revoked = await fetch(`${origin}/oauth2/revoke`, form({ token: second.refresh_token, client_id: clientId }));
+  assert.equal(revoked.status, 200);
+  provider.authorizationUrl = null;
+  await assert.rejects(client.callTool({ name: "whoami", arguments: {} }), UnauthorizedError);
+  assert.ok(provider.authorizationUrl, "after revocation the SDK asks for a new sign-in");
+  await client.close();
 }

@@ -14,11 +14,8 @@
 import { after, before, describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import https from "node:https";
-import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 import { ClientCredentialsProvider, PrivateKeyJwtProvider } from "@modelcontextprotocol/sdk/client/auth-extensions.js";
@@ -27,50 +24,17 @@ import { fetchDocumentNode } from "../../../pkg/src/documents-node.js";
 import { browse, fetchTrusting, testCertificates } from "../../../tests/e2e/interop.mjs";
 import { startIdentityProvider } from "../../../tests/e2e/identity-provider.mjs";
 import { startMcpNode, startMcpWorker } from "../start.mjs";
+import { Provider, connect as connectWith, documentServer, freePort, text } from "./client.mjs";
 
 const ALICE = { username: "alice", password: "alice-password", account_id: "dbid:AAH4f99T0taONIb-OurWxbNQ6ywGRopQngc" };
-/** Where the client's browser is sent back to: nothing listens, the browser stops there. */
-const CALLBACK = "http://127.0.0.1:33418/callback";
 /** Access tokens live 3 s here, so that one really expires within the test. */
 const ACCESS_TOKEN_TTL = 3;
 const sample = JSON.parse(readFileSync(new URL("../config.sample.json", import.meta.url), "utf8"));
 const dir = mkdtempSync(join(tmpdir(), "edgegrant-mcp-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-const freePort = () =>
-  new Promise((ok, fail) => {
-    const server = net.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => ok(port));
-    });
-    server.on("error", fail);
-  });
 const JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 const sleep = (ms) => new Promise((ok) => setTimeout(ok, ms));
-
-/** The client's metadata document, over https; `fetches` counts how often it was read. */
-async function documentServer({ key, cert }) {
-  const port = await freePort();
-  const url = `https://127.0.0.1:${port}/mcp-client.json`;
-  const served = { url, fetches: 0 };
-  const document = JSON.stringify({
-    client_id: url,
-    client_name: "edgegrant e2e MCP client",
-    application_type: "native",
-    redirect_uris: [CALLBACK],
-    grant_types: ["authorization_code", "refresh_token"],
-    response_types: ["code"],
-    token_endpoint_auth_method: "none",
-  });
-  const server = https.createServer({ key, cert }, (req, res) => {
-    if (req.url !== "/mcp-client.json") return res.writeHead(404).end();
-    served.fetches++;
-    res.writeHead(200, { "Content-Type": "application/json", "Cache-Control": "max-age=3600" }).end(document);
-  });
-  await new Promise((ok) => server.listen(port, "127.0.0.1", ok));
-  served.close = () => new Promise((ok) => server.close(ok));
-  return served;
-}
 
 /** The sample configuration on `port` (its issuer there), short-lived access tokens, a fresh database. */
 function configOn(port, name) {
@@ -96,74 +60,20 @@ function configOn(port, name) {
 }
 
 /**
- * The SDK's OAuthClientProvider, as an application implements it: it keeps what the SDK hands
- * it, and its "browser" is this test playing alice.
- */
-class Provider {
-  constructor(clientMetadataUrl) {
-    this.clientMetadataUrl = clientMetadataUrl;
-    this.saved = { client: undefined, tokens: undefined, verifier: undefined };
-    this.authorizationUrl = null;
-  }
-  get redirectUrl() {
-    return CALLBACK;
-  }
-  // What a client of MCP 2026-07-28 registers: its application_type too (native: a program on
-  // the user's machine with a loopback redirect URI), which 2025-11-25's clients left out.
-  get clientMetadata() {
-    return { client_name: "edgegrant e2e MCP client", application_type: "native", redirect_uris: [CALLBACK], grant_types: ["authorization_code", "refresh_token"], response_types: ["code"], token_endpoint_auth_method: "none" };
-  }
-  clientInformation() {
-    return this.saved.client;
-  }
-  saveClientInformation(client) {
-    this.saved.client = client;
-  }
-  tokens() {
-    return this.saved.tokens;
-  }
-  saveTokens(tokens) {
-    this.saved.tokens = tokens;
-  }
-  redirectToAuthorization(url) {
-    this.authorizationUrl = url;
-  }
-  saveCodeVerifier(verifier) {
-    this.saved.verifier = verifier;
-  }
-  codeVerifier() {
-    return this.saved.verifier;
-  }
-  invalidateCredentials(scope) {
-    if (scope === "all" || scope === "tokens") this.saved.tokens = undefined;
-    if (scope === "all" || scope === "client") this.saved.client = undefined;
-    if (scope === "all" || scope === "verifier") this.saved.verifier = undefined;
-  }
-}
-
-/**
  * fetch, but a request that `wrangler dev` answers "Your worker restarted mid-request" (its proxy's
  * 503 when it reloaded the Worker while a POST was in flight; it retries only GET and HEAD itself,
  * and asks the caller to send again) is sent once more, and counted: a local dev server's reload,
  * not the server's answer. A clean clone's CI run met one once, cause not reproduced.
  */
 const devServerRestarts = [];
+/** A client of the MCP server at `url`, connected through the dev server's retrying fetch. */
+const connect = (url, provider) => connectWith(url, provider, fetchThroughDevServer);
 async function fetchThroughDevServer(input, init) {
   const response = await fetch(input, init);
   if (response.status !== 503 || !(await response.clone().text()).startsWith("Your worker restarted mid-request")) return response;
   devServerRestarts.push(`${init?.method ?? "GET"} ${input}`);
   return fetch(input, init);
 }
-
-/** A client of the MCP server at `url`, connected (or refused: the error). */
-async function connect(url, provider) {
-  const transport = new StreamableHTTPClientTransport(new URL(url), { authProvider: provider, fetch: fetchThroughDevServer });
-  const client = new Client({ name: "edgegrant-e2e", version: "1.0.0" });
-  await client.connect(transport);
-  return { client, transport };
-}
-
-const text = (result) => result.content.map((part) => part.text).join("");
 
 /** The whole run against `host` (`{ url }`), the client identified by `identify`. */
 async function run(t, host, { identify, document }) {
