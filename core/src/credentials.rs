@@ -68,6 +68,11 @@ impl Entropy {
         u64::from_le_bytes(self.span(80))
     }
 
+    /// 96 bits for the nonce that seals the props of a grant made in this call.
+    pub(crate) fn props_nonce(&self) -> [u8; 12] {
+        self.span(96)
+    }
+
     /// 64 bits for the first generation of a new ledger: a ledger made again after an earlier
     /// one was purged never vouches for that one's tokens.
     pub(crate) fn ledger_generation(&self) -> u64 {

@@ -435,6 +435,16 @@ pub struct User {
     /// whose account they are granting (the account id when there is none). Never stored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// What the host keeps with a grant this user makes in this request (an upstream API's
+    /// token, say: any text, JSON for structure): sealed under the server key into the code,
+    /// then the grant and every access token of it, never stored in clear, and handed back with
+    /// the principal of each API call made with those tokens ([`Principal::props`]). Read only
+    /// where a grant is made (the consent, or a re-authorization that needs none); `None`: no
+    /// props.
+    ///
+    /// [`Principal::props`]: crate::Principal::props
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub props: Option<String>,
 }
 
 /// Whom a grant and its tokens act for: a person, or the client itself.

@@ -188,7 +188,7 @@
 //! `crate::` paths of every file). From the bottom:
 //!
 //! 1. `prelude`, `time`, `ids`, `scope`, `grant_type`, `wire`, `jose`, `credentials`, `pages` — what std's prelude gave (the crate is `no_std`); values, the grant types, their wire forms, client assertions and keys, secrets and digests, page templates
-//! 2. `config`, `partition`, `pkce`, `refusal` — the configuration, where records live, PKCE, why a request is refused
+//! 2. `config`, `partition`, `pkce`, `refusal`, `props` — the configuration, where records live, PKCE, why a request is refused, a grant's props sealed
 //! 3. `records` — what is stored, under which keys
 //! 4. `machines`, `client_metadata` — the state machines: pure transitions on records and time; client metadata (RFC 7591 §2) read and checked
 //! 5. `step` — the calling contract's vocabulary: inputs, steps, transactions, audit events
@@ -220,7 +220,7 @@
 //!     ..ConfigDocument::default()
 //! })?);
 //! let mut store: BTreeMap<RecordKey, Stored> = BTreeMap::new();
-//! let user = User { account_id: AccountId::new("dbid:alice")?, uid: Uid::new("1")?, name: None };
+//! let user = User { account_id: AccountId::new("dbid:alice")?, uid: Uid::new("1")?, name: None, props: None };
 //! // The consent page's form, posted by the signed-in user.
 //! let mut form = HttpRequest::new("POST", "/oauth2/authorize", "");
 //! form.headers.push(("Sec-Fetch-Site".into(), "same-origin".into()));
@@ -311,6 +311,7 @@ mod pages;
 mod partition;
 mod pkce;
 mod prelude;
+mod props;
 mod records;
 mod refusal;
 mod render;
@@ -347,6 +348,7 @@ pub use machines::attempts::{Attempter, MAX_ATTEMPTERS};
 pub use pages::{PageTemplates, DEFAULT_CODE, DEFAULT_CONSENT, DEFAULT_ERROR, DEFAULT_SIGN_IN};
 pub use partition::{BadPartition, Partition};
 pub use pkce::{ChallengeMethod, CodeChallenge, CodeVerifier};
+pub use props::SealedProps;
 pub use records::{
     AboutClient, AccessTokenRecord, AppRecord, AttemptsRecord, AuthMethod, BadRecord, BadRecordKey,
     ClientKeys, CodeRecord, CodeState, DocumentClient, GrantRecord, LastRotation, LedgerRecord,

@@ -31,6 +31,9 @@ pub enum Unlinker {
 }
 
 /// Everything the core reacts to: an HTTP request, or a host event.
+// An input is built once per request and moved into it: boxing the request to even the
+// variants out would cost every request an allocation, and change the hosts' own code.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Input {
     /// An HTTP request to one of the core's endpoints: `GET /oauth2/authorize`, the consent
@@ -155,6 +158,9 @@ pub struct Principal {
     pub scopes: ScopeSet,
     /// When the token expires (`None`: a legacy long-lived token).
     pub expires_at: Option<UnixTime>,
+    /// The grant's props, opened: what the host gave with the user when the grant was made
+    /// ([`User::props`](crate::User)); `None` where it gave none.
+    pub props: Option<String>,
 }
 
 /// An authorized API call: whom it acts for, and the headers the host's answer must carry.

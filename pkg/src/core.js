@@ -91,7 +91,9 @@ export function createCore(config) {
      * site's), at `now` (Unix seconds) with fresh `entropy`.
      */
     request({ method, path, query = "", headers, body, user, source, scheme }, now, entropy) {
-      return core.request(method, path, query, joinedHeaders(headers), body ?? NO_BODY, user?.account_id, user?.uid, user?.name ?? undefined, source ?? undefined, scheme ?? undefined, now, entropy);
+      // The grant's props cross as JSON text, sealed by the core where a grant is made now.
+      const props = user?.props === undefined || user.props === null ? undefined : JSON.stringify(user.props);
+      return core.request(method, path, query, joinedHeaders(headers), body ?? NO_BODY, user?.account_id, user?.uid, user?.name ?? undefined, props, source ?? undefined, scheme ?? undefined, now, entropy);
     },
     /**
      * The partition the request is routed to (see the crate docs, "Partitions"): where every

@@ -22,6 +22,15 @@ export interface User {
   uid: string;
   /** The person's name, shown on the consent page (the account id when absent). Never stored. */
   name?: string;
+  /**
+   * What to keep with a grant this user makes in this request (an upstream API's token, say):
+   * any JSON value. Sealed under the server key (ChaCha20-Poly1305) into the code, then the
+   * grant and each of its access tokens — never stored in clear — and handed back as
+   * `principal.props` to the API handler for every call made with those tokens, over refreshes,
+   * until the grant ends. Read only where a grant is made (the consent, or a re-authorization
+   * that needs none); default none.
+   */
+  props?: unknown;
 }
 
 /** A record as the store holds it: its version (from 1, +1 per applied put) and the core's opaque bytes. */
@@ -77,6 +86,8 @@ export interface Principal {
   scopes: string[];
   /** Unix seconds; `null` for a legacy long-lived token. */
   expires_at: number | null;
+  /** The grant's props, as the host gave them with the user when the grant was made (`User.props`); `null` where none. */
+  props: unknown;
 }
 
 /** How a request ended: a complete response to send, or an authorized API call to serve. */

@@ -87,8 +87,10 @@ export function readStep(address) {
           uid: fields[2] === "" ? null : fields[2],
           scopes: fieldsOf(fields[3], " "),
           expires_at: fields[4] === "" ? null : Number(fields[4]),
+          // The grant's props, as the host gave them with the user (JSON): null where none.
+          props: fields[5] === "" ? null : JSON.parse(fields[5]),
         },
-        headers: pairs(fields, 5),
+        headers: pairs(fields, 6),
       };
     case "f":
       return { kind, url: fields[0], maxBytes: Number(fields[1]), timeoutMs: Number(fields[2]) };

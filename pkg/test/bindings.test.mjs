@@ -124,7 +124,7 @@ test("an authorized call crosses as its principal", async () => {
   // The principal, then the headers the host's answer carries.
   assert.deepEqual(call, {
     kind: "s",
-    principal: { app: "pkce-app", subject: "account", account_id: ALICE.account_id, uid: ALICE.uid, scopes: ["account_info.read", "files.metadata.read"], expires_at: NOW + 14_400 },
+    principal: { app: "pkce-app", subject: "account", account_id: ALICE.account_id, uid: ALICE.uid, scopes: ["account_info.read", "files.metadata.read"], expires_at: NOW + 14_400, props: null },
     headers: [["Cache-Control", "no-store"], ["X-Content-Type-Options", "nosniff"]],
   });
 });

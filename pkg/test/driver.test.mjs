@@ -201,7 +201,7 @@ test("the plain-value entry takes node:http's values and answers plain values", 
   const call = await srv.handle({ method: "POST", url: `${GET_ACCOUNT}?ignored=1`, headers: ["Authorization", `Bearer ${access_token}`] });
   assert.deepEqual(call, {
     kind: "serve",
-    principal: { app: PKCE_APP, subject: "account", account_id: ALICE.account_id, uid: ALICE.uid, scopes: ["account_info.read", "files.metadata.read"], expires_at: 1_700_014_400 },
+    principal: { app: PKCE_APP, subject: "account", account_id: ALICE.account_id, uid: ALICE.uid, scopes: ["account_info.read", "files.metadata.read"], expires_at: 1_700_014_400, props: null },
     // What the host's answer must carry: never cached, never sniffed.
     headers: [
       ["Cache-Control", "no-store"],
@@ -361,4 +361,63 @@ test("onRefusal tells of every refused request — its name, status, endpoint, t
   // A request that is served is no refusal.
   assert.equal((await srv.fetch(new Request(`${ORIGIN}/oauth2/authorize?${pkceQuery()}`))).status, 200);
   assert.equal(refusals.length, 4);
+});
+
+test("grant props: given with the user at consent, handed to the API handler with the principal, carried over refreshes, ended with the grant — and never in clear in the store (read back from the SQLite file)", async (t) => {
+  const { openSqliteStorage } = await import("../src/adapters/sqlite.js");
+  const { mkdtempSync, readFileSync, rmSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const dir = mkdtempSync(join(tmpdir(), "edgegrant-props-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, "tokens.sqlite");
+  const storage = await openSqliteStorage(file);
+  // What an MCP server keeps with the grant: the token of the upstream API it calls for the user.
+  const UPSTREAM = "gho_upstream-token-0123456789abcdef";
+  const props = { upstream: { token: UPSTREAM, expires: 1_700_003_600 } };
+  const seen = [];
+  let now = 1_700_000_000;
+  const srv = createAuthServer({
+    serverKey: SERVER_KEY,
+    apps: config().apps,
+    apiEndpoints: config().api_endpoints,
+    storage,
+    clock: () => now,
+    hooks: {
+      currentUser: async () => ({ ...ALICE, props }),
+      api: { [GET_ACCOUNT]: (principal) => (seen.push(principal.props), Response.json({ ok: true })) },
+    },
+  });
+  const code = await codeFor(srv);
+  const exchanged = await srv.fetch(tokenRequest({ grant_type: "authorization_code", code, client_id: PKCE_APP, code_verifier: VERIFIER, redirect_uri: PKCE_REDIRECT, token_access_type: "offline" }));
+  const tokens = await exchanged.json();
+  assert.equal(exchanged.status, 200, JSON.stringify(tokens));
+  assert.equal((await srv.fetch(bearer(GET_ACCOUNT, tokens.access_token))).status, 200);
+  assert.deepEqual(seen, [props], "the handler gets the props with the principal");
+
+  // A refresh mints a token that carries them too.
+  now += 60;
+  const refreshed = await (await srv.fetch(tokenRequest({ grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: PKCE_APP }))).json();
+  assert.ok(refreshed.access_token, JSON.stringify(refreshed));
+  assert.equal((await srv.fetch(bearer(GET_ACCOUNT, refreshed.access_token))).status, 200);
+  assert.deepEqual(seen, [props, props]);
+
+  // Nowhere in the store in clear: not in any record, not anywhere in the database file.
+  storage.close?.();
+  const Database = (await import("better-sqlite3")).default;
+  const db = new Database(file, { readonly: true });
+  const rows = db.prepare("SELECT key, bytes FROM edgegrant_store").all();
+  db.close();
+  assert.ok(rows.length >= 5, `the code, the grant, the tokens and the link are stored (${rows.length} records)`);
+  for (const { key, bytes } of rows) assert.ok(!Buffer.from(bytes).includes(UPSTREAM), `${key} holds the upstream token in clear`);
+  assert.ok(!readFileSync(file).includes(UPSTREAM), "the database file holds it nowhere");
+  assert.ok(!readFileSync(file).includes("upstream"), "nor the props' names");
+
+  // The grant ends: its tokens are refused, and the handler sees the props no more.
+  const reopened = createAuthServer({ serverKey: SERVER_KEY, apps: config().apps, apiEndpoints: config().api_endpoints, storage: await openSqliteStorage(file), clock: () => now, hooks: { api: { [GET_ACCOUNT]: (principal) => (seen.push(principal.props), Response.json({})) } } });
+  assert.equal((await reopened.fetch(bearer(GET_ACCOUNT, refreshed.access_token))).status, 200, "the props outlive the process, sealed");
+  assert.deepEqual(seen.at(-1), props);
+  assert.equal((await reopened.fetch(new Request(`${ORIGIN}/2/auth/token/revoke`, { method: "POST", headers: { authorization: `Bearer ${refreshed.access_token}` } }))).status, 200);
+  assert.equal((await reopened.fetch(bearer(GET_ACCOUNT, refreshed.access_token))).status, 401);
+  assert.equal(seen.length, 3, "no call is served after the grant ended");
 });

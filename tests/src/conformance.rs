@@ -115,6 +115,7 @@ fn load_vector(file: &str, raw: &Value) -> Result<Vector, String> {
             uid: edgegrant::Uid::new(string(user, "uid")?)
                 .map_err(|e| format!("{id}: uid: {e}"))?,
             name: None,
+            props: None,
         };
         users.push((string(user, "name")?.to_owned(), parsed));
     }

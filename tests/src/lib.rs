@@ -477,7 +477,7 @@ pub mod web;
 /// laid them out (the current format's number kept): the account id where the subject's variant
 /// now precedes it, a grant's uid without its option's tag, an access token without format
 /// 12's exchanging client and acting flag, and a grant or an access token without format 13's key
-/// binding. Every such record was a
+/// binding and format 14's props. Every such record was a
 /// person's. For the tests of older formats, which set the format byte themselves.
 pub fn before_format_11(record: &Record) -> Vec<u8> {
     let mut bytes = record.encode();
@@ -498,8 +498,10 @@ pub fn before_format_11(record: &Record) -> Vec<u8> {
                 "no exchange before format 12"
             );
             assert!(r.bound_to.is_none(), "no key binding before format 13");
-            // Format 12's and 13's last fields: no exchanging client, not acting, no key.
-            assert_eq!(bytes.split_off(bytes.len() - 3), [0, 0, 0]);
+            assert!(r.props.is_none(), "no props before format 14");
+            // Format 12's, 13's and 14's last fields: no exchanging client, not acting, no key,
+            // no props.
+            assert_eq!(bytes.split_off(bytes.len() - 4), [0, 0, 0, 0]);
             let at = 2 + text(r.grant.as_str()) + text(r.app.as_str());
             assert_eq!(bytes.remove(at), 0, "a person's subject");
         }
@@ -514,6 +516,8 @@ pub fn before_format_11(record: &Record) -> Vec<u8> {
                 r.refresh_bound_to.is_none(),
                 "no key binding before format 13"
             );
+            assert!(r.props.is_none(), "no props before format 14");
+            assert_eq!(bytes.pop(), Some(0), "format 14's props: none");
             assert_eq!(bytes.pop(), Some(0), "format 13's key binding: none");
             let at = 2 + text(r.app.as_str());
             assert_eq!(bytes.remove(at), 0, "a person's subject");
@@ -1156,6 +1160,7 @@ pub fn user(account: &str, uid: &str) -> User {
         account_id: AccountId::new(account).expect("fixture account"),
         uid: Uid::new(uid).expect("fixture uid"),
         name: None,
+        props: None,
     }
 }
 

@@ -672,8 +672,12 @@ fn the_api_publishes_its_metadata_and_its_challenges_point_there() {
             "scopes_supported": ["account_info.read", "files.content.write", "files.metadata.read", "team_info.read"],
         })
     );
-    // A call without a token, with a dead one, without the scope: each challenge names it.
-    let expected = format!("resource_metadata=\"{ISSUER}/.well-known/oauth-protected-resource\"");
+    // A call without a token, with a dead one, without the scope: each challenge names the
+    // metadata of the endpoint called, whose resource is the endpoint's own URL (RFC 9728 §3.3).
+    let metadata_of = |path: &str| {
+        format!("resource_metadata=\"{ISSUER}/.well-known/oauth-protected-resource{path}\"")
+    };
+    let expected = metadata_of(GET_ACCOUNT);
     let bare = http(sim.http(HttpRequest::new("POST", GET_ACCOUNT, ""), None));
     assert_eq!(bare.status, 401);
     let challenge = bare.header("WWW-Authenticate").unwrap();
@@ -696,7 +700,7 @@ fn the_api_publishes_its_metadata_and_its_challenges_point_there() {
     assert!(narrow
         .header("WWW-Authenticate")
         .unwrap()
-        .ends_with(&expected));
+        .ends_with(&metadata_of("/2/files/upload")));
     // The reference profile: neither the document nor the parameter.
     let mut reference = Sim::new(fixture_config());
     assert_eq!(

@@ -100,6 +100,8 @@ pub(crate) fn step(step: &Step, buffer: &mut Vec<u8>) -> Result<(), JsError> {
                     .expires_at
                     .map_or_else(String::new, |at| at.0.to_string()),
             );
+            // JSON text (the host's value, stringified): never empty, and never a raw NUL.
+            out.field(principal.props.as_deref().unwrap_or(""));
             for (name, value) in headers {
                 out.field(name);
                 out.field(value);

@@ -268,6 +268,7 @@ fn http_input(
     account_id: Option<String>,
     uid: Option<String>,
     name: Option<String>,
+    props: Option<String>,
     source: Option<String>,
     scheme: Option<String>,
 ) -> Result<Input, JsError> {
@@ -282,6 +283,13 @@ fn http_input(
             account_id: AccountId::new(account_id).map_err(|e| JsError::new(&e.to_string()))?,
             uid: Uid::new(uid).map_err(|e| JsError::new(&e.to_string()))?,
             name,
+            // JSON text from the driver; a NUL would break the packed principal's fields.
+            props: match props {
+                Some(props) if props.contains('\0') => {
+                    return Err(JsError::new("user.props: JSON text holds no NUL"))
+                }
+                props => props,
+            },
         }),
         _ => None,
     };
@@ -346,13 +354,14 @@ impl Core {
         #[wasm_bindgen(js_name = accountId)] account_id: Option<String>,
         uid: Option<String>,
         name: Option<String>,
+        props: Option<String>,
         source: Option<String>,
         scheme: Option<String>,
         now: f64,
         entropy: &[u8],
     ) -> Result<Request, JsError> {
         let input = http_input(
-            method, path, query, headers, body, account_id, uid, name, source, scheme,
+            method, path, query, headers, body, account_id, uid, name, props, source, scheme,
         )?;
         self.start(input, now, entropy)
     }
@@ -373,7 +382,7 @@ impl Core {
         uid: Option<String>,
     ) -> Result<Option<String>, JsError> {
         let input = http_input(
-            method, path, query, headers, body, account_id, uid, None, None, None,
+            method, path, query, headers, body, account_id, uid, None, None, None, None,
         )?;
         Ok(edgegrant::partition_of(&self.config, &input).map(|p| p.to_string()))
     }
@@ -391,7 +400,7 @@ impl Core {
         body: Vec<u8>,
     ) -> Result<Option<String>, JsError> {
         let Input::Http { request, .. } = http_input(
-            method, path, query, headers, body, None, None, None, None, None,
+            method, path, query, headers, body, None, None, None, None, None, None,
         )?
         else {
             return Ok(None);

@@ -925,7 +925,7 @@ pub const DEFAULT_SCOPE_DESCRIPTIONS: [(&str, &str); 15] = [
 ///         implicit_allowed: false,
 ///     }],
 ///     policy: Policy::default(),
-///     api_endpoints: [("/2/users/get_current_account".to_string(), Scope::new("account_info.read").unwrap())].into(),
+///     api_endpoints: [("/2/users/get_current_account".to_string(), Scope::new("account_info.read").unwrap().into())].into(),
 ///     pages: PageTemplates::default(),
 ///     profile: Profile::Reference,
 ///     server_key: Some(ServerKey::from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8").unwrap()),

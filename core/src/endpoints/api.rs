@@ -17,6 +17,7 @@ use crate::ids::{AppKey, GrantId, Subject};
 use crate::machines::grant::{self, Standing};
 use crate::machines::{access_token, ledger};
 use crate::prelude::*;
+use crate::props::SealedProps;
 use crate::records::view::{AccessTokenView, GrantView, LinkView, SubjectView};
 use crate::records::{GrantRecord, LedgerRecord, RecordKey};
 use crate::refusal::DpopFault;
@@ -277,9 +278,10 @@ pub(crate) fn authenticate<'a>(
     })
 }
 
-/// The principal of an API call the token permits: the token's app, subject and scopes, and a
-/// person's uid (from the grant where the token has none: one stored before format 8).
-fn principal(bearer: Bearer<'_>) -> Flow<Principal> {
+/// The principal of an API call the token permits: the token's app, subject and scopes, a
+/// person's uid (from the grant where the token has none: one stored before format 8), and the
+/// grant's props, opened.
+fn principal(bearer: Bearer<'_>, config: &Config) -> Flow<Principal> {
     let token = &bearer.token;
     let fault = |key: &RecordKey| Need::Fault(key.clone());
     let subject = token
@@ -296,12 +298,28 @@ fn principal(bearer: Bearer<'_>) -> Flow<Principal> {
         }
         (_, None, None) => return Err(fault(bearer.key).into()),
     };
+    // Sealed for the token's app and account: props that do not open are the store's fault.
+    let props = match (token.props, subject.account_id()) {
+        (Some(sealed), Some(account)) => {
+            let opened = sealed.as_str().and_then(|sealed| {
+                SealedProps::open(
+                    sealed,
+                    config.server_key(),
+                    bearer.app.as_str(),
+                    account.as_str(),
+                )
+            });
+            Some(opened.ok_or_else(|| fault(bearer.key))?)
+        }
+        _ => None,
+    };
     Ok(Principal {
         app: bearer.app,
         subject,
         uid,
         scopes: token.scopes.to_set().ok_or_else(|| fault(bearer.key))?,
         expires_at: token.expires_at,
+        props,
     })
 }
 
@@ -357,7 +375,7 @@ pub(crate) fn decide(parsed: &Parsed, ctx: &Ctx<'_>) -> Flow<Decision> {
         Purpose::Call(endpoint) => {
             match access_token::permits(bearer.token.scopes, &endpoint.scope) {
                 Err(refusal) => refused(refusal),
-                Ok(()) => Ok(Decision::End(Ending::Serve(principal(bearer)?))),
+                Ok(()) => Ok(Decision::End(Ending::Serve(principal(bearer, ctx.config)?))),
             }
         }
         // Ends the token's grant: the token, its refresh token and every access token minted

@@ -19,6 +19,7 @@ use crate::machines::{access_token, link};
 use crate::partition::Partition;
 use crate::pkce::{ChallengeMethod, CodeChallenge};
 use crate::prelude::*;
+use crate::props::SealedProps;
 use crate::records::Resources;
 use crate::records::{LinkRecord, Record, RecordKey, TokenAccessType};
 use crate::refusal::Refusal;
@@ -614,6 +615,7 @@ fn issue_code(
             link_epoch,
             resources: request.resources.clone(),
             bound_to: request.bound_to.clone(),
+            props: sealed_props(ctx, &request.app, user),
         },
         ctx.now,
         ctx.config.policy(),
@@ -693,6 +695,7 @@ fn issue_implicit(
             pkce: false,
             resources: request.resources.clone(),
             refresh_bound_to: None,
+            props: sealed_props(ctx, &request.app, user),
         },
         FirstToken {
             access_type: request.access_type,
@@ -728,4 +731,17 @@ fn issue_implicit(
         Ending::Redirect(reply.location(&params)),
     );
     (decision, member)
+}
+
+/// The props the host gave with `user` for the grant made now, sealed for `app` and the user's
+/// account with this request's nonce; `None` where it gave none.
+fn sealed_props(ctx: &Ctx<'_>, app: &AppKey, user: &User) -> Option<SealedProps> {
+    let props = user.props.as_deref()?;
+    Some(SealedProps::seal(
+        ctx.config.server_key(),
+        props,
+        app,
+        &user.account_id,
+        ctx.entropy.props_nonce(),
+    ))
 }

@@ -56,6 +56,8 @@ pub(crate) fn mint(
         exchanged_by: None,
         acting: false,
         bound_to: terms.bound_to,
+        // The grant's props ride on each of its tokens: an API call reads the token alone.
+        props: grant.props.clone(),
     }
 }
 

@@ -4,6 +4,7 @@
 use crate::config::Policy;
 use crate::ids::{AppKey, GrantId, KeyThumbprint, RedirectUri, User};
 use crate::pkce::{CodeChallenge, CodeVerifier};
+use crate::props::SealedProps;
 use crate::records::Resources;
 use crate::records::{CodeRecord, CodeState, TokenAccessType};
 use crate::refusal::Refusal;
@@ -23,6 +24,8 @@ pub(crate) struct CodeTerms {
     pub resources: Resources,
     /// The key the request bound the code to (`dpop_jkt`), if any.
     pub bound_to: Option<KeyThumbprint>,
+    /// The host's props for the grant, sealed, if it gave any.
+    pub props: Option<SealedProps>,
 }
 
 /// Issues a code that lives for the policy's `code_ttl` from `now`.
@@ -40,6 +43,7 @@ pub(crate) fn issue(terms: CodeTerms, now: UnixTime, policy: &Policy) -> CodeRec
         state: CodeState::Issued,
         resources: terms.resources,
         bound_to: terms.bound_to,
+        props: terms.props,
     }
 }
 

@@ -4,6 +4,7 @@
 use crate::config::{Config, Issuer, Policy};
 use crate::ids::{AppKey, KeyThumbprint, Subject, Uid};
 use crate::partition::Partition;
+use crate::props::SealedProps;
 use crate::records::{GrantRecord, RecordKey, Resources};
 use crate::refusal::Refusal;
 use crate::scope::ScopeSet;
@@ -22,6 +23,8 @@ pub(crate) struct GrantTerms<'a> {
     pub resources: Resources,
     /// The key its refresh token is bound to (DPoP: a public client's proof), if any.
     pub refresh_bound_to: Option<KeyThumbprint>,
+    /// The host's props, sealed, if it gave any.
+    pub props: Option<SealedProps>,
 }
 
 /// A new, live grant.
@@ -41,6 +44,7 @@ pub(crate) fn new(terms: GrantTerms<'_>) -> GrantRecord {
         member: None,
         idle_until: None,
         refresh_bound_to: terms.refresh_bound_to,
+        props: terms.props,
     }
 }
 

@@ -17,6 +17,7 @@ use crate::ids::{AccountId, AppKey, GrantId, KeyThumbprint, RedirectUri, Subject
 use crate::jose::ClientKey;
 use crate::partition::Partition;
 use crate::pkce::CodeChallenge;
+use crate::props::SealedProps;
 use crate::scope::ScopeSet;
 use crate::time::UnixTime;
 
@@ -75,6 +76,9 @@ pub struct CodeRecord {
     /// The key the authorization request bound the code to (`dpop_jkt`, RFC 9449 §10): its
     /// exchange must come with a proof of that key. `None` before format 13.
     pub bound_to: Option<KeyThumbprint>,
+    /// The props the host gave with the user at consent, sealed (see [`SealedProps`]), for the
+    /// grant the code is exchanged for. `None`: none (and every code stored before format 14).
+    pub props: Option<SealedProps>,
 }
 
 /// Resource identifiers (RFC 8707), sorted, each once; stored as one space-separated string
@@ -166,6 +170,10 @@ pub struct GrantRecord {
     /// presented a proof when the grant was made): every refresh must come with a proof of it.
     /// `None` before format 13.
     pub refresh_bound_to: Option<KeyThumbprint>,
+    /// The props the host gave with the user when the grant was made, sealed (see
+    /// [`SealedProps`]); every access token minted under the grant carries them. `None`: none
+    /// (and every grant stored before format 14).
+    pub props: Option<SealedProps>,
 }
 
 /// A grant's last refresh-token rotation (standards profile).
@@ -211,6 +219,9 @@ pub struct AccessTokenRecord {
     /// The key it is bound to (DPoP, RFC 9449 §6: `cnf.jkt`): good only with a proof of that
     /// key. `None`: a bearer token (and every token stored before format 13).
     pub bound_to: Option<KeyThumbprint>,
+    /// The grant's props, sealed (see [`SealedProps`]): handed to the API handler with the
+    /// principal. `None`: none (and every token stored before format 14).
+    pub props: Option<SealedProps>,
 }
 
 /// An account's ledger: a generation that moves on with everything that ends access in the
@@ -555,7 +566,8 @@ pub struct AboutClient {
 /// an older grant or token was a person's, and reads so. Format 12 added the access token's
 /// exchanging client and whether it acts (RFC 8693); an older token was issued to its app.
 /// Format 13 added the key a code, a grant's refresh token and an access token are bound to
-/// (DPoP, RFC 9449); an older one is bound to none.
+/// (DPoP, RFC 9449); an older one is bound to none. Format 14 added the sealed props of a code,
+/// a grant and an access token; an older one has none.
 /// (Keying the partitions under the server key moved every
 /// account's records to keys nothing of the older releases named, as format 2 did: no format
 /// changed, older records are never read and are purged at their times.)
@@ -620,7 +632,7 @@ pub struct AssertionRecord {
 }
 
 /// The format of stored records: the first byte of every [`Record::encode`].
-pub const FORMAT: u8 = 13;
+pub const FORMAT: u8 = 14;
 
 /// The postcard tags of the variants (their index, one byte) whose record gained last fields
 /// since a format: each an empty list, an empty string or `None`, all one zero byte, so zero
@@ -639,13 +651,13 @@ fn missing_trailing_fields(format: u8, tag: u8) -> usize {
     // the link's three member places, the grant's own and its idle deadline; format 8 the
     // access token's generation and uid; format 10 the link's consented redirect URI; format
     // 12 the access token's exchanging client and whether it acts; format 13 the code's,
-    // grant's and access token's key binding (DPoP).
+    // grant's and access token's key binding (DPoP); format 14 their sealed props.
     let added_since = |formats: &[u8]| formats.iter().filter(|&&f| format < f).count();
     match tag {
         LINK_TAG => added_since(&[3, 6, 7, 7, 7, 10]),
-        CODE_TAG => added_since(&[4, 13]),
-        ACCESS_TOKEN_TAG => added_since(&[4, 8, 8, 12, 12, 13]),
-        GRANT_TAG => added_since(&[4, 5, 7, 7, 13]),
+        CODE_TAG => added_since(&[4, 13, 14]),
+        ACCESS_TOKEN_TAG => added_since(&[4, 8, 8, 12, 12, 13, 14]),
+        GRANT_TAG => added_since(&[4, 5, 7, 7, 13, 14]),
         _ => 0,
     }
 }
@@ -697,7 +709,7 @@ impl Record {
 
     /// A record's stored form in the current [`FORMAT`]: as it is; for formats 2 to 8 a stored
     /// app's record with its last use moved to the front (decoded as it was laid out, encoded
-    /// anew); and for formats 2 to 12 any other record with each trailing field its format
+    /// anew); and for formats 2 to 13 any other record with each trailing field its format
     /// lacked (see `missing_trailing_fields`) appended, one zero byte each, and (before 11) a
     /// grant's or token's account read as its subject (see `with_subject`). `None` for any other format,
     /// or an older record that does not decode.
@@ -716,7 +728,7 @@ impl Record {
                 });
                 Some(Cow::Owned(record.encode()))
             }
-            (&format @ 2..=12, [tag, body @ ..]) => {
+            (&format @ 2..=13, [tag, body @ ..]) => {
                 let missing = missing_trailing_fields(format, *tag);
                 let mut upgraded = Vec::with_capacity(bytes.len() + missing + 2);
                 upgraded.extend_from_slice(&[FORMAT, *tag]);

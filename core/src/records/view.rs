@@ -333,11 +333,11 @@ fn fields<'a, const N: usize>(
 use Field::*;
 
 /// [`AccessTokenRecord`](super::AccessTokenRecord)'s fields, in order.
-const ACCESS_TOKEN: [Field; 11] = [
-    Str, Str, Who, List, MaybeInt, Str, MaybeInt, MaybeStr, MaybeStr, Flag, MaybeStr,
+const ACCESS_TOKEN: [Field; 12] = [
+    Str, Str, Who, List, MaybeInt, Str, MaybeInt, MaybeStr, MaybeStr, Flag, MaybeStr, MaybeStr,
 ];
 /// [`GrantRecord`](super::GrantRecord)'s fields, in order.
-const GRANT: [Field; 14] = [
+const GRANT: [Field; 15] = [
     Str,
     Who,
     MaybeStr,
@@ -351,6 +351,7 @@ const GRANT: [Field; 14] = [
     MaybeRotation,
     MaybeInt,
     MaybeInt,
+    MaybeStr,
     MaybeStr,
 ];
 /// [`LinkRecord`](super::LinkRecord)'s fields, in order.
@@ -375,12 +376,14 @@ pub(crate) struct AccessTokenView<'a> {
     pub uid: Option<Text<'a>>,
     /// The key it is bound to (DPoP), if any.
     pub bound_to: Option<Text<'a>>,
+    /// The grant's props, sealed, if any.
+    pub props: Option<Text<'a>>,
 }
 
 impl<'a> RecordView<'a> for AccessTokenView<'a> {
     fn read(bytes: &'a [u8]) -> Option<AccessTokenView<'a>> {
         // (The exchanging client and whether it acts: read whole by introspection.)
-        let [grant, app, subject, scopes, expires_at, audience, generation, uid, _, _, bound_to] =
+        let [grant, app, subject, scopes, expires_at, audience, generation, uid, _, _, bound_to, props] =
             fields(bytes, ACCESS_TOKEN_TAG, &ACCESS_TOKEN)?;
         Some(AccessTokenView {
             grant: grant.text()?,
@@ -392,6 +395,7 @@ impl<'a> RecordView<'a> for AccessTokenView<'a> {
             generation: generation.maybe_u64()?,
             uid: uid.maybe_text()?,
             bound_to: bound_to.maybe_text()?,
+            props: props.maybe_text()?,
         })
     }
 }
@@ -474,6 +478,7 @@ mod tests {
     };
     use crate::grant_type::{GrantType, GrantTypes};
     use crate::ids::{AccountId, AppKey, GrantId, KeyThumbprint, RedirectUri, Uid};
+    use crate::props::SealedProps;
     use crate::records::{
         AboutClient, AccessTokenRecord, AppRecord, AuthMethod, BadRecord, ClientKeys, GrantRecord,
         LastRotation, LinkRecord, Provenance, Record, Registration, Resources,
@@ -520,6 +525,7 @@ mod tests {
                 prop::option::of(id()),
                 any::<bool>(),
                 prop::option::of(thumbprint()),
+                prop::option::of(sealed()),
             ),
         )
             .prop_map(
@@ -530,7 +536,7 @@ mod tests {
                     scopes,
                     expires_at,
                     audience,
-                    (generation, uid, by, acting, bound_to),
+                    (generation, uid, by, acting, bound_to, props),
                 )| {
                     AccessTokenRecord {
                         grant: GrantId::parse(&grant).unwrap_or_else(|| unreachable!()),
@@ -545,9 +551,15 @@ mod tests {
                             .map(|by| AppKey::new(by).unwrap_or_else(|_| unreachable!())),
                         acting,
                         bound_to,
+                        props,
                     }
                 },
             )
+    }
+
+    /// Sealed props, as stored (base64url text).
+    fn sealed() -> impl Strategy<Value = SealedProps> {
+        "[A-Za-z0-9_-]{40,80}".prop_map(SealedProps::from_stored)
     }
 
     /// A DPoP key's thumbprint.
@@ -592,12 +604,22 @@ mod tests {
                 prop::option::of(any::<u64>()),
                 prop::option::of(time()),
                 prop::option::of(thumbprint()),
+                prop::option::of(sealed()),
             ),
         )
             .prop_map(
                 |(
                     (app, subject, uid, scopes, link_epoch, pkce),
-                    (revoked_at, refresh_token, resources, rotation, member, idle_until, bound),
+                    (
+                        revoked_at,
+                        refresh_token,
+                        resources,
+                        rotation,
+                        member,
+                        idle_until,
+                        bound,
+                        props,
+                    ),
                 )| GrantRecord {
                     app: AppKey::new(app).unwrap_or_else(|_| unreachable!()),
                     subject,
@@ -613,6 +635,7 @@ mod tests {
                     member,
                     idle_until,
                     refresh_bound_to: bound,
+                    props,
                 },
             )
     }

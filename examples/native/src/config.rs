@@ -257,6 +257,8 @@ pub fn accounts(users: Option<&Value>) -> Result<Vec<Account>, String> {
                     uid: Uid::new(uid).map_err(|e| format!("user {username}: {e}"))?,
                     // The consent page names the person: their name, else their user name.
                     name: Some(name.clone().unwrap_or_else(|| username.clone())),
+                    // The native host keeps nothing of its own with a grant.
+                    props: None,
                 },
                 name,
                 email: optional(user, &username, "email")?,

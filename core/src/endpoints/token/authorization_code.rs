@@ -134,6 +134,7 @@ fn exchange_code(
         account_id: record.account_id.clone(),
         uid: record.uid.clone(),
         name: None,
+        props: None,
     };
     // A grant that never ends by itself takes the link's next member place; under a bound on
     // live grants that may evict the oldest, which ends it and so moves the ledger on: the
@@ -165,6 +166,7 @@ fn exchange_code(
             // RFC 9449 §5: a public client's refresh token is bound to the key it proved; a
             // confidential client's authentication constrains its own.
             refresh_bound_to: client.proven_key().filter(|_| !client.has_secret).cloned(),
+            props: record.props.clone(),
         },
         FirstToken {
             access_type: record.access_type,

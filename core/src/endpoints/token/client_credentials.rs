@@ -103,6 +103,7 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
         pkce: false,
         resources: parsed.resources.clone(),
         refresh_bound_to: None,
+        props: None,
     });
     let access = partition.access_token(ctx.config.server_key(), &ctx.entropy.primary());
     let record = access_token::mint(

@@ -267,6 +267,7 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
             pkce: false,
             resources: granted,
             refresh_bound_to: None,
+            props: None,
         },
         FirstToken {
             access_type: TokenAccessType::Online,

@@ -165,6 +165,7 @@ pub(super) fn decide(ctx: &Ctx<'_>, parsed: &Parsed) -> Flow<Decision> {
         exchanged_by: Some(client.app.clone()),
         acting,
         bound_to: client.proven_key().cloned(),
+        props: token.props.clone(),
     };
     let mut puts = vec![create(
         RecordKey::AccessToken(partition, access.digest()),
