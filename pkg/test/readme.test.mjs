@@ -207,6 +207,34 @@ test("the README's quick-starts run as written from the packed package — Node 
     for (const identify of ["document", "registration"]) await mcpClientLife(origin, identify === "document" ? document : null);
     assert.equal(document.fetches, 1, "the document was fetched once: kept for its max-age");
   });
+
+  await t.test("MCP quick-start on a Worker, under wrangler dev: the MCP SDK's own client registers — sign-in, consent, tools, a refresh, the revocation", async (t) => {
+    const files = programs(readme);
+    const worker = join(dir, "mcp-worker");
+    mkdirSync(join(worker, "src"), { recursive: true });
+    for (const file of ["wrangler.toml", "src/worker.js"]) {
+      assert.ok(files[`mcp-worker/${file}`], `the README has the MCP Worker's mcp-worker/${file}`);
+      writeFileSync(join(worker, file), files[`mcp-worker/${file}`]);
+    }
+    // The README's installs: the package and wrangler as the quick-starts have them, the MCP
+    // SDK and zod the MCP example's.
+    mkdirSync(join(worker, "node_modules", "@modelcontextprotocol"), { recursive: true });
+    for (const name of ["edgegrant", "wrangler"]) symlinkSync(join(dir, "node_modules", name), join(worker, "node_modules", name), "dir");
+    symlinkSync(join(pkg, "..", "examples", "mcp", "node_modules", "zod"), join(worker, "node_modules", "zod"), "dir");
+    symlinkSync(join(pkg, "..", "examples", "mcp", "node_modules", "@modelcontextprotocol", "sdk"), join(worker, "node_modules", "@modelcontextprotocol", "sdk"), "dir");
+    const [port, inspector] = [await freePort(), await freePort()];
+    const origin = `http://127.0.0.1:${port}`;
+    writeFileSync(join(worker, ".dev.vars"), `SERVER_KEY=${base64url(randomBytes(32))}\nISSUER=${origin}\n`);
+    const running = await runWrangler({
+      args: [join(worker, "node_modules", "wrangler", "bin", "wrangler.js"), "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector), "--show-interactive-dev-session=false"],
+      cwd: worker,
+      url: origin,
+      timeoutMs: 120_000,
+      ready: (response) => response.status === 404,
+    });
+    t.after(() => running.close());
+    await mcpClientLife(origin, null);
+  });
 });
 
 /** An app's whole life against the quick-start's server at `origin`, whose app secret is `secret`. */
