@@ -235,6 +235,18 @@ test("the README's quick-starts run as written from the packed package — Node 
     t.after(() => running.close());
     await mcpClientLife(origin, null);
   });
+
+  await t.test("MCP quick-start on another host, with edgegrant/resource: the MCP SDK's own client registers at the authorization server the MCP server names — sign-in, consent, tools checked by introspection, a refresh, the revocation", async (t) => {
+    const files = programs(readme);
+    assert.ok(files["auth.mjs"] && files["mcp-resource.mjs"], "the README has auth.mjs and mcp-resource.mjs");
+    const mcpDir = join(dir, "mcp");
+    for (const file of ["auth.mjs", "mcp-resource.mjs"]) writeFileSync(join(mcpDir, file), files[file]);
+    const [authPort, mcpPort] = [await freePort(), await freePort()];
+    const env = { MCP_SERVER_SECRET: base64url(randomBytes(32)), ISSUER: `http://127.0.0.1:${authPort}`, MCP_URL: `http://127.0.0.1:${mcpPort}/mcp` };
+    await start(t, mcpDir, "auth.mjs", { ...env, EDGEGRANT_SERVER_KEY: base64url(randomBytes(32)), PORT: String(authPort) });
+    await start(t, mcpDir, "mcp-resource.mjs", { ...env, PORT: String(mcpPort) });
+    await mcpClientLife(env.ISSUER, null, env.MCP_URL);
+  });
 });
 
 /** An app's whole life against the quick-start's server at `origin`, whose app secret is `secret`. */
@@ -310,12 +322,12 @@ async function lifeOfAnApp({ origin, secret }) {
 }
 
 /**
- * The MCP SDK's client against the MCP quick-start at `origin`: named by `document` (its
- * metadata document) or, without one, registered. The test plays the user's browser: the demo
+ * The MCP SDK's client against the MCP quick-start at `origin` (the authorization server; the
+ * MCP endpoint `mcp`, its /mcp by default): named by `document` (its metadata document) or,
+ * without one, registered. The test plays the user's browser: the demo
  * sign-in, the consent page, allow.
  */
-async function mcpClientLife(origin, document) {
-  const mcp = `${origin}/mcp`;
+async function mcpClientLife(origin, document, mcp = `${origin}/mcp`) {
   const provider = new Provider(document?.url);
   // A bare 401, and the SDK finds the rest itself: its first connect ends at the sign-in.
   await assert.rejects(connect(mcp, provider), UnauthorizedError);
