@@ -165,6 +165,10 @@ test("the README's quick-starts run as written from the packed package — Node 
     await lifeOfAnApp({ origin, secret });
   });
 
+  // A CA of the test's own, for the metadata documents it serves over https on loopback.
+  const tlsDir = mkdtempSync(join(tmpdir(), "edgegrant-readme-tls-"));
+  t.after(() => rmSync(tlsDir, { recursive: true, force: true }));
+  const tls = testCertificates(tlsDir);
   await t.test("MCP quick-start on Node: the MCP SDK's own client connects by a metadata document and by registering — sign-in, consent, tools, a refresh, the revocation", async (t) => {
     const { "mcp-server.mjs": program } = programs(readme);
     assert.ok(program, "the README has the MCP quick-start's mcp-server.mjs");
@@ -180,7 +184,6 @@ test("the README's quick-starts run as written from the packed package — Node 
     // one on 127.0.0.1 with a certificate of its own CA: a loader hook hands the program the
     // package's fetcher with that CA and loopback allowed — the one thing a machine without a
     // public address cannot provide otherwise. The program itself runs as written.
-    const tls = testCertificates(mkdtempSync(join(tmpdir(), "edgegrant-readme-tls-")));
     const real = join(mcpDir, "node_modules", "edgegrant", "src", "documents-node.js");
     writeFileSync(join(mcpDir, "loopback-documents-shim.mjs"), [
       `import { readFileSync } from "node:fs";`,
@@ -236,16 +239,21 @@ test("the README's quick-starts run as written from the packed package — Node 
     await mcpClientLife(origin, null);
   });
 
-  await t.test("MCP quick-start on another host, with edgegrant/resource: the MCP SDK's own client registers at the authorization server the MCP server names — sign-in, consent, tools checked by introspection, a refresh, the revocation", async (t) => {
+  await t.test("MCP quick-start on another host, with edgegrant/resource: the MCP SDK's own client, by a metadata document and registered at the authorization server the MCP server names — sign-in, consent, tools checked by introspection, a refresh, the revocation", async (t) => {
     const files = programs(readme);
     assert.ok(files["auth.mjs"] && files["mcp-resource.mjs"], "the README has auth.mjs and mcp-resource.mjs");
     const mcpDir = join(dir, "mcp");
     for (const file of ["auth.mjs", "mcp-resource.mjs"]) writeFileSync(join(mcpDir, file), files[file]);
     const [authPort, mcpPort] = [await freePort(), await freePort()];
     const env = { MCP_SERVER_SECRET: base64url(randomBytes(32)), ISSUER: `http://127.0.0.1:${authPort}`, MCP_URL: `http://127.0.0.1:${mcpPort}/mcp` };
-    await start(t, mcpDir, "auth.mjs", { ...env, EDGEGRANT_SERVER_KEY: base64url(randomBytes(32)), PORT: String(authPort) });
+    // The authorization server fetches documents as the MCP quick-start on Node does (the same
+    // loader hook: the test's CA, loopback allowed).
+    await start(t, mcpDir, "auth.mjs", { ...env, EDGEGRANT_SERVER_KEY: base64url(randomBytes(32)), PORT: String(authPort) }, ["--import", "./loopback-documents.mjs"]);
     await start(t, mcpDir, "mcp-resource.mjs", { ...env, PORT: String(mcpPort) });
-    await mcpClientLife(env.ISSUER, null, env.MCP_URL);
+    const document = await documentServer(tls);
+    t.after(() => document.close());
+    for (const identify of ["document", "registration"]) await mcpClientLife(env.ISSUER, identify === "document" ? document : null, env.MCP_URL);
+    assert.equal(document.fetches, 1, "the document was fetched once");
   });
 });
 
