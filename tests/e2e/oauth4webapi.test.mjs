@@ -96,7 +96,14 @@ for (const [name, start] of Object.entries(hosts)) {
       .then(() => null, (error) => error);
     assert.ok(challenged instanceof oauth.WWWAuthenticateChallengeError, String(challenged));
     const bearer = challenged.cause.find((c) => c.scheme === "bearer");
-    assert.equal(bearer.parameters.resource_metadata, new URL("/.well-known/oauth-protected-resource", issuer).href);
+    // The challenge names the metadata of the endpoint called, whose resource is that endpoint's
+    // URL: oauth4webapi checks it (RFC 9728 §3.3) as it reads the document.
+    const endpoint = new URL("/2/users/get_current_account", issuer);
+    assert.equal(bearer.parameters.resource_metadata, new URL("/.well-known/oauth-protected-resource/2/users/get_current_account", issuer).href);
+    const endpointMetadata = await oauth.processResourceDiscoveryResponse(endpoint, await oauth.resourceDiscoveryRequest(endpoint, insecure));
+    assert.equal(endpointMetadata.resource, endpoint.href);
+    assert.deepEqual(endpointMetadata.authorization_servers, [issuer.href]);
+    // And the whole API's, at the origin.
     const resource = await oauth.processResourceDiscoveryResponse(issuer, await oauth.resourceDiscoveryRequest(issuer, insecure));
     assert.deepEqual(resource.authorization_servers, [issuer.href]);
 
