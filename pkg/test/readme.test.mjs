@@ -74,6 +74,28 @@ function start(t, dir, file, env, nodeArgs = []) {
   });
 }
 
+/**
+ * `wrangler dev` in `worker` (the README's files there), its `.dev.vars` as the README has the
+ * reader write them — a fresh SERVER_KEY, the issuer where it listens, and `vars` — stopped after
+ * the test. Resolves its origin once it answers.
+ */
+async function wranglerDev(t, worker, vars = {}) {
+  const [port, inspector] = [await freePort(), await freePort()];
+  const origin = `http://127.0.0.1:${port}`;
+  const devVars = { SERVER_KEY: base64url(randomBytes(32)), ...vars, ISSUER: origin };
+  writeFileSync(join(worker, ".dev.vars"), Object.entries(devVars).map(([name, value]) => `${name}=${value}\n`).join(""));
+  const running = await runWrangler({
+    args: [join(worker, "node_modules", "wrangler", "bin", "wrangler.js"), "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector), "--show-interactive-dev-session=false"],
+    cwd: worker,
+    url: origin,
+    timeoutMs: 120_000,
+    // The Worker answers 404 at / (no route of the core's): it is up.
+    ready: (response) => response.status === 404,
+  });
+  t.after(() => running.close());
+  return origin;
+}
+
 const base64url = (bytes) => Buffer.from(bytes).toString("base64url");
 const unescapeHtml = (text) => text.replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&amp;/g, "&");
 
@@ -149,19 +171,7 @@ test("the README's quick-starts run as written from the packed package — Node 
     for (const file of ["wrangler.toml", "src/worker.js"]) writeFileSync(join(worker, file), files[file]);
     symlinkSync(join(dir, "node_modules"), join(worker, "node_modules"), "dir");
     const secret = base64url(randomBytes(32));
-    const [port, inspector] = [await freePort(), await freePort()];
-    const origin = `http://127.0.0.1:${port}`;
-    // The README's .dev.vars, with this run's values (the issuer: where wrangler dev listens).
-    writeFileSync(join(worker, ".dev.vars"), `SERVER_KEY=${base64url(randomBytes(32))}\nMY_APP_SECRET=${secret}\nISSUER=${origin}\n`);
-    const running = await runWrangler({
-      args: [join(worker, "node_modules", "wrangler", "bin", "wrangler.js"), "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector), "--show-interactive-dev-session=false"],
-      cwd: worker,
-      url: origin,
-      timeoutMs: 120_000,
-      // The Worker answers 404 at / (no route of the core's): it is up.
-      ready: (response) => response.status === 404,
-    });
-    t.after(() => running.close());
+    const origin = await wranglerDev(t, worker, { MY_APP_SECRET: secret });
     await lifeOfAnApp({ origin, secret });
   });
 
@@ -225,18 +235,7 @@ test("the README's quick-starts run as written from the packed package — Node 
     for (const name of ["edgegrant", "wrangler"]) symlinkSync(join(dir, "node_modules", name), join(worker, "node_modules", name), "dir");
     symlinkSync(join(pkg, "..", "examples", "mcp", "node_modules", "zod"), join(worker, "node_modules", "zod"), "dir");
     symlinkSync(join(pkg, "..", "examples", "mcp", "node_modules", "@modelcontextprotocol", "sdk"), join(worker, "node_modules", "@modelcontextprotocol", "sdk"), "dir");
-    const [port, inspector] = [await freePort(), await freePort()];
-    const origin = `http://127.0.0.1:${port}`;
-    writeFileSync(join(worker, ".dev.vars"), `SERVER_KEY=${base64url(randomBytes(32))}\nISSUER=${origin}\n`);
-    const running = await runWrangler({
-      args: [join(worker, "node_modules", "wrangler", "bin", "wrangler.js"), "dev", "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspector), "--show-interactive-dev-session=false"],
-      cwd: worker,
-      url: origin,
-      timeoutMs: 120_000,
-      ready: (response) => response.status === 404,
-    });
-    t.after(() => running.close());
-    await mcpClientLife(origin, null);
+    await mcpClientLife(await wranglerDev(t, worker), null);
   });
 
   await t.test("MCP quick-start on another host, with edgegrant/resource: the MCP SDK's own client, by a metadata document and registered at the authorization server the MCP server names — sign-in, consent, tools checked by introspection, a refresh, the revocation", async (t) => {
