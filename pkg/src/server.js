@@ -154,65 +154,108 @@ async function answerVerify(request, verify) {
   return request.verified(await verifySignature(verify));
 }
 
-/** runRequest's loop; `attempts`: the request is a credential check's, and its reply carries the core's `verdict` and `retryAfter`. */
-async function drive(request, storage, onAudit, attempts, fetcher = fetchDocument) {
+/**
+ * What came of a step the host carries out (a read, a write, a fetch, a verification): the next
+ * step, packed, or a promise of it when the store, the fetcher or WebCrypto answers later.
+ */
+function carryOut(request, step, storage, onAudit, fetcher) {
+  const kind = step.kind;
+  if (kind === "r") {
+    let found;
+    try {
+      found = storage.read(step.keys);
+    } catch (error) {
+      return storageFailed(request, "read", error);
+    }
+    if (!settled(found)) return request.found(packRecords(step.keys, found));
+    return found.then(
+      (records) => request.found(packRecords(step.keys, records)),
+      (error) => storageFailed(request, "read", error),
+    );
+  }
+  if (kind === "w") {
+    const { transaction } = step;
+    const committed = (applied) => {
+      if (!applied) return request.advance("conflicted"); // another request won: the core reads again and decides anew
+      const next = request.advance("committed");
+      if (onAudit) emitAudit(onAudit, transaction.audit);
+      return next;
+    };
+    let applied;
+    try {
+      applied = storage.apply(transaction);
+    } catch (error) {
+      return storageFailed(request, "write", error);
+    }
+    if (!settled(applied)) return committed(applied);
+    return applied.then(committed, (error) => storageFailed(request, "write", error));
+  }
+  if (kind === "f") return answerFetch(request, step, fetcher);
+  return answerVerify(request, step);
+}
+
+/** The end of a request: its last step (a reply or an authorized call) as runRequest resolves it, or an attempt's verdict. */
+function outcomeOf(request, step, onAudit, attempts) {
+  if (attempts) {
+    const [verdict, wait] = request.verdict().split(" ");
+    return { verdict, retryAfter: wait === undefined ? null : Number(wait) };
+  }
+  if (step.kind === "s") return { kind: "serve", principal: step.principal, headers: step.headers };
+  const { status, headers, body, outcome, refusal, audit } = step;
+  // A defect's event rides on its reply, as does that of a rotation's retry answered from
+  // another retry's write: neither wrote anything that could carry it.
+  if (onAudit && audit.length > 0) emitAudit(onAudit, audit);
+  return { kind: "reply", status, headers, body, outcome, refusal };
+}
+
+/** Whether a step ends the request: a reply (`p`) or an authorized call (`s`). */
+const ends = (step) => step.kind === "p" || step.kind === "s";
+
+/**
+ * runRequest's loop, synchronous while the host's answers are (an in-memory store, SQLite): it
+ * returns the outcome itself then, and a promise of it from the first answer that is one, so a
+ * request on a synchronous store waits on no promise of its own. `attempts`: the request is a
+ * credential check's, and its outcome is the core's `verdict` and `retryAfter`.
+ */
+function drive(request, storage, onAudit, attempts, fetcher = fetchDocument) {
+  let pending;
   try {
     // One crossing each way per step: the step out, packed (see ./packed.js), and what came of
-    // it in, which returns the next step.
+    // it in, which returns the next step. The core's own bound on the steps a request takes:
+    // past it is a bug.
     let packed = request.step();
-    // The core's own bound on the reads and writes a request asks for: past it is a bug.
     for (let round = 0, bound = request.maxSteps(); round <= bound; round++) {
       const step = readStep(packed);
-      const kind = step.kind;
-      if (kind === "r") {
-        let found;
-        try {
-          found = storage.read(step.keys);
-          if (settled(found)) found = await found;
-        } catch (error) {
-          packed = storageFailed(request, "read", error);
-          continue;
-        }
-        packed = request.found(packRecords(step.keys, found));
-      } else if (kind === "w") {
-        const { transaction } = step;
-        let applied;
-        try {
-          applied = storage.apply(transaction);
-          if (settled(applied)) applied = await applied;
-        } catch (error) {
-          packed = storageFailed(request, "write", error);
-          continue;
-        }
-        if (applied) {
-          packed = request.advance("committed");
-          if (onAudit) emitAudit(onAudit, transaction.audit);
-        } else {
-          packed = request.advance("conflicted"); // another request won: the core reads again and decides anew
-        }
-      } else if (kind === "f") {
-        packed = await answerFetch(request, step, fetcher);
-      } else if (kind === "v") {
-        packed = await answerVerify(request, step);
-      } else if (kind === "p") {
-        if (attempts) {
-          const [verdict, wait] = request.verdict().split(" ");
-          return { verdict, retryAfter: wait === undefined ? null : Number(wait) };
-        }
-        const { status, headers, body, outcome, refusal, audit } = step;
-        // A defect's event rides on its reply, as does that of a rotation's retry answered from
-        // another retry's write: neither wrote anything that could carry it.
-        if (onAudit && audit.length > 0) emitAudit(onAudit, audit);
-        return { kind: "reply", status, headers, body, outcome, refusal };
-      } else {
-        return { kind: "serve", principal: step.principal, headers: step.headers };
+      if (ends(step)) return outcomeOf(request, step, onAudit, attempts);
+      packed = carryOut(request, step, storage, onAudit, fetcher);
+      if (settled(packed)) {
+        pending = driveOn(request, packed, round + 1, storage, onAudit, attempts, fetcher);
+        return pending;
       }
     }
-    throw new Error(`edgegrant: the request did not finish in ${request.maxSteps()} steps`);
+    throw overrun(request);
+  } finally {
+    if (pending === undefined) request.free();
+  }
+}
+
+/** drive's loop from the first step answered by a promise (`next`, in round `from`), to the end. */
+async function driveOn(request, next, from, storage, onAudit, attempts, fetcher) {
+  try {
+    let packed = await next;
+    for (let round = from, bound = request.maxSteps(); round <= bound; round++) {
+      const step = readStep(packed);
+      if (ends(step)) return outcomeOf(request, step, onAudit, attempts);
+      packed = carryOut(request, step, storage, onAudit, fetcher);
+      if (settled(packed)) packed = await packed;
+    }
+    throw overrun(request);
   } finally {
     request.free();
   }
 }
+
+const overrun = (request) => new Error(`edgegrant: the request did not finish in ${request.maxSteps()} steps`);
 
 /**
  * How much of a body past what is needed is read and dropped. An answer sent over an unread body
@@ -275,6 +318,33 @@ export async function readBody(request, limit) {
     if (offset >= body.length) break;
   }
   return body;
+}
+
+/**
+ * A Fetch Request's URL in the parts the core takes: `scheme` ("https"), `host` (with any port),
+ * `path` and `query` (without its `?`), cut from `url` as `new URL(url)` would give them
+ * (`protocol` less its colon, `host`, `pathname`, `search` less its `?`). A Request's URL is
+ * already parsed and serialized by the runtime — an absolute http(s) URL, with an authority,
+ * no credentials (the Request constructor refuses them), percent-encoded — so cutting it is
+ * exact, and costs a bearer check no URL object.
+ */
+export function urlParts(url) {
+  const colon = url.indexOf(":");
+  const authority = colon + 3; // past "://"
+  let pathAt = url.indexOf("/", authority);
+  const hashAt = url.indexOf("#", authority);
+  const end = hashAt < 0 ? url.length : hashAt;
+  let queryAt = url.indexOf("?", authority);
+  if (queryAt >= end) queryAt = -1;
+  if (pathAt < 0 || pathAt > end || (queryAt >= 0 && pathAt > queryAt)) pathAt = -1;
+  const hostEnd = pathAt >= 0 ? pathAt : queryAt >= 0 ? queryAt : end;
+  const pathEnd = queryAt >= 0 ? queryAt : end;
+  return {
+    scheme: url.slice(0, colon),
+    host: url.slice(authority, hostEnd),
+    path: pathAt >= 0 ? url.slice(pathAt, pathEnd) : "/",
+    query: queryAt >= 0 ? url.slice(queryAt + 1, end) : "",
+  };
 }
 
 /** `request` again, with `body` (already read) as its body; the request itself when it had none (a new Request costs as much as the check). */
@@ -423,7 +493,8 @@ export function createAuthServer(options) {
   const api = { ...options.hooks?.api };
   warnAtStart(core, config, api);
   const fetcher = options.fetchDocument ?? fetchDocument;
-  const run = (request) => runRequest(request, storage, { onAudit, fetchDocument: fetcher });
+  /** Runs a core request to its end: its outcome, or a promise of it (see drive). */
+  const run = (request) => drive(request, storage, onAudit, false, fetcher);
   /** Starts a core request with fresh entropy; the pool's copy is wiped once the core holds its own. */
   const withEntropy = (start) => {
     const entropy = random();
@@ -442,7 +513,12 @@ export function createAuthServer(options) {
    * knows how the client reached it (a TLS socket, say).
    * Resolves a reply to send or an authorized call to serve (see runRequest).
    */
-  function handle(input) {
+  async function handle(input) {
+    return start(input);
+  }
+
+  /** handle's work: the outcome, or a promise of it (an in-memory or SQLite store answers at once). */
+  function start(input) {
     let { path, query = "" } = input;
     if (path === undefined) {
       const url = input.url ?? "/";
@@ -453,37 +529,40 @@ export function createAuthServer(options) {
     const now = clock();
     const request = { method: input.method, path, query, headers: input.headers, body: input.body, user: input.user ?? null, source: input.source, scheme: input.scheme };
     const result = run(withEntropy((entropy) => core.request(request, now, entropy)));
-    return onRefusal ? result.then((reply) => reportRefusal(onRefusal, core, request, reply, now)) : result;
+    if (!onRefusal) return result;
+    const report = (reply) => reportRefusal(onRefusal, core, request, reply, now);
+    return settled(result) ? result.then(report) : report(result);
   }
 
   /** The request's values as the core takes them, its body read (up to one byte past the limit). */
   async function plainOf(request) {
-    const url = new URL(request.url);
+    const { scheme, host, path, query } = urlParts(request.url);
     // The core compares a consent form's Origin with the Host it was sent to: for a Fetch
     // Request that is its URL's (a Host header, where a runtime keeps one, can differ behind a
     // proxy or a test harness).
-    const headers = ["host", url.host];
+    const headers = ["host", host];
     for (const [name, value] of request.headers) if (name !== "host") headers.push(name, value);
     // A GET's or HEAD's body (a runtime may hand one over) is dropped, not given to the core.
     let body = NO_BODY;
     if (request.body && bodyless(request.method)) await drain(request.body.getReader());
-    else if (request.body) body = await readBody(request, bodyLimit(url.pathname));
+    else if (request.body) body = await readBody(request, bodyLimit(path));
     let user = currentUser(request);
     if (settled(user)) user = await user;
     // The URL's scheme is how the client reached this server (a Worker's is the edge's).
-    const scheme = url.protocol.slice(0, -1);
-    return { url, plain: { method: request.method, path: url.pathname, query: url.search.slice(1), headers, body, user: user ?? null, scheme } };
+    return { method: request.method, path, query, headers, body, user: user ?? null, scheme };
   }
 
   async function serve(request, context) {
-    const { url, plain } = await plainOf(request);
+    const plain = await plainOf(request);
     const body = plain.body;
     // The hook knows which header a trusted proxy sets; where it names none, the host's own word
     // (a socket's peer).
     const source = sourceOf(request) ?? context?.source ?? undefined;
-    const result = await handle({ ...plain, source });
+    plain.source = source;
+    let result = start(plain);
+    if (settled(result)) result = await result;
     if (result.kind === "serve") {
-      const handler = api[url.pathname];
+      const handler = api[plain.path];
       // The handler gets the request with its body (read once, here), so an operation can take
       // arguments; the core's headers (no-store, nosniff, CORS) go on whatever it answers.
       const answer = handler
@@ -541,7 +620,7 @@ export function createAuthServer(options) {
      * read here once and carried along.
      */
     async route(request) {
-      const { plain } = await plainOf(request);
+      const plain = await plainOf(request);
       // Its body, once read, travels as the bytes read (even none: a used body cannot be
       // forwarded); a GET or HEAD travels without one, as the core saw it.
       const forward = request.bodyUsed
@@ -556,7 +635,7 @@ export function createAuthServer(options) {
       return { partition: core.partitionOf(plain), request: forward };
     },
     /** The user (or a team admin) unlinks `app`: every token of that app and user ends. */
-    unlink(app, accountId, by = "user") {
+    async unlink(app, accountId, by = "user") {
       const now = clock();
       return run(withEntropy((entropy) => core.unlink(app, accountId, by, now, entropy)));
     },

@@ -421,3 +421,28 @@ test("grant props: given with the user at consent, handed to the API handler wit
   assert.equal((await reopened.fetch(bearer(GET_ACCOUNT, refreshed.access_token))).status, 401);
   assert.equal(seen.length, 3, "no call is served after the grant ended");
 });
+
+test("the Fetch driver cuts a Request's URL into exactly the scheme, host, path and query new URL gives", async () => {
+  const { urlParts } = await import("../src/server.js");
+  const hosts = ["auth.example", "auth.example:8443", "127.0.0.1:8787", "[::1]:3000", "xn--bcher-kva.example"];
+  const paths = ["", "/", "/oauth2/token", "/a/b/", "/%2F%3F/x", "/caf%C3%A9", "/a:b@c", "/.well-known/oauth-protected-resource/mcp"];
+  const queries = ["", "?", "?a=1", "?a=1&b=%3F/x", "??", "?x=https://c.example/cb?y=1"];
+  const fragments = ["", "#", "#f", "#f?g/h"];
+  let checked = 0;
+  for (const scheme of ["http", "https"]) {
+    for (const host of hosts) {
+      for (const path of paths) {
+        for (const query of queries) {
+          for (const fragment of fragments) {
+            // As a runtime hands it over: parsed and serialized by the Request constructor.
+            const url = new Request(`${scheme}://${host}${path}${query}${fragment}`).url;
+            const parsed = new URL(url);
+            assert.deepEqual(urlParts(url), { scheme: parsed.protocol.slice(0, -1), host: parsed.host, path: parsed.pathname, query: parsed.search.slice(1) }, url);
+            checked++;
+          }
+        }
+      }
+    }
+  }
+  assert.equal(checked, 2 * 5 * 8 * 6 * 4);
+});
