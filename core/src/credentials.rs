@@ -90,6 +90,13 @@ pub(crate) fn sha256(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
 
+/// `bytes` (at most 32) in URL-safe base64 without padding, appended to `out`.
+pub(crate) fn push_base64(out: &mut String, bytes: &[u8]) {
+    let mut text = [0u8; 43];
+    // The buffer holds the encoding of 32 bytes: a longer input is a bug, written as nothing.
+    out.push_str(Base64UrlUnpadded::encode(bytes, &mut text).unwrap_or_default());
+}
+
 macro_rules! digest_type {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
@@ -99,7 +106,14 @@ macro_rules! digest_type {
         impl $name {
             /// The digest in URL-safe base64 (how it appears in storage keys and records).
             pub fn to_base64(&self) -> String {
-                Base64UrlUnpadded::encode_string(&self.0)
+                let mut text = String::with_capacity(43);
+                self.push_base64(&mut text);
+                text
+            }
+
+            /// Its URL-safe base64 appended to `out` (a storage key's part), no string of its own.
+            pub(crate) fn push_base64(&self, out: &mut String) {
+                push_base64(out, &self.0);
             }
 
             /// Parses the URL-safe base64 form.

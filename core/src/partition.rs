@@ -171,6 +171,13 @@ impl Partition {
     }
 }
 
+impl Partition {
+    /// Its text appended to `out` (as `Display` writes it).
+    pub(crate) fn push_text(self, out: &mut String) {
+        crate::credentials::push_base64(out, &self.0);
+    }
+}
+
 impl fmt::Display for Partition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut buffer = [0u8; Partition::TEXT_LEN];

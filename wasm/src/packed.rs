@@ -42,15 +42,9 @@ pub(crate) fn step(step: &Step, buffer: &mut Vec<u8>) -> Result<(), JsError> {
     };
     let mut out = Packer::new(buffer, kind);
     match step {
-        Step::Read(keys) => {
-            for key in keys {
-                out.field(&key.to_string());
-            }
-        }
+        Step::Read(keys) => out.keys(keys.iter()),
         Step::Write(transaction) => {
-            for put in &transaction.puts {
-                out.field(&put.key.to_string());
-            }
+            out.keys(transaction.puts.iter().map(|put| &put.key));
             let audit = crate::server::audit_json(&transaction.audit)?;
             out.end_text();
             out.block(audit.as_bytes());
@@ -155,6 +149,16 @@ impl<'b> Packer<'b> {
         }
         self.fields = true;
         self.bytes.extend_from_slice(text.as_bytes());
+    }
+
+    /// The storage keys, one field each, written through one scratch string.
+    fn keys<'k>(&mut self, keys: impl Iterator<Item = &'k RecordKey>) {
+        let mut text = String::with_capacity(96);
+        for key in keys {
+            text.clear();
+            key.write_to(&mut text);
+            self.field(&text);
+        }
     }
 
     fn end_text(&mut self) {
