@@ -9,6 +9,7 @@ use crate::machines::grant::{self, GrantTerms};
 use crate::machines::{access_token, ledger, link, refresh_token};
 use crate::partition::Partition;
 use crate::prelude::*;
+use crate::records::view::LinkView;
 use crate::records::Resources;
 use crate::records::{
     AccessTokenRecord, GrantRecord, LedgerRecord, LinkRecord, MemberRecord, Record, RecordKey,
@@ -201,10 +202,11 @@ fn member_key(partition: Partition, grant: &GrantRecord) -> Option<RecordKey> {
 }
 
 /// The epoch of the link under `link_key`, for [`grant::standing`]: `None` for a grant with no
-/// link (to the app itself), `Some(None)` when its link is gone.
+/// link (to the app itself), `Some(None)` when its link is gone. Read in place: a refresh
+/// decoded the whole link (its members, its consented scopes) for this one number.
 pub(crate) fn link_epoch(ctx: &Ctx<'_>, link_key: Option<&RecordKey>) -> Flow<Option<Option<u64>>> {
     link_key
-        .map(|key| Ok(ctx.load::<LinkRecord>(key)?.map(|link| link.record.epoch)))
+        .map(|key| Ok(ctx.view::<LinkView>(key)?.map(|(_, link)| link.epoch)))
         .transpose()
 }
 
