@@ -10,22 +10,24 @@
 use crate::prelude::*;
 /// Escapes text for HTML content and quoted attribute values.
 pub fn escape(text: &str, out: &mut String) {
-    const SPECIAL: [char; 5] = ['&', '<', '>', '"', '\''];
-    // Copies the runs between special characters whole: each part but the last ends with one.
-    for part in text.split_inclusive(SPECIAL) {
-        let Some(run) = part.strip_suffix(SPECIAL) else {
-            out.push_str(part);
-            continue;
+    // Byte by byte: the five are ASCII, so each sits on a character boundary, and the runs
+    // between them are copied whole. (Splitting at a set of chars decoded every character: a
+    // tenth of a consent page's time in wasm.)
+    let mut run = 0;
+    for (at, byte) in text.bytes().enumerate() {
+        let entity = match byte {
+            b'&' => "&amp;",
+            b'<' => "&lt;",
+            b'>' => "&gt;",
+            b'"' => "&quot;",
+            b'\'' => "&#39;",
+            _ => continue,
         };
-        out.push_str(run);
-        out.push_str(match part.as_bytes().last() {
-            Some(b'&') => "&amp;",
-            Some(b'<') => "&lt;",
-            Some(b'>') => "&gt;",
-            Some(b'"') => "&quot;",
-            _ => "&#39;",
-        });
+        out.push_str(text.get(run..at).unwrap_or_default());
+        out.push_str(entity);
+        run = at + 1;
     }
+    out.push_str(text.get(run..).unwrap_or_default());
 }
 
 /// A value a template can show.
