@@ -288,8 +288,11 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * 14's three fields; the props crossing in and out: +3.89 whole (169515 bytes), +3.67
  * configured (139998), most of it the cipher. The client's module +0.13 (79850: the user's
  * new field, which its shared types carry). Budgets 165.6, 136.8 and 78.0.
+ * Issue 51: storage keys written piece by piece (no core::fmt for them), a refresh reading the
+ * link's epoch in place, HTML escaped byte by byte: -0.09 whole (169422 bytes), -0.08
+ * configured (139921). Budgets 165.5 and 136.7.
  */
-const BUDGETS = { edgegrant_wasm: 165.6 * 1024, edgegrant_configured_apps: 136.8 * 1024, edgegrant_client: 78.0 * 1024 };
+const BUDGETS = { edgegrant_wasm: 165.5 * 1024, edgegrant_configured_apps: 136.7 * 1024, edgegrant_client: 78.0 * 1024 };
 
 // The server's module may use WebAssembly's 128-bit SIMD (LLVM moves memory 16 bytes at a time
 // with it: 0.7 KiB smaller gzipped): every runtime it serves has it (the package needs Node 20;
