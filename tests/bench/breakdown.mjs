@@ -30,21 +30,26 @@ if (child === "--run") {
   const start = performance.now();
   for (let i = 0; i < Number(iterations); i++) await run();
   console.log(((performance.now() - start) * 1000) / Number(iterations));
-} else {
+} else if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const { perCall, shares } = profileFlow(flow, iterations);
+  console.log(`${flow} through server.fetch: ${perCall.toFixed(1)} µs per call (under the profiler)`);
+  for (const [layer, share] of shares) console.log(`${(100 * share).toFixed(1).padStart(5)} %  ${(share * perCall).toFixed(1).padStart(6)} µs  ${layer}`);
+}
+
+/** Runs `flow` `iterations` times under the profiler in a child process: `{ perCall }` (µs) and each layer's `shares`. */
+export function profileFlow(flow, iterations) {
   const dir = mkdtempSync(join(tmpdir(), "edgegrant-breakdown-"));
   try {
-    const perCall = Number(execFileSync(process.execPath, ["--cpu-prof", "--cpu-prof-interval", "50", "--cpu-prof-dir", dir, fileURLToPath(import.meta.url), flow, iterations, "--run"], { encoding: "utf8" }));
+    const perCall = Number(execFileSync(process.execPath, ["--cpu-prof", "--cpu-prof-interval", "50", "--cpu-prof-dir", dir, fileURLToPath(import.meta.url), flow, String(iterations), "--run"], { encoding: "utf8" }));
     const profile = JSON.parse(readFileSync(join(dir, readdirSync(dir)[0]), "utf8"));
-    const shares = breakdown(profile);
-    console.log(`${flow} through server.fetch: ${perCall.toFixed(1)} µs per call (under the profiler)`);
-    for (const [layer, share] of shares) console.log(`${(100 * share).toFixed(1).padStart(5)} %  ${(share * perCall).toFixed(1).padStart(6)} µs  ${layer}`);
+    return { perCall, shares: breakdown(profile) };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-/** Each layer's share of the samples, largest first. */
-function breakdown({ nodes, samples }) {
+/** Each layer's share of a V8 CPU profile's samples, largest first: `[layer, share]` pairs. */
+export function breakdown({ nodes, samples }) {
   const byId = new Map(nodes.map((node) => [node.id, node]));
   const parent = new Map();
   for (const node of nodes) for (const child of node.children ?? []) parent.set(child, node.id);
