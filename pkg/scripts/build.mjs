@@ -290,9 +290,11 @@ if (!output("wasm-bindgen", ["--version"]).includes(bindgen)) {
  * new field, which its shared types carry). Budgets 165.6, 136.8 and 78.0.
  * Issue 51: storage keys written piece by piece (no core::fmt for them), a refresh reading the
  * link's epoch in place, HTML escaped byte by byte: -0.09 whole (169422 bytes), -0.08
- * configured (139921). Budgets 165.5 and 136.7.
+ * configured (139921). Budgets 165.5 and 136.7. Exports without multi-value results (see
+ * withoutMultiValue: results through memory, for V8's compile time): -0.48 whole (168927),
+ * -0.50 configured (139413), -0.03 the client's (79817). Budgets 165.0 and 136.2.
  */
-const BUDGETS = { edgegrant_wasm: 165.5 * 1024, edgegrant_configured_apps: 136.7 * 1024, edgegrant_client: 78.0 * 1024 };
+const BUDGETS = { edgegrant_wasm: 165.0 * 1024, edgegrant_configured_apps: 136.2 * 1024, edgegrant_client: 78.0 * 1024 };
 
 // The server's module may use WebAssembly's 128-bit SIMD (LLVM moves memory 16 bytes at a time
 // with it: 0.7 KiB smaller gzipped): every runtime it serves has it (the package needs Node 20;
@@ -350,18 +352,42 @@ function standalone(declarations) {
   }
   return `/// <reference lib="esnext.disposable" />\n${standIns}${body}`;
 }
+/**
+ * The cargo build's module at `wasm`, copied with its `target_features` section listing what
+ * it uses but multi-value (into a directory of its own; returns the copy's path). wasm-bindgen
+ * hands an export's results back as WebAssembly values when that section lists multi-value
+ * (Rust's wasm32 default since 1.82), and V8 (Node 20, workerd) compiles a JS-to-wasm wrapper
+ * of its own, with its optimizing compiler, for each signature with more than one result when
+ * it compiles the module: the server's module has 16 such signatures, which took 6 of the 9 ms
+ * `WebAssembly.compile` did (a second module with the same signatures, in the same process,
+ * compiled in 3). Without it wasm-bindgen returns results through memory, as it did before,
+ * and every export takes V8's generic wrapper. The code itself uses no multi-value: wasm-opt
+ * validates it without. Two passes: the first drops the section (which wasm-opt would
+ * otherwise merge into the features it is given), the second writes it anew.
+ */
+function withoutMultiValue(wasm, rustflags) {
+  const features = ["--mvp-features", "--enable-mutable-globals", "--enable-nontrapping-float-to-int", "--enable-bulk-memory", "--enable-sign-ext", "--enable-reference-types"];
+  if (rustflags.includes("-Ctarget-feature=+simd128")) features.push("--enable-simd");
+  const copy = join(mkdtempSync(join(tmpdir(), "edgegrant-features-")), "edgegrant_wasm.wasm");
+  run(wasmOpt, [...features, "--strip-target-features", wasm, "-o", copy]);
+  run(wasmOpt, [...features, "--emit-target-features", copy, "-o", copy]);
+  return copy;
+}
+
 const over = [];
 for (const { features, name, rustflags, glueOf } of modules) {
   const flags = [wasmRustflags, ...rustflags].join("\x1f");
   run("cargo", ["build", "-p", "edgegrant-wasm", "--target", "wasm32-unknown-unknown", "--profile", "wasm", "--no-default-features", "--features", features], { env: { ...process.env, CARGO_ENCODED_RUSTFLAGS: flags } });
   // A module that shares another's glue keeps only its .wasm; its glue must be that one's.
   const out = glueOf ? mkdtempSync(join(tmpdir(), "edgegrant-glue-")) : dist;
+  const built = withoutMultiValue(join(root, "target/wasm32-unknown-unknown/wasm/edgegrant_wasm.wasm"), rustflags);
   run("wasm-bindgen", [
     "--target", "web",
     "--out-dir", out,
     "--out-name", glueOf ?? name,
-    join(root, "target/wasm32-unknown-unknown/wasm/edgegrant_wasm.wasm"),
+    built,
   ]);
+  rmSync(dirname(built), { recursive: true });
   if (glueOf) {
     for (const file of [`${glueOf}.js`, `${glueOf}.d.ts`, `${glueOf}_bg.wasm.d.ts`]) {
       const generated = readFileSync(join(out, file), "utf8");
@@ -382,7 +408,7 @@ for (const { features, name, rustflags, glueOf } of modules) {
   // bytes, 0.6 KiB worse at 40); beside it -Os is as small as -Oz and a few per cent faster.
   // The producers and target-features sections (the compiler's name and version, the features
   // it used) serve no runtime: 0.2 KiB.
-  run(wasmOpt, ["-Os", "-Os", "--one-caller-inline-max-function-size=20", "--strip-producers", "--strip-target-features", "--enable-bulk-memory", "--enable-nontrapping-float-to-int", "--enable-sign-ext", "--enable-mutable-globals", "--enable-reference-types", "--enable-multivalue", wasm, "-o", wasm]);
+  run(wasmOpt, ["-Os", "-Os", "--one-caller-inline-max-function-size=20", "--strip-producers", "--strip-target-features", "--enable-bulk-memory", "--enable-nontrapping-float-to-int", "--enable-sign-ext", "--enable-mutable-globals", "--enable-reference-types", wasm, "-o", wasm]);
   const raw = statSync(wasm).size;
   const gzipped = gzipSync(readFileSync(wasm), { level: 9 }).length;
   const budget = BUDGETS[name];
