@@ -11,8 +11,8 @@ use crate::prelude::*;
 /// Escapes text for HTML content and quoted attribute values.
 pub fn escape(text: &str, out: &mut String) {
     // Byte by byte: the five are ASCII, so each sits on a character boundary, and the runs
-    // between them are copied whole. (Splitting at a set of chars decoded every character: a
-    // tenth of a consent page's time in wasm.)
+    // between them are copied whole. (Splitting at a set of chars decoded every character: 6 %
+    // of a code flow's time in wasm, the consent page's hidden query most.)
     let mut run = 0;
     for (at, byte) in text.bytes().enumerate() {
         let entity = match byte {
