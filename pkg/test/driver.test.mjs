@@ -376,18 +376,8 @@ test("grant props: given with the user at consent, handed to the API handler wit
   const UPSTREAM = "gho_upstream-token-0123456789abcdef";
   const props = { upstream: { token: UPSTREAM, expires: 1_700_003_600 } };
   const seen = [];
-  let now = 1_700_000_000;
-  const srv = createAuthServer({
-    serverKey: SERVER_KEY,
-    apps: config().apps,
-    apiEndpoints: config().api_endpoints,
-    storage,
-    clock: () => now,
-    hooks: {
-      currentUser: async () => ({ ...ALICE, props }),
-      api: { [GET_ACCOUNT]: (principal) => (seen.push(principal.props), Response.json({ ok: true })) },
-    },
-  });
+  const api = { [GET_ACCOUNT]: (principal) => (seen.push(principal.props), Response.json({ ok: true })) };
+  const { srv, advance } = server({ storage, user: { ...ALICE, props }, api });
   const code = await codeFor(srv);
   const exchanged = await srv.fetch(tokenRequest({ grant_type: "authorization_code", code, client_id: PKCE_APP, code_verifier: VERIFIER, redirect_uri: PKCE_REDIRECT, token_access_type: "offline" }));
   const tokens = await exchanged.json();
@@ -396,7 +386,7 @@ test("grant props: given with the user at consent, handed to the API handler wit
   assert.deepEqual(seen, [props], "the handler gets the props with the principal");
 
   // A refresh mints a token that carries them too.
-  now += 60;
+  advance(60);
   const refreshed = await (await srv.fetch(tokenRequest({ grant_type: "refresh_token", refresh_token: tokens.refresh_token, client_id: PKCE_APP }))).json();
   assert.ok(refreshed.access_token, JSON.stringify(refreshed));
   assert.equal((await srv.fetch(bearer(GET_ACCOUNT, refreshed.access_token))).status, 200);
@@ -414,7 +404,8 @@ test("grant props: given with the user at consent, handed to the API handler wit
   assert.ok(!readFileSync(file).includes("upstream"), "nor the props' names");
 
   // The grant ends: its tokens are refused, and the handler sees the props no more.
-  const reopened = createAuthServer({ serverKey: SERVER_KEY, apps: config().apps, apiEndpoints: config().api_endpoints, storage: await openSqliteStorage(file), clock: () => now, hooks: { api: { [GET_ACCOUNT]: (principal) => (seen.push(principal.props), Response.json({})) } } });
+  const { srv: reopened, advance: advanceReopened } = server({ storage: await openSqliteStorage(file), signedIn: false, api });
+  advanceReopened(60);
   assert.equal((await reopened.fetch(bearer(GET_ACCOUNT, refreshed.access_token))).status, 200, "the props outlive the process, sealed");
   assert.deepEqual(seen.at(-1), props);
   assert.equal((await reopened.fetch(new Request(`${ORIGIN}/2/auth/token/revoke`, { method: "POST", headers: { authorization: `Bearer ${refreshed.access_token}` } }))).status, 200);

@@ -72,9 +72,10 @@ export const form = (pairs) => ({
 
 /**
  * The fixture configuration served by `createAuthServer` over memory storage, on a hand-moved
- * clock, with `get_current_account` answering the principal's account id.
+ * clock, with `get_current_account` answering the principal's account id; `user` is who is
+ * signed in (with any props the host keeps with a grant).
  */
-export function testServer({ signedIn = true, audit = [], storage = memoryStorage(), onAudit = (event) => audit.push(event), api = {} } = {}) {
+export function testServer({ signedIn = true, user = ALICE, audit = [], storage = memoryStorage(), onAudit = (event) => audit.push(event), api = {} } = {}) {
   let now = 1_700_000_000;
   const srv = createAuthServer({
     serverKey: SERVER_KEY,
@@ -84,7 +85,7 @@ export function testServer({ signedIn = true, audit = [], storage = memoryStorag
     clock: () => now,
     onAudit,
     hooks: {
-      currentUser: async () => (signedIn ? ALICE : null),
+      currentUser: async () => (signedIn ? user : null),
       api: { [GET_ACCOUNT]: async (principal) => Response.json({ account_id: principal.account_id }), ...api },
     },
   });
